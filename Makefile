@@ -1,0 +1,37 @@
+# awaken-lua: make test runs everything CI runs.
+GO       ?= go
+PKGS     := ./...
+FUZZTIME ?= 30s
+BENCHTIME ?= 1s
+
+.PHONY: all build test vet fmt-check bench fuzz run clean
+
+all: build
+
+build:
+	$(GO) build -o bin/awaken-lua ./cmd/awaken-lua
+
+fmt-check:
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+test: fmt-check vet
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+# Benchmarks print each figure next to SPEC.md section 14's targets (see README).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+# Each fuzz target runs for FUZZTIME.
+fuzz:
+	@set -e; for t in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$t/*_test.go | sed 's/func //'); do \
+			echo "== $$t $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$t; \
+		done; \
+	done
+
+clean:
+	rm -rf bin

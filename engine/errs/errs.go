@@ -1,0 +1,232 @@
+// Package errs defines the one error type of awaken-lua: every error a user
+// can cause carries a stable Code (SPEC §11), a position when there is one,
+// and a message that says what to do.
+package errs
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Code is a stable, snake_case error code. Codes are API: the CLI prints
+// them, problem+json carries them, metrics use them as labels and Lua tests
+// match them. Never rename one once shipped.
+type Code string
+
+// Error makes a Code usable as a target for errors.Is.
+func (c Code) Error() string { return string(c) }
+
+// The codes of SPEC §11.
+const (
+	UnknownKey               Code = "unknown_key"
+	KeyAlreadyRegistered     Code = "key_already_registered"
+	SchemaViolation          Code = "schema_violation"
+	UnknownActionHandler     Code = "unknown_action_handler"
+	UnknownEffectHandler     Code = "unknown_effect_handler"
+	HandlerAlreadyRegistered Code = "handler_already_registered"
+	ToolAlreadyRegistered    Code = "tool_already_registered"
+	PhaseRunLoopExceeded     Code = "phase_run_loop_exceeded"
+	HookFailed               Code = "hook_failed"
+	HookTimeout              Code = "hook_timeout"
+	InvalidTransition        Code = "invalid_transition"
+	UnknownResumeTarget      Code = "unknown_resume_target"
+	PluginLoadFailed         Code = "plugin_load_failed"
+	ConfigInvalid            Code = "config_invalid"
+	RevisionConflict         Code = "revision_conflict"
+
+	// Sidecar codes.
+	BadRequest      Code = "bad_request"
+	Unauthorized    Code = "unauthorized"
+	RunNotFound     Code = "run_not_found"
+	PhaseOutOfOrder Code = "phase_out_of_order"
+	PayloadTooLarge Code = "payload_too_large"
+	Overloaded      Code = "overloaded"
+	NotReady        Code = "not_ready"
+)
+
+// Pos is a position in a user's file. String gives "file:line:col" like
+// go/token, leaving out a zero column and a zero line.
+type Pos struct {
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	Col  int    `json:"col,omitempty"`
+}
+
+// IsValid reports whether the position names a file.
+func (p Pos) IsValid() bool { return p.File != "" }
+
+func (p Pos) String() string {
+	if p.File == "" {
+		if p.Line > 0 {
+			return "-:" + strconv.Itoa(p.Line)
+		}
+		return "-"
+	}
+	s := p.File
+	if p.Line > 0 {
+		s += ":" + strconv.Itoa(p.Line)
+		if p.Col > 0 {
+			s += ":" + strconv.Itoa(p.Col)
+		}
+	}
+	return s
+}
+
+// Error is the error type of awaken-lua.
+type Error struct {
+	Code   Code
+	Pos    Pos    // where the user must look; zero if none
+	Plugin string // context known where the error is made
+	Phase  string
+	Key    string
+	Msg    string // what went wrong and what to do; lower case, no final period
+	Err    error  // the cause
+}
+
+// New makes an error with a code and a formatted message.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Wrap makes an error with a code around a cause.
+func Wrap(code Code, err error, format string, args ...any) *Error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+// At returns a copy of e at the position p.
+func (e *Error) At(p Pos) *Error { c := *e; c.Pos = p; return &c }
+
+// Error renders "pos: code: plugin/phase: message: cause", leaving out what is
+// unknown, so editors can jump to the position.
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Pos.IsValid() {
+		b.WriteString(e.Pos.String())
+		b.WriteString(": ")
+	}
+	b.WriteString(string(e.Code))
+	if e.Plugin != "" || e.Phase != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Plugin)
+		if e.Phase != "" {
+			if e.Plugin != "" {
+				b.WriteByte('/')
+			}
+			b.WriteString(e.Phase)
+		}
+	}
+	if e.Msg != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Msg)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches a Code, so errors.Is(err, errs.UnknownKey) works.
+func (e *Error) Is(target error) bool {
+	c, ok := target.(Code)
+	return ok && c == e.Code
+}
+
+// CodeOf returns the code of the outermost *Error in err's chain, or "" for
+// an internal error.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	var c Code
+	if errors.As(err, &c) {
+		return c
+	}
+	return ""
+}
+
+// PosOf returns the position of the first *Error in err's chain that has one.
+func PosOf(err error) Pos {
+	for err != nil {
+		if e, ok := err.(*Error); ok && e.Pos.IsValid() {
+			return e.Pos
+		}
+		err = errors.Unwrap(err)
+	}
+	return Pos{}
+}
+
+// List collects many problems, like go/scanner.ErrorList.
+type List []*Error
+
+// Add appends an error. A joined error adds each of its parts; an error
+// without a code is kept with an empty code (an internal error).
+func (l *List) Add(err error) {
+	if err == nil {
+		return
+	}
+	if e, ok := err.(*Error); ok {
+		*l = append(*l, e)
+		return
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			l.Add(e)
+		}
+		return
+	}
+	if el, ok := err.(List); ok {
+		*l = append(*l, el...)
+		return
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		*l = append(*l, e)
+		return
+	}
+	*l = append(*l, &Error{Msg: err.Error()})
+}
+
+// Sort orders the list by position, then message.
+func (l List) Sort() {
+	sort.SliceStable(l, func(i, j int) bool {
+		a, b := l[i].Pos, l[j].Pos
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		if a.Col != b.Col {
+			return a.Col < b.Col
+		}
+		return l[i].Error() < l[j].Error()
+	})
+}
+
+// Error renders one problem per line.
+func (l List) Error() string {
+	parts := make([]string, len(l))
+	for i, e := range l {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Err returns nil for an empty list, the only error for one, or the list.
+func (l List) Err() error {
+	switch len(l) {
+	case 0:
+		return nil
+	case 1:
+		return l[0]
+	}
+	return l
+}

@@ -1,0 +1,165 @@
+// Package event defines the run events of SPEC §12. The harness, `run
+// --json` and the sidecar's logs all use these names and fields.
+package event
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/awaken-lua/awaken-lua/engine/model"
+)
+
+// Event is one run event.
+type Event interface {
+	// Type is the event's snake_case name.
+	Type() string
+}
+
+// Sink receives events in the order they happen. Implementations must be
+// safe for use by one run at a time; Recorder and Func are.
+type Sink interface {
+	Emit(ev Event)
+}
+
+// Func adapts a function to Sink.
+type Func func(ev Event)
+
+// Emit calls f.
+func (f Func) Emit(ev Event) { f(ev) }
+
+// Discard drops every event.
+type Discard struct{}
+
+// Emit does nothing.
+func (Discard) Emit(Event) {}
+
+// Recorder keeps every event; safe for concurrent use.
+type Recorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+// Emit records ev.
+func (r *Recorder) Emit(ev Event) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	r.mu.Unlock()
+}
+
+// Events returns a copy of what was recorded.
+func (r *Recorder) Events() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+// Names lists the names of what was recorded.
+func (r *Recorder) Names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, len(r.events))
+	for i, e := range r.events {
+		out[i] = e.Type()
+	}
+	return out
+}
+
+// RunStart opens a run.
+type RunStart struct {
+	RunID      string `json:"run_id"`
+	ThreadID   string `json:"thread_id"`
+	Generation string `json:"generation"`
+}
+
+// StepStart opens a step.
+type StepStart struct {
+	Step int `json:"step"`
+}
+
+// InferenceComplete reports the model's answer.
+type InferenceComplete struct {
+	Text      string           `json:"text"`
+	ToolCalls []model.ToolCall `json:"tool_calls"`
+	Usage     *model.Usage     `json:"usage"`
+}
+
+// GateDecision reports the gate's decision for a call (allow included).
+type GateDecision struct {
+	CallID   string `json:"call_id"`
+	Decision string `json:"decision"`
+	Plugin   string `json:"plugin"`
+	Reason   string `json:"reason"`
+}
+
+// ToolCallStart reports a call about to run.
+type ToolCallStart struct {
+	CallID string         `json:"call_id"`
+	Name   string         `json:"name"`
+	Args   map[string]any `json:"args"`
+}
+
+// ToolCallDone reports a call that ended: succeeded, failed, suspended or
+// cancelled.
+type ToolCallDone struct {
+	CallID string            `json:"call_id"`
+	Status string            `json:"status"`
+	Result *model.ToolResult `json:"result"`
+}
+
+// ToolCallResumed reports a suspended call that was resumed.
+type ToolCallResumed struct {
+	CallID string `json:"call_id"`
+	Result any    `json:"result"`
+}
+
+// EffectFailed reports an effect handler that failed; nothing else stops.
+type EffectFailed struct {
+	Key    string `json:"key"`
+	Plugin string `json:"plugin"`
+	Error  string `json:"error"`
+}
+
+// StepEnd closes a step.
+type StepEnd struct {
+	Step int `json:"step"`
+}
+
+// RunFinish closes a run with its termination string.
+type RunFinish struct {
+	Termination string `json:"termination"`
+}
+
+// Type implementations.
+func (RunStart) Type() string          { return "run_start" }
+func (StepStart) Type() string         { return "step_start" }
+func (InferenceComplete) Type() string { return "inference_complete" }
+func (GateDecision) Type() string      { return "gate_decision" }
+func (ToolCallStart) Type() string     { return "tool_call_start" }
+func (ToolCallDone) Type() string      { return "tool_call_done" }
+func (ToolCallResumed) Type() string   { return "tool_call_resumed" }
+func (EffectFailed) Type() string      { return "effect_failed" }
+func (StepEnd) Type() string           { return "step_end" }
+func (RunFinish) Type() string         { return "run_finish" }
+
+// Marshal encodes an event as one JSON object with its name under "event".
+func Marshal(ev Event) ([]byte, error) {
+	m, err := Map(ev)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// Map turns an event into a plain map with its name under "event".
+func Map(ev Event) (map[string]any, error) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m["event"] = ev.Type()
+	return m, nil
+}

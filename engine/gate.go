@@ -1,0 +1,121 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/value"
+)
+
+// GateResult is the gate's verdict on one call.
+type GateResult struct {
+	// Decision is the winner; Kind is gate.Allow when no hook decided (a
+	// rewrite alone also ends as Allow, with Args rewritten).
+	Decision gate.Tagged
+	// Args are the call's arguments after any rewrite.
+	Args map[string]any
+	// RewrittenBy names the plugin whose rewrite was applied, if any.
+	RewrittenBy string
+	// Conflicts are decisions of the winner's priority that lost to an
+	// earlier plugin, and a second rewrite that was ignored.
+	Conflicts []gate.Tagged
+}
+
+// Gate evaluates the active gate hooks for in.Tool, in parallel on the
+// current snapshot, and resolves their decisions by priority (block >
+// suspend > set_result > rewrite; first registered wins a tie). A rewrite
+// replaces the arguments and the gate is evaluated once more on them; a
+// second rewrite is ignored. A gate hook that fails blocks the call (fail
+// closed) with the error as the reason. Gates write nothing, so calling Gate
+// again for the same call changes nothing.
+func (x *Exec) Gate(ctx context.Context, in plugin.Input) (GateResult, error) {
+	if in.Tool == nil {
+		return GateResult{}, fmt.Errorf("engine: Gate needs Input.Tool")
+	}
+	t := x.begin(phase.ToolGate, in)
+	call := in.Tool.Call
+	res := GateResult{Args: call.Args}
+	win, lost, err := t.evaluate(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Conflicts = lost
+	if win.Kind == gate.Rewrite {
+		args, err := value.Normalize(win.Args)
+		m, _ := args.(map[string]any)
+		if err != nil || (args != nil && m == nil) {
+			win = gate.Tagged{Plugin: win.Plugin, Decision: gate.Decision{Kind: gate.Block,
+				Reason: fmt.Sprintf("gate of %s rewrote the arguments to something that is not a table", win.Plugin)}}
+			res.Decision = win
+			return res, nil
+		}
+		if m == nil {
+			m = map[string]any{}
+		}
+		res.Args, res.RewrittenBy = m, win.Plugin
+		tool := *in.Tool
+		tool.Call = model.ToolCall{ID: call.ID, Name: call.Name, Args: m}
+		t.base.Tool = &tool
+		second, lost2, err := t.evaluate(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.Conflicts = append(res.Conflicts, lost2...)
+		if second.Kind == gate.Rewrite {
+			x.log.Warn("second rewrite ignored", "call_id", call.ID, "tool", call.Name, "plugin", second.Plugin)
+			res.Conflicts = append(res.Conflicts, second)
+			second = gate.Tagged{}
+		}
+		win = second
+	}
+	for _, c := range res.Conflicts {
+		x.log.Warn("gate conflict", "call_id", call.ID, "tool", call.Name, "winner", win.Plugin,
+			"loser", c.Plugin, "decision", c.Kind.String())
+	}
+	res.Decision = win
+	return res, nil
+}
+
+func (t *txn) evaluate(ctx context.Context) (gate.Tagged, []gate.Tagged, error) {
+	gates := t.x.view.Gates()
+	if len(gates) == 0 {
+		return gate.Tagged{}, nil, nil
+	}
+	in := t.input(t.x.store.Snapshot())
+	ds := make([]gate.Tagged, len(gates))
+	failures := runParallel(len(gates), func(i int) error {
+		d, err := callGate(ctx, gates[i].Hook, in)
+		ds[i] = gate.Tagged{Decision: d, Plugin: gates[i].Plugin}
+		return err
+	})
+	if err := ctx.Err(); err != nil {
+		return gate.Tagged{}, nil, err
+	}
+	for i, err := range failures {
+		if err != nil {
+			herr := hookError(err, gates[i].Plugin, phase.ToolGate, gates[i].Pos)
+			t.x.log.Warn("gate hook failed; the call is blocked", "plugin", gates[i].Plugin, "error", herr.Error())
+			ds[i] = gate.Tagged{Plugin: gates[i].Plugin, Decision: gate.Decision{Kind: gate.Block, Reason: herr.Error()}}
+		}
+	}
+	win, lost := gate.Resolve(ds)
+	return win, lost, nil
+}
+
+func callGate(ctx context.Context, h plugin.GateHook, in *plugin.Input) (d gate.Decision, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = recovered(v)
+		}
+	}()
+	d, err = h.Gate(ctx, in)
+	if err == nil && d.Kind > gate.Block {
+		err = errs.New(errs.HookFailed, "gate returned an unknown decision kind %d", d.Kind)
+	}
+	return d, err
+}

@@ -1,0 +1,118 @@
+// Package gate holds tool-gate decisions, suspension tickets and the
+// priority rule that picks one decision among many (SPEC §5).
+package gate
+
+import (
+	"github.com/awaken-lua/awaken-lua/engine/model"
+)
+
+// Kind is a decision kind; its value is its priority.
+type Kind uint8
+
+// Decision kinds, lowest priority first. Allow means "no decision".
+const (
+	Allow Kind = iota
+	Rewrite
+	SetResult
+	Suspend
+	Block
+)
+
+var kindNames = [...]string{"allow", "rewrite", "set_result", "suspend", "block"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// ParseKind reads a decision kind name.
+func ParseKind(s string) (Kind, bool) {
+	for i, n := range kindNames {
+		if n == s {
+			return Kind(i), true
+		}
+	}
+	return 0, false
+}
+
+// MarshalText encodes the kind's name.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// Decision is what one gate hook says about one call.
+type Decision struct {
+	Kind   Kind
+	Reason string            // Block
+	Ticket *Ticket           // Suspend
+	Result *model.ToolResult // SetResult
+	Args   map[string]any    // Rewrite
+}
+
+// ResumeMode says what happens when a suspended call is resumed.
+type ResumeMode string
+
+// Resume modes.
+const (
+	// Replay runs the tool on resume (the default).
+	Replay ResumeMode = "replay"
+	// UseDecisionAsResult makes the decision's result the tool result.
+	UseDecisionAsResult ResumeMode = "use_decision_as_result"
+	// PassDecisionToTool runs the tool with the decision's result in its
+	// arguments under "decision".
+	PassDecisionToTool ResumeMode = "pass_decision_to_tool"
+)
+
+// Valid reports whether m is a known resume mode ("" counts as replay).
+func (m ResumeMode) Valid() bool {
+	switch m {
+	case "", Replay, UseDecisionAsResult, PassDecisionToTool:
+		return true
+	}
+	return false
+}
+
+// Ticket describes a suspended call and what a human is asked to decide.
+type Ticket struct {
+	ID             string     `json:"id"`
+	CallID         string     `json:"call_id,omitempty"`
+	Action         string     `json:"action,omitempty"`
+	Message        string     `json:"message,omitempty"`
+	Parameters     any        `json:"parameters,omitempty"`
+	ResponseSchema any        `json:"response_schema,omitempty"`
+	Options        []string   `json:"options,omitempty"`
+	ResumeMode     ResumeMode `json:"resume_mode"`
+}
+
+// Resume is the host's answer to a suspended call.
+type Resume struct {
+	Target string `json:"target"`
+	Action string `json:"action"` // "resume" or "cancel"
+	Result any    `json:"result,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Tagged is a decision with the plugin that made it.
+type Tagged struct {
+	Decision
+	Plugin string
+}
+
+// Resolve picks the decision with the highest priority, the first in
+// registration order among equals. It returns the winner (Kind Allow when
+// there is none) and the decisions of the winner's priority that lost, so the
+// caller can log the conflict.
+func Resolve(ds []Tagged) (Tagged, []Tagged) {
+	var win Tagged
+	var lost []Tagged
+	for _, d := range ds {
+		switch {
+		case d.Kind == Allow:
+		case d.Kind > win.Kind:
+			win, lost = d, lost[:0]
+		case d.Kind == win.Kind:
+			lost = append(lost, d)
+		}
+	}
+	return win, lost
+}

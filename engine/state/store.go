@@ -1,0 +1,226 @@
+package state
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+)
+
+// Snapshot is an immutable view of a store at one revision. Taking one costs
+// a pointer load; values read from it are shared and must not be mutated.
+type Snapshot struct {
+	reg  *Registry
+	root *node
+	rev  uint64
+}
+
+// Revision is the number of non-empty commits that led to this snapshot.
+func (s *Snapshot) Revision() uint64 { return s.rev }
+
+// Registry returns the keys this snapshot holds values for.
+func (s *Snapshot) Registry() *Registry { return s.reg }
+
+// Get returns the key's value, or its default when absent.
+func (s *Snapshot) Get(k *Key) any {
+	if v := get(s.root, s.reg.depth, k.index); v != nil {
+		return v
+	}
+	return k.Default
+}
+
+// Has reports whether the key holds a value (not just its default).
+func (s *Snapshot) Has(k *Key) bool { return get(s.root, s.reg.depth, k.index) != nil }
+
+// Lookup reads a key by name; an undeclared name is unknown_key.
+func (s *Snapshot) Lookup(name string) (any, error) {
+	k, ok := s.reg.byName[name]
+	if !ok {
+		return nil, s.reg.unknownKey(name, "")
+	}
+	return s.Get(k), nil
+}
+
+// Values returns the keys that hold a value and pass keep (nil keeps all).
+func (s *Snapshot) Values(keep func(*Key) bool) map[string]any {
+	out := make(map[string]any)
+	for _, k := range s.reg.keys {
+		if keep != nil && !keep(k) {
+			continue
+		}
+		if v := get(s.root, s.reg.depth, k.index); v != nil {
+			out[k.Name] = v
+		}
+	}
+	return out
+}
+
+// Update asks to reduce Value into the key named Key. Plugin names the writer
+// for error messages.
+type Update struct {
+	Key    string
+	Value  any
+	Plugin string
+}
+
+// Misfit is a seeded value that no longer fits its key's schema: it is kept
+// aside by the caller and the key starts from its default.
+type Misfit struct {
+	Key   string
+	Value any
+	Err   error
+}
+
+// Store holds (revision, values) and serializes commits.
+type Store struct {
+	mu   sync.Mutex
+	cur  atomic.Pointer[Snapshot]
+	base uint64 // the revision a fork started from
+}
+
+// NewStore makes a store at revision 0 holding seed (for example the thread
+// state of an earlier run). Seeded values that do not fit their key's schema
+// are returned as misfits and left out; names that are not declared are
+// ignored (the caller keeps them, so a later generation can read them).
+func NewStore(reg *Registry, seed map[string]any) (*Store, []Misfit) {
+	var misfits []Misfit
+	var root *node
+	var f fresh
+	for _, k := range reg.keys {
+		v, ok := seed[k.Name]
+		if !ok || v == nil {
+			continue
+		}
+		c, err := k.Schema.Conform(v)
+		if err != nil {
+			misfits = append(misfits, Misfit{Key: k.Name, Value: v, Err: err})
+			continue
+		}
+		root = set(root, reg.depth, k.index, c, &f)
+	}
+	s := &Store{}
+	s.cur.Store(&Snapshot{reg: reg, root: root})
+	return s, misfits
+}
+
+// Snapshot returns the current snapshot.
+func (s *Store) Snapshot() *Snapshot { return s.cur.Load() }
+
+// Revision returns the current revision.
+func (s *Store) Revision() uint64 { return s.cur.Load().rev }
+
+// Commit applies updates atomically on top of revision base. A stale base is
+// revision_conflict; an undeclared key is unknown_key; a value that does not
+// fit its schema, or an update its reducer refuses, is schema_violation. On
+// any error nothing is applied. A non-empty commit bumps the revision by one.
+func (s *Store) Commit(base uint64, ups []Update) (*Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.cur.Load()
+	if base != cur.rev {
+		return nil, errs.New(errs.RevisionConflict,
+			"the state moved from revision %d to %d while this command was prepared; retry on a fresh snapshot",
+			base, cur.rev)
+	}
+	if len(ups) == 0 {
+		return cur, nil
+	}
+	next, err := apply(cur, ups)
+	if err != nil {
+		return nil, err
+	}
+	s.cur.Store(next)
+	return next, nil
+}
+
+type touched struct {
+	k *Key
+	v any
+	// plugin is the last writer, for errors.
+	plugin string
+}
+
+func apply(cur *Snapshot, ups []Update) (*Snapshot, error) {
+	reg := cur.reg
+	var buf [8]touched
+	tk := buf[:0]
+	for _, u := range ups {
+		k, ok := reg.byName[u.Key]
+		if !ok {
+			return nil, reg.unknownKey(u.Key, u.Plugin)
+		}
+		i := -1
+		for j := range tk {
+			if tk[j].k == k {
+				i = j
+				break
+			}
+		}
+		var old any
+		if i >= 0 {
+			old = tk[i].v
+		} else {
+			old = get(cur.root, reg.depth, k.index)
+		}
+		if old == nil {
+			old = k.Default
+		}
+		nv, err := k.reduce(old, u.Value)
+		if err != nil {
+			return nil, &errs.Error{Code: errs.SchemaViolation, Plugin: u.Plugin, Key: k.Name,
+				Msg: fmt.Sprintf("key %q: %v", k.Name, err)}
+		}
+		if i >= 0 {
+			tk[i].v, tk[i].plugin = nv, u.Plugin
+		} else {
+			tk = append(tk, touched{k: k, v: nv, plugin: u.Plugin})
+		}
+	}
+	root := cur.root
+	var fb [8]*node
+	f := fresh(fb[:0])
+	for _, t := range tk {
+		v := t.v
+		if v != nil {
+			c, err := t.k.Schema.Conform(v)
+			if err != nil {
+				return nil, &errs.Error{Code: errs.SchemaViolation, Plugin: t.plugin, Key: t.k.Name,
+					Msg: fmt.Sprintf("key %q: the value does not fit the key's schema", t.k.Name), Err: err}
+			}
+			v = c
+		}
+		root = set(root, reg.depth, t.k.index, v, &f)
+	}
+	return &Snapshot{reg: reg, root: root, rev: cur.rev + 1}, nil
+}
+
+// Fork returns a private store that starts at the current snapshot. Commits
+// to the fork do not show in s until Publish; a fork that is dropped leaves
+// s untouched. The engine runs each phase on a fork, so nothing of a failed
+// phase is ever committed.
+func (s *Store) Fork() *Store {
+	cur := s.cur.Load()
+	f := &Store{base: cur.rev}
+	f.cur.Store(cur)
+	return f
+}
+
+// Publish makes the fork's state current in s, provided s has not moved
+// since the fork was taken (revision_conflict otherwise).
+func (s *Store) Publish(f *Store) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.cur.Load()
+	next := f.cur.Load()
+	if next.rev == f.base { // the fork made no commits
+		return nil
+	}
+	if cur.rev != f.base {
+		return errs.New(errs.RevisionConflict,
+			"the state moved from revision %d to %d while a phase ran on it; retry the phase", f.base, cur.rev)
+	}
+	s.cur.Store(next)
+	f.base = next.rev
+	return nil
+}
