@@ -380,3 +380,33 @@ func BenchmarkSnapshotCommit(b *testing.B) {
 		})
 	}
 }
+
+func TestMultiKeyCommitsShareFreshNodes(t *testing.T) {
+	const n = 3000
+	specs := make([]state.Spec, n)
+	for i := range specs {
+		specs[i] = state.Spec{Name: "k" + strconv.Itoa(i), Reducer: "add"}
+	}
+	st, reg := newStore(t, specs...)
+	var ups []state.Update
+	for i := 0; i < n; i += 7 {
+		ups = append(ups, state.Update{Key: "k" + strconv.Itoa(i), Value: float64(i)}, state.Update{Key: "k" + strconv.Itoa(i), Value: 1.0})
+	}
+	before := st.Snapshot()
+	s := commit(t, st, ups...)
+	for i, k := range reg.Keys() {
+		var want any
+		if i%7 == 0 {
+			want = float64(i + 1)
+		}
+		if got := s.Get(k); got != want {
+			t.Fatalf("k%d = %v, want %v", i, got, want)
+		}
+		if before.Has(k) {
+			t.Fatalf("k%d leaked into the old snapshot", i)
+		}
+	}
+	if s.Revision() != 1 {
+		t.Fatalf("revision %d", s.Revision())
+	}
+}

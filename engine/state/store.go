@@ -1,6 +1,8 @@
 package state
 
 import (
+	"unsafe"
+
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -12,7 +14,7 @@ import (
 // a pointer load; values read from it are shared and must not be mutated.
 type Snapshot struct {
 	reg  *Registry
-	root *node
+	root unsafe.Pointer
 	rev  uint64
 }
 
@@ -85,7 +87,7 @@ type Store struct {
 // ignored (the caller keeps them, so a later generation can read them).
 func NewStore(reg *Registry, seed map[string]any) (*Store, []Misfit) {
 	var misfits []Misfit
-	var root *node
+	var root unsafe.Pointer
 	var f fresh
 	for _, k := range reg.keys {
 		v, ok := seed[k.Name]
@@ -97,7 +99,7 @@ func NewStore(reg *Registry, seed map[string]any) (*Store, []Misfit) {
 			misfits = append(misfits, Misfit{Key: k.Name, Value: v, Err: err})
 			continue
 		}
-		root = set(root, reg.depth, k.index, c, &f)
+		root, f = set(root, reg.depth, k.index, c, f, true)
 	}
 	s := &Store{}
 	s.cur.Store(&Snapshot{reg: reg, root: root})
@@ -178,8 +180,9 @@ func apply(cur *Snapshot, ups []Update) (*Snapshot, error) {
 		}
 	}
 	root := cur.root
-	var fb [8]*node
+	var fb [16]unsafe.Pointer
 	f := fresh(fb[:0])
+	track := len(tk) > 1
 	for _, t := range tk {
 		v := t.v
 		if v != nil {
@@ -190,7 +193,7 @@ func apply(cur *Snapshot, ups []Update) (*Snapshot, error) {
 			}
 			v = c
 		}
-		root = set(root, reg.depth, t.k.index, v, &f)
+		root, f = set(root, reg.depth, t.k.index, v, f, track)
 	}
 	return &Snapshot{reg: reg, root: root, rev: cur.rev + 1}, nil
 }

@@ -1,23 +1,27 @@
 package state
 
+import "unsafe"
+
 // The values of a store live in a persistent trie indexed by key index: a
 // snapshot is one pointer, and a commit copies only the path to each key it
-// touches (depth is log16 of the number of keys: 1 up to 16 keys, 5 up to a
-// million). Registries are frozen, so the depth is fixed per registry.
+// touches (depth is log8 of the number of keys: 1 up to 8 keys, 2 up to 64,
+// 6 up to 262,144). Registries are frozen, so the depth is fixed per registry.
 //
-// Narrow nodes keep the bytes a commit allocates small, which matters more
-// than depth: with a large live state, the garbage collector's cost per
-// commit grows with the bytes each commit allocates.
+// Nodes are narrow and inner nodes hold bare pointers: the bytes a commit
+// allocates, not the depth, decide how the cost grows with the state's size.
 
 const (
-	bits  = 4
+	bits  = 3
 	width = 1 << bits
 	mask  = width - 1
 )
 
-// node is an inner node (slots hold *node) or a leaf (slots hold values,
-// nil meaning absent). One type keeps each path copy to one allocation.
-type node [width]any
+// inner holds *inner children, or *leaf children on the level above the
+// leaves; the level says which.
+type inner [width]unsafe.Pointer
+
+// leaf holds values; nil means absent.
+type leaf [width]any
 
 func depthFor(n int) int {
 	d := 1
@@ -27,26 +31,24 @@ func depthFor(n int) int {
 	return d
 }
 
-func get(root *node, depth, i int) any {
+// root is the top node: a *leaf when depth is 1, else an *inner.
+func get(root unsafe.Pointer, depth, i int) any {
 	n := root
-	for level := depth - 1; level > 0; level-- {
-		if n == nil {
-			return nil
-		}
-		child, _ := n[(i>>(bits*level))&mask].(*node)
-		n = child
+	for level := depth - 1; level > 0 && n != nil; level-- {
+		n = (*inner)(n)[(i>>(bits*level))&mask]
 	}
 	if n == nil {
 		return nil
 	}
-	return n[i&mask]
+	return (*leaf)(n)[i&mask]
 }
 
 // fresh lists the nodes one commit allocated: they are not shared with any
-// snapshot yet, so later updates of the same commit write them in place.
-type fresh []*node
+// snapshot yet, so later updates of the same commit write them in place. It
+// is passed by value so a commit's small buffer stays on the stack.
+type fresh []unsafe.Pointer
 
-func (f fresh) has(n *node) bool {
+func (f fresh) has(n unsafe.Pointer) bool {
 	for _, x := range f {
 		if x == n {
 			return true
@@ -55,29 +57,55 @@ func (f fresh) has(n *node) bool {
 	return false
 }
 
-// set returns a new root with slot i holding v (nil removes it).
-func set(root *node, depth, i int, v any, fresh *fresh) *node {
-	n := own(root, fresh)
-	top := n
-	for level := depth - 1; level > 0; level-- {
+// set returns a new root with slot i holding v (nil removes it), and the
+// nodes allocated so far. track is false when the commit touches one key.
+func set(root unsafe.Pointer, depth, i int, v any, f fresh, track bool) (unsafe.Pointer, fresh) {
+	if depth == 1 {
+		var l *leaf
+		l, f = ownLeaf(root, f, track)
+		l[i&mask] = v
+		return unsafe.Pointer(l), f
+	}
+	top, f := ownInner(root, f, track)
+	n := top
+	for level := depth - 1; level > 1; level-- {
 		slot := (i >> (bits * level)) & mask
-		child, _ := n[slot].(*node)
-		child = own(child, fresh)
-		n[slot] = child
+		var child *inner
+		child, f = ownInner(n[slot], f, track)
+		n[slot] = unsafe.Pointer(child)
 		n = child
 	}
-	n[i&mask] = v
-	return top
+	slot := (i >> bits) & mask
+	l, f := ownLeaf(n[slot], f, track)
+	n[slot] = unsafe.Pointer(l)
+	l[i&mask] = v
+	return unsafe.Pointer(top), f
 }
 
-func own(n *node, f *fresh) *node {
-	if n != nil && f.has(n) {
-		return n
+func ownInner(p unsafe.Pointer, f fresh, track bool) (*inner, fresh) {
+	if p != nil && f.has(p) {
+		return (*inner)(p), f
 	}
-	c := new(node)
-	if n != nil {
-		*c = *n
+	c := new(inner)
+	if p != nil {
+		*c = *(*inner)(p)
 	}
-	*f = append(*f, c)
-	return c
+	if track {
+		f = append(f, unsafe.Pointer(c))
+	}
+	return c, f
+}
+
+func ownLeaf(p unsafe.Pointer, f fresh, track bool) (*leaf, fresh) {
+	if p != nil && f.has(p) {
+		return (*leaf)(p), f
+	}
+	c := new(leaf)
+	if p != nil {
+		*c = *(*leaf)(p)
+	}
+	if track {
+		f = append(f, unsafe.Pointer(c))
+	}
+	return c, f
 }
