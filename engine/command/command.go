@@ -51,6 +51,13 @@ func (c *Command) Update(key string, v any) {
 	c.Updates = append(c.Updates, state.Update{Key: key, Value: n, Plugin: c.Plugin})
 }
 
+// UpdateValue records an update whose value is already canonical (see
+// package value): callers that build values themselves, such as the Lua
+// bridge and the runtime, skip the normalizing walk.
+func (c *Command) UpdateValue(key string, v any) {
+	c.Updates = append(c.Updates, state.Update{Key: key, Value: v, Plugin: c.Plugin})
+}
+
 // Schedule records an action.
 func (c *Command) Schedule(action string, payload any) {
 	n, err := value.Normalize(payload)

@@ -37,6 +37,10 @@ const (
 	ConfigInvalid            Code = "config_invalid"
 	RevisionConflict         Code = "revision_conflict"
 
+	// ModelFailed: a model executor could not produce a reply (a scripted
+	// model ran out of turns, an endpoint kept failing or sent a bad reply).
+	ModelFailed Code = "model_failed"
+
 	// Sidecar codes.
 	BadRequest      Code = "bad_request"
 	Unauthorized    Code = "unauthorized"

@@ -1,0 +1,92 @@
+package run_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/awaken-lua/awaken-lua/engine/command"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/run"
+	"github.com/awaken-lua/awaken-lua/engine/state"
+)
+
+// BenchmarkStep measures one whole step through the Session API: step_start,
+// before_inference, the model (two tool calls), the gate, before and after
+// tool execution and the tools for both calls, step_end; with eight Go hooks.
+func BenchmarkStep(b *testing.B) {
+	var plugins []plugin.Plugin
+	plugins = append(plugins, keys("k",
+		state.Spec{Name: "b.steps", Reducer: "add", Merge: state.Commutative},
+		state.Spec{Name: "b.calls", Reducer: "add", Merge: state.Commutative},
+		state.Spec{Name: "b.last", Merge: state.Exclusive}))
+	counter := func(key string) plugin.HookFunc {
+		return func(ctx context.Context, in *plugin.Input, out *command.Command) error {
+			out.Update(key, 1)
+			return nil
+		}
+	}
+	for i, p := range []phase.Phase{phase.StepStart, phase.StepStart, phase.BeforeInference, phase.AfterInference,
+		phase.AfterToolExecute, phase.AfterToolExecute, phase.StepEnd} {
+		key := "b.steps"
+		if p == phase.AfterToolExecute {
+			key = "b.calls"
+		}
+		plugins = append(plugins, hook(fmt.Sprintf("h%d", i), p, counter(key)))
+	}
+	plugins = append(plugins, gateFn("g", func(in *plugin.Input) gate.Decision {
+		if in.Tool.Call.Name == "rm" {
+			return gate.Decision{Kind: gate.Block, Reason: "no"}
+		}
+		return gate.Decision{}
+	}))
+	rt := newRuntime(b, []run.Option{run.WithAgents(run.Agent{ID: "default", MaxSteps: 1 << 30})}, plugins...)
+	ctx := context.Background()
+	s, _, err := rt.Start(ctx, run.StartOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ls, cat := newTool("ls", nil), newTool("cat", nil)
+	convo := []model.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "look around"}}
+	specs := []model.ToolSpec{ls.Spec(), cat.Spec()}
+	m := model.ModelFunc(func(ctx context.Context, req model.Request) (model.Response, error) {
+		return model.Response{ToolCalls: []model.ToolCall{
+			{Name: "ls", Args: map[string]any{"path": "."}},
+			{Name: "cat", Args: map[string]any{"path": "README.md"}},
+		}}, nil
+	})
+	tools := map[string]*tool{"ls": ls, "cat": cat}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.StepStart(ctx); err != nil {
+			b.Fatal(err)
+		}
+		req, _, err := s.BeforeInference(ctx, model.Request{Messages: convo, Tools: specs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp, _ := m.Infer(ctx, req)
+		if _, err := s.AfterInference(ctx, resp); err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range s.Calls() {
+			d, _, err := s.ToolGate(ctx, c.Call)
+			if err != nil || d.Decision != "allow" {
+				b.Fatal(d, err)
+			}
+			if _, err := s.BeforeToolExecute(ctx, c.Call); err != nil {
+				b.Fatal(err)
+			}
+			res := s.ExecuteTool(ctx, tools[c.Call.Name], c.Call)
+			if _, _, err := s.AfterToolExecute(ctx, c.Call, res); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := s.StepEnd(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,401 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/awaken-lua/awaken-lua/engine/command"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+)
+
+// Request starts an autonomous run.
+type Request struct {
+	Agent    string
+	ThreadID string // reuse a thread's state and conversation; empty: a new thread
+	RunID    string
+	// Prompt is appended as a user message.
+	Prompt string
+	// Messages come after the system prompt and the thread's conversation,
+	// before the prompt.
+	Messages []model.Message
+	Model    model.Model
+	// Tools are offered besides the agent's host tools and plugin tools.
+	Tools  []plugin.Tool
+	Params model.Params
+	Events event.Sink
+}
+
+// ResumeRequest continues a waiting run.
+type ResumeRequest struct {
+	// RunID names the run; with ThreadID instead, the thread's waiting run.
+	RunID     string
+	ThreadID  string
+	Decisions []ResumeDecision
+	Model     model.Model
+	Tools     []plugin.Tool
+	Params    model.Params
+	Events    event.Sink
+}
+
+// Result is how an autonomous run ended (or paused).
+type Result struct {
+	RunID       string
+	ThreadID    string
+	Termination string
+	Status      Status
+	Steps       int
+	Messages    []model.Message
+	Requests    []model.Request // every request as the model received it
+	Suspended   []gate.Ticket
+	State       map[string]any
+	Session     *Session
+	// Err is the error that ended the run "error:<code>", if any.
+	Err error
+}
+
+// Run runs an agent autonomously: steps until the model answers without
+// tool calls, a plugin stops the run, a call is blocked, max_steps is
+// reached, the context is cancelled, or calls are suspended (the run then
+// waits; see ResumeRun). The returned error is set only when the run could
+// not start; a run that ends in error reports it in Result.Err.
+func (r *Runtime) Run(ctx context.Context, req Request) (Result, error) {
+	if req.Model == nil {
+		return Result{}, errs.New(errs.ConfigInvalid, "a run needs a model")
+	}
+	a, err := r.agent(req.Agent)
+	if err != nil {
+		return Result{}, err
+	}
+	var msgs []model.Message
+	if a.SystemPrompt != "" {
+		msgs = append(msgs, model.Message{Role: model.RoleSystem, Content: a.SystemPrompt})
+	}
+	if req.ThreadID != "" {
+		prior, err := r.ThreadMessages(ctx, req.ThreadID)
+		if err != nil {
+			return Result{}, err
+		}
+		for _, m := range prior {
+			if len(msgs) > 0 && m.Role == model.RoleSystem && m.Content == a.SystemPrompt {
+				continue // the system prompt is already first
+			}
+			msgs = append(msgs, m)
+		}
+	}
+	msgs = append(msgs, req.Messages...)
+	if req.Prompt != "" {
+		msgs = append(msgs, model.Message{Role: model.RoleUser, Content: req.Prompt})
+	}
+	l := &loop{model: req.Model, extra: req.Tools, params: req.Params}
+	s, _, err := r.Start(ctx, StartOptions{Agent: req.Agent, ThreadID: req.ThreadID, RunID: req.RunID, Messages: msgs, Events: req.Events})
+	if s == nil {
+		return Result{}, err
+	}
+	l.s = s
+	l.err = err
+	l.drive(ctx)
+	return l.result(), nil
+}
+
+// ResumeRun applies decisions to a waiting run and drives it on.
+func (r *Runtime) ResumeRun(ctx context.Context, req ResumeRequest) (Result, error) {
+	if req.Model == nil {
+		return Result{}, errs.New(errs.ConfigInvalid, "a run needs a model")
+	}
+	id := req.RunID
+	if id == "" {
+		th, ok, err := r.store.Thread(ctx, req.ThreadID)
+		if err != nil {
+			return Result{}, err
+		}
+		if !ok || th.Waiting == "" {
+			return Result{}, errs.New(errs.UnknownResumeTarget, "thread %q has no run waiting for decisions", req.ThreadID)
+		}
+		id = th.Waiting
+	}
+	s, err := r.Restore(ctx, id, req.Events)
+	if err != nil {
+		return Result{}, err
+	}
+	if _, _, err := s.Resume(ctx, req.Decisions); err != nil {
+		return Result{}, err
+	}
+	l := &loop{s: s, model: req.Model, extra: req.Tools, params: req.Params}
+	l.drive(ctx)
+	return l.result(), nil
+}
+
+type loop struct {
+	s        *Session
+	model    model.Model
+	extra    []plugin.Tool
+	params   model.Params
+	requests []model.Request
+	err      error
+}
+
+func (l *loop) result() Result {
+	s := l.s
+	return Result{RunID: s.info.ID, ThreadID: s.info.ThreadID, Termination: s.termination, Status: s.status,
+		Steps: s.info.Step, Messages: s.Messages(), Requests: l.requests, Suspended: s.Suspended(),
+		State: s.State(), Session: s, Err: l.err}
+}
+
+// drive runs the session until it is done or waiting.
+func (l *loop) drive(ctx context.Context) {
+	s := l.s
+	note := func(err error) bool {
+		if err != nil && l.err == nil {
+			l.err = err
+		}
+		return err != nil || s.status != Running || s.termination != ""
+	}
+	if s.status == Running && s.stage == stageInferred && s.termination == "" {
+		// A resumed run: finish the open step.
+		if note(l.calls(ctx)) {
+			l.end(ctx)
+			return
+		}
+		if _, err := s.StepEnd(ctx); note(err) {
+			l.end(ctx)
+			return
+		}
+	}
+	for s.status == Running && s.termination == "" {
+		if err := ctx.Err(); err != nil {
+			s.termination = "cancelled"
+			break
+		}
+		if _, err := s.StepStart(ctx); note(err) {
+			break
+		}
+		req, _, err := s.BeforeInference(ctx, model.Request{Messages: s.messages, Tools: l.specs(), Params: l.params})
+		if note(err) {
+			break
+		}
+		l.requests = append(l.requests, req)
+		resp, err := l.model.Infer(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				s.termination = "cancelled"
+			} else {
+				code := errs.CodeOf(err)
+				if code == "" {
+					code = errs.ModelFailed
+					err = errs.Wrap(errs.ModelFailed, err, "the model failed")
+				}
+				s.termination = "error:" + string(code)
+				l.err = err
+			}
+			break
+		}
+		if _, err := s.AfterInference(ctx, resp); note(err) {
+			break
+		}
+		if note(l.calls(ctx)) {
+			break
+		}
+		if _, err := s.StepEnd(ctx); note(err) {
+			break
+		}
+	}
+	l.end(ctx)
+}
+
+func (l *loop) end(ctx context.Context) {
+	s := l.s
+	if s.status != Running {
+		return
+	}
+	if s.termination == "" && ctx.Err() != nil {
+		s.termination = "cancelled"
+	}
+	if _, err := s.RunEnd(ctx); err != nil && l.err == nil {
+		l.err = err
+	}
+}
+
+// specs lists the tools offered to the model: the agent's host tools, the
+// active plugins' tools, then the run's extra tools.
+func (l *loop) specs() []model.ToolSpec {
+	var out []model.ToolSpec
+	a := l.s.agent
+	for _, name := range a.Tools {
+		out = append(out, l.s.rt.tools[name].Spec())
+	}
+	for _, t := range a.view.Tools() {
+		out = append(out, t.Tool.Spec())
+	}
+	for _, t := range l.extra {
+		out = append(out, t.Spec())
+	}
+	return out
+}
+
+func (l *loop) tool(name string) (plugin.Tool, bool) {
+	for _, t := range l.extra {
+		if t.Spec().Name == name {
+			return t, true
+		}
+	}
+	return l.s.tool(name)
+}
+
+// calls runs the step's tool calls in batch order (SPEC §5): calls are gated
+// in model order; allowed calls wait in a batch; a call the gate decides
+// about while allowed calls wait first makes them run, then is gated again.
+func (l *loop) calls(ctx context.Context) error {
+	s := l.s
+	var ready []*CallRecord
+	for _, c := range s.calls {
+		if s.termination != "" || s.status != Running {
+			break
+		}
+		if c.Status != CallNew && c.Status != CallResuming {
+			continue
+		}
+		g, err := s.evaluate(ctx, c)
+		if err != nil {
+			return s.fail(ctx, err)
+		}
+		if g.Decision != "allow" && len(ready) > 0 {
+			if err := l.flush(ctx, ready); err != nil {
+				return err
+			}
+			ready = nil
+			if s.termination != "" {
+				break
+			}
+			if g, err = s.evaluate(ctx, c); err != nil {
+				return s.fail(ctx, err)
+			}
+		}
+		if err := s.applyGate(ctx, c, g); err != nil {
+			return err
+		}
+		switch c.Gate.Decision {
+		case "allow":
+			ready = append(ready, c)
+		case "block", "set_result":
+			if _, _, err := s.AfterToolExecute(ctx, c.Call, model.ToolResult{}); err != nil {
+				return err
+			}
+		}
+	}
+	if s.termination == "" {
+		return l.flush(ctx, ready)
+	}
+	return nil
+}
+
+// flush runs allowed calls: before_tool_execute, the tool, after_tool_execute.
+func (l *loop) flush(ctx context.Context, ready []*CallRecord) error {
+	s := l.s
+	for _, c := range ready {
+		if s.termination != "" || c.Status != CallRunning || c.Started {
+			continue
+		}
+		if _, err := s.BeforeToolExecute(ctx, c.Call); err != nil {
+			return err
+		}
+		if s.termination != "" {
+			s.interrupt()
+			return nil
+		}
+		res := l.execute(ctx, c.Call)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, _, err := s.AfterToolExecute(ctx, c.Call, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// execute runs a tool; its failures become error results the model sees.
+func (l *loop) execute(ctx context.Context, call model.ToolCall) (res model.ToolResult) {
+	t, ok := l.tool(call.Name)
+	if !ok {
+		return model.Error(fmt.Sprintf("tool %q does not exist", call.Name))
+	}
+	return l.s.ExecuteTool(ctx, t, call)
+}
+
+// tool finds a tool the agent offers by name: host tools, then plugin tools.
+func (s *Session) tool(name string) (plugin.Tool, bool) {
+	for _, n := range s.agent.Tools {
+		if n == name {
+			return s.rt.tools[n], true
+		}
+	}
+	if t, ok := s.agent.view.Tool(name); ok {
+		return t.Tool, true
+	}
+	return nil, false
+}
+
+// ToolNames lists the tools the agent offers (host tools and plugin tools).
+func (s *Session) ToolNames() []string {
+	out := append([]string(nil), s.agent.Tools...)
+	for _, t := range s.agent.view.Tools() {
+		out = append(out, t.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ExecuteTool runs a tool for a call that passed before_tool_execute, and
+// commits what the tool wrote. A tool error or panic is an error result.
+func (s *Session) ExecuteTool(ctx context.Context, t plugin.Tool, call model.ToolCall) (res model.ToolResult) {
+	in := s.input()
+	in.Tool = &plugin.ToolInfo{Call: call}
+	owner := pluginOfTool(s, call.Name)
+	cmd := command.Command{Plugin: owner}
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				res = model.Error(fmt.Sprintf("tool %s panicked: %v", call.Name, v))
+				cmd = command.Command{Plugin: owner}
+			}
+		}()
+		in.Phase, in.Snap, in.Configs = phase.BeforeToolExecute, s.store.Snapshot(), s.agent.Configs
+		r, err := t.Execute(ctx, &in, call.Args, &cmd)
+		if err != nil {
+			var e *errs.Error
+			msg := err.Error()
+			if errors.As(err, &e) && e.Msg != "" {
+				msg = e.Error()
+			}
+			res = model.Error(msg)
+			cmd = command.Command{Plugin: owner}
+			return
+		}
+		res = r
+	}()
+	if !cmd.Empty() {
+		if err := s.x.Apply(ctx, phase.BeforeToolExecute, s.input(), &cmd); err != nil {
+			return model.Error(fmt.Sprintf("tool %s wrote state that could not be committed: %v", call.Name, err))
+		}
+	}
+	if res.Status == "" {
+		res.Status = model.StatusSuccess
+	}
+	return res
+}
+
+// pluginOfTool names who a tool's writes belong to: its plugin, or "host"
+// for host and extra tools (which may not write runtime keys either).
+func pluginOfTool(s *Session, name string) string {
+	if t, ok := s.agent.view.Tool(name); ok {
+		return t.Plugin
+	}
+	return "host"
+}

@@ -1,0 +1,220 @@
+// Package run is the agent run (SPEC §2, §5, §6, §10, §12): a host-driven
+// Session with one method per phase, and the autonomous loop that drives a
+// Session with a model and tools. The sidecar is another thin driver of the
+// same Session; no phase has a second implementation.
+package run
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+)
+
+// DefaultMaxSteps bounds a run's steps when the agent does not say.
+const DefaultMaxSteps = 16
+
+// Agent configures one agent.
+type Agent struct {
+	ID           string
+	SystemPrompt string
+	// Plugins is the activation filter: empty activates every plugin.
+	Plugins []string
+	// Tools names the host tools (Runtime's WithTools) offered to the model.
+	Tools    []string
+	MaxSteps int
+	// Configs maps plugin ids to their validated config for this agent.
+	Configs map[string]any
+	// Model overrides the runtime's model for this agent (optional).
+	Params ModelParams
+}
+
+// ModelParams are default inference parameters of an agent.
+type ModelParams struct {
+	Model       string
+	Temperature *float64
+	MaxTokens   *int
+}
+
+// Runtime runs agents for one plugin generation. It is immutable and safe
+// for concurrent use; each run pins the Runtime it started on.
+type Runtime struct {
+	eng        *engine.Engine
+	set        *plugin.Set
+	agents     map[string]*agentRT
+	tools      map[string]plugin.Tool
+	store      Store
+	generation string
+	log        *slog.Logger
+	clock      func() time.Time
+	newID      func(prefix string) string
+}
+
+type agentRT struct {
+	Agent
+	view *plugin.View
+}
+
+// Option configures a Runtime.
+type Option func(*Runtime) error
+
+// WithAgents declares the agents; without it there is one agent "default"
+// with every plugin active.
+func WithAgents(agents ...Agent) Option {
+	return func(r *Runtime) error {
+		for _, a := range agents {
+			if err := r.addAgent(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// WithTools adds host tools (for example the built-in fs_read) that agents
+// can name in Agent.Tools.
+func WithTools(tools ...plugin.Tool) Option {
+	return func(r *Runtime) error {
+		for _, t := range tools {
+			name := t.Spec().Name
+			if _, dup := r.tools[name]; dup {
+				return errs.New(errs.ToolAlreadyRegistered, "host tool %q is given twice", name)
+			}
+			r.tools[name] = t
+		}
+		return nil
+	}
+}
+
+// WithStore sets where threads and runs are kept (default: in memory).
+func WithStore(s Store) Option { return func(r *Runtime) error { r.store = s; return nil } }
+
+// WithGeneration names the plugin generation runs report.
+func WithGeneration(id string) Option { return func(r *Runtime) error { r.generation = id; return nil } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(r *Runtime) error { r.log = l; return nil } }
+
+// WithIDs sets how run ids are made (tests use a counter for stable output).
+func WithIDs(f func(prefix string) string) Option { return func(r *Runtime) error { r.newID = f; return nil } }
+
+// NewSet builds a plugin set with the runtime's built-ins ("runtime": the
+// engine's keys and effects plus the built-in actions of SPEC §6) first.
+func NewSet(plugins ...plugin.Plugin) (*plugin.Set, error) {
+	return plugin.NewSet(append([]plugin.Plugin{Builtins()}, plugins...)...)
+}
+
+// New makes a runtime over an engine whose set was built with NewSet.
+func New(eng *engine.Engine, opts ...Option) (*Runtime, error) {
+	r := &Runtime{eng: eng, set: eng.Set(), agents: map[string]*agentRT{}, tools: map[string]plugin.Tool{},
+		log: eng.Logger(), clock: eng.Now, generation: "g0"}
+	r.newID = newRandomID
+	for _, o := range opts {
+		if err := o(r); err != nil {
+			return nil, err
+		}
+	}
+	if r.store == nil {
+		r.store = NewMemoryStore()
+	}
+	if _, ok := r.set.Registry().Key(KeyToolCalls); !ok {
+		return nil, fmt.Errorf("run: the plugin set lacks the runtime built-ins; build it with run.NewSet")
+	}
+	if len(r.agents) == 0 {
+		if err := r.addAgent(Agent{ID: "default"}); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range r.agents {
+		for _, name := range a.Tools {
+			if _, ok := r.tools[name]; !ok {
+				return nil, errs.New(errs.ConfigInvalid, "agent %q offers tool %q, which is not enabled; enable one of: %s",
+					a.ID, name, strings.Join(r.hostToolNames(), ", "))
+			}
+			if _, clash := a.view.Tool(name); clash {
+				return nil, errs.New(errs.ToolAlreadyRegistered, "agent %q: host tool %q clashes with a plugin tool of the same name", a.ID, name)
+			}
+		}
+	}
+	return r, nil
+}
+
+func (r *Runtime) hostToolNames() []string {
+	var out []string
+	for n := range r.tools {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (r *Runtime) addAgent(a Agent) error {
+	if a.ID == "" {
+		return errs.New(errs.ConfigInvalid, "an agent needs an id")
+	}
+	if _, dup := r.agents[a.ID]; dup {
+		return errs.New(errs.ConfigInvalid, "agent %q is declared twice", a.ID)
+	}
+	if a.MaxSteps <= 0 {
+		a.MaxSteps = DefaultMaxSteps
+	}
+	view, err := r.set.Activate(a.Plugins)
+	if err != nil {
+		return fmt.Errorf("agent %q: %w", a.ID, err)
+	}
+	r.agents[a.ID] = &agentRT{Agent: a, view: view}
+	return nil
+}
+
+// Engine returns the phase engine.
+func (r *Runtime) Engine() *engine.Engine { return r.eng }
+
+// Set returns the plugin set.
+func (r *Runtime) Set() *plugin.Set { return r.set }
+
+// Store returns the thread and run store.
+func (r *Runtime) Store() Store { return r.store }
+
+// Generation names the plugin generation.
+func (r *Runtime) Generation() string { return r.generation }
+
+// Agent returns an agent's configuration.
+func (r *Runtime) Agent(id string) (Agent, bool) {
+	a, ok := r.agents[id]
+	if !ok {
+		return Agent{}, false
+	}
+	return a.Agent, true
+}
+
+// AgentIDs lists the agents, sorted.
+func (r *Runtime) AgentIDs() []string {
+	var out []string
+	for id := range r.agents {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (r *Runtime) agent(id string) (*agentRT, error) {
+	if id == "" {
+		id = "default"
+		if _, ok := r.agents[id]; !ok && len(r.agents) == 1 {
+			for only := range r.agents {
+				id = only
+			}
+		}
+	}
+	a, ok := r.agents[id]
+	if !ok {
+		return nil, errs.New(errs.ConfigInvalid, "unknown agent %q%s; agents: %s", id, errs.DidYouMean(id, r.AgentIDs()),
+			strings.Join(r.AgentIDs(), ", "))
+	}
+	return a, nil
+}
