@@ -56,7 +56,7 @@ func (s *script) Infer(ctx context.Context, req model.Request) (model.Response, 
 }
 
 func calls(cs ...model.ToolCall) model.Response { return model.Response{ToolCalls: cs} }
-func text(s string) model.Response             { return model.Response{Text: s} }
+func text(s string) model.Response              { return model.Response{Text: s} }
 func call(name string, args map[string]any) model.ToolCall {
 	if args == nil {
 		args = map[string]any{}
@@ -78,7 +78,9 @@ func newTool(name string, fn func(args map[string]any) (model.ToolResult, error)
 	return &tool{name: name, fn: fn}
 }
 
-func (t *tool) Spec() model.ToolSpec { return model.ToolSpec{Name: t.name, Description: "test tool " + t.name} }
+func (t *tool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: t.name, Description: "test tool " + t.name}
+}
 func (t *tool) Execute(ctx context.Context, in *plugin.Input, args map[string]any, out *command.Command) (model.ToolResult, error) {
 	t.runs.Add(1)
 	return t.fn(args)

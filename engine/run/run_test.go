@@ -411,7 +411,9 @@ func TestUnofferedToolFails(t *testing.T) {
 }
 
 func TestToolErrorsBecomeResults(t *testing.T) {
-	boom := newTool("boom", func(args map[string]any) (model.ToolResult, error) { return model.ToolResult{}, errors.New("disk full") })
+	boom := newTool("boom", func(args map[string]any) (model.ToolResult, error) {
+		return model.ToolResult{}, errors.New("disk full")
+	})
 	panicky := newTool("panicky", func(args map[string]any) (model.ToolResult, error) { panic("nil map") })
 	rt := newRuntime(t, nil)
 	res, _ := rt.Run(context.Background(), run.Request{Model: turns(calls(call("boom", nil), call("panicky", nil)), text("ok")),

@@ -95,13 +95,17 @@ func WithTools(tools ...plugin.Tool) Option {
 func WithStore(s Store) Option { return func(r *Runtime) error { r.store = s; return nil } }
 
 // WithGeneration names the plugin generation runs report.
-func WithGeneration(id string) Option { return func(r *Runtime) error { r.generation = id; return nil } }
+func WithGeneration(id string) Option {
+	return func(r *Runtime) error { r.generation = id; return nil }
+}
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(r *Runtime) error { r.log = l; return nil } }
 
 // WithIDs sets how run ids are made (tests use a counter for stable output).
-func WithIDs(f func(prefix string) string) Option { return func(r *Runtime) error { r.newID = f; return nil } }
+func WithIDs(f func(prefix string) string) Option {
+	return func(r *Runtime) error { r.newID = f; return nil }
+}
 
 // NewSet builds a plugin set with the runtime's built-ins ("runtime": the
 // engine's keys and effects plus the built-in actions of SPEC §6) first.
