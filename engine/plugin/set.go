@@ -307,20 +307,8 @@ type Set struct {
 // NewSet registers plugins in order. Every problem is reported (an
 // errs.List), duplicates naming both places.
 func NewSet(plugins ...Plugin) (*Set, error) {
-	var regs []*Registrar
-	var list errs.List
-	for _, p := range plugins {
-		r := NewRegistrar(p.ID(), errs.Pos{})
-		if b, ok := p.(Builtin); ok && b.Builtin() {
-			r.SetBuiltin()
-		}
-		if err := safeRegister(p, r); err != nil {
-			list.Add(err)
-			continue
-		}
-		regs = append(regs, r)
-	}
-	if err := list.Err(); err != nil {
+	regs, err := Registrars(plugins...)
+	if err != nil {
 		return nil, err
 	}
 	return Build(regs...)
@@ -582,4 +570,31 @@ func (v *View) Active(plugin string) bool {
 	}
 	in, ok := v.set.Plugin(plugin)
 	return ok && in.Builtin
+}
+
+// Registrars registers plugins into fresh registrars, for loaders that add
+// registrars of their own before calling Build.
+func Registrars(plugins ...Plugin) ([]*Registrar, error) {
+	var regs []*Registrar
+	var list errs.List
+	for _, p := range plugins {
+		r := NewRegistrar(p.ID(), errs.Pos{})
+		if b, ok := p.(Builtin); ok && b.Builtin() {
+			r.SetBuiltin()
+		}
+		if err := safeRegister(p, r); err != nil {
+			list.Add(err)
+			continue
+		}
+		regs = append(regs, r)
+	}
+	return regs, list.Err()
+}
+
+// Rename changes the plugin's id before anything is registered (a Lua
+// plugin may set its id in awaken.plugin{id = ...}).
+func (r *Registrar) Rename(id string) {
+	if len(r.keys)+len(r.actions)+len(r.effects)+len(r.hooks)+len(r.gates)+len(r.tools)+len(r.transforms)+len(r.results) == 0 {
+		r.info.ID = id
+	}
 }

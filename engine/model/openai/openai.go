@@ -42,7 +42,7 @@ type Config struct {
 	APIKeyEnv  string        // environment variable holding the key; empty: no Authorization header (Ollama)
 	Timeout    time.Duration // per HTTP attempt; 0: DefaultTimeout
 	MaxRetries int           // retries after the first attempt; 0: DefaultMaxRetries, negative: none
-	RetryBase  time.Duration // first backoff delay, doubled per retry up to 5s; 0: DefaultRetryBase
+	RetryBase  time.Duration // first backoff delay, doubled per retry up to 5s (or RetryBase if longer); 0: DefaultRetryBase
 	HTTPClient *http.Client  // nil: a client without its own timeout (Timeout applies per attempt)
 	Getenv     func(string) string
 }
@@ -52,6 +52,7 @@ type Model struct {
 	endpoint   string
 	model      string
 	key        string // never printed: Model has a String method and errors redact it
+	keyEnv     string
 	timeout    time.Duration
 	maxRetries int
 	retryBase  time.Duration
@@ -86,6 +87,7 @@ func New(c Config) (*Model, error) {
 		if getenv == nil {
 			getenv = os.Getenv
 		}
+		m.keyEnv = c.APIKeyEnv
 		m.key = strings.TrimSpace(getenv(c.APIKeyEnv))
 		if m.key == "" {
 			return nil, errs.New(errs.ConfigInvalid, "openai model: the environment variable %s that api_key_env names is empty; export the API key in it (or leave api_key_env out for a server without keys)", c.APIKeyEnv)
@@ -141,7 +143,7 @@ func (m *Model) Infer(ctx context.Context, req model.Request) (model.Response, e
 		if aerr.retryAfter >= 0 {
 			wait = aerr.retryAfter // the server knows best when it will have room
 		}
-		delay = min(2*delay, maxBackoff)
+		delay = min(2*delay, max(maxBackoff, m.retryBase))
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -157,7 +159,6 @@ type attemptError struct {
 	msg        string
 	retry      bool
 	retryAfter time.Duration // -1: no Retry-After header
-	cause      error
 }
 
 func (m *Model) fail(a *attemptError) error {
@@ -191,16 +192,16 @@ func (m *Model) attempt(ctx context.Context, body []byte) (model.Response, *atte
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			msg = "no reply within " + m.timeout.String()
 		}
-		return model.Response{}, &attemptError{msg: msg, retry: true, retryAfter: -1, cause: err}
+		return model.Response{}, &attemptError{msg: msg, retry: true, retryAfter: -1}
 	}
 	defer hresp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(hresp.Body, maxBody+1))
 	if err != nil {
-		return model.Response{}, &attemptError{msg: "reading the reply: " + err.Error(), retry: true, retryAfter: -1, cause: err}
+		return model.Response{}, &attemptError{msg: "reading the reply: " + err.Error(), retry: true, retryAfter: -1}
 	}
 	if hresp.StatusCode/100 != 2 {
 		return model.Response{}, &attemptError{
-			msg:        hresp.Status + errorDetail(data),
+			msg:        hresp.Status + errorDetail(data) + m.hint(hresp.StatusCode),
 			retry:      hresp.StatusCode == http.StatusTooManyRequests || hresp.StatusCode == http.StatusRequestTimeout || hresp.StatusCode >= 500,
 			retryAfter: retryAfter(hresp.Header.Get("Retry-After")),
 		}
@@ -210,9 +211,23 @@ func (m *Model) attempt(ctx context.Context, body []byte) (model.Response, *atte
 	}
 	resp, err := decode(data)
 	if err != nil {
-		return model.Response{}, &attemptError{msg: err.Error(), retryAfter: -1, cause: err}
+		return model.Response{}, &attemptError{msg: err.Error(), retryAfter: -1}
 	}
 	return resp, nil
+}
+
+// hint says what to check for statuses that are usually a setup mistake.
+func (m *Model) hint(status int) string {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		if m.keyEnv == "" {
+			return " (the server wants an API key: set api_key_env to the variable holding it)"
+		}
+		return " (check the API key in " + m.keyEnv + ")"
+	case http.StatusNotFound:
+		return " (check base_url, which usually ends in /v1, and the model name)"
+	}
+	return ""
 }
 
 // errorDetail extracts {error: {message}} (or a short text body) for the
@@ -254,7 +269,7 @@ func retryAfter(h string) time.Duration {
 		return time.Duration(min(n, int(maxRetryAfter/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(h); err == nil {
-		return max(time.Until(t), 0)
+		return min(max(time.Until(t), 0), maxRetryAfter)
 	}
 	return -1
 }

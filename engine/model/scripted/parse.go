@@ -109,6 +109,11 @@ func Parse(data []byte, filename string) ([]Turn, error) {
 		ids := map[string]bool{}
 		for j, fc := range ft.ToolCalls {
 			pos := at(idx.callLine(i, j))
+			argsLine := 0
+			if fc.Args != nil {
+				argsLine = idx.keyLine("turns.tool_calls.args", argsSeen)
+				argsSeen++
+			}
 			if fc.Name == "" {
 				list.Add(errs.New(errs.ConfigInvalid,
 					`turn %d, tool call %d has no name; add name = "<tool>" to it`, i+1, j+1).At(pos))
@@ -124,8 +129,6 @@ func Parse(data []byte, filename string) ([]Turn, error) {
 			}
 			args := map[string]any{}
 			if fc.Args != nil {
-				argsLine := idx.keyLine("turns.tool_calls.args", argsSeen)
-				argsSeen++
 				m, ok := fc.Args.(map[string]any)
 				if !ok {
 					list.Add(errs.New(errs.ConfigInvalid, `"turns.tool_calls.args" must be %s`,

@@ -171,8 +171,11 @@ nmae = "c"
 		},
 		{
 			name: "args not a table in a later call",
-			src:  "[[turns]]\n[[turns.tool_calls]]\nname = \"a\"\nargs = {}\n[[turns.tool_calls]]\nname = \"b\"\nargs = [1]\n",
-			want: []string{`s.toml:7: config_invalid: "turns.tool_calls.args" must be a table, such as args = { path = "." }`},
+			src:  "[[turns]]\n[[turns.tool_calls]]\nargs = {}\n[[turns.tool_calls]]\nname = \"b\"\nargs = [1]\n",
+			want: []string{
+				`s.toml:2: config_invalid: turn 1, tool call 1 has no name; add name = "<tool>" to it`,
+				`s.toml:6: config_invalid: "turns.tool_calls.args" must be a table, such as args = { path = "." }`,
+			},
 		},
 		{
 			name: "usage not a table",

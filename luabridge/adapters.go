@@ -1,0 +1,483 @@
+package luabridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/awaken-lua/awaken-lua/engine/command"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/schema"
+)
+
+// invocation describes one call into a plugin function.
+type invocation struct {
+	fn    int
+	kind  string // for messages: "tool_gate hook", "effect handler", ...
+	phase string // for errors
+	in    *plugin.Input
+	out   *command.Command
+	// args pushes the arguments after the function and returns how many.
+	args func(inst *instance, c *hookCall) int
+	nret int
+	// results reads the results (on top of the stack) before the state is
+	// released.
+	results func(inst *instance) error
+}
+
+// invoke takes an instance from the pool, calls the function with the
+// plugin's time budget armed on the instance's own deadline, and gives the
+// instance back, or discards it if the deadline fired.
+func (p *luaPlugin) invoke(ctx context.Context, iv invocation) (err error) {
+	inst, err := p.pool.get(ctx)
+	if err != nil {
+		return err
+	}
+	L := inst.L
+	var c *hookCall
+	if iv.in != nil {
+		c = inst.newCall(iv.in, iv.out, iv.kind)
+	}
+	inst.call = c
+	L.Push(inst.fns[iv.fn])
+	n := 0
+	if iv.args != nil {
+		n = iv.args(inst, c)
+	}
+	stop := inst.watch(ctx)
+	inst.dl.arm(p.timeout)
+	callErr := L.PCall(n, iv.nret, nil)
+	fired := inst.dl.disarm()
+	if stop != nil {
+		stop()
+	}
+	if callErr == nil && !fired && iv.results != nil {
+		callErr = iv.results(inst)
+	}
+	L.SetTop(0)
+	inst.call = nil
+	p.pool.put(inst, fired)
+	if fired {
+		cause := inst.dl.Err()
+		if !errors.Is(cause, errHookBudget) && cause != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		pos, _ := errs.Pos{}, ""
+		if callErr != nil {
+			pos = luaError(callErr, errs.HookTimeout).Pos
+		}
+		return &errs.Error{Code: errs.HookTimeout, Plugin: p.id, Phase: iv.phase, Pos: pos,
+			Msg: fmt.Sprintf("the %s ran longer than its %s budget and was stopped; make it cheaper, or raise hook_timeout in awaken.plugin{...}", iv.kind, p.timeout)}
+	}
+	if callErr != nil {
+		e := luaError(callErr, errs.HookFailed)
+		c := *e
+		if c.Plugin == "" {
+			c.Plugin = p.id
+		}
+		if c.Phase == "" {
+			c.Phase = iv.phase
+		}
+		return &c
+	}
+	return nil
+}
+
+func pushCtx(inst *instance, c *hookCall) int {
+	inst.L.Push(c.ud)
+	return 1
+}
+
+// luaHook is a phase hook written in Lua: function(ctx).
+type luaHook struct {
+	p     *luaPlugin
+	fn    int
+	phase phase.Phase
+}
+
+func (h *luaHook) Run(ctx context.Context, in *plugin.Input, out *command.Command) error {
+	return h.p.invoke(ctx, invocation{fn: h.fn, kind: h.phase.String() + " hook", phase: h.phase.String(),
+		in: in, out: out, args: pushCtx})
+}
+
+// luaGate is a gate hook written in Lua: function(ctx, call) returning a
+// decision or nil.
+type luaGate struct {
+	p  *luaPlugin
+	fn int
+}
+
+func (g *luaGate) Gate(ctx context.Context, in *plugin.Input) (gate.Decision, error) {
+	var d gate.Decision
+	err := g.p.invoke(ctx, invocation{fn: g.fn, kind: "tool_gate hook", phase: "tool_gate", in: in, nret: 1,
+		args: func(inst *instance, c *hookCall) int {
+			inst.L.Push(c.ud)
+			tool := inst.toolToLua(in.Tool)
+			c.tool = tool
+			inst.L.Push(tool)
+			return 2
+		},
+		results: func(inst *instance) error {
+			var err error
+			d, err = inst.decisionFrom(inst.L.Get(-1))
+			return err
+		}})
+	return d, err
+}
+
+// decisionFrom reads what a gate hook returned.
+func (inst *instance) decisionFrom(v lua.LValue) (gate.Decision, error) {
+	switch x := v.(type) {
+	case *lua.LNilType:
+		return gate.Decision{}, nil
+	case *lua.LUserData:
+		if dv, ok := x.Value.(*decisionValue); ok {
+			return dv.d, nil
+		}
+	case *lua.LTable:
+		raw, err := fromLua(x, inst.null)
+		if err != nil {
+			return gate.Decision{}, err
+		}
+		m, _ := raw.(map[string]any)
+		name, _ := m["decision"].(string)
+		k, ok := gate.ParseKind(name)
+		if !ok {
+			break
+		}
+		d := gate.Decision{Kind: k}
+		switch k {
+		case gate.Block:
+			d.Reason, _ = m["reason"].(string)
+		case gate.Rewrite:
+			d.Args, _ = m["args"].(map[string]any)
+		case gate.SetResult:
+			r, err := inst.toResult(toLua(inst.L, inst.null, m["result"]))
+			if err != nil {
+				return d, err
+			}
+			d.Result = &r
+		case gate.Suspend:
+			t, err := ticketFrom(m["ticket"])
+			if err != nil {
+				return d, err
+			}
+			d.Ticket = &t
+		}
+		return d, nil
+	}
+	return gate.Decision{}, errs.New(errs.HookFailed,
+		"a tool_gate hook returns nil (allow) or a decision from awaken.block, awaken.suspend, awaken.set_result or awaken.rewrite, not a %s", v.Type().String())
+}
+
+// luaAction is an action handler written in Lua: function(ctx, payload).
+type luaAction struct {
+	p   *luaPlugin
+	fn  int
+	key string
+}
+
+func (a *luaAction) Handle(ctx context.Context, in *plugin.Input, payload any, out *command.Command) error {
+	return a.p.invoke(ctx, invocation{fn: a.fn, kind: "action handler (" + a.key + ")", phase: in.Phase.String(),
+		in: in, out: out, args: func(inst *instance, c *hookCall) int {
+			inst.L.Push(c.ud)
+			inst.L.Push(toLua(inst.L, inst.null, payload))
+			return 2
+		}})
+}
+
+// luaEffect is an effect handler written in Lua: function(ctx, payload),
+// read-only.
+type luaEffect struct {
+	p   *luaPlugin
+	fn  int
+	key string
+}
+
+func (e *luaEffect) Handle(ctx context.Context, in *plugin.Input, payload any) error {
+	return e.p.invoke(ctx, invocation{fn: e.fn, kind: "effect handler (" + e.key + ")", phase: in.Phase.String(),
+		in: in, args: func(inst *instance, c *hookCall) int {
+			inst.L.Push(c.ud)
+			inst.L.Push(toLua(inst.L, inst.null, payload))
+			return 2
+		}})
+}
+
+// luaTool is a tool written in Lua: execute(ctx, args) returning a result.
+type luaTool struct {
+	p      *luaPlugin
+	fn     int
+	spec   model.ToolSpec
+	params *schema.Schema
+}
+
+func (t *luaTool) Spec() model.ToolSpec { return t.spec }
+
+func (t *luaTool) Execute(ctx context.Context, in *plugin.Input, args map[string]any, out *command.Command) (model.ToolResult, error) {
+	if t.params != nil {
+		conformed, err := t.params.Conform(args)
+		if err != nil {
+			return model.Error(fmt.Sprintf("invalid arguments for %s: %v", t.spec.Name, trimCode(err))), nil
+		}
+		args, _ = conformed.(map[string]any)
+	}
+	var res model.ToolResult
+	err := t.p.invoke(ctx, invocation{fn: t.fn, kind: "tool " + t.spec.Name, phase: "tool", in: in, out: out, nret: 1,
+		args: func(inst *instance, c *hookCall) int {
+			inst.L.Push(c.ud)
+			inst.L.Push(toLua(inst.L, inst.null, args))
+			return 2
+		},
+		results: func(inst *instance) error {
+			var err error
+			res, err = inst.toResult(inst.L.Get(-1))
+			return err
+		}})
+	return res, err
+}
+
+// luaTransform is a request transform: function(request) -> request.
+type luaTransform struct {
+	p  *luaPlugin
+	fn int
+}
+
+func (t *luaTransform) TransformRequest(ctx context.Context, in *plugin.Input, req model.Request) (model.Request, error) {
+	out := req
+	err := t.p.invoke(ctx, invocation{fn: t.fn, kind: "request transform", phase: "before_inference", in: in, nret: 1,
+		args: func(inst *instance, c *hookCall) int {
+			inst.L.Push(requestToLua(inst.L, inst.null, req))
+			return 1
+		},
+		results: func(inst *instance) error {
+			v := inst.L.Get(-1)
+			if v == lua.LNil {
+				return nil // no change
+			}
+			r, err := requestFromLua(v, inst.null)
+			if err != nil {
+				return errs.New(errs.HookFailed, "the request transform returned an invalid request: %v", err)
+			}
+			out = r
+			return nil
+		}})
+	return out, err
+}
+
+// luaResultTransform is a result transform: function(call, result) -> result.
+type luaResultTransform struct {
+	p  *luaPlugin
+	fn int
+}
+
+func (t *luaResultTransform) TransformResult(ctx context.Context, in *plugin.Input, call model.ToolCall, res model.ToolResult) (model.ToolResult, error) {
+	out := res
+	err := t.p.invoke(ctx, invocation{fn: t.fn, kind: "result transform", phase: "after_tool_execute", in: in, nret: 1,
+		args: func(inst *instance, c *hookCall) int {
+			inst.L.Push(inst.toolToLua(&plugin.ToolInfo{Call: call}))
+			inst.L.Push(toLua(inst.L, inst.null, resultValue(res)))
+			return 2
+		},
+		results: func(inst *instance) error {
+			v := inst.L.Get(-1)
+			if v == lua.LNil {
+				return nil
+			}
+			r, err := inst.toResult(v)
+			if err != nil {
+				return errs.New(errs.HookFailed, "the result transform returned an invalid result: %v", err)
+			}
+			out = r
+			return nil
+		}})
+	return out, err
+}
+
+// reduce runs a custom reducer written in Lua: function(value, update).
+func (p *luaPlugin) reduce(fn int, key string, cur, upd any) (any, error) {
+	var out any
+	err := p.invoke(context.Background(), invocation{fn: fn, kind: "reducer of " + key, phase: "commit", nret: 1,
+		args: func(inst *instance, _ *hookCall) int {
+			inst.L.Push(toLua(inst.L, inst.null, cur))
+			inst.L.Push(toLua(inst.L, inst.null, upd))
+			return 2
+		},
+		results: func(inst *instance) error {
+			var err error
+			out, err = fromLua(inst.L.Get(-1), inst.null)
+			return err
+		}})
+	return out, err
+}
+
+// validateConfig runs a plugin's validate(config): nil, a message, or a
+// list of messages.
+func (p *luaPlugin) validateConfig(fn int, cfg any) error {
+	var problems []string
+	err := p.invoke(context.Background(), invocation{fn: fn, kind: "config validator", phase: "load", nret: 1,
+		args: func(inst *instance, _ *hookCall) int {
+			inst.L.Push(toLua(inst.L, inst.null, cfg))
+			return 1
+		},
+		results: func(inst *instance) error {
+			switch v := inst.L.Get(-1).(type) {
+			case *lua.LNilType:
+			case lua.LString:
+				problems = append(problems, string(v))
+			case *lua.LTable:
+				v.ForEach(func(_, e lua.LValue) { problems = append(problems, e.String()) })
+			case lua.LBool:
+				if !bool(v) {
+					problems = append(problems, "invalid config")
+				}
+			}
+			return nil
+		}})
+	if err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		var list errs.List
+		for _, m := range problems {
+			list = append(list, &errs.Error{Code: errs.ConfigInvalid, Plugin: p.id, Msg: m})
+		}
+		return list.Err()
+	}
+	return nil
+}
+
+func requestToLua(L *lua.LState, null lua.LValue, r model.Request) *lua.LTable {
+	t := L.CreateTable(0, 3)
+	t.RawSetString("messages", messagesToLua(L, null, r.Messages))
+	tools := L.CreateTable(len(r.Tools), 0)
+	for _, ts := range r.Tools {
+		tt := L.CreateTable(0, 3)
+		tt.RawSetString("name", lua.LString(ts.Name))
+		tt.RawSetString("description", lua.LString(ts.Description))
+		if ts.Parameters != nil {
+			tt.RawSetString("parameters", toLua(L, null, ts.Parameters))
+		}
+		tools.Append(tt)
+	}
+	t.RawSetString("tools", tools)
+	params := L.CreateTable(0, 5)
+	if r.Params.Model != "" {
+		params.RawSetString("model", lua.LString(r.Params.Model))
+	}
+	if r.Params.Temperature != nil {
+		params.RawSetString("temperature", lua.LNumber(*r.Params.Temperature))
+	}
+	if r.Params.MaxTokens != nil {
+		params.RawSetString("max_tokens", lua.LNumber(*r.Params.MaxTokens))
+	}
+	if r.Params.TopP != nil {
+		params.RawSetString("top_p", lua.LNumber(*r.Params.TopP))
+	}
+	if r.Params.ReasoningEffort != "" {
+		params.RawSetString("reasoning_effort", lua.LString(r.Params.ReasoningEffort))
+	}
+	t.RawSetString("params", params)
+	return t
+}
+
+func requestFromLua(v lua.LValue, null lua.LValue) (model.Request, error) {
+	raw, err := fromLua(v, null)
+	if err != nil {
+		return model.Request{}, err
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return model.Request{}, fmt.Errorf("a request is a table {messages, tools, params}")
+	}
+	var r model.Request
+	msgs, _ := asList(m["messages"])
+	for i, x := range msgs {
+		mm, ok := x.(map[string]any)
+		if !ok {
+			return r, fmt.Errorf("messages[%d] is not a table", i+1)
+		}
+		msg := model.Message{}
+		msg.Role, _ = mm["role"].(string)
+		msg.Content, _ = mm["content"].(string)
+		msg.ToolCallID, _ = mm["tool_call_id"].(string)
+		switch msg.Role {
+		case model.RoleSystem, model.RoleUser, model.RoleAssistant, model.RoleTool:
+		default:
+			return r, fmt.Errorf("messages[%d]: role %q is not system, user, assistant or tool", i+1, msg.Role)
+		}
+		calls, _ := asList(mm["tool_calls"])
+		for _, c := range calls {
+			cm, _ := c.(map[string]any)
+			tc := model.ToolCall{}
+			tc.ID, _ = cm["id"].(string)
+			tc.Name, _ = cm["name"].(string)
+			tc.Args, _ = cm["args"].(map[string]any)
+			msg.ToolCalls = append(msg.ToolCalls, tc)
+		}
+		r.Messages = append(r.Messages, msg)
+	}
+	tools, _ := asList(m["tools"])
+	for i, x := range tools {
+		tm, ok := x.(map[string]any)
+		if !ok {
+			return r, fmt.Errorf("tools[%d] is not a table", i+1)
+		}
+		ts := model.ToolSpec{}
+		ts.Name, _ = tm["name"].(string)
+		ts.Description, _ = tm["description"].(string)
+		ts.Parameters, _ = tm["parameters"].(map[string]any)
+		if ts.Name == "" {
+			return r, fmt.Errorf("tools[%d] has no name", i+1)
+		}
+		r.Tools = append(r.Tools, ts)
+	}
+	if pm, ok := m["params"].(map[string]any); ok {
+		r.Params.Model, _ = pm["model"].(string)
+		r.Params.ReasoningEffort, _ = pm["reasoning_effort"].(string)
+		if f, ok := pm["temperature"].(float64); ok {
+			r.Params.Temperature = &f
+		}
+		if f, ok := pm["top_p"].(float64); ok {
+			r.Params.TopP = &f
+		}
+		if f, ok := pm["max_tokens"].(float64); ok {
+			n := int(f)
+			r.Params.MaxTokens = &n
+		}
+	}
+	return r, nil
+}
+
+func asList(v any) ([]any, bool) {
+	switch x := v.(type) {
+	case []any:
+		return x, true
+	case map[string]any:
+		return nil, len(x) == 0
+	}
+	return nil, v == nil
+}
+
+func parseDurationValue(v lua.LValue) (time.Duration, error) {
+	switch x := v.(type) {
+	case lua.LNumber:
+		if x <= 0 {
+			return 0, fmt.Errorf("must be positive")
+		}
+		return time.Duration(float64(x) * float64(time.Millisecond)), nil
+	case lua.LString:
+		d, err := time.ParseDuration(string(x))
+		if err != nil || d <= 0 {
+			return 0, fmt.Errorf("%q is not a duration such as \"250ms\"", string(x))
+		}
+		return d, nil
+	}
+	return 0, fmt.Errorf("a duration such as \"250ms\" or a number of milliseconds")
+}

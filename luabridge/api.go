@@ -1,0 +1,820 @@
+package luabridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/schema"
+	"github.com/awaken-lua/awaken-lua/engine/state"
+	"github.com/awaken-lua/awaken-lua/engine/value"
+)
+
+// keyHandle is what p:key returns: hooks read and write through it without
+// a name lookup.
+type keyHandle struct {
+	name string
+	key  *state.Key
+}
+
+// decisionValue is what awaken.block, suspend, set_result and rewrite
+// return: a gate decision, readable from Lua (d.decision, d.reason, ...).
+type decisionValue struct{ d gate.Decision }
+
+// setupAPI builds the state's globals and the awaken module.
+func (inst *instance) setupAPI() {
+	L := inst.L
+	g := L.G.Global
+	inst.null = L.NewUserData()
+	nullMeta := L.NewTable()
+	nullMeta.RawSetString("__tostring", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LString("awaken.null")); return 1 }))
+	nullMeta.RawSetString("__metatable", lua.LString("protected"))
+	inst.null.Metatable = nullMeta
+
+	// The globals a chunk sees: libraries behind read-only proxies, and the
+	// replaced require, print and rawset.
+	globals := L.NewTable()
+	g.ForEach(func(k, v lua.LValue) {
+		if t, ok := v.(*lua.LTable); ok {
+			v = readOnly(L, t, k.String())
+		}
+		globals.RawSet(k, v)
+	})
+	globals.RawSetString("require", L.NewFunction(inst.require))
+	globals.RawSetString("print", L.NewFunction(inst.print))
+	globals.RawSetString("rawset", L.NewFunction(func(L *lua.LState) int {
+		t := L.CheckTable(1)
+		if mt, ok := t.Metatable.(*lua.LTable); ok && mt.RawGetString("__metatable") != lua.LNil {
+			L.RaiseError("rawset: this table is read-only")
+		}
+		t.RawSet(L.CheckAny(2), L.CheckAny(3))
+		L.Push(t)
+		return 1
+	}))
+	inst.globals = globals
+
+	inst.handleMeta = L.NewTable()
+	inst.handleMeta.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		h := L.CheckUserData(1).Value.(*keyHandle)
+		if L.CheckString(2) == "name" {
+			L.Push(lua.LString(h.name))
+			return 1
+		}
+		L.Push(lua.LNil)
+		return 1
+	}))
+	inst.handleMeta.RawSetString("__tostring", L.NewFunction(func(L *lua.LState) int {
+		L.Push(lua.LString("key " + L.CheckUserData(1).Value.(*keyHandle).name))
+		return 1
+	}))
+	inst.handleMeta.RawSetString("__metatable", lua.LString("protected"))
+
+	inst.decisionMeta = L.NewTable()
+	inst.decisionMeta.RawSetString("__index", L.NewFunction(inst.decisionIndex))
+	inst.decisionMeta.RawSetString("__metatable", lua.LString("protected"))
+
+	inst.setupCtx()
+	inst.setupPluginObject()
+
+	m := L.NewTable()
+	fns := map[string]lua.LGFunction{
+		"plugin":     inst.newPlugin,
+		"block":      inst.block,
+		"suspend":    inst.suspend,
+		"set_result": inst.setResult,
+		"rewrite":    inst.rewrite,
+		"success":    inst.success,
+		"error":      inst.errorResult,
+		"pending":    inst.pending,
+		"glob":       inst.glob,
+	}
+	for name, fn := range fns {
+		m.RawSetString(name, L.NewFunction(fn))
+	}
+	m.RawSetString("null", inst.null)
+	jsonT := L.NewTable()
+	jsonT.RawSetString("encode", L.NewFunction(inst.jsonEncode))
+	jsonT.RawSetString("decode", L.NewFunction(inst.jsonDecode))
+	m.RawSetString("json", readOnly(L, jsonT, "awaken.json"))
+	logT := L.NewTable()
+	for _, lv := range []struct {
+		name  string
+		level slog.Level
+	}{{"debug", slog.LevelDebug}, {"info", slog.LevelInfo}, {"warn", slog.LevelWarn}, {"error", slog.LevelError}} {
+		level := lv.level
+		logT.RawSetString(lv.name, L.NewFunction(func(L *lua.LState) int { return inst.log(L, level) }))
+	}
+	m.RawSetString("log", readOnly(L, logT, "awaken.log"))
+	inst.awaken = readOnly(L, m, "awaken")
+}
+
+func (inst *instance) print(L *lua.LState) int {
+	top := L.GetTop()
+	parts := make([]string, top)
+	for i := 1; i <= top; i++ {
+		parts[i-1] = L.ToStringMeta(L.Get(i)).String()
+	}
+	inst.p.gen.log.Info(strings.Join(parts, "\t"), "plugin", inst.p.id, "source", "print")
+	return 0
+}
+
+func (inst *instance) log(L *lua.LState, level slog.Level) int {
+	msg := L.CheckString(1)
+	attrs := []any{"plugin", inst.p.id}
+	if t, ok := L.Get(2).(*lua.LTable); ok {
+		for _, k := range sortedLuaKeys(t) {
+			v, err := fromLua(t.RawGetString(k), inst.null)
+			if err != nil {
+				v = t.RawGetString(k).String()
+			}
+			attrs = append(attrs, k, v)
+		}
+	}
+	if inst.call != nil && inst.call.in != nil {
+		attrs = append(attrs, "run_id", inst.call.in.Run.ID)
+	}
+	inst.p.gen.log.Log(context.Background(), level, msg, attrs...)
+	return 0
+}
+
+// ---- decisions and results ----
+
+func (inst *instance) pushDecision(L *lua.LState, d gate.Decision) int {
+	ud := L.NewUserData()
+	ud.Value = &decisionValue{d: d}
+	ud.Metatable = inst.decisionMeta
+	L.Push(ud)
+	return 1
+}
+
+func (inst *instance) decisionIndex(L *lua.LState) int {
+	d := L.CheckUserData(1).Value.(*decisionValue).d
+	switch L.CheckString(2) {
+	case "decision":
+		L.Push(lua.LString(d.Kind.String()))
+	case "reason":
+		if d.Kind == gate.Block {
+			L.Push(lua.LString(d.Reason))
+		} else {
+			L.Push(lua.LNil)
+		}
+	case "args":
+		if d.Args == nil {
+			L.Push(lua.LNil)
+		} else {
+			L.Push(toLua(L, inst.null, d.Args))
+		}
+	case "result":
+		if d.Result == nil {
+			L.Push(lua.LNil)
+		} else {
+			L.Push(toLua(L, inst.null, resultValue(*d.Result)))
+		}
+	case "ticket":
+		if d.Ticket == nil {
+			L.Push(lua.LNil)
+		} else {
+			L.Push(toLua(L, inst.null, ticketValue(*d.Ticket)))
+		}
+	default:
+		L.Push(lua.LNil)
+	}
+	return 1
+}
+
+func (inst *instance) block(L *lua.LState) int {
+	return inst.pushDecision(L, gate.Decision{Kind: gate.Block, Reason: L.CheckString(1)})
+}
+
+func (inst *instance) rewrite(L *lua.LState) int {
+	t := L.CheckTable(1)
+	v, err := fromLua(t, inst.null)
+	if err != nil {
+		L.ArgError(1, err.Error())
+	}
+	args, ok := v.(map[string]any)
+	if !ok {
+		L.ArgError(1, "the new arguments must be a table of named fields")
+	}
+	return inst.pushDecision(L, gate.Decision{Kind: gate.Rewrite, Args: args})
+}
+
+func (inst *instance) setResult(L *lua.LState) int {
+	r, err := inst.toResult(L.Get(1))
+	if err != nil {
+		L.ArgError(1, err.Error())
+	}
+	return inst.pushDecision(L, gate.Decision{Kind: gate.SetResult, Result: &r})
+}
+
+var ticketFields = map[string]bool{"id": true, "action": true, "message": true, "parameters": true,
+	"response_schema": true, "options": true, "resume_mode": true}
+
+func (inst *instance) suspend(L *lua.LState) int {
+	t := L.OptTable(1, L.NewTable())
+	v, err := fromLua(t, inst.null)
+	if err != nil {
+		L.ArgError(1, err.Error())
+	}
+	tk, err := ticketFrom(v)
+	if err != nil {
+		L.ArgError(1, err.Error())
+	}
+	return inst.pushDecision(L, gate.Decision{Kind: gate.Suspend, Ticket: &tk})
+}
+
+func ticketFrom(v any) (gate.Ticket, error) {
+	m, _ := v.(map[string]any)
+	var tk gate.Ticket
+	for k := range m {
+		if !ticketFields[k] {
+			return tk, fmt.Errorf("unknown ticket field %q (fields: id, action, message, parameters, response_schema, options, resume_mode)", k)
+		}
+	}
+	str := func(k string) (string, error) {
+		switch x := m[k].(type) {
+		case nil:
+			return "", nil
+		case string:
+			return x, nil
+		}
+		return "", fmt.Errorf("ticket field %s must be a string", k)
+	}
+	var err error
+	if tk.ID, err = str("id"); err != nil {
+		return tk, err
+	}
+	if tk.Action, err = str("action"); err != nil {
+		return tk, err
+	}
+	if tk.Message, err = str("message"); err != nil {
+		return tk, err
+	}
+	mode, err := str("resume_mode")
+	if err != nil {
+		return tk, err
+	}
+	tk.ResumeMode = gate.ResumeMode(mode)
+	if !tk.ResumeMode.Valid() {
+		return tk, fmt.Errorf("resume_mode %q is not one of replay, use_decision_as_result, pass_decision_to_tool", mode)
+	}
+	tk.Parameters = m["parameters"]
+	tk.ResponseSchema = m["response_schema"]
+	switch o := m["options"].(type) {
+	case nil:
+	case []any:
+		for _, x := range o {
+			s, ok := x.(string)
+			if !ok {
+				return tk, fmt.Errorf("ticket options must be strings")
+			}
+			tk.Options = append(tk.Options, s)
+		}
+	default:
+		return tk, fmt.Errorf("ticket options must be a list of strings")
+	}
+	return tk, nil
+}
+
+func ticketValue(t gate.Ticket) map[string]any {
+	b, _ := json.Marshal(t)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+func resultValue(r model.ToolResult) map[string]any {
+	m := map[string]any{"status": r.Status}
+	if r.Data != nil {
+		m["data"] = r.Data
+	}
+	if r.Message != "" {
+		m["message"] = r.Message
+	}
+	return m
+}
+
+func (inst *instance) success(L *lua.LState) int {
+	v, err := fromLua(L.Get(1), inst.null)
+	if err != nil {
+		L.ArgError(1, err.Error())
+	}
+	L.Push(toLua(L, inst.null, resultValue(model.Success(v))))
+	return 1
+}
+
+func (inst *instance) errorResult(L *lua.LState) int {
+	L.Push(toLua(L, inst.null, resultValue(model.Error(L.CheckString(1)))))
+	return 1
+}
+
+func (inst *instance) pending(L *lua.LState) int {
+	v, err := fromLua(L.OptTable(1, L.NewTable()), inst.null)
+	if err != nil {
+		L.ArgError(1, err.Error())
+	}
+	tk, err := ticketFrom(v)
+	if err != nil {
+		L.ArgError(1, err.Error())
+	}
+	L.Push(toLua(L, inst.null, map[string]any{"status": model.StatusPending, "message": tk.Message, "data": ticketValue(tk)}))
+	return 1
+}
+
+// toResult reads a tool result: a table {status, data?, message?}; any
+// other value counts as success data.
+func (inst *instance) toResult(lv lua.LValue) (model.ToolResult, error) {
+	v, err := fromLua(lv, inst.null)
+	if err != nil {
+		return model.ToolResult{}, err
+	}
+	if m, ok := v.(map[string]any); ok {
+		if st, ok := m["status"].(string); ok {
+			r := model.ToolResult{Status: st, Data: m["data"]}
+			if msg, ok := m["message"]; ok {
+				s, isStr := msg.(string)
+				if !isStr {
+					return r, fmt.Errorf("a result's message must be a string")
+				}
+				r.Message = s
+			}
+			for k := range m {
+				if k != "status" && k != "data" && k != "message" {
+					return r, fmt.Errorf("a result has the fields status, data and message; %q is not one of them (use awaken.success(data))", k)
+				}
+			}
+			switch st {
+			case model.StatusSuccess, model.StatusError, model.StatusPending:
+			default:
+				return r, fmt.Errorf("a result's status is \"success\", \"error\" or \"pending\", not %q", st)
+			}
+			return r, nil
+		}
+	}
+	return model.Success(v), nil
+}
+
+// ---- json ----
+
+func (inst *instance) jsonEncode(L *lua.LState) int {
+	v, err := fromLua(L.CheckAny(1), inst.null)
+	if err != nil {
+		L.Push(lua.LNil)
+		L.Push(lua.LString("json: " + err.Error()))
+		return 2
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		L.Push(lua.LNil)
+		L.Push(lua.LString("json: " + err.Error()))
+		return 2
+	}
+	L.Push(lua.LString(b))
+	return 1
+}
+
+func (inst *instance) jsonDecode(L *lua.LState) int {
+	s := L.CheckString(1)
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		L.Push(lua.LNil)
+		L.Push(lua.LString("json: " + err.Error()))
+		return 2
+	}
+	L.Push(toLua(L, inst.null, nullsToSentinel(v)))
+	return 1
+}
+
+// nullsToSentinel keeps JSON nulls inside arrays visible as awaken.null
+// (a nil would end the Lua list).
+func nullsToSentinel(v any) any {
+	switch x := v.(type) {
+	case []any:
+		for i, e := range x {
+			if e == nil {
+				x[i] = value.Null{}
+			} else {
+				x[i] = nullsToSentinel(e)
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = nullsToSentinel(e)
+		}
+	}
+	return v
+}
+
+func (inst *instance) glob(L *lua.LState) int {
+	L.Push(lua.LBool(inst.p.gen.globs.match(L.CheckString(1), L.CheckString(2))))
+	return 1
+}
+
+// ---- registration: awaken.plugin and the plugin object ----
+
+func (inst *instance) setupPluginObject() {
+	L := inst.L
+	methods := map[string]lua.LGFunction{
+		"key":              inst.regKey,
+		"on":               inst.regOn,
+		"tool_gate":        inst.regGate,
+		"action":           inst.regAction,
+		"effect":           inst.regEffect,
+		"tool":             inst.regTool,
+		"transform":        inst.regTransform,
+		"result_transform": inst.regResultTransform,
+	}
+	idx := L.NewTable()
+	for name, fn := range methods {
+		idx.RawSetString(name, L.NewFunction(fn))
+	}
+	inst.pluginMeta = L.NewTable()
+	inst.pluginMeta.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		k := L.CheckString(2)
+		switch k {
+		case "id":
+			L.Push(lua.LString(inst.p.id))
+		default:
+			L.Push(idx.RawGetString(k))
+		}
+		return 1
+	}))
+	inst.pluginMeta.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("the plugin object is read-only; register with p:on, p:key, p:tool_gate, ...")
+		return 0
+	}))
+	inst.pluginMeta.RawSetString("__metatable", lua.LString("protected"))
+}
+
+var pluginFields = map[string]bool{"id": true, "description": true, "config": true, "validate": true, "hook_timeout": true}
+
+func (inst *instance) checkLoading(L *lua.LState, what string) {
+	if !inst.loading {
+		raise(L, errs.PluginLoadFailed, "%s after the plugin has loaded: register when the plugin file runs, not from a hook", what)
+	}
+}
+
+func (inst *instance) where(L *lua.LState) errs.Pos {
+	return parseWhere(L.Where(1))
+}
+
+// fail records a registration error in the first instance and raises it.
+func (inst *instance) fail(L *lua.LState, err error) {
+	var e *errs.Error
+	if !asErr(err, &e) {
+		e = &errs.Error{Code: errs.PluginLoadFailed, Msg: err.Error()}
+	}
+	if !e.Pos.IsValid() {
+		e = e.At(inst.where(L))
+	}
+	L.RaiseError("%s", e.Code.Error()+": "+e.Msg)
+}
+
+func asErr(err error, e **errs.Error) bool {
+	x, ok := err.(*errs.Error)
+	if ok {
+		*e = x
+	}
+	return ok
+}
+
+func (inst *instance) newPlugin(L *lua.LState) int {
+	inst.checkLoading(L, "awaken.plugin")
+	if inst.pluginUD != nil {
+		raise(L, errs.PluginLoadFailed, "awaken.plugin is called twice in one file; one file holds one plugin")
+	}
+	spec := L.OptTable(1, L.NewTable())
+	for _, k := range sortedLuaKeys(spec) {
+		if !pluginFields[k] {
+			raise(L, errs.PluginLoadFailed, "awaken.plugin: unknown field %q%s (fields: id, description, config, validate, hook_timeout)",
+				k, errs.DidYouMean(k, []string{"id", "description", "config", "validate", "hook_timeout"}))
+		}
+	}
+	if id, ok := spec.RawGetString("id").(lua.LString); ok && string(id) != inst.p.id {
+		if inst.registrar != nil {
+			if !state.ValidName(string(id)) {
+				raise(L, errs.PluginLoadFailed, "awaken.plugin: id %q is not valid: use a lowercase name such as \"guard\"", string(id))
+			}
+			inst.p.id = string(id)
+			inst.registrar.Rename(string(id))
+		}
+	}
+	if inst.registrar != nil {
+		if d, ok := spec.RawGetString("description").(lua.LString); ok {
+			inst.registrar.Describe(string(d))
+		}
+		var sch *schema.Schema
+		if c := spec.RawGetString("config"); c != lua.LNil {
+			ct, ok := c.(*lua.LTable)
+			if !ok {
+				raise(L, errs.PluginLoadFailed, "awaken.plugin: config must be a table of properties (a schema per config field)")
+			}
+			v, err := fromLua(ct, inst.null)
+			if err != nil {
+				raise(L, errs.PluginLoadFailed, "awaken.plugin: config: %v", err)
+			}
+			props, _ := v.(map[string]any)
+			spec := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+			if _, isSchema := props["type"]; isSchema {
+				if _, hasProps := props["properties"]; hasProps {
+					spec = props // a full object schema
+				}
+			}
+			sch, err = schema.Compile(spec)
+			if err != nil {
+				raise(L, errs.PluginLoadFailed, "awaken.plugin: config schema: %v", err)
+			}
+		}
+		var validate func(any) error
+		if fn, ok := spec.RawGetString("validate").(*lua.LFunction); ok {
+			idx := inst.addFn(fn)
+			p := inst.p
+			validate = func(cfg any) error { return p.validateConfig(idx, cfg) }
+		} else if spec.RawGetString("validate") != lua.LNil {
+			raise(L, errs.PluginLoadFailed, "awaken.plugin: validate must be a function(config) returning nil or an error message")
+		}
+		inst.registrar.Config(sch, validate)
+		if to := spec.RawGetString("hook_timeout"); to != lua.LNil {
+			d, err := parseDurationValue(to)
+			if err != nil {
+				raise(L, errs.PluginLoadFailed, "awaken.plugin: hook_timeout: %v", err)
+			}
+			inst.p.timeout = d
+		}
+	} else if fn, ok := spec.RawGetString("validate").(*lua.LFunction); ok {
+		inst.addFn(fn)
+	}
+	ud := L.NewUserData()
+	ud.Value = inst.p
+	ud.Metatable = inst.pluginMeta
+	inst.pluginUD = ud
+	L.Push(ud)
+	return 1
+}
+
+func (inst *instance) checkSelf(L *lua.LState, method string) {
+	if L.Get(1) != lua.LValue(inst.pluginUD) || inst.pluginUD == nil {
+		raise(L, errs.PluginLoadFailed, "call it as p:%s(...) with a colon, on the plugin from awaken.plugin", method)
+	}
+	inst.checkLoading(L, "p:"+method)
+}
+
+func (inst *instance) addFn(fn lua.LValue) int {
+	inst.fns = append(inst.fns, fn)
+	return len(inst.fns) - 1
+}
+
+func (inst *instance) checkFn(L *lua.LState, n int, what string) *lua.LFunction {
+	fn, ok := L.Get(n).(*lua.LFunction)
+	if !ok {
+		raise(L, errs.PluginLoadFailed, "%s: argument #%d must be a function, got %s", what, n-1, L.Get(n).Type().String())
+	}
+	return fn
+}
+
+var keyFields = map[string]bool{"scope": true, "merge": true, "schema": true, "default": true, "reducer": true, "persist": true}
+
+func (inst *instance) regKey(L *lua.LState) int {
+	inst.checkSelf(L, "key")
+	name := L.CheckString(2)
+	spec := L.OptTable(3, L.NewTable())
+	var reducerFn *lua.LFunction
+	if fn, ok := spec.RawGetString("reducer").(*lua.LFunction); ok {
+		reducerFn = fn
+	}
+	fnIdx := -1
+	if reducerFn != nil {
+		fnIdx = inst.addFn(reducerFn)
+	}
+	h := &keyHandle{name: name}
+	if inst.registrar != nil {
+		for _, k := range sortedLuaKeys(spec) {
+			if !keyFields[k] {
+				raise(L, errs.PluginLoadFailed, "p:key(%q): unknown field %q%s (fields: scope, merge, schema, default, reducer, persist)",
+					name, k, errs.DidYouMean(k, []string{"scope", "merge", "schema", "default", "reducer", "persist"}))
+			}
+		}
+		s := state.Spec{Name: name}
+		var err error
+		if s.Scope, err = state.ParseScope(optString(spec, "scope")); err != nil {
+			raise(L, errs.PluginLoadFailed, "p:key(%q): %v", name, err)
+		}
+		if s.Merge, err = state.ParseMerge(optString(spec, "merge")); err != nil {
+			raise(L, errs.PluginLoadFailed, "p:key(%q): %v", name, err)
+		}
+		if sv := spec.RawGetString("schema"); sv != lua.LNil {
+			v, err := fromLua(sv, inst.null)
+			if err == nil {
+				s.Schema, err = schema.Compile(v)
+			}
+			if err != nil {
+				raise(L, errs.PluginLoadFailed, "p:key(%q): schema: %v", name, err)
+			}
+		}
+		if dv := spec.RawGetString("default"); dv != lua.LNil {
+			v, err := fromLua(dv, inst.null)
+			if err != nil {
+				raise(L, errs.PluginLoadFailed, "p:key(%q): default: %v", name, err)
+			}
+			s.Default = v
+		}
+		switch r := spec.RawGetString("reducer").(type) {
+		case *lua.LNilType:
+		case lua.LString:
+			s.Reducer = string(r)
+		case *lua.LFunction:
+			p := inst.p
+			s.Reduce = func(cur, upd any) (any, error) { return p.reduce(fnIdx, name, cur, upd) }
+		default:
+			raise(L, errs.PluginLoadFailed, "p:key(%q): reducer must be a name (%s) or a function(value, update)", name,
+				strings.Join(state.ReducerNames(), ", "))
+		}
+		if pv, ok := spec.RawGetString("persist").(lua.LBool); ok {
+			s.Transient = !bool(pv)
+		}
+		k, err := inst.registrar.Key(s, inst.where(L))
+		if err != nil {
+			inst.fail(L, err)
+		}
+		h.key = k
+		inst.p.keys[name] = k
+	} else {
+		h.key = inst.p.keys[name]
+	}
+	ud := L.NewUserData()
+	ud.Value = h
+	ud.Metatable = inst.handleMeta
+	inst.handles[name] = ud
+	L.Push(ud)
+	return 1
+}
+
+func optString(t *lua.LTable, k string) string {
+	if s, ok := t.RawGetString(k).(lua.LString); ok {
+		return string(s)
+	}
+	return ""
+}
+
+func (inst *instance) regOn(L *lua.LState) int {
+	inst.checkSelf(L, "on")
+	name := L.CheckString(2)
+	fn := inst.checkFn(L, 3, "p:on")
+	p, ok := phase.Parse(name)
+	if !ok || p == phase.ToolGate {
+		hint := errs.DidYouMean(name, phase.Names())
+		if p == phase.ToolGate {
+			hint = "; use p:tool_gate(fn) for gates"
+		}
+		raise(L, errs.PluginLoadFailed, "p:on: unknown phase %q%s; phases: run_start, step_start, before_inference, after_inference, before_tool_execute, after_tool_execute, step_end, run_end", name, hint)
+	}
+	idx := inst.addFn(fn)
+	if inst.registrar != nil {
+		if err := inst.registrar.On(p, &luaHook{p: inst.p, fn: idx, phase: p}, inst.where(L)); err != nil {
+			inst.fail(L, err)
+		}
+	}
+	return 0
+}
+
+func (inst *instance) regGate(L *lua.LState) int {
+	inst.checkSelf(L, "tool_gate")
+	fn := inst.checkFn(L, 2, "p:tool_gate")
+	idx := inst.addFn(fn)
+	if inst.registrar != nil {
+		if err := inst.registrar.Gate(&luaGate{p: inst.p, fn: idx}, inst.where(L)); err != nil {
+			inst.fail(L, err)
+		}
+	}
+	return 0
+}
+
+func (inst *instance) regAction(L *lua.LState) int {
+	inst.checkSelf(L, "action")
+	key := L.CheckString(2)
+	spec := L.CheckTable(3)
+	fn := inst.checkFn(L, 4, "p:action")
+	idx := inst.addFn(fn)
+	if inst.registrar == nil {
+		return 0
+	}
+	for _, k := range sortedLuaKeys(spec) {
+		if k != "phase" && k != "schema" {
+			raise(L, errs.PluginLoadFailed, "p:action(%q): unknown field %q (fields: phase, schema)", key, k)
+		}
+	}
+	ph, ok := phase.Parse(optString(spec, "phase"))
+	if !ok {
+		raise(L, errs.PluginLoadFailed, "p:action(%q): phase %q is not a phase%s", key, optString(spec, "phase"),
+			errs.DidYouMean(optString(spec, "phase"), phase.Names()))
+	}
+	var sch *schema.Schema
+	if sv := spec.RawGetString("schema"); sv != lua.LNil {
+		v, err := fromLua(sv, inst.null)
+		if err == nil {
+			sch, err = schema.Compile(v)
+		}
+		if err != nil {
+			raise(L, errs.PluginLoadFailed, "p:action(%q): schema: %v", key, err)
+		}
+	}
+	pos := inst.where(L)
+	if err := inst.registrar.Action(plugin.ActionSpec{Key: key, Phase: ph, Schema: sch, Pos: pos,
+		Handler: &luaAction{p: inst.p, fn: idx, key: key}}); err != nil {
+		inst.fail(L, err)
+	}
+	return 0
+}
+
+func (inst *instance) regEffect(L *lua.LState) int {
+	inst.checkSelf(L, "effect")
+	key := L.CheckString(2)
+	fn := inst.checkFn(L, 3, "p:effect")
+	idx := inst.addFn(fn)
+	if inst.registrar != nil {
+		if err := inst.registrar.Effect(plugin.EffectSpec{Key: key, Pos: inst.where(L),
+			Handler: &luaEffect{p: inst.p, fn: idx, key: key}}); err != nil {
+			inst.fail(L, err)
+		}
+	}
+	return 0
+}
+
+func (inst *instance) regTool(L *lua.LState) int {
+	inst.checkSelf(L, "tool")
+	spec := L.CheckTable(2)
+	fn, ok := spec.RawGetString("execute").(*lua.LFunction)
+	if !ok {
+		raise(L, errs.PluginLoadFailed, "p:tool: execute must be a function(ctx, args) returning a result")
+	}
+	idx := inst.addFn(fn)
+	if inst.registrar == nil {
+		return 0
+	}
+	for _, k := range sortedLuaKeys(spec) {
+		switch k {
+		case "id", "description", "parameters", "execute":
+		default:
+			raise(L, errs.PluginLoadFailed, "p:tool: unknown field %q (fields: id, description, parameters, execute)", k)
+		}
+	}
+	id := optString(spec, "id")
+	if id == "" {
+		raise(L, errs.PluginLoadFailed, "p:tool: id is required")
+	}
+	ts := model.ToolSpec{Name: id, Description: optString(spec, "description")}
+	var sch *schema.Schema
+	if pv := spec.RawGetString("parameters"); pv != lua.LNil {
+		v, err := fromLua(pv, inst.null)
+		if err == nil {
+			if m, ok := v.(map[string]any); ok {
+				if _, typed := m["type"]; !typed {
+					// a table of properties
+					v = map[string]any{"type": "object", "properties": m}
+				}
+			}
+			sch, err = schema.Compile(v)
+		}
+		if err != nil {
+			raise(L, errs.PluginLoadFailed, "p:tool(%q): parameters: %v", id, err)
+		}
+		ts.Parameters = sch.JSON()
+	} else {
+		ts.Parameters = map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	if err := inst.registrar.Tool(&luaTool{p: inst.p, fn: idx, spec: ts, params: sch}, inst.where(L)); err != nil {
+		inst.fail(L, err)
+	}
+	return 0
+}
+
+func (inst *instance) regTransform(L *lua.LState) int {
+	inst.checkSelf(L, "transform")
+	idx := inst.addFn(inst.checkFn(L, 2, "p:transform"))
+	if inst.registrar != nil {
+		if err := inst.registrar.Transform(&luaTransform{p: inst.p, fn: idx}, inst.where(L)); err != nil {
+			inst.fail(L, err)
+		}
+	}
+	return 0
+}
+
+func (inst *instance) regResultTransform(L *lua.LState) int {
+	inst.checkSelf(L, "result_transform")
+	idx := inst.addFn(inst.checkFn(L, 2, "p:result_transform"))
+	if inst.registrar != nil {
+		if err := inst.registrar.ResultTransform(&luaResultTransform{p: inst.p, fn: idx}, inst.where(L)); err != nil {
+			inst.fail(L, err)
+		}
+	}
+	return 0
+}

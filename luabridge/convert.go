@@ -1,0 +1,197 @@
+package luabridge
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/awaken-lua/awaken-lua/engine/value"
+)
+
+// Limits on values crossing from Lua to Go: a plugin cannot hand the runtime
+// a cyclic, absurdly deep or absurdly large structure.
+const (
+	maxDepth   = 64
+	maxEntries = 1 << 20
+)
+
+// toLua converts a canonical value into a fresh Lua value: tables are plain
+// tables built for the call, so pairs, ipairs and # work on them, and a
+// plugin that mutates one cannot touch the runtime's copy.
+func toLua(L *lua.LState, null lua.LValue, v any) lua.LValue {
+	switch x := v.(type) {
+	case nil:
+		return lua.LNil
+	case value.Null:
+		return null
+	case bool:
+		return lua.LBool(x)
+	case float64:
+		return lua.LNumber(x)
+	case string:
+		return lua.LString(x)
+	case []any:
+		t := L.CreateTable(len(x), 0)
+		for _, e := range x {
+			t.Append(toLua(L, null, e))
+		}
+		return t
+	case map[string]any:
+		t := L.CreateTable(0, len(x))
+		for k, e := range x {
+			t.RawSetString(k, toLua(L, null, e))
+		}
+		return t
+	case []string:
+		t := L.CreateTable(len(x), 0)
+		for _, e := range x {
+			t.Append(lua.LString(e))
+		}
+		return t
+	case int:
+		return lua.LNumber(x)
+	case lua.LValue:
+		return x
+	}
+	n, err := value.Normalize(v)
+	if err != nil {
+		return lua.LString(fmt.Sprint(v))
+	}
+	return toLua(L, null, n)
+}
+
+// fromLua converts a Lua value into a canonical value. A table whose keys
+// are exactly 1..n is a list; one with string keys is an object; an empty
+// table is an empty object (schemas turn it into a list where they expect
+// one). Functions, userdata other than awaken.null, cycles, mixed or
+// non-string keys are errors that name the path.
+func fromLua(v lua.LValue, null lua.LValue) (any, error) {
+	c := converter{null: null}
+	return c.convert(v, "$", 0)
+}
+
+type converter struct {
+	null    lua.LValue
+	seen    []*lua.LTable
+	entries int
+}
+
+func (c *converter) convert(v lua.LValue, path string, depth int) (any, error) {
+	switch x := v.(type) {
+	case *lua.LNilType:
+		return nil, nil
+	case lua.LBool:
+		return bool(x), nil
+	case lua.LNumber:
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("%s: %v is not a finite number", path, f)
+		}
+		return f, nil
+	case lua.LString:
+		return string(x), nil
+	case *lua.LTable:
+		return c.table(x, path, depth)
+	case *lua.LUserData:
+		if v == c.null {
+			return value.Null{}, nil
+		}
+		if k, ok := x.Value.(*keyHandle); ok {
+			return k.name, nil
+		}
+		return nil, fmt.Errorf("%s: a %s cannot be stored; use tables, strings, numbers and booleans", path, describe(x))
+	}
+	return nil, fmt.Errorf("%s: a %s cannot be stored; use tables, strings, numbers and booleans", path, v.Type().String())
+}
+
+func describe(u *lua.LUserData) string {
+	if _, ok := u.Value.(*decisionValue); ok {
+		return "gate decision"
+	}
+	return "userdata"
+}
+
+func (c *converter) table(t *lua.LTable, path string, depth int) (any, error) {
+	if depth >= maxDepth {
+		return nil, fmt.Errorf("%s: tables are nested more than %d deep", path, maxDepth)
+	}
+	for _, s := range c.seen {
+		if s == t {
+			return nil, fmt.Errorf("%s: the table contains itself", path)
+		}
+	}
+	c.seen = append(c.seen, t)
+	defer func() { c.seen = c.seen[:len(c.seen)-1] }()
+
+	n := t.MaxN()
+	count := 0
+	var badKey lua.LValue
+	stringKeys := 0
+	t.ForEach(func(k, _ lua.LValue) {
+		count++
+		switch k.(type) {
+		case lua.LString:
+			stringKeys++
+		case lua.LNumber:
+		default:
+			if badKey == nil {
+				badKey = k
+			}
+		}
+	})
+	c.entries += count
+	if c.entries > maxEntries {
+		return nil, fmt.Errorf("%s: more than %d table entries", path, maxEntries)
+	}
+	if badKey != nil {
+		return nil, fmt.Errorf("%s: a table key of type %s cannot be stored; use string keys or a list", path, badKey.Type().String())
+	}
+	if count == 0 {
+		return map[string]any{}, nil
+	}
+	if n == count && stringKeys == 0 {
+		out := make([]any, n)
+		for i := 1; i <= n; i++ {
+			e, err := c.convert(t.RawGetInt(i), path+"["+strconv.Itoa(i-1)+"]", depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i-1] = e
+		}
+		return out, nil
+	}
+	if stringKeys != count {
+		return nil, fmt.Errorf("%s: the table mixes list items and named fields (or has holes); use one or the other", path)
+	}
+	out := make(map[string]any, count)
+	var err error
+	t.ForEach(func(k, e lua.LValue) {
+		if err != nil {
+			return
+		}
+		key := string(k.(lua.LString))
+		var conv any
+		conv, err = c.convert(e, path+"."+key, depth+1)
+		out[key] = conv
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sortedLuaKeys lists a table's string keys in order (for deterministic
+// messages).
+func sortedLuaKeys(t *lua.LTable) []string {
+	var out []string
+	t.ForEach(func(k, _ lua.LValue) {
+		if s, ok := k.(lua.LString); ok {
+			out = append(out, string(s))
+		}
+	})
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,322 @@
+package luabridge
+
+import (
+	"strconv"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/awaken-lua/awaken-lua/engine/command"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/value"
+)
+
+// hookCall is one call into a plugin: what ctx reads and where its writes
+// go. ctx is a userdata whose fields convert on first read, into plain
+// tables built for this call only.
+type hookCall struct {
+	in   *plugin.Input
+	out  *command.Command // nil where writes are not allowed
+	kind string           // "tool_gate hook", "effect handler", ... for messages
+	ud   *lua.LUserData
+
+	run, config, tool, messages, response lua.LValue
+}
+
+func (inst *instance) newCall(in *plugin.Input, out *command.Command, kind string) *hookCall {
+	c := &hookCall{in: in, out: out, kind: kind}
+	ud := inst.L.NewUserData()
+	ud.Value = c
+	ud.Metatable = inst.ctxMeta
+	c.ud = ud
+	return c
+}
+
+func (inst *instance) setupCtx() {
+	L := inst.L
+	inst.methods = map[string]*lua.LFunction{
+		"get":      L.NewFunction(inst.ctxGet),
+		"update":   L.NewFunction(inst.ctxUpdate),
+		"schedule": L.NewFunction(inst.ctxSchedule),
+		"emit":     L.NewFunction(inst.ctxEmit),
+		"stop":     L.NewFunction(inst.ctxStop),
+		"now":      L.NewFunction(inst.ctxNow),
+	}
+	inst.ctxMeta = L.NewTable()
+	inst.ctxMeta.RawSetString("__index", L.NewFunction(inst.ctxIndex))
+	inst.ctxMeta.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("ctx is read-only: use ctx:update(key, value) to write state")
+		return 0
+	}))
+	inst.ctxMeta.RawSetString("__metatable", lua.LString("protected"))
+	inst.ctxMeta.RawSetString("__tostring", L.NewFunction(func(L *lua.LState) int {
+		L.Push(lua.LString("ctx"))
+		return 1
+	}))
+}
+
+// current returns the call that ctx (argument 1) belongs to; a ctx kept
+// from an earlier call is refused.
+func (inst *instance) current(L *lua.LState) *hookCall {
+	ud, ok := L.Get(1).(*lua.LUserData)
+	if !ok {
+		L.RaiseError("call ctx methods with a colon: ctx:get(key), ctx:update(key, value), ...")
+	}
+	c, ok := ud.Value.(*hookCall)
+	if !ok {
+		L.RaiseError("call ctx methods with a colon: ctx:get(key), ctx:update(key, value), ...")
+	}
+	if c != inst.call {
+		L.RaiseError("this ctx belongs to a call that has ended; use the ctx your function received")
+	}
+	return c
+}
+
+func (inst *instance) ctxIndex(L *lua.LState) int {
+	c := inst.current(L)
+	key := L.CheckString(2)
+	if m, ok := inst.methods[key]; ok {
+		L.Push(m)
+		return 1
+	}
+	in := c.in
+	switch key {
+	case "phase":
+		L.Push(lua.LString(in.Phase.String()))
+	case "run":
+		if c.run == nil {
+			t := L.CreateTable(0, 4)
+			t.RawSetString("id", lua.LString(in.Run.ID))
+			t.RawSetString("thread_id", lua.LString(in.Run.ThreadID))
+			t.RawSetString("agent_id", lua.LString(in.Run.AgentID))
+			t.RawSetString("step", lua.LNumber(in.Run.Step))
+			c.run = t
+		}
+		L.Push(c.run)
+	case "config":
+		if c.config == nil {
+			cfg := in.Config(inst.p.id)
+			if cfg == nil {
+				cfg = inst.p.defaultConfig
+			}
+			c.config = toLua(L, inst.null, cfg)
+			if c.config == lua.LNil {
+				c.config = L.NewTable()
+			}
+		}
+		L.Push(c.config)
+	case "messages":
+		if c.messages == nil {
+			c.messages = messagesToLua(L, inst.null, in.Messages)
+		}
+		L.Push(c.messages)
+	case "tool":
+		if c.tool == nil {
+			if in.Tool == nil {
+				c.tool = lua.LNil
+			} else {
+				c.tool = inst.toolToLua(in.Tool)
+			}
+		}
+		L.Push(c.tool)
+	case "response":
+		if c.response == nil {
+			if in.Response == nil {
+				c.response = lua.LNil
+			} else {
+				c.response = responseToLua(L, inst.null, *in.Response)
+			}
+		}
+		L.Push(c.response)
+	case "plugin":
+		L.Push(lua.LString(inst.p.id))
+	default:
+		L.Push(lua.LNil)
+	}
+	return 1
+}
+
+func (inst *instance) toolToLua(t *plugin.ToolInfo) lua.LValue {
+	L := inst.L
+	tb := L.CreateTable(0, 5)
+	tb.RawSetString("id", lua.LString(t.Call.ID))
+	tb.RawSetString("name", lua.LString(t.Call.Name))
+	tb.RawSetString("args", toLua(L, inst.null, t.Call.Args))
+	if t.Result != nil {
+		tb.RawSetString("result", toLua(L, inst.null, resultValue(*t.Result)))
+	}
+	if t.Resume != nil {
+		r := L.CreateTable(0, 3)
+		r.RawSetString("action", lua.LString(t.Resume.Action))
+		if t.Resume.Result != nil {
+			r.RawSetString("result", toLua(L, inst.null, t.Resume.Result))
+		}
+		if t.Resume.Reason != "" {
+			r.RawSetString("reason", lua.LString(t.Resume.Reason))
+		}
+		tb.RawSetString("resume", r)
+	}
+	return tb
+}
+
+func messagesToLua(L *lua.LState, null lua.LValue, msgs []model.Message) *lua.LTable {
+	t := L.CreateTable(len(msgs), 0)
+	for _, m := range msgs {
+		t.Append(messageToLua(L, null, m))
+	}
+	return t
+}
+
+func messageToLua(L *lua.LState, null lua.LValue, m model.Message) *lua.LTable {
+	mt := L.CreateTable(0, 4)
+	mt.RawSetString("role", lua.LString(m.Role))
+	mt.RawSetString("content", lua.LString(m.Content))
+	if len(m.ToolCalls) > 0 {
+		mt.RawSetString("tool_calls", callsToLua(L, null, m.ToolCalls))
+	}
+	if m.ToolCallID != "" {
+		mt.RawSetString("tool_call_id", lua.LString(m.ToolCallID))
+	}
+	return mt
+}
+
+func callsToLua(L *lua.LState, null lua.LValue, calls []model.ToolCall) *lua.LTable {
+	t := L.CreateTable(len(calls), 0)
+	for _, c := range calls {
+		ct := L.CreateTable(0, 3)
+		ct.RawSetString("id", lua.LString(c.ID))
+		ct.RawSetString("name", lua.LString(c.Name))
+		ct.RawSetString("args", toLua(L, null, c.Args))
+		t.Append(ct)
+	}
+	return t
+}
+
+func responseToLua(L *lua.LState, null lua.LValue, r model.Response) *lua.LTable {
+	t := L.CreateTable(0, 3)
+	t.RawSetString("text", lua.LString(r.Text))
+	t.RawSetString("tool_calls", callsToLua(L, null, r.ToolCalls))
+	if r.Usage != nil {
+		u := L.CreateTable(0, 3)
+		u.RawSetString("prompt_tokens", lua.LNumber(r.Usage.PromptTokens))
+		u.RawSetString("completion_tokens", lua.LNumber(r.Usage.CompletionTokens))
+		u.RawSetString("total_tokens", lua.LNumber(r.Usage.TotalTokens))
+		t.RawSetString("usage", u)
+	}
+	return t
+}
+
+func (inst *instance) ctxGet(L *lua.LState) int {
+	c := inst.current(L)
+	name, k := inst.keyFor(L, 2)
+	snap := c.in.Snap
+	if snap == nil {
+		L.Push(lua.LNil)
+		return 1
+	}
+	var v any
+	if k != nil {
+		v = snap.Get(k)
+	} else {
+		var err error
+		if v, err = snap.Lookup(name); err != nil {
+			raise(L, errs.UnknownKey, "%s", trimCode(err))
+		}
+	}
+	L.Push(toLua(L, inst.null, v))
+	return 1
+}
+
+func trimCode(err error) string {
+	e, ok := err.(*errs.Error)
+	if ok {
+		return e.Msg
+	}
+	return err.Error()
+}
+
+func (inst *instance) writable(L *lua.LState, c *hookCall, method string) {
+	if c.out == nil {
+		L.RaiseError("ctx:%s is not allowed in a %s: it is read-only (gates return a decision; transforms return a value; effect handlers only observe)", method, c.kind)
+	}
+}
+
+func (inst *instance) ctxUpdate(L *lua.LState) int {
+	c := inst.current(L)
+	inst.writable(L, c, "update")
+	name, k := inst.keyFor(L, 2)
+	if k == nil && c.in.Snap != nil {
+		if _, ok := c.in.Snap.Registry().Key(name); !ok {
+			_, err := c.in.Snap.Lookup(name)
+			raise(L, errs.UnknownKey, "%s", trimCode(err))
+		}
+	}
+	v, err := fromLua(L.Get(3), inst.null)
+	if err != nil {
+		raise(L, errs.SchemaViolation, "ctx:update(%q): %v", name, err)
+	}
+	c.out.UpdateValue(name, v)
+	return 0
+}
+
+func (inst *instance) ctxSchedule(L *lua.LState) int {
+	c := inst.current(L)
+	inst.writable(L, c, "schedule")
+	key := L.CheckString(2)
+	set := inst.p.gen.set
+	if set != nil {
+		if _, ok := set.Action(key); !ok {
+			raise(L, errs.UnknownActionHandler, "no handler is registered for action %q%s", key, errs.DidYouMean(key, set.ActionKeys()))
+		}
+	}
+	v, err := fromLua(L.Get(3), inst.null)
+	if err != nil {
+		raise(L, errs.SchemaViolation, "ctx:schedule(%q): %v", key, err)
+	}
+	c.out.Actions = append(c.out.Actions, command.Action{Key: key, Payload: v, Plugin: c.out.Plugin})
+	return 0
+}
+
+func (inst *instance) ctxEmit(L *lua.LState) int {
+	c := inst.current(L)
+	inst.writable(L, c, "emit")
+	key := L.CheckString(2)
+	set := inst.p.gen.set
+	if set != nil {
+		if _, ok := set.Effect(key); !ok {
+			raise(L, errs.UnknownEffectHandler, "no handler is registered for effect %q%s", key, errs.DidYouMean(key, set.EffectKeys()))
+		}
+	}
+	v, err := fromLua(L.Get(3), inst.null)
+	if err != nil {
+		raise(L, errs.SchemaViolation, "ctx:emit(%q): %v", key, err)
+	}
+	c.out.Effects = append(c.out.Effects, command.Effect{Key: key, Payload: v, Plugin: c.out.Plugin})
+	return 0
+}
+
+func (inst *instance) ctxStop(L *lua.LState) int {
+	c := inst.current(L)
+	inst.writable(L, c, "stop")
+	code := L.CheckString(2)
+	if code == "" {
+		L.ArgError(2, "a stop code such as \"budget_steps\" expected")
+	}
+	c.out.StopRun(code, L.OptString(3, ""))
+	return 0
+}
+
+// ctxNow returns the host's time in seconds (with a fraction): hooks must
+// not read the wall clock, so replays stay deterministic.
+func (inst *instance) ctxNow(L *lua.LState) int {
+	c := inst.current(L)
+	t := c.in.Now
+	L.Push(lua.LNumber(float64(t.UnixNano()) / 1e9))
+	return 1
+}
+
+// canonical helpers used by adapters
+func itoa(i int) string { return strconv.Itoa(i) }
+
+var _ = value.Null{}

@@ -1,0 +1,229 @@
+package luabridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/state"
+)
+
+// errHookBudget is what an instance's deadline fires with when a call runs
+// past its budget (as opposed to the caller's context ending).
+var errHookBudget = errors.New("hook budget exceeded")
+
+// instance is one Lua state with one plugin loaded: the unit a pool holds.
+// It runs one call at a time.
+type instance struct {
+	L  *lua.LState
+	p  *luaPlugin
+	dl *deadline
+
+	// fns holds the plugin's registered functions by registration index.
+	fns     []lua.LValue
+	handles map[string]*lua.LUserData
+
+	null         *lua.LUserData
+	ctxMeta      *lua.LTable
+	decisionMeta *lua.LTable
+	handleMeta   *lua.LTable
+	pluginMeta   *lua.LTable
+	globals      *lua.LTable // read-only view of the libraries
+	awaken       *lua.LTable
+	methods      map[string]*lua.LFunction
+
+	call     *hookCall
+	loading  bool
+	modules  map[string]lua.LValue
+	pluginUD *lua.LUserData
+	// registrar receives registrations while the first instance of a
+	// plugin loads; later instances only collect the functions.
+	registrar *plugin.Registrar
+	regErrs   errs.List
+}
+
+// newInstance makes a state, runs the plugin's file in it and collects the
+// registered functions. With reg set, registrations are recorded into it.
+func (p *luaPlugin) newInstance(reg *plugin.Registrar) (inst *instance, err error) {
+	lim := p.gen.limits
+	L := newState(lim)
+	inst = &instance{L: L, p: p, dl: newDeadline(), handles: map[string]*lua.LUserData{},
+		modules: map[string]lua.LValue{}, registrar: reg}
+	defer func() {
+		if err != nil {
+			L.Close()
+		}
+	}()
+	inst.setupAPI()
+	L.SetContext(inst.dl)
+
+	fn := L.NewFunctionFromProto(p.proto)
+	fn.Env = inst.newEnv()
+	inst.loading = true
+	L.Push(fn)
+	inst.dl.arm(lim.LoadTimeout)
+	callErr := L.PCall(0, 1, nil)
+	fired := inst.dl.disarm()
+	inst.loading = false
+	if fired {
+		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: p.file},
+			Msg: fmt.Sprintf("loading took longer than %s; a plugin file should only register hooks (an endless loop at load time?)", lim.LoadTimeout)}
+	}
+	if callErr != nil {
+		e := luaError(callErr, errs.PluginLoadFailed)
+		if e.Code != errs.PluginLoadFailed && !isLoadCode(e.Code) {
+			e.Code = errs.PluginLoadFailed
+		}
+		if !e.Pos.IsValid() {
+			e.Pos = errs.Pos{File: p.file}
+		}
+		return nil, e
+	}
+	ret := L.Get(-1)
+	L.Pop(1)
+	if inst.pluginUD == nil || ret != lua.LValue(inst.pluginUD) {
+		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: p.file},
+			Msg: "the file must return its plugin: create it with awaken.plugin{...} and end the file with `return p`"}
+	}
+	if len(inst.regErrs) > 0 {
+		return nil, inst.regErrs.Err()
+	}
+	if reg == nil && len(inst.fns) != p.nfns {
+		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: p.file},
+			Msg: fmt.Sprintf("the plugin registered %d functions on a second load and %d on the first; registrations must not depend on run-time data", len(inst.fns), p.nfns)}
+	}
+	return inst, nil
+}
+
+func isLoadCode(c errs.Code) bool {
+	switch c {
+	case errs.KeyAlreadyRegistered, errs.HandlerAlreadyRegistered, errs.ToolAlreadyRegistered, errs.ConfigInvalid:
+		return true
+	}
+	return false
+}
+
+func (inst *instance) close() { inst.L.Close() }
+
+// newEnv makes the global environment of one chunk: reads fall through to
+// the libraries; writes land in the chunk's own table while the plugin
+// loads and raise afterwards, so a pooled state never carries a global
+// from one call to the next.
+func (inst *instance) newEnv() *lua.LTable {
+	L := inst.L
+	backing := L.NewTable()
+	bmt := L.NewTable()
+	bmt.RawSetString("__index", inst.globals)
+	backing.Metatable = bmt
+	env := L.NewTable()
+	mt := L.NewTable()
+	mt.RawSetString("__index", backing)
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		name := L.Get(2)
+		if !inst.loading {
+			L.RaiseError("globals are read-only once the plugin has loaded: cannot set %q at call time; use a local, or a key (p:key) for state", name.String())
+		}
+		backing.RawSet(name, L.Get(3))
+		return 0
+	}))
+	mt.RawSetString("__metatable", lua.LString("protected"))
+	env.Metatable = mt
+	backing.RawSetString("_G", env)
+	return env
+}
+
+// require loads modules from the plugin directory and stdlib/ only. Each
+// module runs once per state in an environment of its own.
+func (inst *instance) require(L *lua.LState) int {
+	name := L.CheckString(1)
+	if v, ok := inst.modules[name]; ok {
+		if v == lua.LFalse {
+			L.RaiseError("require %q: the module requires itself (a cycle)", name)
+		}
+		L.Push(v)
+		return 1
+	}
+	switch name {
+	case "awaken":
+		L.Push(inst.awaken)
+		return 1
+	}
+	if pre, ok := inst.p.gen.preload[name]; ok {
+		v := pre(L, inst)
+		inst.modules[name] = v
+		L.Push(v)
+		return 1
+	}
+	proto, err := inst.p.gen.module(name, inst.p.root)
+	if err != nil {
+		L.RaiseError("%v", err)
+	}
+	inst.modules[name] = lua.LFalse
+	fn := L.NewFunctionFromProto(proto)
+	fn.Env = inst.newEnv()
+	L.Push(fn)
+	L.Push(lua.LString(name))
+	L.Call(1, 1)
+	v := L.Get(-1)
+	L.Pop(1)
+	if v == lua.LNil {
+		v = lua.LTrue
+	}
+	inst.modules[name] = v
+	L.Push(v)
+	return 1
+}
+
+// modulePaths lists where a module name may live, as slash paths.
+func modulePaths(name string) ([]string, error) {
+	if name == "" || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") || strings.Contains(name, "..") ||
+		strings.ContainsAny(name, `/\`) {
+		return nil, fmt.Errorf("require %q: module names are dotted names such as \"rules\" or \"permission.parse\", found in the plugin directory or stdlib/", name)
+	}
+	p := strings.ReplaceAll(name, ".", "/")
+	return []string{p + ".lua", path.Join(p, "init.lua")}, nil
+}
+
+func readFile(fsys fs.FS, name string) ([]byte, bool) {
+	if fsys == nil {
+		return nil, false
+	}
+	b, err := fs.ReadFile(fsys, name)
+	return b, err == nil
+}
+
+// keyFor resolves a key argument (a handle or a name) for ctx:get/update.
+func (inst *instance) keyFor(L *lua.LState, n int) (string, *state.Key) {
+	switch v := L.Get(n).(type) {
+	case *lua.LUserData:
+		if h, ok := v.Value.(*keyHandle); ok {
+			return h.name, h.key
+		}
+	case lua.LString:
+		return string(v), nil
+	}
+	L.ArgError(n, "a key handle (from p:key) or a key name expected, got "+L.Get(n).Type().String())
+	return "", nil
+}
+
+// raise raises an *errs.Error as a Lua error that keeps its code, with the
+// position of the Lua code that called the current Go function.
+func raise(L *lua.LState, code errs.Code, format string, args ...any) {
+	L.RaiseError("%s: %s", code, fmt.Sprintf(format, args...))
+}
+
+// withTimeout is the deadline of a call: ctx's cancellation fires the
+// instance's deadline too.
+func (inst *instance) watch(ctx context.Context) func() bool {
+	if ctx.Done() == nil {
+		return nil
+	}
+	return context.AfterFunc(ctx, func() { inst.dl.fire(ctx.Err()) })
+}

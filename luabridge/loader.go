@@ -1,0 +1,412 @@
+// Package luabridge turns Lua plugins into engine plugins (SPEC §8): the
+// awaken module, a sandbox with limits, pools of warm Lua states, and the
+// conversions between Lua and Go values.
+//
+// A Loader reads a plugin directory (and stdlib/) into a Generation: every
+// plugin compiled once, registered, and validated. Hooks run on pooled Lua
+// states that share the compiled code.
+package luabridge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/run"
+	"github.com/awaken-lua/awaken-lua/engine/state"
+)
+
+// Source is a tree of Lua files with the name its chunks are shown under
+// ("scripts", "stdlib"), so errors read "scripts/guard.lua:14".
+type Source struct {
+	FS   fs.FS
+	Name string
+}
+
+// Loader loads generations. The zero value of each field is a sensible
+// default; Plugins is required.
+type Loader struct {
+	// Plugins is the plugin directory: every name.lua and name/init.lua in
+	// it is a plugin (files ending in _test.lua are tests, not plugins).
+	Plugins Source
+	// Stdlib holds the shipped plugins and modules; its plugins load only
+	// when Enable names them.
+	Stdlib Source
+	Enable []string
+	// Go plugins are registered after the runtime built-ins, before Lua.
+	Go     []plugin.Plugin
+	Limits Limits
+	// PoolSize bounds the warm states per plugin (default 4 x GOMAXPROCS).
+	PoolSize int
+	Log      *slog.Logger
+	// Preload adds modules that require() returns (the test harness adds
+	// "awaken.testing").
+	Preload map[string]func(L *lua.LState, inst *Instance) lua.LValue
+}
+
+// Instance is the handle a preloaded module gets to its state.
+type Instance = instance
+
+// Generation is one load of the plugins: compiled code, the plugin set, and
+// the warm states. Runs pin it (Acquire/Release); Close releases the states
+// once no run uses it.
+type Generation struct {
+	ID       string
+	Hash     string
+	LoadedAt time.Time
+	Set      *plugin.Set
+
+	plugins []*luaPlugin
+	limits  Limits
+	log     *slog.Logger
+	sources []Source
+	preload map[string]func(L *lua.LState, inst *Instance) lua.LValue
+	set     *plugin.Set
+	globs   globCache
+
+	protoMu sync.Mutex
+	protos  map[string]*lua.FunctionProto
+
+	refs    atomic.Int64
+	closing atomic.Bool
+	closed  sync.Once
+}
+
+// luaPlugin is one Lua plugin of a generation.
+type luaPlugin struct {
+	gen           *Generation
+	id            string
+	file          string // the chunk name, e.g. "scripts/guard.lua"
+	root          Source
+	proto         *lua.FunctionProto
+	nfns          int
+	pool          *pool
+	timeout       time.Duration
+	keys          map[string]*state.Key
+	defaultConfig any
+}
+
+// PluginFile is a plugin found in a source.
+type PluginFile struct {
+	ID     string
+	Path   string // slash path inside the source
+	Source Source
+}
+
+// Chunk is the name errors show for the file.
+func (f PluginFile) Chunk() string { return path.Join(f.Source.Name, f.Path) }
+
+// Discover lists the plugins of a source: name.lua and name/init.lua, not
+// *_test.lua, sorted by id.
+func Discover(src Source) ([]PluginFile, error) {
+	if src.FS == nil {
+		return nil, nil
+	}
+	entries, err := fs.ReadDir(src.FS, ".")
+	if err != nil {
+		return nil, fmt.Errorf("read plugin directory %s: %w", src.Name, err)
+	}
+	var out []PluginFile
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+			continue
+		}
+		if e.IsDir() {
+			if name == "types" {
+				continue
+			}
+			if _, err := fs.Stat(src.FS, path.Join(name, "init.lua")); err == nil {
+				out = append(out, PluginFile{ID: name, Path: path.Join(name, "init.lua"), Source: src})
+			}
+			continue
+		}
+		if strings.HasSuffix(name, ".lua") && !strings.HasSuffix(name, "_test.lua") {
+			out = append(out, PluginFile{ID: strings.TrimSuffix(name, ".lua"), Path: name, Source: src})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Load builds a generation: it compiles and registers every plugin of the
+// plugin directory and the enabled stdlib plugins, and builds the plugin
+// set with the runtime built-ins. Every problem is reported (an errs.List,
+// positions first); on error nothing is left open.
+func (l *Loader) Load(ctx context.Context) (*Generation, error) {
+	files, err := l.files()
+	if err != nil {
+		return nil, err
+	}
+	return l.LoadFiles(ctx, files)
+}
+
+func (l *Loader) files() ([]PluginFile, error) {
+	files, err := Discover(l.Plugins)
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, f := range files {
+		have[f.ID] = true
+	}
+	if len(l.Enable) > 0 {
+		std, err := Discover(l.Stdlib)
+		if err != nil {
+			return nil, err
+		}
+		byID := map[string]PluginFile{}
+		var ids []string
+		for _, f := range std {
+			byID[f.ID] = f
+			ids = append(ids, f.ID)
+		}
+		var list errs.List
+		for _, id := range l.Enable {
+			if have[id] {
+				continue // the plugin directory's own plugin of that name wins
+			}
+			f, ok := byID[id]
+			if !ok {
+				list.Add(errs.New(errs.ConfigInvalid, "plugin %q is neither in %s nor in stdlib%s; stdlib plugins: %s",
+					id, l.Plugins.Name, errs.DidYouMean(id, ids), strings.Join(ids, ", ")))
+				continue
+			}
+			have[id] = true
+			files = append(files, f)
+		}
+		if err := list.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// LoadFiles builds a generation from the given plugin files.
+func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation, error) {
+	lim := l.Limits.withDefaults()
+	log := l.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := &Generation{limits: lim, log: log, protos: map[string]*lua.FunctionProto{}, preload: l.Preload,
+		sources: []Source{l.Plugins, l.Stdlib}, LoadedAt: time.Now()}
+	poolSize := l.PoolSize
+	if poolSize <= 0 {
+		poolSize = 4 * runtime.GOMAXPROCS(0)
+	}
+	h := sha256.New()
+	var list errs.List
+	var regs []*plugin.Registrar
+	firsts := map[*luaPlugin]*instance{}
+	cleanup := func() {
+		for _, inst := range firsts {
+			inst.close()
+		}
+	}
+	for _, f := range files {
+		src, err := fs.ReadFile(f.Source.FS, f.Path)
+		if err != nil {
+			list.Add(&errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: f.Chunk()}, Msg: err.Error()})
+			continue
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", f.Chunk(), len(src))
+		h.Write(src)
+		proto, err := compile(src, f.Chunk())
+		if err != nil {
+			list.Add(err)
+			continue
+		}
+		p := &luaPlugin{gen: g, id: f.ID, file: f.Chunk(), root: f.Source, proto: proto, timeout: lim.HookTimeout,
+			keys: map[string]*state.Key{}}
+		reg := plugin.NewRegistrar(f.ID, errs.Pos{File: f.Chunk()})
+		inst, err := p.newInstance(reg)
+		if err != nil {
+			list.Add(err)
+			continue
+		}
+		p.nfns = len(inst.fns)
+		p.pool = newPool(poolSize, func() (*instance, error) { return p.newInstance(nil) })
+		firsts[p] = inst
+		g.plugins = append(g.plugins, p)
+		regs = append(regs, reg)
+	}
+	if err := list.Err(); err != nil {
+		cleanup()
+		list.Sort()
+		return nil, list.Err()
+	}
+	goRegs, err := plugin.Registrars(append([]plugin.Plugin{run.Builtins()}, l.Go...)...)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	set, err := plugin.Build(append(goRegs, regs...)...)
+	if err != nil {
+		cleanup()
+		return nil, sortErrs(err)
+	}
+	g.Set, g.set = set, set
+	for p, inst := range firsts {
+		if in, ok := set.Plugin(p.id); ok && in.Config != nil {
+			p.defaultConfig, _ = in.Config.Conform(map[string]any{})
+		}
+		p.pool.add(inst)
+	}
+	g.Hash = hex.EncodeToString(h.Sum(nil))
+	g.ID = g.Hash[:12]
+	_ = ctx
+	return g, nil
+}
+
+func sortErrs(err error) error {
+	var list errs.List
+	list.Add(err)
+	list.Sort()
+	return list.Err()
+}
+
+// compile parses and compiles a chunk once; states share the prototype.
+func compile(src []byte, chunk string) (*lua.FunctionProto, error) {
+	stmts, err := parse.Parse(strings.NewReader(string(src)), chunk)
+	if err != nil {
+		var pe *parse.Error
+		if asParseErr(err, &pe) {
+			return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: chunk, Line: pe.Pos.Line, Col: pe.Pos.Column},
+				Msg: "syntax error: " + pe.Message + tokenHint(pe.Token)}
+		}
+		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: chunk}, Msg: "syntax error: " + err.Error()}
+	}
+	proto, err := lua.Compile(stmts, chunk)
+	if err != nil {
+		p, msg := splitWhere(err.Error())
+		if !p.IsValid() {
+			p = errs.Pos{File: chunk}
+		}
+		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: p, Msg: msg}
+	}
+	return proto, nil
+}
+
+func tokenHint(tok string) string {
+	if tok == "" {
+		return ""
+	}
+	return " near '" + tok + "'"
+}
+
+func asParseErr(err error, pe **parse.Error) bool {
+	x, ok := err.(*parse.Error)
+	if ok {
+		*pe = x
+	}
+	return ok
+}
+
+// module finds and compiles a required module: first in the requiring
+// plugin's own source, then the plugin directory, then stdlib/.
+func (g *Generation) module(name string, first Source) (*lua.FunctionProto, error) {
+	paths, err := modulePaths(name)
+	if err != nil {
+		return nil, err
+	}
+	sources := append([]Source{first}, g.sources...)
+	for _, src := range sources {
+		for _, p := range paths {
+			key := src.Name + "\x00" + p
+			g.protoMu.Lock()
+			proto, ok := g.protos[key]
+			g.protoMu.Unlock()
+			if ok {
+				return proto, nil
+			}
+			b, found := readFile(src.FS, p)
+			if !found {
+				continue
+			}
+			proto, err := compile(b, path.Join(src.Name, p))
+			if err != nil {
+				return nil, err
+			}
+			g.protoMu.Lock()
+			g.protos[key] = proto
+			g.protoMu.Unlock()
+			return proto, nil
+		}
+	}
+	return nil, fmt.Errorf("require %q: no %s in the plugin directory or stdlib/", name, strings.Join(paths, " or "))
+}
+
+// Acquire pins the generation for a run; Release unpins it.
+func (g *Generation) Acquire() { g.refs.Add(1) }
+
+// Release unpins the generation; the last release of a retired generation
+// closes it.
+func (g *Generation) Release() {
+	if g.refs.Add(-1) == 0 && g.closing.Load() {
+		g.close()
+	}
+}
+
+// Retire marks the generation as replaced: it closes once no run holds it.
+func (g *Generation) Retire() {
+	g.closing.Store(true)
+	if g.refs.Load() == 0 {
+		g.close()
+	}
+}
+
+// Close closes the generation's states now.
+func (g *Generation) Close() { g.close() }
+
+func (g *Generation) close() {
+	g.closed.Do(func() {
+		for _, p := range g.plugins {
+			p.pool.close()
+		}
+	})
+}
+
+// Stats reports the live and free states of each plugin's pool.
+func (g *Generation) Stats() map[string][2]int {
+	out := map[string][2]int{}
+	for _, p := range g.plugins {
+		live, free := p.pool.stats()
+		out[p.id] = [2]int{live, free}
+	}
+	return out
+}
+
+// PluginIDs lists the Lua plugins of the generation in load order.
+func (g *Generation) PluginIDs() []string {
+	var out []string
+	for _, p := range g.plugins {
+		out = append(out, p.id)
+	}
+	return out
+}
+
+// PluginFileOf returns the chunk name of a Lua plugin.
+func (g *Generation) PluginFileOf(id string) string {
+	for _, p := range g.plugins {
+		if p.id == id {
+			return p.file
+		}
+	}
+	return ""
+}

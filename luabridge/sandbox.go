@@ -1,0 +1,276 @@
+package luabridge
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/awaken-lua/awaken-lua/luabridge/lpattern"
+)
+
+// Limits bound what one Lua state may do (SPEC §8.5).
+type Limits struct {
+	// HookTimeout is the time budget of one hook call (default 100ms).
+	HookTimeout time.Duration
+	// LoadTimeout is the budget for running a plugin file (default 2s).
+	LoadTimeout time.Duration
+	// CallStackSize bounds nested calls (default 200).
+	CallStackSize int
+	// RegistryMaxSize bounds the value stack, in slots (default 1<<18).
+	RegistryMaxSize int
+	// StringMax bounds strings built by string.rep, string.format, gsub and
+	// table.concat (default 16 MiB).
+	StringMax int
+	// PatternSteps bounds one call of find, match, gmatch or gsub (default
+	// 1,000,000 steps): the deadline does not interrupt them.
+	PatternSteps int64
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.HookTimeout <= 0 {
+		l.HookTimeout = 100 * time.Millisecond
+	}
+	if l.LoadTimeout <= 0 {
+		l.LoadTimeout = 2 * time.Second
+	}
+	if l.CallStackSize <= 0 {
+		l.CallStackSize = 200
+	}
+	if l.RegistryMaxSize <= 0 {
+		l.RegistryMaxSize = 1 << 18
+	}
+	if l.StringMax <= 0 {
+		l.StringMax = 16 << 20
+	}
+	if l.PatternSteps <= 0 {
+		l.PatternSteps = 1_000_000
+	}
+	return l
+}
+
+// deadline is a context that an instance owns for its whole life: each call
+// arms its timer, so no context is allocated per call. Once it fires it
+// stays done, and the instance is discarded.
+type deadline struct {
+	once  sync.Once
+	done  chan struct{}
+	mu    sync.Mutex
+	err   error
+	timer *time.Timer
+}
+
+var _ context.Context = (*deadline)(nil)
+
+func newDeadline() *deadline {
+	d := &deadline{done: make(chan struct{})}
+	d.timer = time.AfterFunc(time.Hour, func() { d.fire(errHookBudget) })
+	d.timer.Stop()
+	return d
+}
+
+func (d *deadline) fire(err error) {
+	d.once.Do(func() {
+		d.mu.Lock()
+		d.err = err
+		d.mu.Unlock()
+		close(d.done)
+	})
+}
+
+func (d *deadline) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (d *deadline) Done() <-chan struct{}       { return d.done }
+func (d *deadline) Value(any) any               { return nil }
+func (d *deadline) Err() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
+}
+
+// fired reports whether the deadline has fired.
+func (d *deadline) fired() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// arm starts the budget; disarm stops it and reports whether it fired.
+func (d *deadline) arm(budget time.Duration) { d.timer.Reset(budget) }
+func (d *deadline) disarm() bool {
+	d.timer.Stop()
+	return d.fired()
+}
+
+// The base functions a plugin may use; everything else of gopher-lua's base
+// library (dofile, loadfile, load, loadstring, getfenv, setfenv, module,
+// require, collectgarbage, newproxy, print, rawset) is removed or replaced.
+var baseAllowed = map[string]bool{
+	"assert": true, "error": true, "getmetatable": true, "ipairs": true, "next": true,
+	"pairs": true, "pcall": true, "rawequal": true, "rawget": true, "select": true,
+	"setmetatable": true, "tonumber": true, "tostring": true, "type": true,
+	"unpack": true, "xpcall": true, "_VERSION": true,
+}
+
+// newState makes a Lua state with the allowed libraries and the limits.
+func newState(lim Limits) *lua.LState {
+	L := lua.NewState(lua.Options{
+		SkipOpenLibs:        true,
+		CallStackSize:       lim.CallStackSize,
+		RegistrySize:        256,
+		RegistryMaxSize:     lim.RegistryMaxSize,
+		RegistryGrowStep:    128,
+		MinimizeStackMemory: true,
+	})
+	for _, lib := range []struct {
+		name string
+		fn   lua.LGFunction
+	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
+		L.Push(L.NewFunction(lib.fn))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	g := L.G.Global
+	var drop []string
+	g.ForEach(func(k, _ lua.LValue) {
+		name := k.String()
+		if name == lua.TabLibName || name == lua.StringLibName || name == lua.MathLibName {
+			return
+		}
+		if !baseAllowed[name] {
+			drop = append(drop, name)
+		}
+	})
+	for _, name := range drop {
+		g.RawSetString(name, lua.LNil)
+	}
+	// package.loaded of the base library registration is not reachable
+	// without require; drop the registry's copy of _G as well.
+	if loaded, ok := L.Get(lua.RegistryIndex).(*lua.LTable).RawGetString("_LOADED").(*lua.LTable); ok {
+		loaded.RawSetString("_G", lua.LNil)
+	}
+
+	math := g.RawGetString(lua.MathLibName).(*lua.LTable)
+	math.RawSetString("random", lua.LNil)
+	math.RawSetString("randomseed", lua.LNil)
+
+	str := g.RawGetString(lua.StringLibName).(*lua.LTable)
+	str.RawSetString("dump", lua.LNil)
+	max := lim.StringMax
+	str.RawSetString("rep", L.NewFunction(func(L *lua.LState) int {
+		s := L.CheckString(1)
+		n := L.CheckInt(2)
+		if n <= 0 || s == "" {
+			L.Push(lua.LString(""))
+			return 1
+		}
+		if n > max/len(s) {
+			L.RaiseError("string.rep: the result would be %d bytes, over the limit of %d", int64(len(s))*int64(n), max)
+		}
+		L.Push(lua.LString(strings.Repeat(s, n)))
+		return 1
+	}))
+	format := str.RawGetString("format").(*lua.LFunction)
+	str.RawSetString("format", L.NewFunction(func(L *lua.LState) int {
+		f := L.CheckString(1)
+		if err := checkFormat(f); err != nil {
+			L.RaiseError("string.format: %v", err)
+		}
+		L.Push(format)
+		top := L.GetTop()
+		for i := 1; i < top; i++ {
+			L.Push(L.Get(i))
+		}
+		L.Call(top-1, 1)
+		s := L.Get(-1)
+		if len(lua.LVAsString(s)) > max {
+			L.RaiseError("string.format: the result is over the limit of %d bytes", max)
+		}
+		return 1
+	}))
+	tbl := g.RawGetString(lua.TabLibName).(*lua.LTable)
+	concat := tbl.RawGetString("concat").(*lua.LFunction)
+	tbl.RawSetString("concat", L.NewFunction(func(L *lua.LState) int {
+		t := L.CheckTable(1)
+		sep := len(L.OptString(2, ""))
+		total := 0
+		n := t.Len()
+		for i := 1; i <= n; i++ {
+			total += len(lua.LVAsString(t.RawGetInt(i))) + sep
+			if total > max {
+				L.RaiseError("table.concat: the result would be over the limit of %d bytes", max)
+			}
+		}
+		L.Push(concat)
+		top := L.GetTop()
+		for i := 1; i < top; i++ {
+			L.Push(L.Get(i))
+		}
+		L.Call(top-1, 1)
+		return 1
+	}))
+	steps := lim.PatternSteps
+	lpattern.Open(L, func() int64 { return steps })
+
+	// Hide the string metatable, so string methods cannot be replaced.
+	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
+		mt.RawSetString("__metatable", lua.LString("protected"))
+	}
+	return L
+}
+
+// checkFormat refuses format widths and precisions of more than two digits,
+// as Lua 5.1 does, so "%999999999d" cannot allocate gigabytes.
+func checkFormat(f string) error {
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		i++
+		if i < len(f) && f[i] == '%' {
+			continue
+		}
+		for i < len(f) && strings.IndexByte("-+ #0", f[i]) >= 0 {
+			i++
+		}
+		digits := 0
+		for i < len(f) && f[i] >= '0' && f[i] <= '9' {
+			digits++
+			i++
+		}
+		if digits > 2 {
+			return fmt.Errorf("invalid format (width too long)")
+		}
+		if i < len(f) && f[i] == '.' {
+			i++
+			digits = 0
+			for i < len(f) && f[i] >= '0' && f[i] <= '9' {
+				digits++
+				i++
+			}
+			if digits > 2 {
+				return fmt.Errorf("invalid format (precision too long)")
+			}
+		}
+	}
+	return nil
+}
+
+// readOnly returns a proxy that reads through to t and refuses writes.
+func readOnly(L *lua.LState, t *lua.LTable, what string) *lua.LTable {
+	p := L.NewTable()
+	mt := L.NewTable()
+	mt.RawSetString("__index", t)
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("%s is read-only: cannot set %q", what, L.Get(2).String())
+		return 0
+	}))
+	mt.RawSetString("__metatable", lua.LString("protected"))
+	p.Metatable = mt
+	return p
+}
