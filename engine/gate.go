@@ -37,10 +37,15 @@ func (x *Exec) Gate(ctx context.Context, in plugin.Input) (GateResult, error) {
 	if in.Tool == nil {
 		return GateResult{}, fmt.Errorf("engine: Gate needs Input.Tool")
 	}
-	t := x.begin(phase.ToolGate, in)
+	// Gates write nothing: they read the current snapshot, no fork.
+	in.Phase, in.Configs, in.Log, in.Audit = phase.ToolGate, x.configs, x.log, x.e.audit
+	if in.Now.IsZero() {
+		in.Now = x.e.clock()
+	}
+	in.Snap = x.store.Snapshot()
 	call := in.Tool.Call
 	res := GateResult{Args: call.Args}
-	win, lost, err := t.evaluate(ctx)
+	win, lost, err := x.evaluate(ctx, &in)
 	if err != nil {
 		return res, err
 	}
@@ -60,8 +65,8 @@ func (x *Exec) Gate(ctx context.Context, in plugin.Input) (GateResult, error) {
 		res.Args, res.RewrittenBy = m, win.Plugin
 		tool := *in.Tool
 		tool.Call = model.ToolCall{ID: call.ID, Name: call.Name, Args: m}
-		t.base.Tool = &tool
-		second, lost2, err := t.evaluate(ctx)
+		in.Tool = &tool
+		second, lost2, err := x.evaluate(ctx, &in)
 		if err != nil {
 			return res, err
 		}
@@ -81,12 +86,24 @@ func (x *Exec) Gate(ctx context.Context, in plugin.Input) (GateResult, error) {
 	return res, nil
 }
 
-func (t *txn) evaluate(ctx context.Context) (gate.Tagged, []gate.Tagged, error) {
-	gates := t.x.view.Gates()
-	if len(gates) == 0 {
+func (x *Exec) evaluate(ctx context.Context, in *plugin.Input) (gate.Tagged, []gate.Tagged, error) {
+	gates := x.view.Gates()
+	switch len(gates) {
+	case 0:
 		return gate.Tagged{}, nil, nil
+	case 1: // the common case, without the bookkeeping of many
+		d, err := callGate(ctx, gates[0].Hook, in)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return gate.Tagged{}, nil, ctxErr
+		}
+		if err != nil {
+			d = x.failClosed(err, gates[0])
+		}
+		if d.Kind == gate.Allow {
+			return gate.Tagged{}, nil, nil
+		}
+		return gate.Tagged{Decision: d, Plugin: gates[0].Plugin}, nil, nil
 	}
-	in := t.input(t.x.store.Snapshot())
 	ds := make([]gate.Tagged, len(gates))
 	failures := runParallel(len(gates), func(i int) error {
 		d, err := callGate(ctx, gates[i].Hook, in)
@@ -98,13 +115,19 @@ func (t *txn) evaluate(ctx context.Context) (gate.Tagged, []gate.Tagged, error) 
 	}
 	for i, err := range failures {
 		if err != nil {
-			herr := hookError(err, gates[i].Plugin, phase.ToolGate, gates[i].Pos)
-			t.x.log.Warn("gate hook failed; the call is blocked", "plugin", gates[i].Plugin, "error", herr.Error())
-			ds[i] = gate.Tagged{Plugin: gates[i].Plugin, Decision: gate.Decision{Kind: gate.Block, Reason: herr.Error()}}
+			ds[i] = gate.Tagged{Plugin: gates[i].Plugin, Decision: x.failClosed(err, gates[i])}
 		}
 	}
 	win, lost := gate.Resolve(ds)
 	return win, lost, nil
+}
+
+// failClosed turns a gate hook's failure into a block with the error as
+// the reason.
+func (x *Exec) failClosed(err error, g plugin.GateEntry) gate.Decision {
+	herr := hookError(err, g.Plugin, phase.ToolGate, g.Pos)
+	x.log.Warn("gate hook failed; the call is blocked", "plugin", g.Plugin, "error", herr.Error())
+	return gate.Decision{Kind: gate.Block, Reason: herr.Error()}
 }
 
 func callGate(ctx context.Context, h plugin.GateHook, in *plugin.Input) (d gate.Decision, err error) {

@@ -281,7 +281,7 @@ func (t *luaResultTransform) TransformResult(ctx context.Context, in *plugin.Inp
 	out := res
 	err := t.p.invoke(ctx, invocation{fn: t.fn, kind: "result transform", phase: "after_tool_execute", in: in, nret: 1,
 		args: func(inst *instance, c *hookCall) int {
-			inst.L.Push(inst.toolToLua(&plugin.ToolInfo{Call: call}))
+			inst.L.Push(inst.callTable(&plugin.ToolInfo{Call: call}))
 			inst.L.Push(toLua(inst.L, inst.null, resultValue(res)))
 			return 2
 		},

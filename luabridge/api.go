@@ -30,25 +30,43 @@ type keyHandle struct {
 // return: a gate decision, readable from Lua (d.decision, d.reason, ...).
 type decisionValue struct{ d gate.Decision }
 
+// sandboxed names what plugins cannot use, and why.
+var sandboxed = map[string]string{
+	"os":             "plugins cannot run commands, read the environment or the clock; use ctx:now() for time",
+	"io":             "plugins cannot read or write files; give the agent a tool for that",
+	"debug":          "it would let a plugin escape the sandbox",
+	"package":        "use require for modules in the plugin directory or stdlib/",
+	"dofile":         "use require for modules in the plugin directory or stdlib/",
+	"loadfile":       "use require for modules in the plugin directory or stdlib/",
+	"load":           "plugins cannot compile code at run time",
+	"loadstring":     "plugins cannot compile code at run time",
+	"getfenv":        "environments are fixed in the sandbox",
+	"setfenv":        "environments are fixed in the sandbox",
+	"module":         "return a table from the module file instead",
+	"collectgarbage": "the runtime manages memory",
+	"coroutine":      "hooks run to completion",
+}
+
 // setupAPI builds the state's globals and the awaken module.
 func (inst *instance) setupAPI() {
 	L := inst.L
 	g := L.G.Global
 	inst.null = L.NewUserData()
-	nullMeta := L.NewTable()
+	nullMeta := L.CreateTable(0, 2)
 	nullMeta.RawSetString("__tostring", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LString("awaken.null")); return 1 }))
 	nullMeta.RawSetString("__metatable", lua.LString("protected"))
 	inst.null.Metatable = nullMeta
 
 	// The globals a chunk sees: libraries behind read-only proxies, and the
 	// replaced require, print and rawset.
-	globals := L.NewTable()
+	globals := L.CreateTable(0, 24)
 	g.ForEach(func(k, v lua.LValue) {
 		if t, ok := v.(*lua.LTable); ok {
 			v = readOnly(L, t, k.String())
 		}
 		globals.RawSet(k, v)
 	})
+	globals.RawSetString(concatName, L.NewFunction(concat(inst.p.gen.limits.StringMax)))
 	globals.RawSetString("require", L.NewFunction(inst.require))
 	globals.RawSetString("print", L.NewFunction(inst.print))
 	globals.RawSetString("rawset", L.NewFunction(func(L *lua.LState) int {
@@ -60,9 +78,21 @@ func (inst *instance) setupAPI() {
 		L.Push(t)
 		return 1
 	}))
+	// Names the sandbox leaves out fail with a message that says why,
+	// rather than "attempt to index a nil value".
+	gmt := L.CreateTable(0, 1)
+	gmt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		if name, ok := L.Get(2).(lua.LString); ok {
+			if why, forbidden := sandboxed[string(name)]; forbidden {
+				L.RaiseError("the sandbox has no %s: %s", string(name), why)
+			}
+		}
+		return 0
+	}))
+	globals.Metatable = gmt
 	inst.globals = globals
 
-	inst.handleMeta = L.NewTable()
+	inst.handleMeta = L.CreateTable(0, 3)
 	inst.handleMeta.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		h := L.CheckUserData(1).Value.(*keyHandle)
 		if L.CheckString(2) == "name" {
@@ -78,14 +108,14 @@ func (inst *instance) setupAPI() {
 	}))
 	inst.handleMeta.RawSetString("__metatable", lua.LString("protected"))
 
-	inst.decisionMeta = L.NewTable()
+	inst.decisionMeta = L.CreateTable(0, 2)
 	inst.decisionMeta.RawSetString("__index", L.NewFunction(inst.decisionIndex))
 	inst.decisionMeta.RawSetString("__metatable", lua.LString("protected"))
 
 	inst.setupCtx()
 	inst.setupPluginObject()
 
-	m := L.NewTable()
+	m := L.CreateTable(0, 12)
 	fns := map[string]lua.LGFunction{
 		"plugin":     inst.newPlugin,
 		"block":      inst.block,
@@ -101,11 +131,11 @@ func (inst *instance) setupAPI() {
 		m.RawSetString(name, L.NewFunction(fn))
 	}
 	m.RawSetString("null", inst.null)
-	jsonT := L.NewTable()
+	jsonT := L.CreateTable(0, 2)
 	jsonT.RawSetString("encode", L.NewFunction(inst.jsonEncode))
 	jsonT.RawSetString("decode", L.NewFunction(inst.jsonDecode))
 	m.RawSetString("json", readOnly(L, jsonT, "awaken.json"))
-	logT := L.NewTable()
+	logT := L.CreateTable(0, 4)
 	for _, lv := range []struct {
 		name  string
 		level slog.Level
@@ -220,7 +250,7 @@ var ticketFields = map[string]bool{"id": true, "action": true, "message": true, 
 	"response_schema": true, "options": true, "resume_mode": true}
 
 func (inst *instance) suspend(L *lua.LState) int {
-	t := L.OptTable(1, L.NewTable())
+	t := L.OptTable(1, L.CreateTable(0, 0))
 	v, err := fromLua(t, inst.null)
 	if err != nil {
 		L.ArgError(1, err.Error())
@@ -318,7 +348,7 @@ func (inst *instance) errorResult(L *lua.LState) int {
 }
 
 func (inst *instance) pending(L *lua.LState) int {
-	v, err := fromLua(L.OptTable(1, L.NewTable()), inst.null)
+	v, err := fromLua(L.OptTable(1, L.CreateTable(0, 0)), inst.null)
 	if err != nil {
 		L.ArgError(1, err.Error())
 	}
@@ -433,11 +463,11 @@ func (inst *instance) setupPluginObject() {
 		"transform":        inst.regTransform,
 		"result_transform": inst.regResultTransform,
 	}
-	idx := L.NewTable()
+	idx := L.CreateTable(0, len(methods))
 	for name, fn := range methods {
 		idx.RawSetString(name, L.NewFunction(fn))
 	}
-	inst.pluginMeta = L.NewTable()
+	inst.pluginMeta = L.CreateTable(0, 3)
 	inst.pluginMeta.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		k := L.CheckString(2)
 		switch k {
@@ -492,7 +522,7 @@ func (inst *instance) newPlugin(L *lua.LState) int {
 	if inst.pluginUD != nil {
 		raise(L, errs.PluginLoadFailed, "awaken.plugin is called twice in one file; one file holds one plugin")
 	}
-	spec := L.OptTable(1, L.NewTable())
+	spec := L.OptTable(1, L.CreateTable(0, 0))
 	for _, k := range sortedLuaKeys(spec) {
 		if !pluginFields[k] {
 			raise(L, errs.PluginLoadFailed, "awaken.plugin: unknown field %q%s (fields: id, description, config, validate, hook_timeout)",
@@ -586,7 +616,7 @@ var keyFields = map[string]bool{"scope": true, "merge": true, "schema": true, "d
 func (inst *instance) regKey(L *lua.LState) int {
 	inst.checkSelf(L, "key")
 	name := L.CheckString(2)
-	spec := L.OptTable(3, L.NewTable())
+	spec := L.OptTable(3, L.CreateTable(0, 0))
 	var reducerFn *lua.LFunction
 	if fn, ok := spec.RawGetString("reducer").(*lua.LFunction); ok {
 		reducerFn = fn

@@ -43,7 +43,23 @@ func (inst *instance) setupCtx() {
 		"stop":     L.NewFunction(inst.ctxStop),
 		"now":      L.NewFunction(inst.ctxNow),
 	}
-	inst.ctxMeta = L.NewTable()
+	inst.callMeta = L.CreateTable(0, 4)
+	inst.callMeta.RawSetString("__index", L.NewFunction(inst.callIndex))
+	inst.callMeta.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("the tool call is read-only: return awaken.rewrite(args) from a gate to change its arguments")
+		return 0
+	}))
+	inst.callMeta.RawSetString("__metatable", lua.LString("protected"))
+	inst.callMeta.RawSetString("__tostring", L.NewFunction(func(L *lua.LState) int {
+		cv, _ := L.CheckUserData(1).Value.(*callView)
+		name := ""
+		if cv != nil {
+			name = cv.t.Call.Name
+		}
+		L.Push(lua.LString("tool call " + name))
+		return 1
+	}))
+	inst.ctxMeta = L.CreateTable(0, 4)
 	inst.ctxMeta.RawSetString("__index", L.NewFunction(inst.ctxIndex))
 	inst.ctxMeta.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError("ctx is read-only: use ctx:update(key, value) to write state")
@@ -102,7 +118,7 @@ func (inst *instance) ctxIndex(L *lua.LState) int {
 			}
 			c.config = toLua(L, inst.null, cfg)
 			if c.config == lua.LNil {
-				c.config = L.NewTable()
+				c.config = L.CreateTable(0, 0)
 			}
 		}
 		L.Push(c.config)
@@ -137,26 +153,78 @@ func (inst *instance) ctxIndex(L *lua.LState) int {
 	return 1
 }
 
+// callView is the Lua view of a tool call (the gate's call, ctx.tool):
+// id, name, args, result and resume, converted on first read. args, result
+// and resume are plain tables built for the call.
+type callView struct {
+	t                    *plugin.ToolInfo
+	args, result, resume lua.LValue
+}
+
 func (inst *instance) toolToLua(t *plugin.ToolInfo) lua.LValue {
+	ud := inst.L.NewUserData()
+	ud.Value = &callView{t: t}
+	ud.Metatable = inst.callMeta
+	return ud
+}
+
+func (inst *instance) callIndex(L *lua.LState) int {
+	cv, ok := L.CheckUserData(1).Value.(*callView)
+	if !ok {
+		L.ArgError(1, "a tool call expected")
+	}
+	t := cv.t
+	switch L.CheckString(2) {
+	case "id":
+		L.Push(lua.LString(t.Call.ID))
+	case "name":
+		L.Push(lua.LString(t.Call.Name))
+	case "args":
+		if cv.args == nil {
+			cv.args = toLua(L, inst.null, t.Call.Args)
+			if cv.args == lua.LNil {
+				cv.args = L.CreateTable(0, 0)
+			}
+		}
+		L.Push(cv.args)
+	case "result":
+		if cv.result == nil {
+			cv.result = lua.LNil
+			if t.Result != nil {
+				cv.result = toLua(L, inst.null, resultValue(*t.Result))
+			}
+		}
+		L.Push(cv.result)
+	case "resume":
+		if cv.resume == nil {
+			cv.resume = lua.LNil
+			if t.Resume != nil {
+				r := L.CreateTable(0, 3)
+				r.RawSetString("action", lua.LString(t.Resume.Action))
+				if t.Resume.Result != nil {
+					r.RawSetString("result", toLua(L, inst.null, t.Resume.Result))
+				}
+				if t.Resume.Reason != "" {
+					r.RawSetString("reason", lua.LString(t.Resume.Reason))
+				}
+				cv.resume = r
+			}
+		}
+		L.Push(cv.resume)
+	default:
+		L.Push(lua.LNil)
+	}
+	return 1
+}
+
+// callTable is a tool call as a plain table, where a value must be stored
+// or iterated (transforms).
+func (inst *instance) callTable(t *plugin.ToolInfo) *lua.LTable {
 	L := inst.L
-	tb := L.CreateTable(0, 5)
+	tb := L.CreateTable(0, 3)
 	tb.RawSetString("id", lua.LString(t.Call.ID))
 	tb.RawSetString("name", lua.LString(t.Call.Name))
 	tb.RawSetString("args", toLua(L, inst.null, t.Call.Args))
-	if t.Result != nil {
-		tb.RawSetString("result", toLua(L, inst.null, resultValue(*t.Result)))
-	}
-	if t.Resume != nil {
-		r := L.CreateTable(0, 3)
-		r.RawSetString("action", lua.LString(t.Resume.Action))
-		if t.Resume.Result != nil {
-			r.RawSetString("result", toLua(L, inst.null, t.Resume.Result))
-		}
-		if t.Resume.Reason != "" {
-			r.RawSetString("reason", lua.LString(t.Resume.Reason))
-		}
-		tb.RawSetString("resume", r)
-	}
 	return tb
 }
 
@@ -255,6 +323,16 @@ func (inst *instance) ctxUpdate(L *lua.LState) int {
 	v, err := fromLua(L.Get(3), inst.null)
 	if err != nil {
 		raise(L, errs.SchemaViolation, "ctx:update(%q): %v", name, err)
+	}
+	if k == nil && c.in.Snap != nil {
+		k, _ = c.in.Snap.Registry().Key(name)
+	}
+	// A replaced value is checked here, so the error points at this line;
+	// reduced values are checked when the command commits.
+	if k != nil && k.Schema != nil && k.Reduce == nil && (k.Reducer == "" || k.Reducer == "replace") && v != nil {
+		if err := k.Schema.Validate(v); err != nil {
+			raise(L, errs.SchemaViolation, "ctx:update(%q): the value does not fit the key's schema: %s", name, trimCode(err))
+		}
 	}
 	c.out.UpdateValue(name, v)
 	return 0

@@ -32,6 +32,7 @@ type instance struct {
 
 	null         *lua.LUserData
 	ctxMeta      *lua.LTable
+	callMeta     *lua.LTable
 	decisionMeta *lua.LTable
 	handleMeta   *lua.LTable
 	pluginMeta   *lua.LTable
@@ -118,12 +119,12 @@ func (inst *instance) close() { inst.L.Close() }
 // from one call to the next.
 func (inst *instance) newEnv() *lua.LTable {
 	L := inst.L
-	backing := L.NewTable()
-	bmt := L.NewTable()
+	backing := L.CreateTable(0, 4)
+	bmt := L.CreateTable(0, 1)
 	bmt.RawSetString("__index", inst.globals)
 	backing.Metatable = bmt
-	env := L.NewTable()
-	mt := L.NewTable()
+	env := L.CreateTable(0, 0)
+	mt := L.CreateTable(0, 3)
 	mt.RawSetString("__index", backing)
 	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
 		name := L.Get(2)

@@ -263,8 +263,8 @@ func checkFormat(f string) error {
 
 // readOnly returns a proxy that reads through to t and refuses writes.
 func readOnly(L *lua.LState, t *lua.LTable, what string) *lua.LTable {
-	p := L.NewTable()
-	mt := L.NewTable()
+	p := L.CreateTable(0, 0)
+	mt := L.CreateTable(0, 3)
 	mt.RawSetString("__index", t)
 	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError("%s is read-only: cannot set %q", what, L.Get(2).String())

@@ -189,7 +189,7 @@ func apply(cur *Snapshot, ups []Update) (*Snapshot, error) {
 			c, err := t.k.Schema.Conform(v)
 			if err != nil {
 				return nil, &errs.Error{Code: errs.SchemaViolation, Plugin: t.plugin, Key: t.k.Name,
-					Msg: fmt.Sprintf("key %q: the value does not fit the key's schema", t.k.Name), Err: err}
+					Msg: fmt.Sprintf("key %q: the value does not fit the key's schema: %s", t.k.Name, messageOf(err))}
 			}
 			v = c
 		}
@@ -226,4 +226,12 @@ func (s *Store) Publish(f *Store) error {
 	s.cur.Store(next)
 	f.base = next.rev
 	return nil
+}
+
+// messageOf is an error's message without its code, for nesting.
+func messageOf(err error) string {
+	if e, ok := err.(*errs.Error); ok && e.Err == nil {
+		return e.Msg
+	}
+	return err.Error()
 }

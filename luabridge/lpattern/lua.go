@@ -339,23 +339,29 @@ func (lib *library) gsub(L *lua.LState) int {
 	pat, anchored := Anchored(p)
 	var m Matcher
 	lib.setup(&m, len(src))
+	m.reset(src, pat)
+	var sk skipper
+	if !anchored {
+		sk = m.newSkipper()
+	}
 	out := gsubBuffer{L: L, src: src, max: lib.maxResult}
-	first, hasFirst := firstLiteral(pat)
 	n := 0
 	pos := 0
 	for n < maxN {
-		if hasFirst && !anchored {
-			// A match must start with this byte; the bytes before it
-			// stay as they are.
-			i := strings.IndexByte(src[pos:], first)
-			if i < 0 {
-				break
-			}
-			pos += i
+		// Skip the positions where no match can start: they stay as
+		// they are.
+		next, ok := m.next(sk, pos)
+		if !ok {
+			raise(L, m.err)
 		}
-		end, err := m.MatchAt(src, pat, pos)
-		if err != nil {
-			raise(L, err)
+		if next < 0 {
+			break
+		}
+		pos = next
+		m.level = 0
+		end := m.match(pos, 0, 1)
+		if end == abort {
+			raise(L, m.err)
 		}
 		if end >= 0 {
 			n++

@@ -181,15 +181,18 @@ func (m *Matcher) find(s, pat string, init int, anchored bool) (int, int, error)
 		}
 		return -1, -1, nil
 	}
-	first, hasFirst := firstLiteral(pat)
+	var sk skipper
+	if !anchored {
+		sk = m.newSkipper()
+	}
 	for st := init; ; st++ {
-		if hasFirst && !anchored {
-			// The match must start with this byte: skip to it.
-			i := strings.IndexByte(s[st:], first)
-			if i < 0 {
-				return -1, -1, nil
+		var ok bool
+		st, ok = m.next(sk, st)
+		if st < 0 {
+			if !ok {
+				return -1, -1, m.err
 			}
-			st += i
+			return -1, -1, nil
 		}
 		m.level = 0
 		e := m.match(st, 0, 1)
@@ -205,24 +208,96 @@ func (m *Matcher) find(s, pat string, init int, anchored bool) (int, int, error)
 	}
 }
 
-// firstLiteral returns the byte a match of pat must start with, when pat
-// begins with a plain character that is neither optional nor special.
-func firstLiteral(pat string) (byte, bool) {
+// firstItem returns the end of pat's first item when that item is a single
+// character class that every match must start with (no quantifier, or '+').
+// ok is false when there is no such item, or when it is malformed (the
+// matcher reports that itself).
+func firstItem(pat string) (ep int, ok bool) {
 	if len(pat) == 0 {
 		return 0, false
 	}
-	c := pat[0]
-	switch c {
-	case '^', '$', '*', '+', '?', '.', '(', ')', '[', '%', '-':
+	switch pat[0] {
+	case '(', ')', '$':
+		return 0, false
+	case '%':
+		if len(pat) < 2 {
+			return 0, false
+		}
+		if c := pat[1]; c == 'b' || c == 'f' || '0' <= c && c <= '9' {
+			return 0, false
+		}
+	}
+	ep, err := classEnd(pat, 0)
+	if err != nil {
 		return 0, false
 	}
-	if len(pat) > 1 {
-		switch pat[1] {
+	if ep < len(pat) {
+		switch pat[ep] {
 		case '*', '?', '-':
 			return 0, false
 		}
 	}
-	return c, true
+	return ep, true
+}
+
+// skipper finds the positions where a match can start, from the pattern's
+// first item.
+type skipper struct {
+	ep    int    // end of the first item, 0 if there is none
+	lit   bool   // the first item is the literal byte pat[0]
+	class uint16 // the first item is the class %x with these bits
+}
+
+func (m *Matcher) newSkipper() skipper {
+	ep, ok := firstItem(m.pat)
+	if !ok {
+		return skipper{}
+	}
+	sk := skipper{ep: ep, lit: ep == 1 && m.pat[0] != '.'}
+	if m.pat[0] == '%' {
+		if b := classBits[m.pat[1]]; b != 0 {
+			sk.class = b
+		} else {
+			sk.lit = true // %. and the like stand for the character
+		}
+	}
+	return sk
+}
+
+// next returns the first position >= st where a match can start, or -1 if
+// there is none; ok is false if the step budget ran out.
+func (m *Matcher) next(sk skipper, st int) (int, bool) {
+	if sk.ep == 0 {
+		return st, true
+	}
+	src := m.src
+	if sk.lit {
+		i := strings.IndexByte(src[st:], m.pat[sk.ep-1])
+		if i < 0 {
+			return -1, true
+		}
+		return st + i, true
+	}
+	n := st
+	if sk.class != 0 {
+		bits, neg := sk.class&^bNegate, sk.class&bNegate != 0
+		for n < len(src) && (ctype[src[n]]&bits != 0) == neg {
+			n++
+		}
+	} else {
+		for n < len(src) && !m.singleMatch(src[n], 0, sk.ep) {
+			n++
+		}
+	}
+	m.Steps -= int64(n - st)
+	if m.Steps < 0 {
+		m.fail(ErrStepLimit)
+		return -1, false
+	}
+	if n == len(src) {
+		return -1, true // the first item needs a character
+	}
+	return n, true
 }
 
 // NumCaptures is the number of captures of the last successful match
@@ -490,15 +565,22 @@ func (m *Matcher) matchBackref(s int, c byte) int {
 // classEnd returns the index just after the single-character class that
 // starts at pat[p], or abort for a malformed class.
 func (m *Matcher) classEnd(p int) int {
-	pat := m.pat
+	ep, err := classEnd(m.pat, p)
+	if err != nil {
+		return m.fail(err)
+	}
+	return ep
+}
+
+func classEnd(pat string, p int) (int, error) {
 	c := pat[p]
 	p++
 	switch c {
 	case '%':
 		if p >= len(pat) {
-			return m.fail(errEndsWithPercent)
+			return 0, errEndsWithPercent
 		}
-		return p + 1
+		return p + 1, nil
 	case '[':
 		if p < len(pat) && pat[p] == '^' {
 			p++
@@ -507,7 +589,7 @@ func (m *Matcher) classEnd(p int) int {
 		// "[^]]" work); then look for the closing ']'.
 		for {
 			if p >= len(pat) {
-				return m.fail(errMissingBracket)
+				return 0, errMissingBracket
 			}
 			c := pat[p]
 			p++
@@ -515,11 +597,11 @@ func (m *Matcher) classEnd(p int) int {
 				p++ // skip the escaped character, e.g. %]
 			}
 			if p < len(pat) && pat[p] == ']' {
-				return p + 1
+				return p + 1, nil
 			}
 		}
 	}
-	return p
+	return p, nil
 }
 
 // singleMatch reports whether byte c matches the class pat[p:ep].

@@ -1,0 +1,112 @@
+package luabridge_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/awaken-lua/awaken-lua/engine"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/state"
+	"github.com/awaken-lua/awaken-lua/luabridge"
+)
+
+
+
+// BenchmarkGateHookLua is one gate decision by one Lua gate hook for a call
+// with 5 argument fields (SPEC §14: <= 3us/op, <= 40 allocs/op).
+func BenchmarkGateHookLua(b *testing.B) {
+	g := mustLoad(b, map[string]string{"guard.lua": `
+local awaken = require("awaken")
+local p = awaken.plugin { config = { deny = { type = "array", items = { type = "string" }, default = { "rm", "mkfs" } } } }
+p:tool_gate(function(ctx, call)
+  if call.name == "shell" and call.args.cmd == "rm -rf /" then
+    return awaken.block("no")
+  end
+end)
+return p`})
+	eng := engine.New(g.Set)
+	st, _ := state.NewStore(g.Set.Registry(), nil)
+	x, err := eng.Exec(engine.ExecConfig{Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := plugin.Input{Tool: &plugin.ToolInfo{Call: model.ToolCall{ID: "c1", Name: "shell",
+		Args: map[string]any{"cmd": "ls -la", "cwd": "/tmp", "timeout": 30.0, "env": "prod", "shell": "bash"}}}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := x.Gate(ctx, in)
+		if err != nil || res.Decision.Plugin != "" {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkPhaseLua8 is one phase with 8 Lua hooks, each reading 2 keys and
+// writing 1 (SPEC §14: <= 30us/op and <= 5x BenchmarkPhaseGo8).
+func BenchmarkPhaseLua8(b *testing.B) {
+	files := map[string]string{}
+	for i := 0; i < 8; i++ {
+		files[fmt.Sprintf("p%d.lua", i)] = fmt.Sprintf(`
+local awaken = require("awaken")
+local p = awaken.plugin {}
+local mine = p:key("p%d.n", { reducer = "add", default = 0 })
+p:on("step_end", function(ctx)
+  local a = ctx:get(mine)
+  local b = ctx:get("p%d.n")
+  ctx:update(mine, 1 + b - b + a - a)
+end)
+return p`, i, (i+1)%8)
+	}
+	g := mustLoad(b, files)
+	eng := engine.New(g.Set)
+	st, _ := state.NewStore(g.Set.Registry(), nil)
+	x, err := eng.Exec(engine.ExecConfig{Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := x.Phase(ctx, phase.StepEnd, plugin.Input{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWarmState makes warm states (one plugin loaded) and keeps them:
+// ns/op is the cost of a new state, retained-bytes/state the heap each keeps
+// (SPEC §14: <= 64 KiB).
+func BenchmarkWarmState(b *testing.B) {
+	src := map[string]string{"guard.lua": `
+local awaken = require("awaken")
+local p = awaken.plugin { config = { deny = { type = "array", items = { type = "string" }, default = { "rm" } } } }
+local calls = p:key("guard.calls", { scope = "run", merge = "commutative", schema = { type = "integer" }, default = 0, reducer = "add" })
+p:tool_gate(function(ctx, call)
+  for _, word in ipairs(ctx.config.deny) do
+    if call.name == "shell" and tostring(call.args.cmd):find(word, 1, true) then
+      return awaken.block("'" .. word .. "' is not allowed")
+    end
+  end
+end)
+p:on("after_tool_execute", function(ctx) ctx:update(calls, 1) end)
+return p`}
+	g := mustLoad(b, src, func(l *luabridge.Loader) { l.PoolSize = 1 << 20 })
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := g.Warm(b.N); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "retained-bytes/state")
+	runtime.KeepAlive(g)
+}

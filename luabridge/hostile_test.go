@@ -1,0 +1,159 @@
+package luabridge_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/run"
+	"github.com/awaken-lua/awaken-lua/luabridge"
+)
+
+// Each hostile plugin must end with its code, well within its budget plus a
+// margin, and leave the process, other runs and committed state unharmed.
+func TestHostilePlugins(t *testing.T) {
+	const budget = 100 * time.Millisecond
+	tests := []struct {
+		file string
+		code errs.Code
+		want string // in the message
+		gate bool
+	}{
+		{"loop.lua", errs.HookTimeout, "longer than its 100ms budget", false},
+		{"recursion.lua", errs.HookFailed, "stack overflow", false},
+		{"pattern.lua", errs.HookFailed, "pattern step limit exceeded", false},
+		{"bigstring.lua", errs.HookFailed, "over the limit", false},
+		{"bigtable.lua", errs.HookTimeout, "budget", false},
+		{"raise.lua", errs.HookFailed, "something broke", false},
+		{"wrongtype.lua", errs.SchemaViolation, "wrongtype.n", false},
+		{"osio.lua", errs.HookFailed, "no os", false},
+		{"iofile.lua", errs.HookFailed, "no io", false},
+		{"globalwrite.lua", errs.HookFailed, "globals are read-only", false},
+		{"gatewrite.lua", errs.HookFailed, "read-only", true},
+		{"escape.lua", errs.HookFailed, "module names are dotted names", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			src, err := os.ReadFile("testdata/hostile/" + tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := mustLoad(t, map[string]string{
+				tc.file: string(src),
+				"witness.lua": `local awaken = require("awaken")
+local p = awaken.plugin{}
+local k = p:key("witness.n", {reducer = "add"})
+p:on("run_start", function(ctx) ctx:update(k, 1) end)
+return p`,
+			}, withTimeout(budget))
+			rt := runtimeFor(t, g)
+			ctx := context.Background()
+			s, _, err := rt.Start(ctx, run.StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			committed := pluginState(s)
+			start := time.Now()
+			if tc.gate {
+				_, _ = s.StepStart(ctx)
+				_, _, _ = s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "x"}}})
+				_, _ = s.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{{Name: "x"}}})
+				d, _, gerr := s.ToolGate(ctx, model.ToolCall{ID: "call_1_1", Name: "x"})
+				if gerr != nil || d.Decision != "block" || !strings.Contains(d.Reason, tc.want) {
+					t.Fatalf("a failing gate must block the call: %+v %v", d, gerr)
+				}
+				if s.Snapshot().Values(nil)["gatewrite.n"] != nil {
+					t.Fatal("a gate's write was committed")
+				}
+				return
+			}
+			_, err = s.StepStart(ctx)
+			elapsed := time.Since(start)
+			var e *errs.Error
+			if !errors.As(err, &e) || e.Code != tc.code || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %s containing %q", err, tc.code, tc.want)
+			}
+			if e.Plugin == "" || e.Phase != "step_start" {
+				t.Errorf("error does not name plugin and phase: %#v", e)
+			}
+			if !strings.HasPrefix(e.Pos.File, "scripts/") {
+				t.Errorf("no file:line in %v", err)
+			}
+			t.Logf("%s after %s", err, elapsed)
+			if elapsed > budget+3*time.Second {
+				t.Errorf("took %s, budget %s", elapsed, budget)
+			}
+			// Committed state is intact and nothing of the failed phase landed.
+			if after := pluginState(s); !reflect.DeepEqual(after, committed) || after["witness.n"] != 1.0 {
+				t.Fatalf("plugin state changed: %v -> %v", committed, after)
+			}
+			// Other runs on the same generation still work.
+			other, _, err := rt.Start(ctx, run.StartOptions{})
+			if err != nil || other.Snapshot().Values(nil)["witness.n"] != 1.0 {
+				t.Fatalf("another run failed after the hostile one: %v", err)
+			}
+		})
+	}
+}
+
+// The step limit of patterns holds while the other runs go on in parallel.
+func TestHostileDoesNotStallOthers(t *testing.T) {
+	g := mustLoad(t, map[string]string{
+		"loop.lua": `local awaken = require("awaken")
+local p = awaken.plugin{}
+p:on("step_start", function(ctx) if ctx.run.thread_id == "bad" then while true do end end end)
+return p`,
+	}, withTimeout(50*time.Millisecond))
+	rt := runtimeFor(t, g)
+	var wg sync.WaitGroup
+	errsCh := make(chan error, 20)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			th := "good"
+			if i%5 == 0 {
+				th = "bad"
+			}
+			res, err := rt.Run(context.Background(), run.Request{ThreadID: th + string(rune('a'+i)), Model: scripted()})
+			if err != nil {
+				errsCh <- err
+				return
+			}
+			_ = res
+		}()
+	}
+	wg.Wait()
+	close(errsCh)
+	for err := range errsCh {
+		t.Fatal(err)
+	}
+	runtime.GC()
+}
+
+func TestLoadTimeLoop(t *testing.T) {
+	_, err := load(t, map[string]string{"spin.lua": `while true do end`}, func(l *luabridge.Loader) { l.Limits.LoadTimeout = 100 * time.Millisecond })
+	if !errors.Is(err, errs.PluginLoadFailed) || !strings.Contains(err.Error(), "scripts/spin.lua") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// pluginState is every plugin-declared key with a value (the runtime's own
+// bookkeeping keys left out).
+func pluginState(s *run.Session) map[string]any {
+	out := map[string]any{}
+	for k, v := range s.Snapshot().Values(nil) {
+		if !strings.HasPrefix(k, "__runtime.") {
+			out[k] = v
+		}
+	}
+	return out
+}
