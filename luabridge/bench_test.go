@@ -14,8 +14,6 @@ import (
 	"github.com/awaken-lua/awaken-lua/luabridge"
 )
 
-
-
 // BenchmarkGateHookLua is one gate decision by one Lua gate hook for a call
 // with 5 argument fields (SPEC §14: <= 3us/op, <= 40 allocs/op).
 func BenchmarkGateHookLua(b *testing.B) {

@@ -1,0 +1,398 @@
+// Package persist holds durable implementations of run.Store. FileStore
+// keeps each thread and run in its own JSON file, written so that a crash
+// never loses or tears a save (SPEC §13, §14), and reports corrupt files
+// instead of dropping them.
+package persist
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/run"
+)
+
+const (
+	threadsDir = "threads"
+	runsDir    = "runs"
+	ext        = ".json"
+	// tempPrefix starts every temp file, so OpenFile can tell a write a crash
+	// interrupted from a record; a leading dot also keeps it out of plain ls.
+	tempPrefix    = ".tmp-"
+	corruptSuffix = ".corrupt-"
+)
+
+var _ run.Store = (*FileStore)(nil)
+
+// FileStore is a run.Store that keeps threads and runs as JSON files under
+// a directory: threads/<stem>.json and runs/<stem>.json, where the stem
+// escapes the id (see stemOf). One file per record keeps a save O(record)
+// and lets an operator read, copy or delete one thread with plain tools.
+//
+// Every save writes a temp file in the same directory, fsyncs it, renames it
+// over the record and fsyncs the directory: after a crash the record is
+// either the old or the new one, never a mix.
+//
+// Operations on one record are serialized; different records proceed in
+// parallel. The revision compare-and-swap holds within one process, so one
+// directory must have one FileStore (one sidecar) at a time.
+type FileStore struct {
+	dir   string
+	log   *slog.Logger
+	locks keyedMutex
+
+	mu       sync.Mutex
+	problems []Problem
+}
+
+// Problem is a corrupt file the store found and set aside. Operators see it
+// (and the error log line) rather than a thread that silently lost its
+// state; the bytes stay at SetAsidePath for repair.
+type Problem struct {
+	Path         string    `json:"path"`
+	SetAsidePath string    `json:"set_aside_path"`
+	Err          string    `json:"error"`
+	At           time.Time `json:"at"`
+}
+
+// OpenFile opens (creating if needed, mode 0o700) a file store in dir and
+// removes temp files left by a crash. A nil log discards.
+func OpenFile(dir string, log *slog.Logger) (*FileStore, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &FileStore{dir: dir, log: log}
+	for _, sub := range []string{threadsDir, runsDir} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return nil, fmt.Errorf("open file store: %w", err)
+		}
+	}
+	// Make the new directories themselves durable, so the first save cannot
+	// vanish with a directory entry that was never synced. The parent may be
+	// one this process cannot open (mode 0o711), hence only a warning there.
+	if err := syncDir(dir); err != nil {
+		return nil, fmt.Errorf("open file store: sync %s: %w", dir, err)
+	}
+	if parent := filepath.Dir(filepath.Clean(dir)); parent != dir {
+		if err := syncDir(parent); err != nil {
+			log.Warn("could not sync the store's parent directory", "dir", parent, "err", err)
+		}
+	}
+	for _, sub := range []string{threadsDir, runsDir} {
+		if err := s.removeTemps(filepath.Join(dir, sub)); err != nil {
+			return nil, fmt.Errorf("open file store: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// removeTemps deletes the temp files of writes a crash interrupted. Their
+// record was never renamed into place, so nothing saved is lost.
+func (s *FileStore) removeTemps(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	removed := 0
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), tempPrefix) || e.IsDir() {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		removed++
+	}
+	if removed > 0 {
+		s.log.Info("removed temp files of interrupted writes", "dir", dir, "count", removed)
+		return syncDir(dir)
+	}
+	return nil
+}
+
+// Problems returns the corrupt files found so far, oldest first.
+func (s *FileStore) Problems() []Problem {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Problem(nil), s.problems...)
+}
+
+// Thread implements run.Store.
+func (s *FileStore) Thread(ctx context.Context, id string) (run.Thread, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return run.Thread{}, false, err
+	}
+	if !utf8.ValidString(id) {
+		return run.Thread{}, false, nil // PutThread never saves one
+	}
+	path := s.path(threadsDir, id)
+	defer s.locks.lock(path)()
+	return load(ctx, s, path, id, threadID)
+}
+
+// PutThread implements run.Store: the compare-and-swap reads the saved
+// revision under the record's lock, so of many saves on one base exactly one
+// wins.
+func (s *FileStore) PutThread(ctx context.Context, t run.Thread) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := checkID("thread", t.ID); err != nil {
+		return 0, err
+	}
+	path := s.path(threadsDir, t.ID)
+	defer s.locks.lock(path)()
+	cur, _, err := load(ctx, s, path, t.ID, threadID)
+	if err != nil {
+		return 0, fmt.Errorf("save thread %q: %w", t.ID, err)
+	}
+	if cur.Revision != t.Revision {
+		return 0, errs.New(errs.RevisionConflict, "thread %q was saved by another run (revision %d, expected %d); run again", t.ID, cur.Revision, t.Revision)
+	}
+	t.Revision++
+	if err := s.write(path, &t); err != nil {
+		return 0, fmt.Errorf("save thread %q: %w", t.ID, err)
+	}
+	return t.Revision, nil
+}
+
+// Run implements run.Store.
+func (s *FileStore) Run(ctx context.Context, id string) (run.Checkpoint, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return run.Checkpoint{}, false, err
+	}
+	if !utf8.ValidString(id) {
+		return run.Checkpoint{}, false, nil // PutRun never saves one
+	}
+	path := s.path(runsDir, id)
+	defer s.locks.lock(path)()
+	return load(ctx, s, path, id, runID)
+}
+
+// PutRun implements run.Store.
+func (s *FileStore) PutRun(ctx context.Context, cp run.Checkpoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkID("run", cp.RunID); err != nil {
+		return err
+	}
+	path := s.path(runsDir, cp.RunID)
+	defer s.locks.lock(path)()
+	if err := s.write(path, &cp); err != nil {
+		return fmt.Errorf("save run %q: %w", cp.RunID, err)
+	}
+	return nil
+}
+
+// DeleteRun implements run.Store. Deleting a missing run succeeds, so a
+// retried delete is harmless.
+func (s *FileStore) DeleteRun(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !utf8.ValidString(id) {
+		return nil
+	}
+	path := s.path(runsDir, id)
+	defer s.locks.lock(path)()
+	if err := os.Remove(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("delete run %q: %w", id, err)
+	}
+	// Synced like a save, so a crash cannot bring back a finished run.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("delete run %q: %w", id, err)
+	}
+	return nil
+}
+
+func (s *FileStore) path(sub, id string) string {
+	return filepath.Join(s.dir, sub, stemOf(id)+ext)
+}
+
+// checkID refuses ids that JSON cannot carry: encoding/json would replace
+// their invalid bytes, and the saved record would then name another id.
+func checkID(kind, id string) error {
+	if !utf8.ValidString(id) {
+		return errs.New(errs.BadRequest, "%s id %q is not valid UTF-8; use a UTF-8 id", kind, id)
+	}
+	return nil
+}
+
+func threadID(t *run.Thread) string   { return t.ID }
+func runID(cp *run.Checkpoint) string { return cp.RunID }
+
+// load reads the record at path. A missing file is (zero, false, nil). A
+// corrupt one is set aside and reported, then treated as missing, so one bad
+// file never blocks its thread forever; an I/O error is returned as is,
+// because the record may well be fine.
+func load[T any](ctx context.Context, s *FileStore, path, id string, idFn func(*T) string) (T, bool, error) {
+	var v T
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return v, false, nil
+	}
+	if err != nil {
+		return v, false, fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := decode(data, &v, id, idFn); err != nil {
+		var zero T
+		return zero, false, s.setAside(ctx, path, err)
+	}
+	return v, true, nil
+}
+
+// decode parses a record and checks that it is the one asked for: a file
+// copied under another name is as wrong as a torn one. Unknown fields are
+// allowed, so a record a newer version wrote still loads.
+func decode[T any](data []byte, v *T, id string, idFn func(*T) string) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return err
+	}
+	if got := idFn(v); got != id {
+		return fmt.Errorf("file holds id %q, not %q", got, id)
+	}
+	return nil
+}
+
+// setAside renames a corrupt file to "<name>.corrupt-<unix nanos>", which no
+// lookup reads, and reports it. If the rename fails the error is returned:
+// treating the record as missing would let the next save overwrite it.
+func (s *FileStore) setAside(ctx context.Context, path string, cause error) error {
+	at := time.Now()
+	aside := ""
+	for n := at.UnixNano(); ; n++ { // a coarse clock must not make two set-asides collide
+		aside = path + corruptSuffix + strconv.FormatInt(n, 10)
+		if _, err := os.Lstat(aside); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
+	if err := os.Rename(path, aside); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelError, "corrupt store file could not be set aside",
+			slog.String("path", path), slog.String("err", cause.Error()), slog.String("rename_err", err.Error()))
+		return fmt.Errorf("set aside corrupt %s (%v): %w", path, cause, err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		// The file is set aside in this process either way; a crash may only
+		// bring it back, to be found and set aside again.
+		s.log.LogAttrs(ctx, slog.LevelWarn, "sync after setting aside", slog.String("path", path), slog.String("err", err.Error()))
+	}
+	s.log.LogAttrs(ctx, slog.LevelError, "corrupt store file set aside",
+		slog.String("path", path), slog.String("set_aside", aside), slog.String("err", cause.Error()))
+	s.mu.Lock()
+	s.problems = append(s.problems, Problem{Path: path, SetAsidePath: aside, Err: cause.Error(), At: at})
+	s.mu.Unlock()
+	return nil
+}
+
+// write saves v at path atomically and durably: temp file in the same
+// directory (so the rename cannot cross file systems), fsync, close, rename
+// over the target, fsync the directory (so the rename itself survives a
+// crash). If only the last fsync fails the new record is in place but may
+// not survive a crash; the error says so and a retry sees the new revision.
+func (s *FileStore) write(path string, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // readable "<" and "&" in messages; same bytes back
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, tempPrefix+"*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("written but not synced: %w", err)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory, making renames and removals in it durable.
+// Windows cannot fsync a directory opened this way, so there it is skipped
+// and the rename is as durable as the file system makes it.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// keyedMutex serializes work per key without keeping a mutex for every key
+// ever seen: an entry lives while someone holds or waits for it.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*refMutex
+}
+
+type refMutex struct {
+	sync.Mutex
+	refs int
+}
+
+// lock locks key and returns its unlock.
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*refMutex{}
+	}
+	r := k.m[key]
+	if r == nil {
+		r = &refMutex{}
+		k.m[key] = r
+	}
+	r.refs++
+	k.mu.Unlock()
+	r.Lock()
+	return func() {
+		r.Unlock()
+		k.mu.Lock()
+		if r.refs--; r.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}

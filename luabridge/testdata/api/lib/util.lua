@@ -1,0 +1,3 @@
+local M = {}
+function M.shout(s) return s:upper() .. "!" end
+return M
