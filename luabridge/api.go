@@ -451,9 +451,27 @@ func (inst *instance) glob(L *lua.LState) int {
 
 // ---- registration: awaken.plugin and the plugin object ----
 
+// pluginMethodNames lists the methods of the plugin object.
+func pluginMethodNames() []string {
+	var out []string
+	for name := range (&instance{}).pluginMethods() {
+		out = append(out, name)
+	}
+	return out
+}
+
 func (inst *instance) setupPluginObject() {
 	L := inst.L
-	methods := map[string]lua.LGFunction{
+	methods := inst.pluginMethods()
+	idx := L.CreateTable(0, len(methods))
+	for name, fn := range methods {
+		idx.RawSetString(name, L.NewFunction(fn))
+	}
+	inst.setupPluginMeta(idx)
+}
+
+func (inst *instance) pluginMethods() map[string]lua.LGFunction {
+	return map[string]lua.LGFunction{
 		"key":              inst.regKey,
 		"on":               inst.regOn,
 		"tool_gate":        inst.regGate,
@@ -463,10 +481,10 @@ func (inst *instance) setupPluginObject() {
 		"transform":        inst.regTransform,
 		"result_transform": inst.regResultTransform,
 	}
-	idx := L.CreateTable(0, len(methods))
-	for name, fn := range methods {
-		idx.RawSetString(name, L.NewFunction(fn))
-	}
+}
+
+func (inst *instance) setupPluginMeta(idx *lua.LTable) {
+	L := inst.L
 	inst.pluginMeta = L.CreateTable(0, 3)
 	inst.pluginMeta.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		k := L.CheckString(2)

@@ -89,6 +89,10 @@ func (inst *instance) current(L *lua.LState) *hookCall {
 	return c
 }
 
+// ctxFields are the fields ctxIndex answers (besides the methods); the
+// LuaLS stub must list the same (luabridge/stub_test.go).
+var ctxFields = [...]string{"phase", "run", "config", "messages", "tool", "response", "plugin"}
+
 func (inst *instance) ctxIndex(L *lua.LState) int {
 	c := inst.current(L)
 	key := L.CheckString(2)

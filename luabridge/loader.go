@@ -246,20 +246,16 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 		g.plugins = append(g.plugins, p)
 		regs = append(regs, reg)
 	}
+	goRegs, err := plugin.Registrars(append([]plugin.Plugin{run.Builtins()}, l.Go...)...)
+	list.Add(err)
+	// Build even when some plugins failed, so problems between the others
+	// (a key declared twice, say) are reported in the same pass.
+	set, err := plugin.Build(append(goRegs, regs...)...)
+	list.Add(err)
 	if err := list.Err(); err != nil {
 		cleanup()
 		list.Sort()
 		return nil, list.Err()
-	}
-	goRegs, err := plugin.Registrars(append([]plugin.Plugin{run.Builtins()}, l.Go...)...)
-	if err != nil {
-		cleanup()
-		return nil, err
-	}
-	set, err := plugin.Build(append(goRegs, regs...)...)
-	if err != nil {
-		cleanup()
-		return nil, sortErrs(err)
 	}
 	g.Set, g.set = set, set
 	for p, inst := range firsts {
@@ -272,13 +268,6 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 	g.ID = g.Hash[:12]
 	_ = ctx
 	return g, nil
-}
-
-func sortErrs(err error) error {
-	var list errs.List
-	list.Add(err)
-	list.Sort()
-	return list.Err()
 }
 
 // compile parses and compiles a chunk once; states share the prototype.

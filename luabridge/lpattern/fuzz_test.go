@@ -77,17 +77,70 @@ func FuzzPattern(f *testing.F) {
 			t.Fatalf("unexpected error %v", err)
 		}
 
-		// Short inputs: unmodified gopher-lua finishes quickly and, where
-		// it follows Lua 5.1, must agree.
-		if len(pattern) > 8 || len(subject) > 12 || gopherDeviates(pattern) {
-			return
+		// Find (which skips positions where no match can start) agrees
+		// with trying MatchAt at every position.
+		if err == nil || errors.As(err, &perr) {
+			naive := Matcher{Steps: 1 << 40}
+			pat, anchored := Anchored(pattern)
+			nStart, nEnd := -1, -1
+			var nErr error
+			for st := 0; st <= len(subject); st++ {
+				e, err := naive.MatchAt(subject, pat, st)
+				if err != nil {
+					nErr = err
+					break
+				}
+				if e >= 0 {
+					nStart, nEnd = st, e
+					break
+				}
+				if anchored {
+					break
+				}
+			}
+			if errors.Is(nErr, ErrStepLimit) || errors.Is(nErr, ErrTooComplex) {
+				return
+			}
+			if nStart != start || nEnd != end || (nErr == nil) != (err == nil) ||
+				err != nil && err.Error() != nErr.Error() {
+				t.Fatalf("Find(%q, %q) = %d, %d, %v; MatchAt at each position: %d, %d, %v",
+					subject, pattern, start, end, err, nStart, nEnd, nErr)
+			}
+			if err == nil && start >= 0 {
+				if naive.NumCaptures() != m.NumCaptures() {
+					t.Fatalf("captures: %d vs %d", m.NumCaptures(), naive.NumCaptures())
+				}
+				for i := 0; i < m.NumCaptures(); i++ {
+					c1, e1 := m.Capture(i)
+					c2, e2 := naive.Capture(i)
+					if c1 != c2 || (e1 == nil) != (e2 == nil) {
+						t.Fatalf("capture %d: %+v %v vs %+v %v", i, c1, e1, c2, e2)
+					}
+				}
+			}
 		}
+
 		fuzzStates.Lock()
 		defer fuzzStates.Unlock()
 		if fuzzStates.ours == nil {
 			fuzzStates.ours, fuzzStates.ref = newOurs(t), newRef(t)
 		}
 		s, p := lua.LString(subject), lua.LString(pattern)
+
+		// string.gsub (which skips positions too) agrees with Lua 5.1's
+		// algorithm written out over MatchAt.
+		if got, failed := call(fuzzStates.ours, "string.gsub", s, p, lua.LString("<%0>")); !failed {
+			want, n, err := naiveGsub(subject, pattern)
+			if err == nil && (len(got) != 2 || got[0] != lua.LString(want) || got[1] != lua.LNumber(n)) {
+				t.Fatalf("gsub(%q, %q) = %s, want %q %d", subject, pattern, repr(got), want, n)
+			}
+		}
+
+		// Short inputs: unmodified gopher-lua finishes quickly and, where
+		// it follows Lua 5.1, must agree.
+		if len(pattern) > 8 || len(subject) > 12 || gopherDeviates(pattern) {
+			return
+		}
 		for _, c := range []struct {
 			fn   string
 			args []lua.LValue
@@ -112,4 +165,35 @@ func FuzzPattern(f *testing.F) {
 			}
 		}
 	})
+}
+
+// naiveGsub is string.gsub(s, p, "<%0>") as Lua 5.1's str_gsub does it.
+func naiveGsub(s, p string) (string, int, error) {
+	pat, anchored := Anchored(p)
+	m := Matcher{Steps: 1 << 40}
+	var b strings.Builder
+	n, pos := 0, 0
+	for {
+		e, err := m.MatchAt(s, pat, pos)
+		if err != nil {
+			return "", 0, err
+		}
+		if e >= 0 {
+			n++
+			b.WriteString("<" + s[pos:e] + ">")
+		}
+		if e > pos {
+			pos = e
+		} else if pos < len(s) {
+			b.WriteByte(s[pos])
+			pos++
+		} else {
+			break
+		}
+		if anchored {
+			break
+		}
+	}
+	b.WriteString(s[pos:])
+	return b.String(), n, nil
 }

@@ -1,0 +1,157 @@
+package luabridge
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/awaken-lua/awaken-lua/engine/command"
+	"github.com/awaken-lua/awaken-lua/engine/schema"
+	"github.com/awaken-lua/awaken-lua/engine/value"
+)
+
+func evalLua(t testing.TB, L *lua.LState, src string) (lua.LValue, error) {
+	t.Helper()
+	fn, err := L.LoadString("return " + src)
+	if err != nil {
+		return nil, err
+	}
+	L.Push(fn)
+	if err := L.PCall(0, 1, nil); err != nil {
+		return nil, err
+	}
+	v := L.Get(-1)
+	L.Pop(1)
+	return v, nil
+}
+
+func TestFromLua(t *testing.T) {
+	L := newState(Limits{}.withDefaults())
+	defer L.Close()
+	null := L.NewUserData()
+	L.SetGlobal("null", null)
+	tests := []struct {
+		src     string
+		want    any
+		wantErr string
+	}{
+		{`nil`, nil, ""},
+		{`true`, true, ""},
+		{`1.5`, 1.5, ""},
+		{`"s"`, "s", ""},
+		{`{}`, map[string]any{}, ""},
+		{`{1, "a", true}`, []any{1.0, "a", true}, ""},
+		{`{a = 1, b = {c = "d"}}`, map[string]any{"a": 1.0, "b": map[string]any{"c": "d"}}, ""},
+		{`{a = null}`, map[string]any{"a": value.Null{}}, ""},
+		{`{[1] = "a", [3] = "c"}`, nil, "holes"},
+		{`{1, x = 2}`, nil, "mixes"},
+		{`{[true] = 1}`, nil, "boolean"},
+		{`function() end`, nil, "function cannot be stored"},
+		{`0/0`, nil, "finite"},
+		{`{list = {1, {2, {3, function() end}}}}`, nil, "$.list[1][1][1]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.src, func(t *testing.T) {
+			lv, err := evalLua(t, L, tc.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := fromLua(lv, null)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !value.Equal(got, tc.want) {
+				t.Fatalf("got %#v (%v), want %#v", got, err, tc.want)
+			}
+		})
+	}
+	// Deep nesting and cycles are refused, not followed.
+	deep, _ := evalLua(t, L, `(function() local t = {} local c = t for i = 1, 100 do c.x = {} c = c.x end return t end)()`)
+	if _, err := fromLua(deep, null); err == nil || !strings.Contains(err.Error(), "nested") {
+		t.Fatalf("deep: %v", err)
+	}
+}
+
+func TestGlob(t *testing.T) {
+	tests := []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"mcp__github__*", "mcp__github__create_issue", true},
+		{"mcp__github__*", "mcp__gitlab__x", false},
+		{"npm *", "npm install ./a/b", true},
+		{"npm *", "npx x", false},
+		{"src/**", "src/a/b/c.go", true},
+		{"src/*.go", "src/a.go", true},
+		{"src/*.go", "src/a/b.go", false},
+		{"src/**/*.go", "src/a.go", true},
+		{"src/**/*.go", "src/a/b/c.go", true},
+		{"?at", "cat", true},
+		{"[bc]at", "bat", true},
+		{"[!bc]at", "bat", false},
+		{`a\*b`, "a*b", true},
+		{`a\*b`, "axb", false},
+		{"*", "", true},
+		{"Bash", "Bash", true},
+		{"a.b", "axb", false},
+		{strings.Repeat("*a", 30) + "b", strings.Repeat("a", 200), false},
+	}
+	for _, tc := range tests {
+		if got := Glob(tc.pattern, tc.s); got != tc.want {
+			t.Errorf("Glob(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestCheckFormat(t *testing.T) {
+	for f, ok := range map[string]bool{"%d": true, "%5.2f": true, "%-10s": true, "%%": true, "%100d": false, "%.100f": false, "%99d": true} {
+		if err := checkFormat(f); (err == nil) != ok {
+			t.Errorf("checkFormat(%q) = %v", f, err)
+		}
+	}
+}
+
+// FuzzLuaToCommand feeds arbitrary Lua expressions through the conversion
+// a hook's writes take into a command: nothing panics, errors render, and a
+// converted value survives the trip back to Lua and again to Go unchanged.
+func FuzzLuaToCommand(f *testing.F) {
+	for _, s := range []string{`nil`, `{1, 2, 3}`, `{a = {b = {c = "d"}}}`, `{[1] = 1, [2] = 2, n = 3}`, `0/0`, `1/0`,
+		`("x"):rep(10)`, `{{}, {{}}, {x = {}}}`, `{[1.5] = 1}`, `(function() local t = {} t[1] = t return t end)()`,
+		`{true, false, -0, 1e308}`, `string.char(0, 255)`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		L := newState(Limits{}.withDefaults())
+		defer L.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		L.SetContext(ctx)
+		null := L.NewUserData()
+		L.SetGlobal("null", null)
+		lv, err := evalLua(t, L, src)
+		if err != nil {
+			return
+		}
+		v, err := fromLua(lv, null)
+		if err != nil {
+			_ = err.Error()
+			return
+		}
+		cmd := command.Command{Plugin: "fuzz"}
+		cmd.UpdateValue("k", v)
+		if n, err := value.Normalize(v); err != nil || !value.Equal(n, v) {
+			t.Fatalf("fromLua produced a non-canonical value %#v", v)
+		}
+		_ = schema.Any.Validate(v)
+		back, err := fromLua(toLua(L, null, v), null)
+		if err != nil || !value.Equal(back, v) {
+			t.Fatalf("round trip: %#v -> %#v (%v)", v, back, err)
+		}
+	})
+}

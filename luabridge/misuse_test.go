@@ -1,0 +1,217 @@
+package luabridge_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/awaken-lua/awaken-lua/engine"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/run"
+	"github.com/awaken-lua/awaken-lua/engine/state"
+	"github.com/awaken-lua/awaken-lua/luabridge"
+)
+
+const head = "local awaken = require(\"awaken\")\nlocal p = awaken.plugin {}\n"
+
+// Misuse of the API fails at load time with file:line and a code.
+func TestMisuseFailsAtLoad(t *testing.T) {
+	tests := []struct {
+		name, src string
+		code      errs.Code
+		pos       string
+		want      string
+	}{
+		{"unknown phase", head + `p:on("tool_gat", function() end)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", `unknown phase "tool_gat"`},
+		{"gate with on", head + `p:on("tool_gate", function() end)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "p:tool_gate"},
+		{"hook not a function", head + `p:on("step_start", 42)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "must be a function"},
+		{"bad scope", head + `p:key("x.n", { scope = "global" })` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", `scope "global"`},
+		{"bad reducer", head + `p:key("x.n", { reducer = "sum" })` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", `reducer "sum"`},
+		{"unknown key field", head + `p:key("x.n", { defualt = 1 })` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", `did you mean "default"`},
+		{"bad key name", head + `p:key("Bad Name", {})` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "not valid"},
+		{"bad schema", head + `p:key("x.n", { schema = { type = "strng" } })` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", `"strng"`},
+		{"default misfit", head + `p:key("x.n", { schema = { type = "integer" }, default = "a" })` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "default"},
+		{"duplicate key", head + "p:key(\"x.n\", {})\np:key(\"x.n\", {})\nreturn p", errs.KeyAlreadyRegistered, "scripts/x.lua:4", "scripts/x.lua:3"},
+		{"action on gate", head + `p:action("x.a", { phase = "tool_gate" }, function() end)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "cannot run actions"},
+		{"reserved prefix", head + `p:action("runtime.mine", { phase = "step_end" }, function() end)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "reserved prefix"},
+		{"dot instead of colon", head + `p.on("step_start", function() end)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "colon"},
+		{"no return", head, errs.PluginLoadFailed, "scripts/x.lua", "must return its plugin"},
+		{"syntax error", head + "p:on(\"step_start\", function( end)\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "syntax error"},
+		{"runtime error at load", head + "local x = nil\nx.y = 1\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:4", "attempt to index"},
+		{"unknown plugin field", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { descripton = 'x' }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", `did you mean "description"`},
+		{"two plugins", head + "awaken.plugin {}\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "twice"},
+		{"tool without id", head + "p:tool { execute = function() end }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "id is required"},
+		{"bad config schema", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { config = { n = { type = 1 } } }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "config schema"},
+		{"bad hook_timeout", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { hook_timeout = 'soon' }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "hook_timeout"},
+		{"bad argument type", head + "p:key({})\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "string expected, got table"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, map[string]string{"x.lua": tc.src})
+			var e *errs.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v (%T)", err, err)
+			}
+			if e.Code != tc.code || !strings.HasPrefix(e.Pos.String(), tc.pos) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %q (code %s, pos %s); want code %s at %s containing %q", err, e.Code, e.Pos, tc.code, tc.pos, tc.want)
+			}
+		})
+	}
+}
+
+// Problems in several plugins are all reported, sorted by position.
+func TestAllProblemsReported(t *testing.T) {
+	_, err := load(t, map[string]string{
+		"a.lua": head + `p:on("nope", function() end)` + "\nreturn p",
+		"b.lua": "this is not lua",
+		"c.lua": head + "p:key(\"shared.k\", {})\nreturn p",
+		"d.lua": head + "p:key(\"shared.k\", {})\nreturn p",
+	})
+	var list errs.List
+	if !errors.As(err, &list) || len(list) != 3 {
+		t.Fatalf("err = %v", err)
+	}
+	got := err.Error()
+	for _, w := range []string{"scripts/a.lua:3", "scripts/b.lua:1", "key_already_registered", "scripts/c.lua:3", "scripts/d.lua:3"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in:\n%s", w, got)
+		}
+	}
+}
+
+// Writes in read-only places and unknown names fail at call time with the
+// line of the call.
+func TestCallTimeMisuse(t *testing.T) {
+	tests := []struct {
+		name, src string
+		code      errs.Code
+		want      string
+	}{
+		{"unknown key", head + "p:on(\"step_start\", function(ctx)\n ctx:update(\"x.nope\", 1)\nend)\nreturn p", errs.UnknownKey, "scripts/x.lua:4"},
+		{"unknown action", head + "p:on(\"step_start\", function(ctx)\n ctx:schedule(\"runtime.add_contxt_message\", {})\nend)\nreturn p", errs.UnknownActionHandler, `did you mean "runtime.add_context_message"`},
+		{"unknown effect", head + "p:on(\"step_start\", function(ctx)\n ctx:emit(\"nobody\", {})\nend)\nreturn p", errs.UnknownEffectHandler, "scripts/x.lua:4"},
+		{"function value", head + "local k = p:key(\"x.k\", {})\np:on(\"step_start\", function(ctx)\n ctx:update(k, function() end)\nend)\nreturn p", errs.SchemaViolation, "cannot be stored"},
+		{"cyclic table", head + "local k = p:key(\"x.k\", {})\np:on(\"step_start\", function(ctx)\n local t = {} t.self = t\n ctx:update(k, t)\nend)\nreturn p", errs.SchemaViolation, "contains itself"},
+		{"mixed table", head + "local k = p:key(\"x.k\", {})\np:on(\"step_start\", function(ctx)\n ctx:update(k, {1, 2, x = 3})\nend)\nreturn p", errs.SchemaViolation, "mixes list items"},
+		{"ctx write", head + "p:on(\"step_start\", function(ctx)\n ctx.phase = 'x'\nend)\nreturn p", errs.HookFailed, "ctx is read-only"},
+		{"library write", head + "p:on(\"step_start\", function(ctx)\n string.upper = nil\nend)\nreturn p", errs.HookFailed, "string is read-only"},
+		{"rawset on globals", head + "p:on(\"step_start\", function(ctx)\n rawset(_G, 'x', 1)\nend)\nreturn p", errs.HookFailed, "read-only"},
+		{"register from a hook", head + "p:on(\"step_start\", function(ctx)\n p:on(\"step_end\", function() end)\nend)\nreturn p", errs.PluginLoadFailed, "after the plugin has loaded"},
+		{"stale ctx", head + "local saved\np:on(\"run_start\", function(ctx) saved = ctx end)\np:on(\"step_start\", function(ctx)\n saved:get('x')\nend)\nreturn p", errs.HookFailed, "call that has ended"},
+		{"math.random", head + "p:on(\"step_start\", function(ctx)\n math.random()\nend)\nreturn p", errs.HookFailed, "scripts/x.lua:4"},
+		{"huge rep", head + "p:on(\"step_start\", function(ctx)\n ('x'):rep(1e9)\nend)\nreturn p", errs.HookFailed, "over the limit"},
+		{"huge format", head + "p:on(\"step_start\", function(ctx)\n string.format('%999999999d', 1)\nend)\nreturn p", errs.HookFailed, "width"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := mustLoad(t, map[string]string{"x.lua": tc.src})
+			rt := runtimeFor(t, g)
+			s, _, err := rt.Start(context.Background(), run.StartOptions{})
+			if err == nil {
+				_, err = s.StepStart(context.Background())
+			}
+			var e *errs.Error
+			if !errors.As(err, &e) || e.Code != tc.code || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v; want %s containing %q", err, tc.code, tc.want)
+			}
+			if !strings.HasPrefix(e.Pos.String(), "scripts/x.lua:") {
+				t.Errorf("no line in %v", err)
+			}
+		})
+	}
+}
+
+// A table a hook receives is built for that call: mutating it changes
+// nothing the next call sees.
+func TestTablesAreFreshPerCall(t *testing.T) {
+	g := mustLoad(t, map[string]string{"x.lua": head + `
+local k = p:key("x.list", { default = { "a" } })
+local seen = p:key("x.seen", { reducer = "append", default = {} })
+p:tool_gate(function(ctx, call)
+  local before = #call.args.items .. ":" .. #ctx.config.deny .. ":" .. #ctx:get(k)
+  table.insert(call.args.items, "mutated")
+  table.insert(ctx.config.deny, "mutated")
+  table.insert(ctx:get(k), "mutated")
+  return awaken.block(before)
+end)
+return p`})
+	_ = g
+	in, _ := g.Set.Plugin("x")
+	_ = in
+	rt := runtimeFor(t, g, run.WithAgents(run.Agent{ID: "default", Configs: map[string]any{"x": map[string]any{"deny": []any{"rm"}}}}))
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		s, _, _ := rt.Start(ctx, run.StartOptions{})
+		s.StepStart(ctx)
+		s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "t"}}})
+		s.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{{Name: "t", Args: map[string]any{"items": []any{"one"}}}}})
+		d, _, err := s.ToolGate(ctx, model.ToolCall{ID: "call_1_1"})
+		if err != nil || d.Reason != "1:1:1" {
+			t.Fatalf("call %d saw %q (%v): a table leaked from an earlier call", i, d.Reason, err)
+		}
+	}
+}
+
+// The conflict fallback with Lua hooks: three read-modify-write hooks on one
+// exclusive key give the serial result in registration order.
+func TestConflictFallbackWithLuaHooks(t *testing.T) {
+	files := map[string]string{"a_keys.lua": head + `p:key("shared.log", { default = "" })` + "\nreturn p"}
+	for _, name := range []string{"b1", "b2", "b3"} {
+		files[name+".lua"] = head + `p:on("before_inference", function(ctx)
+  ctx:update("shared.log", ctx:get("shared.log") .. "` + name + `;")
+end)
+return p`
+	}
+	g := mustLoad(t, files)
+	st, _ := state.NewStore(g.Set.Registry(), nil)
+	x, err := engine.New(g.Set).Exec(engine.ExecConfig{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Phase(context.Background(), phase.BeforeInference, plugin.Input{}); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := st.Snapshot().Lookup("shared.log")
+	if v != "b1;b2;b3;" {
+		t.Fatalf("log = %q", v)
+	}
+}
+
+// Many runs in parallel share the pools without races.
+func TestParallelRunsShareStates(t *testing.T) {
+	g := mustLoad(t, map[string]string{"x.lua": head + `
+local n = p:key("x.n", { reducer = "add", default = 0 })
+p:on("step_start", function(ctx) ctx:update(n, 1) end)
+p:tool_gate(function(ctx, call) if call.args.bad then return awaken.block("bad") end end)
+return p`}, func(l *luabridge.Loader) { l.PoolSize = 3 })
+	rt := runtimeFor(t, g)
+	var wg sync.WaitGroup
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := rt.Run(context.Background(), run.Request{Model: scripted(model.Response{ToolCalls: []model.ToolCall{{Name: "t", Args: map[string]any{"bad": i%2 == 0}}}}),
+				Tools: []plugin.Tool{goTool{"t", func(map[string]any) model.ToolResult { return model.Success("ok") }}}})
+			if err != nil || res.Err != nil {
+				t.Error(err, res.Err)
+				return
+			}
+			want := "natural"
+			if i%2 == 0 {
+				want = "blocked:bad"
+			}
+			if res.Termination != want {
+				t.Errorf("run %d: %s", i, res.Termination)
+			}
+		}()
+	}
+	wg.Wait()
+	if st := g.Stats()["x"]; st[0] > 3 {
+		t.Fatalf("pool grew past its bound: %v", st)
+	}
+}

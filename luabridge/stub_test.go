@@ -1,0 +1,127 @@
+package luabridge
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// The LuaLS stub (stdlib/types/awaken.lua) and the bound API cannot drift:
+// every function and field Lua sees is in the stub, and the stub declares
+// nothing that does not exist.
+func TestStubMatchesAPI(t *testing.T) {
+	stub, err := os.ReadFile("../stdlib/types/awaken.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(stub)
+	l := &Loader{Plugins: Source{Name: "scripts", FS: fstest.MapFS{"x.lua": {Data: []byte(
+		`local awaken = require("awaken") local p = awaken.plugin{} return p`)}}}}
+	g, err := l.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	inst, err := g.plugins[0].pool.get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.plugins[0].pool.put(inst, false)
+
+	keys := func(t *lua.LTable) []string {
+		var out []string
+		t.ForEach(func(k, _ lua.LValue) { out = append(out, k.String()) })
+		sort.Strings(out)
+		return out
+	}
+	real := func(proxy *lua.LTable) *lua.LTable {
+		return proxy.Metatable.(*lua.LTable).RawGetString("__index").(*lua.LTable)
+	}
+	module := real(inst.awaken)
+	var fns, fields []string
+	for _, k := range keys(module) {
+		if _, isFn := module.RawGetString(k).(*lua.LFunction); isFn {
+			fns = append(fns, k)
+		} else {
+			fields = append(fields, k)
+		}
+	}
+	compare(t, "awaken functions", fns, stubNames(src, `(?m)^function awaken\.(\w+)\(`))
+	compare(t, "awaken fields", fields, classFields(src, "awaken"))
+	compare(t, "awaken.json", keys(real(module.RawGetString("json").(*lua.LTable))), stubNames(src, `(?m)^function json\.(\w+)\(`))
+	compare(t, "awaken.log", keys(real(module.RawGetString("log").(*lua.LTable))), stubNames(src, `(?m)^function log\.(\w+)\(`))
+
+	var methods []string
+	for k := range inst.methods {
+		methods = append(methods, k)
+	}
+	sort.Strings(methods)
+	compare(t, "ctx methods", methods, stubNames(src, `(?m)^function Context:(\w+)\(`))
+	compare(t, "ctx fields", append([]string(nil), ctxFields[:]...), classFields(src, "awaken.Context"))
+
+	idx := inst.pluginMeta.RawGetString("__index").(*lua.LFunction)
+	_ = idx
+	var pm []string
+	for _, k := range pluginMethodNames() {
+		pm = append(pm, k)
+	}
+	compare(t, "plugin methods", pm, stubNames(src, `(?m)^function Plugin:(\w+)\(`))
+	var specFields []string
+	for k := range pluginFields {
+		specFields = append(specFields, k)
+	}
+	compare(t, "awaken.plugin fields", specFields, classFields(src, "awaken.PluginSpec"))
+	var kf []string
+	for k := range keyFields {
+		kf = append(kf, k)
+	}
+	compare(t, "p:key fields", kf, classFields(src, "awaken.KeySpec"))
+	var tf []string
+	for k := range ticketFields {
+		tf = append(tf, k)
+	}
+	compare(t, "ticket fields", tf, classFields(src, "awaken.Ticket"))
+}
+
+func stubNames(src, re string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(re).FindAllStringSubmatch(src, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// classFields lists the ---@field names of one ---@class block.
+func classFields(src, class string) []string {
+	var out []string
+	in := false
+	for _, line := range strings.Split(src, "\n") {
+		if strings.HasPrefix(line, "---@class ") {
+			in = strings.Fields(line)[1] == class
+			continue
+		}
+		if !strings.HasPrefix(line, "---") {
+			in = false
+			continue
+		}
+		if in && strings.HasPrefix(line, "---@field ") {
+			out = append(out, strings.TrimSuffix(strings.Fields(line)[1], "?"))
+		}
+	}
+	return out
+}
+
+func compare(t *testing.T, what string, bound, stub []string) {
+	t.Helper()
+	sort.Strings(bound)
+	sort.Strings(stub)
+	if strings.Join(bound, ",") != strings.Join(stub, ",") {
+		t.Errorf("%s: bound %v, stub %v", what, bound, stub)
+	}
+}

@@ -1,0 +1,328 @@
+---@meta awaken
+-- LuaLS definitions of the awaken module: completion, hover and diagnostics
+-- for plugin authors. scripts/.luarc.json points the language server here.
+-- A Go test (luabridge/stub_test.go) checks this file against the module.
+
+---@alias awaken.Phase
+---| "run_start"
+---| "step_start"
+---| "before_inference"
+---| "after_inference"
+---| "before_tool_execute"
+---| "after_tool_execute"
+---| "step_end"
+---| "run_end"
+
+---@alias awaken.ActionPhase awaken.Phase
+
+---@alias awaken.Scope "run"|"thread"
+---@alias awaken.Merge "exclusive"|"commutative"
+---@alias awaken.Reducer "replace"|"add"|"append"|"merge"|"union"|fun(value: any, update: any): any
+---@alias awaken.Target "system"|"session"|"conversation"|"suffix_system"
+---@alias awaken.MessageKind "ephemeral"|"persistent"|"throttled"
+---@alias awaken.ResumeMode "replay"|"use_decision_as_result"|"pass_decision_to_tool"
+---@alias awaken.Role "system"|"user"|"assistant"|"tool"
+
+---A JSON Schema subset: type, properties, required, items, enum, minimum,
+---maximum, minLength, maxLength, default, additionalProperties.
+---@class awaken.Schema
+---@field type? "string"|"number"|"integer"|"boolean"|"array"|"object"|"null"|string[]
+---@field properties? table<string, awaken.Schema>
+---@field required? string[]
+---@field items? awaken.Schema
+---@field enum? any[]
+---@field minimum? number
+---@field maximum? number
+---@field minLength? integer
+---@field maxLength? integer
+---@field default? any
+---@field additionalProperties? boolean|awaken.Schema
+---@field description? string
+
+---@class awaken.PluginSpec
+---@field id? string defaults to the file name
+---@field description? string
+---@field config? table<string, awaken.Schema> the schema of each config field
+---@field validate? fun(config: table): string|string[]|nil checks beyond the schema; return messages
+---@field hook_timeout? string|number the time budget of each call, e.g. "250ms" (default 100ms)
+
+---@class awaken.KeySpec
+---@field scope? awaken.Scope "run" (default: fresh every run) or "thread" (kept across runs)
+---@field merge? awaken.Merge "exclusive" (default) or "commutative"
+---@field schema? awaken.Schema
+---@field default? any the value read while the key is absent
+---@field reducer? awaken.Reducer how an update combines with the value (default "replace")
+---@field persist? boolean false leaves the value out when state is saved
+
+---@class awaken.Key
+---@field name string
+
+---@class awaken.ActionSpec
+---@field phase awaken.ActionPhase the phase whose convergence loop runs the action
+---@field schema? awaken.Schema of the payload
+
+---@class awaken.ToolDef
+---@field id string
+---@field description? string
+---@field parameters? awaken.Schema|table<string, awaken.Schema>
+---@field execute fun(ctx: awaken.Context, args: table): awaken.Result|any
+
+---@class awaken.Run
+---@field id string
+---@field thread_id string
+---@field agent_id string
+---@field step integer
+
+---@class awaken.ToolCallData
+---@field id string
+---@field name string
+---@field args table
+
+---@class awaken.Message
+---@field role awaken.Role
+---@field content string
+---@field tool_calls? awaken.ToolCallData[]
+---@field tool_call_id? string
+
+---@class awaken.Usage
+---@field prompt_tokens integer
+---@field completion_tokens integer
+---@field total_tokens integer
+
+---@class awaken.Response
+---@field text string
+---@field tool_calls awaken.ToolCallData[]
+---@field usage? awaken.Usage
+
+---@class awaken.Resume
+---@field action "resume"|"cancel"
+---@field result? any
+---@field reason? string
+
+---A tool call: read-only; args, result and resume are plain tables.
+---@class awaken.ToolCall
+---@field id string
+---@field name string
+---@field args table
+---@field result? awaken.Result set in after_tool_execute
+---@field resume? awaken.Resume set when a suspended call is resumed
+
+---@class awaken.Result
+---@field status "success"|"error"|"pending"
+---@field data? any
+---@field message? string
+
+---@class awaken.Ticket
+---@field id? string
+---@field action? string
+---@field message? string
+---@field parameters? any
+---@field response_schema? awaken.Schema
+---@field options? string[]
+---@field resume_mode? awaken.ResumeMode
+
+---@class awaken.Decision
+---@field decision "block"|"suspend"|"set_result"|"rewrite"
+---@field reason? string
+---@field args? table
+---@field result? awaken.Result
+---@field ticket? awaken.Ticket
+
+---@class awaken.Params
+---@field model? string
+---@field temperature? number
+---@field max_tokens? integer
+---@field top_p? number
+---@field reasoning_effort? string
+
+---@class awaken.ToolSpec
+---@field name string
+---@field description? string
+---@field parameters? awaken.Schema
+
+---@class awaken.Request
+---@field messages awaken.Message[]
+---@field tools awaken.ToolSpec[]
+---@field params awaken.Params
+
+---What a hook reads and writes. Reads see the frozen snapshot of the phase;
+---writes are recorded into the hook's command and committed after it.
+---@class awaken.Context
+---@field phase awaken.Phase
+---@field run awaken.Run
+---@field config table this plugin's config for the running agent
+---@field messages awaken.Message[]
+---@field tool? awaken.ToolCall in tool phases
+---@field response? awaken.Response in after_inference
+---@field plugin string this plugin's id
+local Context = {}
+
+---Reads a key (a handle from p:key, or a name); an absent key reads as its default.
+---@param key awaken.Key|string
+---@return any value
+---@nodiscard
+function Context:get(key) end
+
+---Records an update of a key, combined with its value by the key's reducer.
+---@param key awaken.Key|string
+---@param value any
+function Context:update(key, value) end
+
+---Schedules an action; it runs in the convergence loop of its declared phase.
+---@param action string
+---@param payload? any
+function Context:schedule(action, payload) end
+
+---Emits an effect; its handler runs after the commit, on the new state.
+---@param effect string
+---@param payload? any
+function Context:emit(effect, payload) end
+
+---Ends the run with termination "stopped:<code>".
+---@param code string
+---@param detail? string
+function Context:stop(code, detail) end
+
+---The host's time in seconds (hooks must not read the wall clock).
+---@return number
+---@nodiscard
+function Context:now() end
+
+---@class awaken.Plugin
+---@field id string
+local Plugin = {}
+
+---Declares a state key and returns its handle.
+---@param name string dotted, unique across plugins, e.g. "guard.calls"
+---@param spec? awaken.KeySpec
+---@return awaken.Key
+function Plugin:key(name, spec) end
+
+---Adds a hook for a phase (tool_gate has p:tool_gate).
+---@param phase awaken.Phase
+---@param fn fun(ctx: awaken.Context)
+function Plugin:on(phase, fn) end
+
+---Adds a gate hook: return nil to allow, or a decision. Gates are pure: no writes.
+---@param fn fun(ctx: awaken.Context, call: awaken.ToolCall): awaken.Decision|nil
+function Plugin:tool_gate(fn) end
+
+---Declares an action and its handler.
+---@param key string
+---@param spec awaken.ActionSpec
+---@param fn fun(ctx: awaken.Context, payload: any)
+function Plugin:action(key, spec, fn) end
+
+---Declares an effect handler (read-only).
+---@param key string
+---@param fn fun(ctx: awaken.Context, payload: any)
+function Plugin:effect(key, fn) end
+
+---Adds a tool the model can call.
+---@param def awaken.ToolDef
+function Plugin:tool(def) end
+
+---Adds a request transform: it gets the request as left by the previous one.
+---@param fn fun(request: awaken.Request): awaken.Request|nil
+function Plugin:transform(fn) end
+
+---Adds a result transform: it rewrites a tool result before the model sees it.
+---@param fn fun(call: awaken.ToolCallData, result: awaken.Result): awaken.Result|nil
+function Plugin:result_transform(fn) end
+
+---@class awaken.json
+local json = {}
+
+---Encodes a value as JSON.
+---@param value any
+---@return string|nil json
+---@return string|nil err
+function json.encode(value) end
+
+---Decodes JSON.
+---@param s string
+---@return any value
+---@return string|nil err
+function json.decode(s) end
+
+---@class awaken.log
+local log = {}
+
+---@param msg string
+---@param fields? table
+function log.debug(msg, fields) end
+
+---@param msg string
+---@param fields? table
+function log.info(msg, fields) end
+
+---@param msg string
+---@param fields? table
+function log.warn(msg, fields) end
+
+---@param msg string
+---@param fields? table
+function log.error(msg, fields) end
+
+---@class awaken
+---@field null userdata a value that removes a field in a merge update
+---@field json awaken.json
+---@field log awaken.log
+local awaken = {}
+
+---Creates the plugin; the file must end with `return p`.
+---@param spec? awaken.PluginSpec
+---@return awaken.Plugin
+function awaken.plugin(spec) end
+
+---Blocks the call; the run ends "blocked:<reason>".
+---@param reason string
+---@return awaken.Decision
+---@nodiscard
+function awaken.block(reason) end
+
+---Suspends the call for a human decision.
+---@param ticket? awaken.Ticket
+---@return awaken.Decision
+---@nodiscard
+function awaken.suspend(ticket) end
+
+---Answers the call without running the tool.
+---@param result awaken.Result|any
+---@return awaken.Decision
+---@nodiscard
+function awaken.set_result(result) end
+
+---Replaces the call's arguments; the gate then runs once more on them.
+---@param args table
+---@return awaken.Decision
+---@nodiscard
+function awaken.rewrite(args) end
+
+---A success result.
+---@param data any
+---@return awaken.Result
+---@nodiscard
+function awaken.success(data) end
+
+---An error result the model sees.
+---@param message string
+---@return awaken.Result
+---@nodiscard
+function awaken.error(message) end
+
+---A pending result: the tool asks for a decision; the call is suspended.
+---@param ticket? awaken.Ticket
+---@return awaken.Result
+---@nodiscard
+function awaken.pending(ticket) end
+
+---Matches a glob: "*" (within a path segment when the pattern has "/"),
+---"**" (across segments), "?", "[...]".
+---@param pattern string
+---@param s string
+---@return boolean
+---@nodiscard
+function awaken.glob(pattern, s) end
+
+return awaken
