@@ -197,6 +197,9 @@ type ExecConfig struct {
 	Configs map[string]any // plugin id -> config for this agent
 	Events  event.Sink     // nil discards
 	Log     *slog.Logger   // nil uses the engine's
+	// OnEffect, when set, sees each effect as it is dispatched (the test
+	// harness lists them).
+	OnEffect func(key string, payload any)
 }
 
 // Exec runs phases of one run. One goroutine drives it at a time.
@@ -207,6 +210,7 @@ type Exec struct {
 	configs map[string]any
 	events  event.Sink
 	log     *slog.Logger
+	onEff   func(key string, payload any)
 
 	pending *state.Key
 	failed  *state.Key
@@ -216,7 +220,7 @@ type Exec struct {
 // Exec binds the engine to one run's store.
 func (e *Engine) Exec(c ExecConfig) (*Exec, error) {
 	reg := e.set.Registry()
-	x := &Exec{e: e, store: c.Store, view: c.View, configs: c.Configs, events: c.Events, log: c.Log}
+	x := &Exec{e: e, store: c.Store, view: c.View, configs: c.Configs, events: c.Events, log: c.Log, onEff: c.OnEffect}
 	if x.view == nil {
 		x.view = e.set.All()
 	}

@@ -405,6 +405,9 @@ func (t *txn) dispatchEffects(ctx context.Context) {
 		if !ok {
 			continue // validated at submit; unreachable
 		}
+		if t.x.onEff != nil {
+			t.x.onEff(q.eff.Key, q.eff.Payload)
+		}
 		if err := callEffect(ctx, entry.Handler, t.input(q.snap), q.eff.Payload); err != nil {
 			t.x.e.effectFailures.Add(1)
 			t.x.log.Warn("effect failed", "effect", q.eff.Key, "plugin", entry.Plugin, "error", err.Error())

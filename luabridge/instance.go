@@ -42,6 +42,7 @@ type instance struct {
 
 	call     *hookCall
 	loading  bool
+	testing  bool // a test file's state: globals stay writable
 	modules  map[string]lua.LValue
 	pluginUD *lua.LUserData
 	// registrar receives registrations while the first instance of a
@@ -128,7 +129,7 @@ func (inst *instance) newEnv() *lua.LTable {
 	mt.RawSetString("__index", backing)
 	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
 		name := L.Get(2)
-		if !inst.loading {
+		if !inst.loading && !inst.testing {
 			L.RaiseError("globals are read-only once the plugin has loaded: cannot set %q at call time; use a local, or a key (p:key) for state", name.String())
 		}
 		backing.RawSet(name, L.Get(3))

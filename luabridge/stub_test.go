@@ -125,3 +125,13 @@ func compare(t *testing.T, what string, bound, stub []string) {
 		t.Errorf("%s: bound %v, stub %v", what, bound, stub)
 	}
 }
+
+func TestTestingStubMatchesModule(t *testing.T) {
+	stub, err := os.ReadFile("../stdlib/types/testing.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(stub)
+	compare(t, "awaken.testing", testingFuncs(), stubNames(src, `(?m)^function testing\.(\w+)\(`))
+	compare(t, "harness methods", harnessMethods(), stubNames(src, `(?m)^function Harness:(\w+)\(`))
+}

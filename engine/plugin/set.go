@@ -598,3 +598,56 @@ func (r *Registrar) Rename(id string) {
 		r.info.ID = id
 	}
 }
+
+// Configure validates plugin configs for one agent: each plugin with a
+// config schema gets raw[id] (or an empty table) with its defaults filled,
+// then its own check. A config for a plugin that is not in the set is an
+// error. Problems are config_invalid, with the schema's path after the
+// plugin id (permission.rules[2].tool).
+func (s *Set) Configure(raw map[string]any) (map[string]any, error) {
+	out := map[string]any{}
+	var list errs.List
+	for id := range raw {
+		if _, ok := s.byID[id]; !ok {
+			var ids []string
+			for _, in := range s.infos {
+				ids = append(ids, in.ID)
+			}
+			list.Add(errs.New(errs.ConfigInvalid, "config for plugin %q, which is not loaded%s", id, errs.DidYouMean(id, ids)))
+		}
+	}
+	for _, in := range s.infos {
+		v, given := raw[in.ID]
+		if in.Config == nil {
+			if given && v != nil {
+				if m, ok := v.(map[string]any); !ok || len(m) > 0 {
+					list.Add(errs.New(errs.ConfigInvalid, "plugin %q takes no config", in.ID))
+				}
+			}
+			continue
+		}
+		if v == nil {
+			v = map[string]any{}
+		}
+		c, err := in.Config.Conform(v)
+		if err != nil {
+			list.Add(&errs.Error{Code: errs.ConfigInvalid, Plugin: in.ID, Msg: in.ID + strings.TrimPrefix(messageOf(err), "$")})
+			continue
+		}
+		if in.ValidateConfig != nil {
+			if err := in.ValidateConfig(c); err != nil {
+				list.Add(err)
+				continue
+			}
+		}
+		out[in.ID] = c
+	}
+	return out, list.Err()
+}
+
+func messageOf(err error) string {
+	if e, ok := err.(*errs.Error); ok && e.Err == nil {
+		return e.Msg
+	}
+	return err.Error()
+}

@@ -1,11 +1,14 @@
 package lpattern
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -305,5 +308,67 @@ func TestClasses(t *testing.T) {
 	}
 	if !matchClass('.', '.') || matchClass('a', '.') || !matchClass('g', 'g') {
 		t.Error("a non-class letter stands for itself")
+	}
+}
+
+func TestDoneChannel(t *testing.T) {
+	done := make(chan struct{})
+	close(done)
+	m := Matcher{Steps: 1 << 50, Done: done}
+	_, _, err := m.Find(strings.Repeat("a", 400), ".-.-.-b", 0)
+	if !errors.Is(err, ErrCancelled) {
+		t.Fatalf("err = %v, want ErrCancelled", err)
+	}
+	// A Done channel that stays open changes nothing: the whole budget is
+	// available, and what is left is reported back.
+	open := make(chan struct{})
+	m = Matcher{Steps: 3 * PollSteps, Done: open}
+	_, _, err = m.Find(strings.Repeat("a", 400), ".-.-.-b", 0)
+	if !errors.Is(err, ErrStepLimit) {
+		t.Fatalf("err = %v, want ErrStepLimit", err)
+	}
+	m = Matcher{Steps: 10 * PollSteps, Done: open}
+	if s, e, err := m.Find(strings.Repeat("a", 100)+"b", ".-.-b", 0); s != 0 || e != 101 || err != nil {
+		t.Fatalf("Find = %d %d %v", s, e, err)
+	}
+	plain := Matcher{Steps: 10 * PollSteps}
+	plain.Find(strings.Repeat("a", 100)+"b", ".-.-b", 0)
+	if m.Steps != plain.Steps || m.Steps <= 0 {
+		t.Fatalf("Steps left: %d with Done, %d without", m.Steps, plain.Steps)
+	}
+}
+
+// The state's context interrupts a long match even when the budget would
+// allow it to go on.
+func TestContextInterrupts(t *testing.T) {
+	L := lua.NewState()
+	defer L.Close()
+	Open(L, func() int64 { return 1 << 50 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	L.SetContext(ctx)
+	err := L.DoString(`return ("a"):rep(400):find(".-.-.-b")`)
+	if err == nil || !strings.Contains(err.Error(), context.DeadlineExceeded.Error()) {
+		t.Fatalf("err = %v, want the context's error", err)
+	}
+}
+
+func TestSetupBudget(t *testing.T) {
+	lib := &library{budget: func() int64 { return 1000 }, perByte: 16, maxDepth: DefaultMaxDepth}
+	for _, c := range []struct {
+		n    int
+		want int64
+	}{{0, 1000}, {10, 1160}, {1 << 62, math.MaxInt64}} {
+		var m Matcher
+		lib.setup(&m, c.n)
+		if m.Steps != c.want {
+			t.Errorf("subject of %d bytes: budget %d, want %d", c.n, m.Steps, c.want)
+		}
+	}
+	lib = &library{}
+	var m Matcher
+	lib.setup(&m, 100)
+	if m.Steps != DefaultBudget {
+		t.Errorf("no budget function: %d", m.Steps)
 	}
 }

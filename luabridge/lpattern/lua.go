@@ -1,6 +1,7 @@
 package lpattern
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -117,18 +118,32 @@ func (lib *library) setup(m *Matcher, n int) {
 	if b <= 0 {
 		b = DefaultBudget
 	}
-	if lib.perByte > 0 {
-		if extra := int64(n) * lib.perByte; extra/lib.perByte == int64(n) && b+extra > b {
-			b += extra
-		} else {
+	if lib.perByte > 0 && n > 0 {
+		if int64(n) > (math.MaxInt64-b)/lib.perByte {
 			b = math.MaxInt64
+		} else {
+			b += int64(n) * lib.perByte
 		}
 	}
 	m.Steps = b
 	m.MaxDepth = lib.maxDepth
 }
 
+// setupL is setup plus the state's context, whose end interrupts the match.
+func (lib *library) setupL(L *lua.LState, m *Matcher, n int) {
+	lib.setup(m, n)
+	if ctx := L.Context(); ctx != nil {
+		m.Done = ctx.Done()
+	}
+}
+
 func raise(L *lua.LState, err error) {
+	if errors.Is(err, ErrCancelled) {
+		if ctx := L.Context(); ctx != nil && ctx.Err() != nil {
+			// The same error the VM raises when the context ends.
+			err = ctx.Err()
+		}
+	}
 	L.RaiseError("%s", err.Error())
 }
 
@@ -203,7 +218,7 @@ func (lib *library) findAux(L *lua.LState, find bool) int {
 		return 1
 	}
 	var m Matcher
-	lib.setup(&m, len(s))
+	lib.setupL(L, &m, len(s))
 	start, end, err := m.Find(s, p, init)
 	if err != nil {
 		raise(L, err)
@@ -261,9 +276,10 @@ func (lib *library) gmatch(L *lua.LState) int {
 			return 0
 		}
 		var m Matcher
-		lib.setup(&m, len(s)-pos)
+		lib.setupL(L, &m, len(s)-pos)
 		// A leading '^' is not an anchor in gmatch (Lua 5.1).
 		start, end, err := m.find(s, p, pos, false)
+		m.disarm()
 		if err != nil {
 			raise(L, err)
 		}
@@ -338,7 +354,7 @@ func (lib *library) gsub(L *lua.LState) int {
 	}
 	pat, anchored := Anchored(p)
 	var m Matcher
-	lib.setup(&m, len(src))
+	lib.setupL(L, &m, len(src))
 	m.reset(src, pat)
 	var sk skipper
 	if !anchored {

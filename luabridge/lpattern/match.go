@@ -24,10 +24,16 @@ const (
 	MaxCaptures = 32
 	// DefaultMaxDepth bounds the recursion of the matcher (Lua's MAXCCALLS).
 	DefaultMaxDepth = 200
+	// PollSteps is how often a Matcher with a Done channel polls it.
+	PollSteps = 1 << 14
 )
 
 // ErrStepLimit is returned when a match exhausts its step budget.
 var ErrStepLimit = errors.New("pattern step limit exceeded: the pattern backtracks too much on this input; simplify it (avoid several .- or .* in a row) or shorten the input")
+
+// ErrCancelled is returned when the Matcher's Done channel is closed during
+// a match.
+var ErrCancelled = errors.New("pattern matching cancelled")
 
 // ErrTooComplex is returned when a match recurses deeper than the matcher's
 // MaxDepth (Lua 5.2+ reports the same message; Lua 5.1 would overflow the C
@@ -89,7 +95,12 @@ type Matcher struct {
 	Steps int64
 	// MaxDepth bounds recursion; 0 means DefaultMaxDepth.
 	MaxDepth int
+	// Done, if not nil, is polled every PollSteps steps; once it is
+	// closed, the match stops with ErrCancelled. Pass a context's Done
+	// channel to let a deadline interrupt a long match.
+	Done <-chan struct{}
 
+	reserve  int64 // budget not yet moved into Steps (when Done is set)
 	src      string
 	pat      string
 	maxDepth int
@@ -122,6 +133,8 @@ func isLiteral(pat string) bool {
 	return strings.IndexAny(pat, "^$*+?.([%-)") < 0
 }
 
+// reset prepares a match of pat against s. Every reset is followed by a
+// disarm when the match is over.
 func (m *Matcher) reset(s, pat string) {
 	m.src = s
 	m.pat = pat
@@ -131,6 +144,49 @@ func (m *Matcher) reset(s, pat string) {
 	if m.maxDepth <= 0 {
 		m.maxDepth = DefaultMaxDepth
 	}
+	if m.Done != nil && m.Steps > PollSteps {
+		// Hand out the budget in portions, polling Done in between.
+		m.reserve += m.Steps - PollSteps
+		m.Steps = PollSteps
+	}
+}
+
+// disarm gives back the part of the budget that was held in reserve.
+func (m *Matcher) disarm() {
+	m.Steps += m.reserve
+	m.reserve = 0
+}
+
+// spend consumes n steps and reports whether the budget allowed them.
+func (m *Matcher) spend(n int64) bool {
+	m.Steps -= n
+	return m.Steps >= 0 || m.refill()
+}
+
+// refill is called when Steps went negative: it polls Done and moves the
+// next portion of the reserve into Steps. It reports whether Steps is
+// non-negative again.
+func (m *Matcher) refill() bool {
+	if m.Done != nil {
+		select {
+		case <-m.Done:
+			if m.err == nil {
+				m.err = ErrCancelled
+			}
+			return false
+		default:
+		}
+	}
+	need := -m.Steps
+	if m.reserve < need {
+		m.Steps += m.reserve
+		m.reserve = 0
+		return false
+	}
+	portion := min(m.reserve, need+PollSteps)
+	m.reserve -= portion
+	m.Steps += portion
+	return true
 }
 
 // Find looks for the first match of pattern in s at or after the 0-based
@@ -144,7 +200,9 @@ func (m *Matcher) Find(s, pattern string, init int) (start, end int, err error) 
 		init = len(s)
 	}
 	pat, anchored := Anchored(pattern)
-	return m.find(s, pat, init, anchored)
+	start, end, err = m.find(s, pat, init, anchored)
+	m.disarm()
+	return start, end, err
 }
 
 // MatchAt matches pattern against s starting exactly at the 0-based offset
@@ -158,6 +216,7 @@ func (m *Matcher) MatchAt(s, pattern string, pos int) (end int, err error) {
 	}
 	m.reset(s, pattern)
 	e := m.match(pos, 0, 1)
+	m.disarm()
 	if e == abort {
 		return -1, m.err
 	}
@@ -165,7 +224,7 @@ func (m *Matcher) MatchAt(s, pattern string, pos int) (end int, err error) {
 }
 
 // find tries the matcher at init, init+1, ... len(s) (only init when
-// anchored). pat has no anchor handling of its own.
+// anchored). pat has no anchor handling of its own. The caller disarms.
 func (m *Matcher) find(s, pat string, init int, anchored bool) (int, int, error) {
 	m.reset(s, pat)
 	if isLiteral(pat) {
@@ -289,8 +348,7 @@ func (m *Matcher) next(sk skipper, st int) (int, bool) {
 			n++
 		}
 	}
-	m.Steps -= int64(n - st)
-	if m.Steps < 0 {
+	if !m.spend(int64(n - st)) {
 		m.fail(ErrStepLimit)
 		return -1, false
 	}
@@ -337,7 +395,7 @@ func (m *Matcher) match(s, p, depth int) int {
 	src, pat := m.src, m.pat
 	for {
 		m.Steps--
-		if m.Steps < 0 {
+		if m.Steps < 0 && !m.refill() {
 			return m.fail(ErrStepLimit)
 		}
 		if p >= len(pat) {
@@ -478,8 +536,7 @@ func (m *Matcher) maxExpand(s, p, ep, depth int) int {
 			n++
 		}
 	}
-	m.Steps -= int64(n)
-	if m.Steps < 0 {
+	if !m.spend(int64(n)) {
 		return m.fail(ErrStepLimit)
 	}
 	for ; n >= 0; n-- {
@@ -528,8 +585,7 @@ func (m *Matcher) matchBalance(s, p int) int {
 			depth++
 		}
 	}
-	m.Steps -= int64(s - start)
-	if m.Steps < 0 {
+	if !m.spend(int64(s - start)) {
 		return m.fail(ErrStepLimit)
 	}
 	if s >= len(src) {
@@ -550,8 +606,7 @@ func (m *Matcher) matchBackref(s int, c byte) int {
 		// fits in the rest of the subject.
 		return noMatch
 	}
-	m.Steps -= int64(n)
-	if m.Steps < 0 {
+	if !m.spend(int64(n)) {
 		return m.fail(ErrStepLimit)
 	}
 	src := m.src

@@ -1,0 +1,737 @@
+package luabridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/awaken-lua/awaken-lua/engine"
+	"github.com/awaken-lua/awaken-lua/engine/command"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/model/scripted"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/run"
+	"github.com/awaken-lua/awaken-lua/engine/state"
+)
+
+// harness is what t.harness returns: named plugins loaded into a real
+// engine and runtime, with a memory store kept between calls, so thread
+// state carries over. Its results are plain tables (SPEC §12).
+type harness struct {
+	tr      *testRun
+	gen     *Generation
+	eng     *engine.Engine
+	rt      *run.Runtime
+	store   *run.MemoryStore
+	view    *plugin.View
+	configs map[string]any
+	agent   run.Agent
+	now     time.Time
+	runs    atomic.Int64
+	closed  bool
+}
+
+const defaultThread = "main"
+
+func (h *harness) close() {
+	if !h.closed {
+		h.closed = true
+		h.gen.Close()
+	}
+}
+
+// raiseCode raises an error whose message starts with its code, without a
+// position prefix, so t.raises(fn, "^phase_run_loop_exceeded") matches.
+func raiseCode(L *lua.LState, err error) {
+	msg := err.Error()
+	var e *errs.Error
+	if errors.As(err, &e) {
+		c := *e
+		c.Pos = errs.Pos{}
+		msg = c.Error()
+		if e.Pos.IsValid() {
+			msg += " (at " + e.Pos.String() + ")"
+		}
+	}
+	L.Error(lua.LString(msg), 0)
+}
+
+// findPlugin looks for a plugin by id in the test file's directory, then
+// the plugin directory, then stdlib/.
+func (tr *testRun) findPlugin(id string) (PluginFile, bool) {
+	for _, src := range []Source{tr.dir, tr.o.Plugins, tr.o.Stdlib} {
+		if src.FS == nil {
+			continue
+		}
+		for _, p := range []string{id + ".lua", path.Join(id, "init.lua")} {
+			if _, err := fs.Stat(src.FS, p); err == nil {
+				return PluginFile{ID: id, Path: p, Source: src}, true
+			}
+		}
+	}
+	return PluginFile{}, false
+}
+
+func (tr *testRun) newHarness(L *lua.LState) int {
+	spec := L.OptTable(1, L.CreateTable(0, 0))
+	raw, err := fromLua(spec, tr.inst.null)
+	if err != nil {
+		L.ArgError(1, err.Error())
+	}
+	m, _ := raw.(map[string]any)
+	for k := range m {
+		switch k {
+		case "plugins", "config", "agent", "now":
+		default:
+			L.ArgError(1, fmt.Sprintf("unknown field %q (fields: plugins, config, agent, now)", k))
+		}
+	}
+	var files []PluginFile
+	var ids []string
+	plugins, _ := m["plugins"].([]any)
+	for _, v := range plugins {
+		id, ok := v.(string)
+		if !ok {
+			L.ArgError(1, "plugins is a list of plugin ids")
+		}
+		f, found := tr.findPlugin(id)
+		if !found {
+			raiseCode(L, errs.New(errs.PluginLoadFailed, "plugin %q is not in %s, %s or %s", id, tr.dir.Name, tr.o.Plugins.Name, tr.o.Stdlib.Name))
+		}
+		files = append(files, f)
+		ids = append(ids, id)
+	}
+	l := &Loader{Plugins: tr.o.Plugins, Stdlib: tr.o.Stdlib, Limits: tr.o.Limits, Log: tr.o.Log}
+	gen, err := l.LoadFiles(tr.ctx, files)
+	if err != nil {
+		raiseCode(L, err)
+	}
+	h := &harness{tr: tr, gen: gen, store: run.NewMemoryStore(), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	tr.harness = append(tr.harness, h)
+	if n, ok := m["now"].(float64); ok {
+		h.now = time.Unix(0, int64(n*1e9)).UTC()
+	}
+	agent := run.Agent{ID: "default", Plugins: ids}
+	maxRounds := 0
+	if a, ok := m["agent"].(map[string]any); ok {
+		for k, v := range a {
+			switch k {
+			case "system_prompt":
+				agent.SystemPrompt, _ = v.(string)
+			case "max_steps":
+				f, _ := v.(float64)
+				agent.MaxSteps = int(f)
+			case "max_phase_rounds":
+				f, _ := v.(float64)
+				maxRounds = int(f)
+			case "plugins":
+				agent.Plugins = nil
+				list, _ := v.([]any)
+				for _, x := range list {
+					s, _ := x.(string)
+					agent.Plugins = append(agent.Plugins, s)
+				}
+				if len(agent.Plugins) == 0 {
+					agent.Plugins = nil
+				}
+			case "id":
+				agent.ID, _ = v.(string)
+			default:
+				L.ArgError(1, fmt.Sprintf("unknown agent field %q (fields: id, system_prompt, max_steps, max_phase_rounds, plugins)", k))
+			}
+		}
+	}
+	cfg, _ := m["config"].(map[string]any)
+	if agent.Configs, err = gen.Set.Configure(cfg); err != nil {
+		raiseCode(L, err)
+	}
+	h.configs = agent.Configs
+	h.agent = agent
+	if h.view, err = gen.Set.Activate(agent.Plugins); err != nil {
+		raiseCode(L, err)
+	}
+	opts := []engine.Option{engine.WithClock(h.clock), engine.WithLogger(tr.o.Log)}
+	if maxRounds > 0 {
+		opts = append(opts, engine.WithMaxRounds(maxRounds))
+	}
+	h.eng = engine.New(gen.Set, opts...)
+	var n atomic.Int64
+	h.rt, err = run.New(h.eng, run.WithAgents(agent), run.WithStore(h.store), run.WithGeneration(gen.ID),
+		run.WithLogger(tr.o.Log), run.WithIDs(func(p string) string { return fmt.Sprintf("%s_%d", p, n.Add(1)) }))
+	if err != nil {
+		raiseCode(L, err)
+	}
+	ud := L.NewUserData()
+	ud.Value = h
+	mt := L.CreateTable(0, 2)
+	methods := L.CreateTable(0, 4)
+	methods.RawSetString("gate", L.NewFunction(h.gate))
+	methods.RawSetString("phase", L.NewFunction(h.phase))
+	methods.RawSetString("run", L.NewFunction(h.run))
+	methods.RawSetString("resume", L.NewFunction(h.resume))
+	mt.RawSetString("__index", methods)
+	mt.RawSetString("__metatable", lua.LString("protected"))
+	ud.Metatable = mt
+	L.Push(ud)
+	return 1
+}
+
+// harnessMethods lists the harness methods (for the stub test).
+func harnessMethods() []string { return []string{"gate", "phase", "run", "resume"} }
+
+// clock advances a second at each read, so successive ctx:now() differ.
+func (h *harness) clock() time.Time {
+	t := h.now
+	h.now = h.now.Add(time.Second)
+	return t
+}
+
+func (h *harness) self(L *lua.LState) {
+	if ud, ok := L.Get(1).(*lua.LUserData); !ok || ud.Value != h {
+		L.RaiseError("call harness methods with a colon: h:gate(...), h:phase(...), h:run{...}, h:resume{...}")
+	}
+}
+
+// opts reads the optional opts table: state seeds keys, thread names the
+// thread, step the run's step.
+type callOpts struct {
+	state  map[string]any
+	thread string
+	step   int
+}
+
+func (h *harness) opts(L *lua.LState, n int) callOpts {
+	o := callOpts{thread: defaultThread, step: 1}
+	t, ok := L.Get(n).(*lua.LTable)
+	if !ok {
+		return o
+	}
+	raw, err := fromLua(t, h.tr.inst.null)
+	if err != nil {
+		L.ArgError(n, err.Error())
+	}
+	m, _ := raw.(map[string]any)
+	for k, v := range m {
+		switch k {
+		case "state":
+			o.state, _ = v.(map[string]any)
+		case "thread":
+			o.thread, _ = v.(string)
+		case "step":
+			f, _ := v.(float64)
+			o.step = int(f)
+		default:
+			L.ArgError(n, fmt.Sprintf("unknown option %q (options: state, thread, step)", k))
+		}
+	}
+	return o
+}
+
+// store makes a run store for one call: the thread's saved values, then
+// opts.state on top.
+func (h *harness) runStore(L *lua.LState, o callOpts) *state.Store {
+	th, _, _ := h.store.Thread(context.Background(), o.thread)
+	reg := h.gen.Set.Registry()
+	seed := map[string]any{}
+	for k, v := range th.Values {
+		seed[k] = v
+	}
+	for k, v := range o.state {
+		if _, ok := reg.Key(k); !ok {
+			st, _ := state.NewStore(reg, nil)
+			_, err := st.Snapshot().Lookup(k)
+			raiseCode(L, err)
+		}
+		seed[k] = v
+	}
+	st, misfits := state.NewStore(reg, seed)
+	for _, mf := range misfits {
+		if _, seeded := o.state[mf.Key]; seeded {
+			raiseCode(L, fmt.Errorf("%w: opts.state.%s: %v", errs.SchemaViolation, mf.Key, mf.Err))
+		}
+	}
+	return st
+}
+
+// saveThread keeps the thread-scoped values of a store for later calls.
+func (h *harness) saveThread(thread string, st *state.Store) {
+	ctx := context.Background()
+	th, _, _ := h.store.Thread(ctx, thread)
+	th.ID = thread
+	if th.Values == nil {
+		th.Values = map[string]any{}
+	}
+	for k, v := range st.Snapshot().Values(func(k *state.Key) bool { return k.Scope == state.ScopeThread }) {
+		th.Values[k] = v
+	}
+	_, _ = h.store.PutThread(ctx, th)
+}
+
+func (h *harness) info(o callOpts) plugin.RunInfo {
+	return plugin.RunInfo{ID: fmt.Sprintf("run_%d", h.runs.Add(1)), ThreadID: o.thread, AgentID: h.agent.ID, Step: o.step}
+}
+
+// gate evaluates the gate for one call: {decision, args, reason?, ticket?,
+// result?}.
+func (h *harness) gate(L *lua.LState) int {
+	h.self(L)
+	call := h.toolCall(L, 2)
+	o := h.opts(L, 3)
+	st := h.runStore(L, o)
+	x, err := h.eng.Exec(engine.ExecConfig{Store: st, View: h.view, Configs: h.configs})
+	if err != nil {
+		raiseCode(L, err)
+	}
+	in := plugin.Input{Run: h.info(o), Tool: &plugin.ToolInfo{Call: call.Call, Resume: call.Resume}}
+	res, err := x.Gate(h.tr.ctx, in)
+	if err != nil {
+		raiseCode(L, err)
+	}
+	out := map[string]any{"args": res.Args}
+	d := res.Decision
+	switch d.Kind {
+	case gate.Allow, gate.Rewrite:
+		out["decision"] = "allow"
+	case gate.Block:
+		out["decision"] = "block"
+		out["reason"] = d.Reason
+	case gate.Suspend:
+		out["decision"] = "suspend"
+		t := gate.Ticket{}
+		if d.Ticket != nil {
+			t = *d.Ticket
+		}
+		if t.ID == "" {
+			t.ID = "ticket_" + call.Call.ID
+		}
+		if t.ResumeMode == "" {
+			t.ResumeMode = gate.Replay
+		}
+		t.CallID = call.Call.ID
+		out["ticket"] = ticketValue(t)
+	case gate.SetResult:
+		out["decision"] = "set_result"
+		r := model.Success(nil)
+		if d.Result != nil {
+			r = *d.Result
+		}
+		out["result"] = resultValue(r)
+	}
+	if res.RewrittenBy != "" {
+		out["rewritten_by"] = res.RewrittenBy
+	}
+	L.Push(toLua(L, h.tr.inst.null, out))
+	return 1
+}
+
+// toolCall reads {id?, name, args?, resume?, result?} at stack index n.
+func (h *harness) toolCall(L *lua.LState, n int) plugin.ToolInfo {
+	raw, err := fromLua(L.CheckTable(n), h.tr.inst.null)
+	if err != nil {
+		L.ArgError(n, err.Error())
+	}
+	return h.toolCallFrom(L, n, raw)
+}
+
+func (h *harness) toolCallFrom(L *lua.LState, n int, raw any) plugin.ToolInfo {
+	m, _ := raw.(map[string]any)
+	var t plugin.ToolInfo
+	t.Call.ID, _ = m["id"].(string)
+	if t.Call.ID == "" {
+		t.Call.ID = "call_1_1"
+	}
+	t.Call.Name, _ = m["name"].(string)
+	if t.Call.Name == "" {
+		L.ArgError(n, "a tool call needs a name")
+	}
+	t.Call.Args, _ = m["args"].(map[string]any)
+	if t.Call.Args == nil {
+		t.Call.Args = map[string]any{}
+	}
+	if r, ok := m["resume"].(map[string]any); ok {
+		t.Resume = &gate.Resume{Target: t.Call.ID}
+		t.Resume.Action, _ = r["action"].(string)
+		t.Resume.Reason, _ = r["reason"].(string)
+		t.Resume.Result = r["result"]
+		if t.Resume.Action == "" {
+			t.Resume.Action = "resume"
+		}
+	}
+	if r, ok := m["result"]; ok {
+		res, err := h.tr.inst.toResult(toLua(L, h.tr.inst.null, r))
+		if err != nil {
+			L.ArgError(n, err.Error())
+		}
+		t.Result = &res
+	}
+	return t
+}
+
+// phase runs one phase (GATHER and EXECUTE): {state, effects,
+// pending_actions, failed_actions, revision}.
+func (h *harness) phase(L *lua.LState) int {
+	h.self(L)
+	name := L.CheckString(2)
+	p, ok := phase.Parse(name)
+	if !ok || p == phase.ToolGate {
+		L.ArgError(2, fmt.Sprintf("a phase other than tool_gate (use h:gate): one of %s", strings.Join(phase.Names(), ", ")))
+	}
+	in := plugin.Input{}
+	if t, ok := L.Get(3).(*lua.LTable); ok {
+		raw, err := fromLua(t, h.tr.inst.null)
+		if err != nil {
+			L.ArgError(3, err.Error())
+		}
+		m, _ := raw.(map[string]any)
+		for k := range m {
+			switch k {
+			case "tool":
+				tool := h.toolCallFrom(L, 3, m["tool"])
+				in.Tool = &tool
+			case "response":
+				r, err := responseFrom(m["response"])
+				if err != nil {
+					L.ArgError(3, err.Error())
+				}
+				in.Response = &r
+			case "messages":
+				msgs, err := messagesFrom(m["messages"])
+				if err != nil {
+					L.ArgError(3, err.Error())
+				}
+				in.Messages = msgs
+			default:
+				L.ArgError(3, fmt.Sprintf("unknown input %q (inputs: tool, response, messages)", k))
+			}
+		}
+	}
+	o := h.opts(L, 4)
+	st := h.runStore(L, o)
+	var effects []any
+	x, err := h.eng.Exec(engine.ExecConfig{Store: st, View: h.view, Configs: h.configs,
+		OnEffect: func(key string, payload any) {
+			effects = append(effects, map[string]any{"key": key, "payload": payload})
+		}})
+	if err != nil {
+		raiseCode(L, err)
+	}
+	in.Run = h.info(o)
+	if err := x.Phase(h.tr.ctx, p, in); err != nil {
+		raiseCode(L, err)
+	}
+	h.saveThread(o.thread, st)
+	pending := []any{}
+	for _, a := range x.PendingActions() {
+		m, _ := a.(map[string]any)
+		pending = append(pending, map[string]any{"key": m["key"], "phase": m["phase"], "payload": m["payload"]})
+	}
+	failed := []any{}
+	for _, a := range x.FailedActions() {
+		m, _ := a.(map[string]any)
+		failed = append(failed, map[string]any{"key": m["key"], "payload": m["payload"], "error": m["error"]})
+	}
+	if effects == nil {
+		effects = []any{}
+	}
+	out := map[string]any{
+		"state":           pluginState(st.Snapshot().Values(nil)),
+		"effects":         effects,
+		"pending_actions": pending,
+		"failed_actions":  failed,
+		"revision":        float64(st.Revision()),
+	}
+	L.Push(toLua(L, h.tr.inst.null, out))
+	return 1
+}
+
+// pluginState leaves out the runtime's own keys: the harness reports those
+// as pending_actions and failed_actions.
+func pluginState(values map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range values {
+		if !strings.HasPrefix(k, plugin.RuntimeKeyPrefix) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// run runs a whole run on the scripted model: {termination, state, events,
+// messages, requests, steps, suspended}.
+func (h *harness) run(L *lua.LState) int {
+	h.self(L)
+	spec := L.CheckTable(2)
+	prompt := optString(spec, "prompt")
+	thread := optString(spec, "thread")
+	if thread == "" {
+		thread = defaultThread
+	}
+	m, tools := h.modelAndTools(L, spec)
+	for _, k := range sortedLuaKeys(spec) {
+		switch k {
+		case "prompt", "thread", "turns", "tools", "messages":
+		default:
+			L.ArgError(2, fmt.Sprintf("unknown field %q (fields: prompt, turns, tools, thread, messages)", k))
+		}
+	}
+	var msgs []model.Message
+	if v := spec.RawGetString("messages"); v != lua.LNil {
+		raw, err := fromLua(v, h.tr.inst.null)
+		if err == nil {
+			msgs, err = messagesFrom(raw)
+		}
+		if err != nil {
+			L.ArgError(2, "messages: "+err.Error())
+		}
+	}
+	rec := &event.Recorder{}
+	res, err := h.rt.Run(h.tr.ctx, run.Request{ThreadID: thread, Prompt: prompt, Messages: msgs, Model: m, Tools: tools, Events: rec})
+	if err != nil {
+		raiseCode(L, err)
+	}
+	L.Push(h.result(L, res, rec))
+	return 1
+}
+
+func (h *harness) resume(L *lua.LState) int {
+	h.self(L)
+	spec := L.CheckTable(2)
+	thread := optString(spec, "thread")
+	if thread == "" {
+		thread = defaultThread
+	}
+	m, tools := h.modelAndTools(L, spec)
+	raw, err := fromLua(spec.RawGetString("decisions"), h.tr.inst.null)
+	if err != nil {
+		L.ArgError(2, "decisions: "+err.Error())
+	}
+	list, _ := raw.([]any)
+	var ds []run.ResumeDecision
+	for i, x := range list {
+		d, _ := x.(map[string]any)
+		var rd run.ResumeDecision
+		rd.Target, _ = d["target"].(string)
+		rd.Action, _ = d["action"].(string)
+		rd.Reason, _ = d["reason"].(string)
+		rd.Result = d["result"]
+		if rd.Target == "" || rd.Action == "" {
+			L.ArgError(2, fmt.Sprintf("decisions[%d] needs a target and an action (\"resume\" or \"cancel\")", i+1))
+		}
+		ds = append(ds, rd)
+	}
+	rec := &event.Recorder{}
+	res, err := h.rt.ResumeRun(h.tr.ctx, run.ResumeRequest{ThreadID: thread, Decisions: ds, Model: m, Tools: tools, Events: rec})
+	if err != nil {
+		raiseCode(L, err)
+	}
+	L.Push(h.result(L, res, rec))
+	return 1
+}
+
+// modelAndTools reads turns (a scripted model) and tools (Lua functions run
+// in the test's own state).
+func (h *harness) modelAndTools(L *lua.LState, spec *lua.LTable) (model.Model, []plugin.Tool) {
+	raw, err := fromLua(spec.RawGetString("turns"), h.tr.inst.null)
+	if err != nil {
+		L.ArgError(2, "turns: "+err.Error())
+	}
+	list, _ := raw.([]any)
+	var turns []scripted.Turn
+	for i, x := range list {
+		t, ok := x.(map[string]any)
+		if !ok {
+			L.ArgError(2, fmt.Sprintf("turns[%d] is a table {text?, tool_calls?, usage?}", i+1))
+		}
+		r, err := responseFrom(t)
+		if err != nil {
+			L.ArgError(2, fmt.Sprintf("turns[%d]: %v", i+1, err))
+		}
+		turns = append(turns, scripted.Turn{Text: r.Text, ToolCalls: r.ToolCalls, Usage: r.Usage})
+	}
+	var tools []plugin.Tool
+	if tt, ok := spec.RawGetString("tools").(*lua.LTable); ok {
+		for _, name := range sortedLuaKeys(tt) {
+			fn, ok := tt.RawGetString(name).(*lua.LFunction)
+			if !ok {
+				L.ArgError(2, fmt.Sprintf("tools.%s must be a function(args, ctx) returning a result", name))
+			}
+			tools = append(tools, &testTool{h: h, name: name, fn: fn})
+		}
+	}
+	return scripted.New(turns), tools
+}
+
+func (h *harness) result(L *lua.LState, res run.Result, rec *event.Recorder) lua.LValue {
+	events := []any{}
+	for _, ev := range rec.Events() {
+		m, err := event.Map(ev)
+		if err == nil {
+			events = append(events, m)
+		}
+	}
+	msgs := []any{}
+	for _, m := range res.Messages {
+		msgs = append(msgs, messageValue(m))
+	}
+	reqs := []any{}
+	for _, r := range res.Requests {
+		rm := []any{}
+		for _, m := range r.Messages {
+			rm = append(rm, messageValue(m))
+		}
+		ids := []any{}
+		for _, t := range r.Tools {
+			ids = append(ids, t.Name)
+		}
+		params := map[string]any{}
+		if r.Params.Model != "" {
+			params["model"] = r.Params.Model
+		}
+		if r.Params.Temperature != nil {
+			params["temperature"] = *r.Params.Temperature
+		}
+		if r.Params.MaxTokens != nil {
+			params["max_tokens"] = float64(*r.Params.MaxTokens)
+		}
+		if r.Params.TopP != nil {
+			params["top_p"] = *r.Params.TopP
+		}
+		if r.Params.ReasoningEffort != "" {
+			params["reasoning_effort"] = r.Params.ReasoningEffort
+		}
+		reqs = append(reqs, map[string]any{"messages": rm, "tools": ids, "params": params})
+	}
+	suspended := []any{}
+	for _, t := range res.Suspended {
+		suspended = append(suspended, ticketValue(t))
+	}
+	out := map[string]any{
+		"termination": res.Termination,
+		"state":       pluginState(res.State),
+		"events":      events,
+		"messages":    msgs,
+		"requests":    reqs,
+		"steps":       float64(res.Steps),
+		"suspended":   suspended,
+		"run_id":      res.RunID,
+		"thread":      res.ThreadID,
+	}
+	if res.Err != nil {
+		out["error"] = res.Err.Error()
+	}
+	return toLua(L, h.tr.inst.null, out)
+}
+
+func messageValue(m model.Message) map[string]any {
+	out := map[string]any{"role": m.Role, "content": m.Content}
+	if len(m.ToolCalls) > 0 {
+		calls := []any{}
+		for _, c := range m.ToolCalls {
+			calls = append(calls, map[string]any{"id": c.ID, "name": c.Name, "args": c.Args})
+		}
+		out["tool_calls"] = calls
+	}
+	if m.ToolCallID != "" {
+		out["tool_call_id"] = m.ToolCallID
+	}
+	return out
+}
+
+func responseFrom(v any) (model.Response, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return model.Response{}, fmt.Errorf("a response is a table {text?, tool_calls?, usage?}")
+	}
+	var r model.Response
+	r.Text, _ = m["text"].(string)
+	calls, _ := asList(m["tool_calls"])
+	for i, c := range calls {
+		cm, ok := c.(map[string]any)
+		if !ok {
+			return r, fmt.Errorf("tool_calls[%d] is a table {name, args?, id?}", i+1)
+		}
+		tc := model.ToolCall{}
+		tc.ID, _ = cm["id"].(string)
+		tc.Name, _ = cm["name"].(string)
+		if tc.Name == "" {
+			return r, fmt.Errorf("tool_calls[%d] has no name", i+1)
+		}
+		tc.Args, _ = cm["args"].(map[string]any)
+		if tc.Args == nil {
+			tc.Args = map[string]any{}
+		}
+		r.ToolCalls = append(r.ToolCalls, tc)
+	}
+	if u, ok := m["usage"].(map[string]any); ok {
+		num := func(k string) int { f, _ := u[k].(float64); return int(f) }
+		r.Usage = &model.Usage{PromptTokens: num("prompt_tokens"), CompletionTokens: num("completion_tokens"), TotalTokens: num("total_tokens")}
+		if r.Usage.TotalTokens == 0 {
+			r.Usage.TotalTokens = r.Usage.PromptTokens + r.Usage.CompletionTokens
+		}
+	}
+	return r, nil
+}
+
+func messagesFrom(v any) ([]model.Message, error) {
+	list, _ := asList(v)
+	var out []model.Message
+	for i, x := range list {
+		mm, ok := x.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("messages[%d] is a table {role, content}", i+1)
+		}
+		msg := model.Message{}
+		msg.Role, _ = mm["role"].(string)
+		msg.Content, _ = mm["content"].(string)
+		msg.ToolCallID, _ = mm["tool_call_id"].(string)
+		out = append(out, msg)
+	}
+	return out, nil
+}
+
+// testTool is a tool whose function lives in the test's own Lua state; the
+// run calls it on the test's goroutine.
+type testTool struct {
+	h    *harness
+	name string
+	fn   *lua.LFunction
+}
+
+func (t *testTool) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: t.name, Description: "test tool " + t.name, Parameters: map[string]any{"type": "object"}}
+}
+
+func (t *testTool) Execute(ctx context.Context, in *plugin.Input, args map[string]any, out *command.Command) (model.ToolResult, error) {
+	inst := t.h.tr.inst
+	L := inst.L
+	c := L.CreateTable(0, 4)
+	if in.Tool != nil {
+		c.RawSetString("id", lua.LString(in.Tool.Call.ID))
+	}
+	c.RawSetString("name", lua.LString(t.name))
+	c.RawSetString("step", lua.LNumber(in.Run.Step))
+	c.RawSetString("thread_id", lua.LString(in.Run.ThreadID))
+	L.Push(t.fn)
+	L.Push(toLua(L, inst.null, args))
+	L.Push(c)
+	if err := L.PCall(2, 1, nil); err != nil {
+		return model.ToolResult{}, errors.New(failureText(err))
+	}
+	v := L.Get(-1)
+	L.Pop(1)
+	return inst.toResult(v)
+}
+
+var _ = sort.Strings

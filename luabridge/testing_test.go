@@ -1,0 +1,43 @@
+package luabridge_test
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/awaken-lua/awaken-lua/luabridge"
+)
+
+func TestLuaTestRunner(t *testing.T) {
+	src := luabridge.Source{FS: os.DirFS("testdata/luatest"), Name: "scripts"}
+	files, err := luabridge.FindTests(src)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("files %v %v", files, err)
+	}
+	var out strings.Builder
+	sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Plugins: src, Out: &out})
+	if sum.Passed != 5 || sum.Failed != 1 {
+		t.Fatalf("passed %d failed %d\n%s", sum.Passed, sum.Failed, out.String())
+	}
+	got := out.String()
+	want := "FAIL scripts/failing_test.lua:3: this one fails ("
+	if !strings.HasPrefix(got, want) || !strings.Contains(got, `  scripts/failing_test.lua:6: t.eq: expected "block", got "allow"`) ||
+		!strings.HasSuffix(got, strings.Repeat("-", 80)+"\n5 passed, 1 failed\n") {
+		t.Fatalf("output:\n%s", got)
+	}
+
+	// Only the failing file, filtered: 0 passed, 1 failed.
+	out.Reset()
+	sum = luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Plugins: src, Out: &out, Filter: regexp.MustCompile("fails")})
+	if sum.Passed != 0 || sum.Failed != 1 || !strings.HasSuffix(out.String(), "0 passed, 1 failed\n") {
+		t.Fatalf("filtered:\n%s", out.String())
+	}
+	// Verbose lists passes too.
+	out.Reset()
+	luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files[1:], Plugins: src, Out: &out, Verbose: true})
+	if strings.Count(out.String(), "PASS ") != 5 {
+		t.Fatalf("verbose:\n%s", out.String())
+	}
+}
