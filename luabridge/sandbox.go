@@ -3,6 +3,7 @@ package luabridge
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -274,3 +275,5 @@ func readOnly(L *lua.LState, t *lua.LTable, what string) *lua.LTable {
 	p.Metatable = mt
 	return p
 }
+
+func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -194,7 +194,7 @@ func TestParallelStates(t *testing.T) {
 			defer L.Close()
 			Open(L, func() int64 { return 100_000 })
 			code := fmt.Sprintf(`
-for i = 1, 50 do
+for i = 1, 10 do
   local s = ("k%d=v%d "):rep(20)
   local n = 0
   for k, v in s:gmatch("(%%w+)=(%%w+)") do n = n + 1 end

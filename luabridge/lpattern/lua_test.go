@@ -358,6 +358,19 @@ var conformanceCases = []conformanceCase{
 	{`string.gsub("xyz", "%w", "%0%0", 2)`, `"xxyyz" 2`, ""},
 	{`string.gsub("abc", "a", "%1%1")`, `"aabc" 1`, ""},
 	{`("x"):rep(3):gsub("x", "y")`, `"yyy" 3`, ""},
+	{`string.gsub("hello world", "l+", function(x) return #x end)`, `"he2o wor1d" 2`, ""},
+	{`string.gsub("a b", "%w", "%%1")`, `"%1 %1" 2`, ""},
+	{`string.gsub("abc", "", "%0")`, `"abc" 4`, ""},
+	{`string.gsub("abc", ".", "%0", 2.5)`, `"abc" 2`, ""},
+	{`string.gsub("abc", ".", "x", "2")`, `"xxc" 2`, "gopher-lua rejects a numeric string as max"},
+	{`string.gsub("a.b", ".", "%%")`, `"%%%" 3`, ""},
+	{`string.match('x "a" y', '%b""')`, `""a""`, ""},
+	{`string.match("a\0b\0c", "%z(.)%z")`, `"b"`, ""},
+	// Deliberately not Lua 5.1: a NUL byte in a pattern is an ordinary
+	// character (Lua 5.1 stops reading the pattern there; Lua 5.2+ and
+	// gopher-lua do the same as here).
+	{`string.match("a\0b", "\0b")`, `"\0b"`, ""},
+	{`string.find("a\0b", "\0b")`, `2 3`, ""},
 
 	// Malformed patterns: Lua 5.1's messages.
 	{`string.find("a", "%")`, `error: malformed pattern (ends with '%')`, gPercent},

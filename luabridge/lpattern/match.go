@@ -10,7 +10,20 @@
 // tail of a pattern that is never reached is not an error.
 //
 // Open installs string.find, string.match, string.gmatch and string.gsub
-// built on this matcher into a gopher-lua state.
+// built on this matcher into a gopher-lua state. They follow Lua 5.1 (not
+// gopher-lua's own versions where those differ), with these deliberate
+// differences:
+//
+//   - A match that takes more steps than its budget stops with
+//     ErrStepLimit; one that recurses deeper than MaxDepth (200, like Lua
+//     5.2's MAXCCALLS) stops with "pattern too complex"; a match is also
+//     stopped when the state's context ends.
+//   - A gsub result longer than Options.MaxResult is an error.
+//   - A NUL byte in a pattern is an ordinary character, as in Lua 5.2+
+//     (Lua 5.1 stops reading the pattern at it); use %z or "\0" alike.
+//   - Numbers become strings (a number as gsub replacement, a position
+//     capture in a replacement string) with gopher-lua's formatting, and
+//     argument errors use gopher-lua's wording, like the rest of the state.
 package lpattern
 
 import (

@@ -1,0 +1,36 @@
+package stdlib_test
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/awaken-lua/awaken-lua/luabridge"
+	"github.com/awaken-lua/awaken-lua/stdlib"
+)
+
+// Every stdlib/**/*_test.lua runs here, one Go subtest per Lua test, with
+// the same runner as `awaken-lua test`.
+func TestLuaTests(t *testing.T) {
+	src := luabridge.Source{FS: stdlib.FS, Name: "stdlib"}
+	files, err := luabridge.FindTests(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		t.Run(f.Path, func(t *testing.T) {
+			t.Parallel()
+			sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: []luabridge.TestFile{f}, Stdlib: src, Out: io.Discard})
+			if len(sum.Results) == 0 {
+				t.Fatal("no tests in the file")
+			}
+			for _, r := range sum.Results {
+				t.Run(r.Name, func(t *testing.T) {
+					if !r.Passed {
+						t.Error(r.Message)
+					}
+				})
+			}
+		})
+	}
+}
