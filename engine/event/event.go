@@ -83,6 +83,23 @@ type InferenceComplete struct {
 	Usage     *model.Usage     `json:"usage"`
 }
 
+// ContextMessages reports the context messages placed in a step's
+// inference request (an addition to SPEC §12's list, emitted only when
+// there are any), so a trace shows what plugins told the model.
+type ContextMessages struct {
+	Step     int              `json:"step"`
+	Messages []ContextMessage `json:"messages"`
+}
+
+// ContextMessage is one placed context message.
+type ContextMessage struct {
+	Key     string `json:"key"`
+	Target  string `json:"target"`
+	Kind    string `json:"kind"`
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
 // GateDecision reports the gate's decision for a call (allow included).
 type GateDecision struct {
 	CallID   string `json:"call_id"`
@@ -133,6 +150,7 @@ type RunFinish struct {
 func (RunStart) Type() string          { return "run_start" }
 func (StepStart) Type() string         { return "step_start" }
 func (InferenceComplete) Type() string { return "inference_complete" }
+func (ContextMessages) Type() string   { return "context_messages" }
 func (GateDecision) Type() string      { return "gate_decision" }
 func (ToolCallStart) Type() string     { return "tool_call_start" }
 func (ToolCallDone) Type() string      { return "tool_call_done" }

@@ -412,6 +412,13 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (model
 	out := model.Request{Params: req.Params}
 	cms := readContextMessages(snap)
 	out.Messages = placeContextMessages(cloneMessages(s.messages), cms)
+	if len(cms) > 0 {
+		ev := event.ContextMessages{Step: s.info.Step}
+		for _, c := range cms {
+			ev.Messages = append(ev.Messages, event.ContextMessage{Key: c.key, Target: c.target, Kind: c.kind, Role: c.role, Content: c.content})
+		}
+		s.events.Emit(ev)
+	}
 	filter, _ := snap.Lookup(KeyToolFilter)
 	out.Tools = filterTools(req.Tools, filter)
 	override, _ := snap.Lookup(KeyInferenceOverride)

@@ -1,0 +1,505 @@
+// Package host owns what a running awaken-lua process holds: the
+// configuration, the current plugin generation, the thread store, the audit
+// sink, and hot reload (SPEC §9). The CLI and the sidecar are drivers over
+// it; an embedding program can use it too.
+//
+// A generation is built aside and swapped in only when it loads (build,
+// swap, then retire the old one, as Caddy does); each run pins the
+// generation current at its start and releases it at its end, and an old
+// generation's Lua states close when its last run ends.
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/config"
+	"github.com/awaken-lua/awaken-lua/engine"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/model/openai"
+	"github.com/awaken-lua/awaken-lua/engine/model/scripted"
+	"github.com/awaken-lua/awaken-lua/engine/persist"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/run"
+	"github.com/awaken-lua/awaken-lua/engine/tools"
+	"github.com/awaken-lua/awaken-lua/luabridge"
+	"github.com/awaken-lua/awaken-lua/stdlib"
+)
+
+// DefaultConfig is the configuration file used when none is named.
+const DefaultConfig = "awaken.toml"
+
+// Options configure Open.
+type Options struct {
+	// ConfigPath is awaken.toml; "" uses ./awaken.toml when it exists and
+	// the defaults otherwise.
+	ConfigPath string
+	Log        *slog.Logger
+	// Stdlib replaces the embedded stdlib (tests).
+	Stdlib fs.FS
+	// Model overrides [model]: "scripted:FILE" or "openai:MODEL".
+	Model string
+	// Store replaces the configured store (tests).
+	Store run.Store
+	// Go plugins are registered in every generation, before Lua plugins.
+	Go    []plugin.Plugin
+	Clock func() time.Time
+	// PoolSize bounds warm Lua states per plugin (0: the default).
+	PoolSize int
+}
+
+// Generation is one load of the configuration and the plugins.
+type Generation struct {
+	ID       string
+	Hash     string
+	LoadedAt time.Time
+	Config   *config.Config
+	Lua      *luabridge.Generation
+	Runtime  *run.Runtime
+
+	model    model.Model // shared by runs when it keeps no per-run state
+	override string
+}
+
+// Release unpins the generation; call it once per Acquire.
+func (g *Generation) Release() { g.Lua.Release() }
+
+// Model returns the model executor a run uses: the configured one, or the
+// override given to Open. A scripted model answers from its script from the
+// first turn, so each run gets its own.
+func (g *Generation) Model() (model.Model, error) {
+	if g.model != nil {
+		return g.model, nil
+	}
+	return newModel(g.Config, g.override)
+}
+
+// newModel builds the executor of a config or of an override
+// ("scripted:FILE", "openai:MODEL").
+func newModel(c *config.Config, override string) (model.Model, error) {
+	kind, arg := c.Model.Kind, ""
+	if override != "" {
+		k, a, ok := strings.Cut(override, ":")
+		if !ok || a == "" || (k != config.ModelScripted && k != config.ModelOpenAI) {
+			return nil, errs.New(errs.ConfigInvalid, "--model %q: use scripted:FILE or openai:MODEL", override)
+		}
+		kind, arg = k, a
+	}
+	switch kind {
+	case config.ModelScripted:
+		path := c.Path(c.Model.Script)
+		if arg != "" {
+			path = arg
+		}
+		m, err := scripted.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	case config.ModelOpenAI:
+		cfg := openai.Config{BaseURL: c.Model.BaseURL, Model: c.Model.Model, APIKeyEnv: c.Model.APIKeyEnv,
+			Timeout: time.Duration(c.Model.Timeout), MaxRetries: c.Model.MaxRetries}
+		if arg != "" {
+			cfg.Model = arg
+			if cfg.BaseURL == "" {
+				cfg.BaseURL = "https://api.openai.com/v1"
+				if cfg.APIKeyEnv == "" {
+					cfg.APIKeyEnv = "OPENAI_API_KEY"
+				}
+			}
+		}
+		return openai.New(cfg)
+	}
+	return nil, errs.New(errs.ConfigInvalid, "model kind %q is not scripted or openai", kind)
+}
+
+// Status is the last reload's outcome, for `dev`, /v1/plugins and /readyz.
+type Status struct {
+	Generation  string       `json:"generation"`
+	Hash        string       `json:"hash"`
+	LoadedAt    time.Time    `json:"loaded_at"`
+	LastAttempt time.Time    `json:"last_attempt"`
+	LastResult  string       `json:"last_result"` // "loaded", "unchanged" or "failed"
+	Errors      []string     `json:"errors,omitempty"`
+	Reloads     int          `json:"reloads"`
+	Failures    int          `json:"failures"`
+	Took        Duration     `json:"took"`
+	Problems    []errs.Error `json:"-"`
+}
+
+// Duration renders as a string in JSON.
+type Duration time.Duration
+
+// MarshalText renders "12.3ms".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// Host holds the current generation and what outlives generations.
+type Host struct {
+	opts       Options
+	configPath string
+	log        *slog.Logger
+	store      run.Store
+	audit      *auditFile
+	seq        atomic.Int64
+
+	reloadMu sync.Mutex // one build at a time
+	current  atomic.Pointer[Generation]
+	mu       sync.Mutex
+	status   Status
+}
+
+// Open loads the first generation; it fails if that does not load.
+func Open(ctx context.Context, o Options) (*Host, error) {
+	h := &Host{opts: o, log: o.Log}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	h.configPath = o.ConfigPath
+	if h.configPath == "" {
+		if _, err := os.Stat(DefaultConfig); err == nil {
+			h.configPath = DefaultConfig
+		}
+	}
+	cfg, err := h.readConfig()
+	if err != nil {
+		return nil, err
+	}
+	if o.Store != nil {
+		h.store = o.Store
+	} else if h.store, err = openStore(cfg, h.log); err != nil {
+		return nil, err
+	}
+	h.audit = &auditFile{}
+	st := h.Reload(ctx)
+	if st.LastResult == "failed" {
+		h.audit.close()
+		return nil, h.lastError()
+	}
+	return h, nil
+}
+
+func openStore(c *config.Config, log *slog.Logger) (run.Store, error) {
+	if c.Store.Kind == config.StoreFile {
+		s, err := persist.OpenFile(c.Path(c.Store.Path), log)
+		if err != nil {
+			return nil, errs.Wrap(errs.ConfigInvalid, err, "cannot open the file store at %s", c.Path(c.Store.Path))
+		}
+		return s, nil
+	}
+	return run.NewMemoryStore(), nil
+}
+
+func (h *Host) readConfig() (*config.Config, error) {
+	if h.configPath == "" {
+		c := config.Default()
+		wd, _ := os.Getwd()
+		c.Dir = wd
+		return c, nil
+	}
+	return config.Load(h.configPath)
+}
+
+// ConfigPath names the configuration file in use ("" for the defaults).
+func (h *Host) ConfigPath() string { return h.configPath }
+
+// Store returns the thread and run store shared by every generation.
+func (h *Host) Store() run.Store { return h.store }
+
+// Log returns the host's logger.
+func (h *Host) Log() *slog.Logger { return h.log }
+
+// Acquire pins the current generation for a run; Release it at the end.
+func (h *Host) Acquire() *Generation {
+	for {
+		g := h.current.Load()
+		g.Lua.Acquire()
+		if h.current.Load() == g {
+			return g
+		}
+		// Swapped while pinning: the old one may already be retiring.
+		g.Lua.Release()
+	}
+}
+
+// Current returns the current generation without pinning it.
+func (h *Host) Current() *Generation { return h.current.Load() }
+
+// Status returns the last reload's outcome.
+func (h *Host) Status() Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.status
+	s.Errors = append([]string(nil), s.Errors...)
+	return s
+}
+
+func (h *Host) lastError() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var list errs.List
+	for i := range h.status.Problems {
+		e := h.status.Problems[i]
+		list = append(list, &e)
+	}
+	if len(list) == 0 {
+		return errors.New(strings.Join(h.status.Errors, "\n"))
+	}
+	return list.Err()
+}
+
+// Reload builds a generation from the files as they are now. If it loads
+// and differs from the current one, it becomes current and the old one is
+// retired; if it fails, the current one stays and the status carries every
+// problem with its file:line.
+func (h *Host) Reload(ctx context.Context) Status {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	start := time.Now()
+	g, err := h.build(ctx)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.status.LastAttempt = start
+	h.status.Took = Duration(time.Since(start))
+	switch {
+	case err != nil:
+		h.status.LastResult = "failed"
+		h.status.Failures++
+		h.status.Errors, h.status.Problems = nil, nil
+		var list errs.List
+		list.Add(err)
+		list.Sort()
+		for _, e := range list {
+			h.status.Errors = append(h.status.Errors, e.Error())
+			h.status.Problems = append(h.status.Problems, *e)
+		}
+		h.log.Error("reload failed; the previous generation stays current", "errors", strings.Join(h.status.Errors, "; "))
+	case g == nil:
+		h.status.LastResult = "unchanged"
+		h.status.Errors, h.status.Problems = nil, nil
+	default:
+		old := h.current.Swap(g)
+		h.status.Generation, h.status.Hash, h.status.LoadedAt = g.ID, g.Hash, g.LoadedAt
+		h.status.LastResult = "loaded"
+		h.status.Errors, h.status.Problems = nil, nil
+		h.status.Reloads++
+		h.log.Info("generation loaded", "generation", g.ID, "hash", g.Hash[:12], "plugins", strings.Join(g.Lua.PluginIDs(), ","),
+			"took", time.Since(start).String())
+		if old != nil {
+			old.Lua.Retire()
+		}
+	}
+	return h.status
+}
+
+// build loads a generation; nil without error means nothing changed.
+func (h *Host) build(ctx context.Context) (*Generation, error) {
+	cfg, err := h.readConfig()
+	if err != nil {
+		return nil, err
+	}
+	pluginDir := cfg.Path(cfg.PluginDir)
+	var pluginFS fs.FS
+	if fi, err := os.Stat(pluginDir); err == nil && fi.IsDir() {
+		pluginFS = os.DirFS(pluginDir)
+	} else if cfg.PluginDir != "scripts" || err == nil {
+		return nil, errs.New(errs.ConfigInvalid, "plugin_dir %q is not a directory", pluginDir).At(errs.Pos{File: cfg.File})
+	}
+	std := h.opts.Stdlib
+	if std == nil {
+		std = stdlib.FS
+	}
+	loader := &luabridge.Loader{
+		Plugins:  luabridge.Source{FS: pluginFS, Name: filepath.ToSlash(cfg.PluginDir)},
+		Stdlib:   luabridge.Source{FS: std, Name: "stdlib"},
+		Enable:   cfg.Enabled(),
+		Go:       h.opts.Go,
+		Limits:   luabridge.Limits{HookTimeout: time.Duration(cfg.Runtime.HookTimeout)},
+		Log:      h.log,
+		PoolSize: h.opts.PoolSize,
+	}
+	lg, err := loader.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.New()
+	sum.Write([]byte(lg.Hash))
+	if cfg.File != "" {
+		b, _ := os.ReadFile(cfg.File)
+		sum.Write(b)
+	}
+	sum.Write([]byte(h.opts.Model))
+	hash := hex.EncodeToString(sum.Sum(nil))
+	if cur := h.current.Load(); cur != nil && cur.Hash == hash {
+		lg.Close()
+		return nil, nil
+	}
+	g, err := h.assemble(cfg, lg, hash)
+	if err != nil {
+		lg.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash string) (*Generation, error) {
+	id := fmt.Sprintf("g%d", h.seq.Add(1))
+	if err := h.audit.open(cfg.Path(cfg.Audit.Path)); err != nil {
+		return nil, err
+	}
+	opts := []engine.Option{engine.WithMaxRounds(cfg.Runtime.MaxPhaseRounds), engine.WithLogger(h.log)}
+	if cfg.Audit.Path != "" {
+		opts = append(opts, engine.WithAudit(h.audit))
+	}
+	if h.opts.Clock != nil {
+		opts = append(opts, engine.WithClock(h.opts.Clock))
+	}
+	eng := engine.New(lg.Set, opts...)
+	var list errs.List
+	toolset := map[string]plugin.Tool{}
+	var agents []run.Agent
+	for _, aid := range cfg.AgentIDs() {
+		a := cfg.Agents[aid]
+		configs, err := cfg.PluginConfigs(lg.Set, aid)
+		if err != nil {
+			list.Add(err)
+			continue
+		}
+		for _, name := range a.Tools {
+			if _, ok := toolset[name]; ok {
+				continue
+			}
+			if _, isPlugin := lg.Set.All().Tool(name); isPlugin {
+				continue
+			}
+			t, err := tools.New(name, tools.Options{Root: cfg.Path(cfg.Tools.Root), ShellEnabled: cfg.Tools.Shell,
+				ShellTimeout: time.Duration(cfg.Tools.ShellTimeout)})
+			if err != nil {
+				list.Add(errs.Wrap(errs.ConfigInvalid, err, "agent %q, tool %q", aid, name).At(errs.Pos{File: cfg.File}))
+				continue
+			}
+			toolset[name] = t
+		}
+		maxSteps := a.MaxSteps
+		if maxSteps == 0 {
+			maxSteps = cfg.Runtime.MaxSteps
+		}
+		var hostTools []string
+		for _, name := range a.Tools {
+			if _, isPlugin := lg.Set.All().Tool(name); !isPlugin {
+				hostTools = append(hostTools, name)
+			}
+		}
+		agents = append(agents, run.Agent{ID: aid, SystemPrompt: a.SystemPrompt, Plugins: a.Plugins, Tools: hostTools,
+			MaxSteps: maxSteps, Configs: configs, Params: run.ModelParams{Model: a.Model, Temperature: a.Temperature}})
+	}
+	if err := list.Err(); err != nil {
+		return nil, err
+	}
+	var ts []plugin.Tool
+	names := make([]string, 0, len(toolset))
+	for n := range toolset {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		ts = append(ts, toolset[n])
+	}
+	rt, err := run.New(eng, run.WithAgents(agents...), run.WithTools(ts...), run.WithStore(h.store),
+		run.WithGeneration(id), run.WithLogger(h.log))
+	if err != nil {
+		return nil, err
+	}
+	g := &Generation{ID: id, Hash: hash, LoadedAt: time.Now(), Config: cfg, Lua: lg, Runtime: rt, override: h.opts.Model}
+	if kind, _, _ := strings.Cut(h.opts.Model, ":"); (h.opts.Model == "" && cfg.Model.Kind == config.ModelOpenAI) || kind == config.ModelOpenAI {
+		m, err := newModel(cfg, h.opts.Model)
+		if err != nil {
+			return nil, err
+		}
+		g.model = m
+	} else if _, err := newModel(cfg, h.opts.Model); err != nil {
+		// A scripted model is made per run; check its script now so a
+		// broken one fails the load, not the first run.
+		return nil, err
+	}
+	return g, nil
+}
+
+// Close releases the current generation and the audit file.
+func (h *Host) Close() error {
+	if g := h.current.Load(); g != nil {
+		g.Lua.Retire()
+	}
+	return h.audit.close()
+}
+
+// auditFile appends runtime.audit records as JSON lines to a file that can
+// change on reload.
+type auditFile struct {
+	mu   sync.Mutex
+	path string
+	f    *os.File
+}
+
+func (a *auditFile) open(path string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if path == a.path {
+		return nil
+	}
+	if a.f != nil {
+		a.f.Close()
+		a.f = nil
+	}
+	a.path = path
+	if path == "" {
+		return nil
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		_ = os.MkdirAll(dir, 0o755)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return errs.Wrap(errs.ConfigInvalid, err, "cannot open the audit file %s", path)
+	}
+	a.f = f
+	return nil
+}
+
+// Append writes one record as a JSON line.
+func (a *auditFile) Append(_ context.Context, rec map[string]any) error {
+	b, err := marshalLine(rec)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.f == nil {
+		return nil
+	}
+	_, err = a.f.Write(b)
+	return err
+}
+
+func (a *auditFile) close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.f == nil {
+		return nil
+	}
+	err := a.f.Close()
+	a.f, a.path = nil, ""
+	return err
+}

@@ -1,0 +1,256 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/run"
+	"github.com/awaken-lua/awaken-lua/host"
+)
+
+// project writes an awaken.toml and plugin files into a temp dir.
+func project(t testing.TB, toml string, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "awaken.toml"), toml)
+	for name, src := range files {
+		write(t, filepath.Join(dir, "scripts", name), src)
+	}
+	return dir
+}
+
+func write(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Write then rename, as editors do, so a reader never sees half a file.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func open(t testing.TB, dir string, o host.Options) *host.Host {
+	t.Helper()
+	o.ConfigPath = filepath.Join(dir, "awaken.toml")
+	h, err := host.Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+const baseToml = `
+[model]
+kind = "scripted"
+script = "script.toml"
+[agents.default]
+tools = []
+`
+
+// versioned stamps its version at every phase it sees; a run that mixed
+// generations would record two versions.
+func versioned(v int) string {
+	return fmt.Sprintf(`local awaken = require("awaken")
+local p = awaken.plugin { id = "stamp" }
+local seen = p:key("stamp.seen", { reducer = "union", default = {} })
+for _, ph in ipairs({ "run_start", "step_start", "before_inference", "after_inference", "step_end", "run_end" }) do
+  p:on(ph, function(ctx) ctx:update(seen, %d) end)
+end
+return p
+`, v)
+}
+
+func TestReloadUnderLoad(t *testing.T) {
+	dir := project(t, baseToml, map[string]string{"stamp.lua": versioned(0)})
+	write(t, filepath.Join(dir, "script.toml"), "[[turns]]\ntext = \"done\"\n")
+	h := open(t, dir, host.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	var runs, mixed atomic.Int64
+	errCh := make(chan error, 16)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				g := h.Acquire()
+				rec := &event.Recorder{}
+				m, err := g.Model()
+				if err != nil {
+					errCh <- err
+					g.Release()
+					return
+				}
+				res, err := g.Runtime.Run(context.Background(), run.Request{Prompt: "hi", Model: m, Events: rec})
+				g.Release()
+				if err != nil || res.Err != nil || res.Termination != "natural" {
+					errCh <- fmt.Errorf("run: %v %v %s", err, res.Err, res.Termination)
+					return
+				}
+				if seen, _ := res.State["stamp.seen"].([]any); len(seen) != 1 {
+					mixed.Add(1)
+				}
+				if rs := rec.Events()[0].(event.RunStart); rs.Generation != g.ID {
+					errCh <- fmt.Errorf("run_start names generation %s, the run pinned %s", rs.Generation, g.ID)
+					return
+				}
+				runs.Add(1)
+			}
+		}()
+	}
+	for v := 1; v <= 50; v++ {
+		write(t, filepath.Join(dir, "scripts", "stamp.lua"), versioned(v))
+		if st := h.Reload(context.Background()); st.LastResult != "loaded" {
+			t.Fatalf("reload %d: %+v", v, st)
+		}
+	}
+	cancel()
+	wg.Wait()
+	close(errCh)
+	for err := range errCh {
+		t.Fatal(err)
+	}
+	if mixed.Load() != 0 {
+		t.Fatalf("%d runs saw more than one generation", mixed.Load())
+	}
+	if runs.Load() == 0 {
+		t.Fatal("no run completed")
+	}
+	if st := h.Status(); st.Reloads != 51 || st.Generation != "g51" {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestBrokenSaveKeepsTheLastGoodGeneration(t *testing.T) {
+	dir := project(t, baseToml, map[string]string{"stamp.lua": versioned(1)})
+	write(t, filepath.Join(dir, "script.toml"), "[[turns]]\ntext = \"done\"\n")
+	h := open(t, dir, host.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	statuses := make(chan host.Status, 16)
+	done := make(chan error, 1)
+	go func() { done <- h.Watch(ctx, func(s host.Status) { statuses <- s }) }()
+	wait := func(want string) host.Status {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case s := <-statuses:
+				if s.LastResult == want {
+					return s
+				}
+			case <-deadline:
+				t.Fatalf("no %q reload within 10s (status %+v)", want, h.Status())
+			}
+		}
+	}
+	first := h.Current().ID
+	// The watcher may start after the first write; keep saving until the
+	// failure is seen.
+	broken := "local awaken = require('awaken')\nlocal p = awaken.plugin {}\np:on('step_strat', function() end)\nreturn p\n"
+	write(t, filepath.Join(dir, "scripts", "stamp.lua"), broken)
+	st := waitRetry(t, statuses, "failed", func() { write(t, filepath.Join(dir, "scripts", "stamp.lua"), broken) })
+	if !strings.Contains(strings.Join(st.Errors, "\n"), "scripts/stamp.lua:3") || h.Current().ID != first {
+		t.Fatalf("failed reload: %+v, current %s", st, h.Current().ID)
+	}
+	// Runs still work on the last good generation.
+	g := h.Acquire()
+	m, _ := g.Model()
+	res, err := g.Runtime.Run(context.Background(), run.Request{Model: m})
+	g.Release()
+	if err != nil || res.Termination != "natural" {
+		t.Fatalf("run on the kept generation: %v %s", err, res.Termination)
+	}
+	write(t, filepath.Join(dir, "scripts", "stamp.lua"), versioned(2))
+	st = wait("loaded")
+	if h.Current().ID == first || st.Generation != h.Current().ID {
+		t.Fatalf("the good save was not picked up: %+v", st)
+	}
+	// A new plugin in a new subdirectory is picked up too.
+	write(t, filepath.Join(dir, "scripts", "extra", "init.lua"), "local awaken = require('awaken')\nreturn awaken.plugin {}\n")
+	wait("loaded")
+	if !strings.Contains(strings.Join(h.Current().Lua.PluginIDs(), ","), "extra") {
+		t.Fatalf("plugins %v", h.Current().Lua.PluginIDs())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitRetry(t *testing.T, ch chan host.Status, want string, again func()) host.Status {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case s := <-ch:
+			if s.LastResult == want {
+				return s
+			}
+		case <-time.After(500 * time.Millisecond):
+			again()
+		}
+	}
+	t.Fatalf("no %q reload within 10s", want)
+	return host.Status{}
+}
+
+func TestOpenFailsWithPositions(t *testing.T) {
+	dir := project(t, "[agents.default]\nplugns = []\n", nil)
+	_, err := host.Open(context.Background(), host.Options{ConfigPath: filepath.Join(dir, "awaken.toml")})
+	if !errors.Is(err, errs.ConfigInvalid) || !strings.Contains(err.Error(), "awaken.toml:2") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestUnchangedReload(t *testing.T) {
+	dir := project(t, baseToml, map[string]string{"stamp.lua": versioned(1)})
+	write(t, filepath.Join(dir, "script.toml"), "[[turns]]\ntext = \"done\"\n")
+	h := open(t, dir, host.Options{})
+	if st := h.Reload(context.Background()); st.LastResult != "unchanged" || st.Generation != "g1" {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// BenchmarkReload reloads a plugin directory with the shipped example
+// plugins (SPEC §14: <= 50ms).
+func BenchmarkReload(b *testing.B) {
+	wd, _ := os.Getwd()
+	cfg := filepath.Join(wd, "..", "awaken.toml")
+	if _, err := os.Stat(cfg); err != nil {
+		b.Skip("no default awaken.toml yet")
+	}
+	h, err := host.Open(context.Background(), host.Options{ConfigPath: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		// A different model override each time defeats the unchanged check,
+		// so every iteration builds a whole generation.
+		if err := host.ForceReload(h, i); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+var _ = model.Request{}
