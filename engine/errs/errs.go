@@ -224,6 +224,16 @@ func (l List) Error() string {
 	return strings.Join(parts, "\n")
 }
 
+// Unwrap exposes the problems, so errors.Is(err, errs.ConfigInvalid) and
+// errors.As see through a list.
+func (l List) Unwrap() []error {
+	out := make([]error, len(l))
+	for i, e := range l {
+		out[i] = e
+	}
+	return out
+}
+
 // Err returns nil for an empty list, the only error for one, or the list.
 func (l List) Err() error {
 	switch len(l) {

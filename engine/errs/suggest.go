@@ -3,7 +3,10 @@ package errs
 // Suggest returns the candidate closest to name when it is close enough to be
 // a likely typo, or "". Messages use it for "did you mean".
 func Suggest(name string, candidates []string) string {
-	best, bestD := "", len(name)/2+2
+	// A third of the name, at least one edit: close enough for a typo
+	// ("plugns", "defualt"), far enough that "redact" does not suggest
+	// "budget".
+	best, bestD := "", max(1, len(name)/3)+1
 	for _, c := range candidates {
 		if d := distance(name, c); d < bestD {
 			best, bestD = c, d

@@ -651,3 +651,65 @@ func messageOf(err error) string {
 	}
 	return err.Error()
 }
+
+// Description lists what one plugin registered, for `awaken-lua check`
+// and the sidecar's /v1/plugins.
+type Description struct {
+	ID          string   `json:"id"`
+	Description string   `json:"description,omitempty"`
+	File        string   `json:"file,omitempty"`
+	Builtin     bool     `json:"builtin,omitempty"`
+	Keys        []string `json:"keys"`
+	Hooks       []string `json:"hooks"` // phases, "tool_gate", "transform", "result_transform"
+	Tools       []string `json:"tools"`
+	Actions     []string `json:"actions"`
+	Effects     []string `json:"effects"`
+	Config      bool     `json:"config"` // has a config schema
+}
+
+// Describe lists every plugin's registrations in registration order.
+func (s *Set) Describe() []Description {
+	out := make([]Description, len(s.infos))
+	for i, in := range s.infos {
+		out[i] = Description{ID: in.ID, Description: in.Description, File: in.Pos.File, Builtin: in.Builtin,
+			Config: in.Config != nil, Keys: []string{}, Hooks: []string{}, Tools: []string{}, Actions: []string{}, Effects: []string{}}
+	}
+	at := func(id string) *Description { return &out[s.byID[id]] }
+	for _, k := range s.reg.Keys() {
+		d := at(k.Plugin)
+		d.Keys = append(d.Keys, k.Name+" ("+k.Scope.String()+", "+k.Merge.String()+")")
+	}
+	a := s.all
+	for _, p := range phase.All {
+		for _, h := range a.hooks[p] {
+			d := at(h.Plugin)
+			d.Hooks = append(d.Hooks, p.String())
+		}
+	}
+	for _, g := range a.gates {
+		d := at(g.Plugin)
+		d.Hooks = append(d.Hooks, "tool_gate")
+	}
+	for _, t := range a.transforms {
+		d := at(t.Plugin)
+		d.Hooks = append(d.Hooks, "transform")
+	}
+	for _, t := range a.results {
+		d := at(t.Plugin)
+		d.Hooks = append(d.Hooks, "result_transform")
+	}
+	for _, t := range a.toolList {
+		d := at(t.Plugin)
+		d.Tools = append(d.Tools, t.Name)
+	}
+	for _, k := range s.ActionKeys() {
+		e := s.actions[k]
+		d := at(e.Plugin)
+		d.Actions = append(d.Actions, k+" ("+e.Phase.String()+")")
+	}
+	for _, k := range s.EffectKeys() {
+		d := at(s.effects[k].Plugin)
+		d.Effects = append(d.Effects, k)
+	}
+	return out
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/value"
+	"github.com/awaken-lua/awaken-lua/internal/tomlpos"
 )
 
 // The file shapes. Decoding into typed structs (rather than maps) lets
@@ -81,7 +82,7 @@ func Parse(data []byte, filename string) ([]Turn, error) {
 	if err != nil {
 		return nil, decodeError(err, filename)
 	}
-	idx := scanKeys(string(data))
+	idx := tomlpos.Scan(string(data))
 	at := func(line int) errs.Pos { return errs.Pos{File: filename, Line: line} }
 
 	var list errs.List
@@ -95,7 +96,7 @@ func Parse(data []byte, filename string) ([]Turn, error) {
 			continue
 		}
 		reported = append(reported, k)
-		list.Add(errs.New(errs.ConfigInvalid, "%s", unknownKey(k)).At(at(idx.keyLine(ks, n))))
+		list.Add(errs.New(errs.ConfigInvalid, "%s", unknownKey(k)).At(at(idx.Line(ks, n))))
 	}
 	if len(f.Turns) == 0 && len(list) == 0 {
 		list.Add(errs.New(errs.ConfigInvalid,
@@ -108,10 +109,10 @@ func Parse(data []byte, filename string) ([]Turn, error) {
 		t := Turn{Text: ft.Text}
 		ids := map[string]bool{}
 		for j, fc := range ft.ToolCalls {
-			pos := at(idx.callLine(i, j))
+			pos := at(callLine(idx, i, j))
 			argsLine := 0
 			if fc.Args != nil {
-				argsLine = idx.keyLine("turns.tool_calls.args", argsSeen)
+				argsLine = idx.Line("turns.tool_calls.args", argsSeen)
 				argsSeen++
 			}
 			if fc.Name == "" {
@@ -148,7 +149,7 @@ func Parse(data []byte, filename string) ([]Turn, error) {
 		if u := ft.Usage; u != nil {
 			if u.PromptTokens < 0 || u.CompletionTokens < 0 || u.TotalTokens < 0 {
 				list.Add(errs.New(errs.ConfigInvalid,
-					"turn %d: usage token counts must not be negative", i+1).At(at(idx.turnLine(i))))
+					"turn %d: usage token counts must not be negative", i+1).At(at(turnLine(idx, i))))
 			}
 			total := u.TotalTokens
 			if total == 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/internal/tomlpos"
 )
 
 const demo = `# a demo
@@ -426,6 +427,6 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			_ = err.Error()
 		}
-		scanKeys(src)
+		tomlpos.Scan(src)
 	})
 }

@@ -1,0 +1,260 @@
+// Package config reads awaken.toml (SPEC §9), the one file that says where
+// plugins live, which model answers, how the sidecar listens, and which
+// agents exist with which plugins and plugin configs.
+//
+// Every key is optional; Default holds the values of a missing file, and
+// Render prints the effective configuration with every default filled in
+// (awaken-lua check).
+//
+// # Strictness
+//
+// A typo in a config file silently changes behaviour, so Parse rejects
+// unknown keys (with "did you mean"), wrong types and bad values as
+// config_invalid at file:line, and reports all problems at once (an
+// errs.List sorted by position), not only the first. The exceptions are the
+// plugin config tables ([plugins.<id>] and [agents.<id>.plugins.<id>]):
+// only the plugin knows their shape, so they are kept as canonical values
+// (package value) and checked against each plugin's schema by
+// PluginConfigs once the plugins are loaded.
+//
+// # Secrets
+//
+// awaken.toml is meant to be committed, so it never holds a secret: keys
+// such as api_key, token or password are rejected with advice to export the
+// secret in an environment variable and name that variable with
+// [model] api_key_env or [server] token_env.
+//
+// # An agent's plugins: a list or a table
+//
+// SPEC §7 uses `plugins` under an agent both for the activation filter (a
+// list) and for per-agent plugin configs ([agents.<id>.plugins.<plugin>]),
+// and TOML cannot hold both under one key. So an agent's `plugins` takes one
+// of two forms:
+//
+//	[agents.ops]
+//	plugins = ["permission", "budget"]   # a list: the activation filter
+//
+//	[agents.ops.plugins.permission]      # a table: each key is a plugin id,
+//	default = "deny"                     # and naming a plugin activates it
+//	[agents.ops.plugins]
+//	budget = true                        # active, with its [plugins.budget] config
+//
+// In the table form the filter is the table's keys, sorted; a plugin given a
+// table uses that table instead of [plugins.<id>] for this agent (the tables
+// are not merged), and a plugin set to true is active with its plugin-wide
+// config. An empty list or table activates every plugin. Without any
+// [agents.*] table there is one agent, "default", with every plugin active.
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/internal/tomlpos"
+)
+
+// Values with a meaning of their own.
+const (
+	DefaultAgent = "default" // the agent that exists when awaken.toml declares none
+
+	ModelScripted = "scripted" // replies from a TOML script (SPEC §10); the default
+	ModelOpenAI   = "openai"   // an OpenAI-compatible chat-completions endpoint
+
+	StoreMemory = "memory" // the default: threads live as long as the process
+	StoreFile   = "file"   // threads and runs survive a restart
+)
+
+// Config is a parsed awaken.toml. Parse fills every field, defaults
+// included, so callers never check for zero values; relative paths are kept
+// as written and resolved with Path.
+type Config struct {
+	File string // the file it was read from ("" for defaults)
+	Dir  string // the directory relative paths resolve against ("" means the working directory)
+
+	PluginDir string
+	Runtime   Runtime
+	Model     Model
+	Server    Server
+	Store     Store
+	Audit     Audit
+	Tools     Tools
+	// Agents by id; never empty (DefaultAgent when the file declares none).
+	Agents map[string]*Agent
+	// Plugins holds the plugin-wide [plugins.<id>] tables as canonical values
+	// (map[string]any, float64 numbers, []any); nil when there are none.
+	Plugins map[string]any
+
+	idx *tomlpos.Index // key lines of the source, for PluginConfigs' errors
+}
+
+// Runtime is [runtime]: limits of the engine.
+type Runtime struct {
+	MaxSteps       int      // steps per run (>= 1)
+	MaxPhaseRounds int      // EXECUTE rounds per phase (>= 1)
+	HookTimeout    Duration // time budget of one hook call (> 0)
+}
+
+// Model is [model]: the executor that answers inference requests.
+type Model struct {
+	Kind   string // ModelScripted or ModelOpenAI
+	Script string // scripted: the script file, relative to Dir
+	// openai:
+	BaseURL   string   // required, http(s)
+	Model     string   // required
+	APIKeyEnv string   // the environment variable holding the key; "" sends none (Ollama)
+	Timeout   Duration // per HTTP attempt
+	// MaxRetries after the first attempt; 0 means none. (openai.Config reads
+	// 0 as its default, so pass -1 there for 0.)
+	MaxRetries int
+}
+
+// Server is [server]: the sidecar (SPEC §13).
+type Server struct {
+	Addr          string // host:port
+	TokenEnv      string // the environment variable holding the bearer token; "" for none
+	BodyLimit     Size   // largest request body
+	MaxConcurrent int    // requests served at once before 429
+}
+
+// Store is [store]: where threads and runs are kept.
+type Store struct {
+	Kind string // StoreMemory or StoreFile
+	Path string // the file store's directory, relative to Dir; unused by memory
+}
+
+// Audit is [audit]: the runtime.audit sink.
+type Audit struct {
+	Path string // JSON lines file, relative to Dir; "" means no audit sink
+}
+
+// Tools is [tools]: the workspace of the built-in fs_* and shell tools.
+type Tools struct {
+	Root         string   // the workspace directory, relative to Dir
+	Shell        bool     // the shell tool runs any command the model writes, so it is off unless set
+	ShellTimeout Duration // longest a shell call may run
+}
+
+// Agent is [agents.<id>].
+type Agent struct {
+	ID           string
+	SystemPrompt string
+	// Plugins is the activation filter: the ids of the active plugins, or nil
+	// for every plugin. In the table form it is the table's keys, sorted.
+	Plugins []string
+	// Tools names the host tools offered to the model (fs_read, fs_list,
+	// fs_write, shell, or an embedder's own); empty offers none.
+	Tools       []string
+	MaxSteps    int      // 0 means Runtime.MaxSteps
+	Model       string   // overrides the model name for this agent; "" keeps it
+	Temperature *float64 // nil leaves the model's default
+	// PluginConfigs holds the agent's own [agents.<id>.plugins.<plugin>]
+	// tables (canonical values), which replace [plugins.<plugin>] for this
+	// agent; nil when there are none. Every id here is also in Plugins.
+	PluginConfigs map[string]any
+}
+
+// Defaults that Default and Parse share.
+const (
+	defaultSteps        = 16
+	defaultStorePath    = ".awaken/store"
+	defaultHookTimeout  = Duration(100 * time.Millisecond)
+	defaultModelTimeout = Duration(60 * time.Second)
+	defaultShellTimeout = Duration(10 * time.Second)
+)
+
+// defaultTools are offered to an agent that does not list its tools: they
+// only read, inside the workspace.
+var defaultTools = []string{"fs_read", "fs_list"}
+
+// Default is the configuration of an empty awaken.toml: the scripted model,
+// a memory store and one agent with every plugin active, so everything runs
+// offline.
+func Default() *Config {
+	return &Config{
+		PluginDir: "scripts",
+		Runtime:   Runtime{MaxSteps: defaultSteps, MaxPhaseRounds: defaultSteps, HookTimeout: defaultHookTimeout},
+		Model: Model{Kind: ModelScripted, Script: "testdata/scenarios/demo.toml",
+			Timeout: defaultModelTimeout, MaxRetries: 3},
+		Server: Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64},
+		Store:  Store{Kind: StoreMemory, Path: defaultStorePath},
+		Audit:  Audit{Path: "audit.jsonl"},
+		Tools:  Tools{Root: ".", ShellTimeout: defaultShellTimeout},
+		Agents: map[string]*Agent{DefaultAgent: newAgent(DefaultAgent)},
+	}
+}
+
+func newAgent(id string) *Agent {
+	return &Agent{ID: id, Tools: slices.Clone(defaultTools)}
+}
+
+// Load reads and parses the file at path. The path "" means no file: the
+// defaults, with relative paths resolved against the working directory. A
+// missing file is a config_invalid error naming it, because a mistyped
+// --config must not silently run with defaults.
+func Load(path string) (*Config, error) {
+	if path == "" {
+		return Default(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, errs.Wrap(errs.ConfigInvalid, err, "cannot read the configuration file").At(errs.Pos{File: path})
+	}
+	return Parse(data, path)
+}
+
+// Parse parses awaken.toml's content; file names it in errors and sets
+// Dir. On any problem it returns nil and every problem found (an *errs.Error
+// or an errs.List, each config_invalid at file:line).
+func Parse(data []byte, file string) (*Config, error) {
+	return parse(data, file)
+}
+
+// Path resolves a path from the file (plugin_dir, model.script, store.path,
+// audit.path, tools.root) against Dir, so awaken.toml means the same thing
+// from any working directory. "" stays "" (for audit.path: no sink), and an
+// absolute path is returned as is.
+func (c *Config) Path(rel string) string {
+	if rel == "" || filepath.IsAbs(rel) || c.Dir == "" {
+		return rel
+	}
+	return filepath.Join(c.Dir, rel)
+}
+
+// Enabled lists, sorted and once each, every plugin id the file names:
+// agent filters, agent plugin configs and [plugins.*]. The loader uses it to
+// load the stdlib plugins a config asks for, so shipped plugins cost nothing
+// until named.
+func (c *Config) Enabled() []string {
+	seen := map[string]bool{}
+	for id := range c.Plugins {
+		seen[id] = true
+	}
+	for _, a := range c.Agents {
+		for _, id := range a.Plugins {
+			seen[id] = true
+		}
+		for id := range a.PluginConfigs {
+			seen[id] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for id := range seen {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// AgentIDs lists the agents' ids, sorted.
+func (c *Config) AgentIDs() []string {
+	out := make([]string, 0, len(c.Agents))
+	for id := range c.Agents {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
