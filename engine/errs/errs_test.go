@@ -1,0 +1,43 @@
+package errs
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestSuggest(t *testing.T) {
+	names := []string{"plugins", "plugin_dir", "model", "text", "usage", "budget", "default", "tool_gate", "file", "memory"}
+	for in, want := range map[string]string{
+		"plugns": "plugins", "plugin_dirs": "plugin_dir", "modle": "model", "tetx": "text", "usgae": "usage",
+		"defualt": "default", "tool_gat": "tool_gate", "redact": "", "disk": "", "plugins": "", "x": "",
+	} {
+		if got := Suggest(in, names); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestErrorRendering(t *testing.T) {
+	e := &Error{Code: HookFailed, Pos: Pos{File: "scripts/g.lua", Line: 3}, Plugin: "g", Phase: "step_start", Msg: "boom"}
+	if got := e.Error(); got != "scripts/g.lua:3: hook_failed: g/step_start: boom" {
+		t.Fatal(got)
+	}
+	wrapped := fmt.Errorf("reload: %w", e)
+	if !errors.Is(wrapped, HookFailed) || CodeOf(wrapped) != HookFailed || PosOf(wrapped).Line != 3 {
+		t.Fatal("wrapping lost the code or the position")
+	}
+	var l List
+	l.Add(New(ConfigInvalid, "b").At(Pos{File: "b.toml", Line: 1}))
+	l.Add(errors.Join(New(UnknownKey, "a").At(Pos{File: "a.toml", Line: 9}), nil))
+	l.Sort()
+	if l[0].Code != UnknownKey || !errors.Is(l.Err(), ConfigInvalid) || !errors.Is(l.Err(), UnknownKey) {
+		t.Fatalf("list %v", l)
+	}
+	if (List{}).Err() != nil {
+		t.Fatal("an empty list is not an error")
+	}
+	if (Pos{File: "f", Line: 2, Col: 5}).String() != "f:2:5" || (Pos{}).String() != "-" {
+		t.Fatal("positions")
+	}
+}
