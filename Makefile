@@ -4,7 +4,7 @@ PKGS     := ./...
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 
-.PHONY: all build test vet fmt-check bench fuzz run clean
+.PHONY: all build test vet fmt-check bench fuzz run check clean
 
 all: build
 
@@ -32,6 +32,14 @@ fuzz:
 			echo "== $$t $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$t; \
 		done; \
 	done
+
+# The default configuration: the scripted model, the example plugins and a
+# sandbox workspace; no network, no keys.
+run:
+	$(GO) run ./cmd/awaken-lua run "Why does reserving more items than are in stock fail with 500?"
+
+check:
+	$(GO) run ./cmd/awaken-lua check
 
 clean:
 	rm -rf bin

@@ -112,6 +112,9 @@ func newModel(c *config.Config, override string) (model.Model, error) {
 	case config.ModelOpenAI:
 		cfg := openai.Config{BaseURL: c.Model.BaseURL, Model: c.Model.Model, APIKeyEnv: c.Model.APIKeyEnv,
 			Timeout: time.Duration(c.Model.Timeout), MaxRetries: c.Model.MaxRetries}
+		if cfg.MaxRetries == 0 {
+			cfg.MaxRetries = -1 // awaken.toml's 0 means no retries; openai's 0 means its default
+		}
 		if arg != "" {
 			cfg.Model = arg
 			if cfg.BaseURL == "" {

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/awaken-lua/awaken-lua/config"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/luabridge"
+	"github.com/awaken-lua/awaken-lua/stdlib"
+)
+
+// cmdCheck loads everything a run would and reports every problem it finds,
+// then what loaded and the effective configuration.
+func cmdCheck(e *env) int {
+	fs := e.flags("check")
+	showConfig := fs.Bool("config-only", false, "print only the effective configuration")
+	if _, err := parse(fs, e.args); err != nil {
+		return exitUsage
+	}
+	path := e.config
+	if path == "" {
+		if _, err := os.Stat(host.DefaultConfig); err == nil {
+			path = host.DefaultConfig
+		}
+	}
+	var problems errs.List
+	cfg, err := config.Load(path)
+	if err != nil {
+		problems.Add(err)
+		// Keep checking the plugins with the default plugin directory
+		// next to the file, so one run reports every kind of problem.
+		cfg = config.Default()
+		if path != "" {
+			cfg.Dir = filepath.Dir(path)
+		}
+	} else if path == "" {
+		cfg.Dir, _ = os.Getwd()
+	}
+	if *showConfig {
+		if err != nil {
+			return e.fail(err, exitFailed)
+		}
+		fmt.Fprint(e.stdout, cfg.Render())
+		return exitOK
+	}
+	dir := cfg.Path(cfg.PluginDir)
+	loader := &luabridge.Loader{Stdlib: luabridge.Source{FS: stdlib.FS, Name: "stdlib"}, Enable: cfg.Enabled()}
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		loader.Plugins = luabridge.Source{FS: os.DirFS(dir), Name: filepath.ToSlash(cfg.PluginDir)}
+	}
+	g, err := loader.Load(context.Background())
+	if err != nil {
+		problems.Add(err)
+	} else {
+		defer g.Close()
+		if err := cfg.CheckPlugins(g.Set); err != nil {
+			problems.Add(err)
+		}
+		for _, d := range g.Set.Describe() {
+			if d.Builtin {
+				continue
+			}
+			fmt.Fprintf(e.stdout, "plugin %s", d.ID)
+			if f := g.PluginFileOf(d.ID); f != "" {
+				fmt.Fprintf(e.stdout, " (%s)", f)
+			}
+			fmt.Fprintln(e.stdout)
+			if d.Description != "" {
+				fmt.Fprintf(e.stdout, "  %s\n", d.Description)
+			}
+			for _, part := range []struct {
+				name  string
+				items []string
+			}{{"keys", d.Keys}, {"hooks", d.Hooks}, {"tools", d.Tools}, {"actions", d.Actions}, {"effects", d.Effects}} {
+				if len(part.items) > 0 {
+					fmt.Fprintf(e.stdout, "  %-8s %s\n", part.name+":", strings.Join(part.items, ", "))
+				}
+			}
+		}
+	}
+	if len(problems) > 0 {
+		problems.Sort()
+		fmt.Fprintln(e.stdout)
+		fmt.Fprintf(e.stdout, "%s:\n", plural(len(problems), "problem", "problems"))
+		for _, p := range problems {
+			fmt.Fprintf(e.stdout, "%s\n", p.Error())
+		}
+		return exitFailed
+	}
+	fmt.Fprintf(e.stdout, "\nno problems; effective configuration:\n\n%s", cfg.Render())
+	return exitOK
+}

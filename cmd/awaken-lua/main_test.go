@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// awaken runs the command line in process.
+func awaken(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := cli(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// normalize replaces what changes from run to run (random ids) so a trace
+// can be compared with a golden file.
+func normalize(s string) string {
+	s = regexp.MustCompile(`run_[0-9a-f]{16}`).ReplaceAllString(s, "run_ID")
+	s = regexp.MustCompile(`thread_[0-9a-f]{16}`).ReplaceAllString(s, "thread_ID")
+	return s
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("%s differs from the golden file (run with -update if the change is intended):\n%s", name, got)
+	}
+}
+
+const demoConfig = "../../awaken.toml"
+
+func TestDemoRunTrace(t *testing.T) {
+	code, out, errOut := awaken(t, "", "--config", demoConfig, "run", "Why does reserving too many items fail with 500?")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	golden(t, "demo.trace.golden", normalize(out))
+}
+
+func TestDemoRunJSON(t *testing.T) {
+	code, out, errOut := awaken(t, "", "--config", demoConfig, "run", "--json", "hi")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var names []string
+	for _, l := range lines {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("not one JSON object per line: %q", l)
+		}
+		names = append(names, ev["event"].(string))
+	}
+	if names[0] != "run_start" || names[len(names)-1] != "run_finish" || !strings.Contains(strings.Join(names, ","), "gate_decision") {
+		t.Fatalf("events %v", names)
+	}
+	golden(t, "demo.json.golden", normalize(out))
+}
+
+// project writes a throwaway project: awaken.toml, plugins and a script.
+func project(t *testing.T, toml string, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	all := map[string]string{"awaken.toml": toml}
+	for k, v := range files {
+		all[k] = v
+	}
+	for name, src := range all {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const gatePlugin = `local awaken = require("awaken")
+local p = awaken.plugin {}
+p:tool { id = "deploy", description = "deploys", execute = function(ctx, args) return awaken.success("deployed") end }
+p:tool_gate(function(ctx, call)
+  if call.name == "deploy" and not call.resume then return awaken.suspend { message = "deploy to prod?" } end
+end)
+return p
+`
+
+func TestRunExitCodes(t *testing.T) {
+	toml := "[model]\nscript = \"script.toml\"\n[agents.default]\ntools = []\n"
+	t.Run("waiting", func(t *testing.T) {
+		dir := project(t, toml, map[string]string{
+			"scripts/ask.lua": gatePlugin,
+			"script.toml":     "[[turns]]\n[[turns.tool_calls]]\nname = \"deploy\"\n[[turns]]\ntext = \"done\"\n",
+		})
+		code, _, errOut := awaken(t, "", "--config", filepath.Join(dir, "awaken.toml"), "run", "deploy")
+		if code != exitWaiting || !strings.Contains(errOut, "deploy to prod?") || !strings.Contains(errOut, "ticket_call_1_1") {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		code, out, errOut := awaken(t, "", "--config", filepath.Join(dir, "awaken.toml"), "run", "--approve", "none", "deploy")
+		if code != exitOK || !strings.Contains(out, "cancelled") || !strings.Contains(out, "finish natural") {
+			t.Fatalf("--approve none: exit %d\n%s%s", code, out, errOut)
+		}
+	})
+	t.Run("error", func(t *testing.T) {
+		dir := project(t, toml, map[string]string{"script.toml": "[[turns]]\n[[turns.tool_calls]]\nname = \"x\"\n"})
+		code, out, errOut := awaken(t, "", "--config", filepath.Join(dir, "awaken.toml"), "run")
+		if code != exitFailed || !strings.Contains(out, "error:model_failed") || !strings.Contains(errOut, "model_failed") {
+			t.Fatalf("exit %d\n%s%s", code, out, errOut)
+		}
+	})
+	t.Run("bad config", func(t *testing.T) {
+		dir := project(t, "[runtime]\nmax_stepz = 3\n", nil)
+		code, _, errOut := awaken(t, "", "--config", filepath.Join(dir, "awaken.toml"), "run")
+		if code != exitUsage || !strings.Contains(errOut, "awaken.toml:2") {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+	})
+	t.Run("bad usage", func(t *testing.T) {
+		if code, _, _ := awaken(t, "", "rn"); code != exitUsage {
+			t.Fatalf("exit %d", code)
+		}
+		if code, _, _ := awaken(t, "", "run", "--approve", "maybe"); code != exitUsage {
+			t.Fatalf("exit %d", code)
+		}
+	})
+}
+
+func TestTestCommand(t *testing.T) {
+	dir := project(t, "", map[string]string{
+		"scripts/ask.lua": gatePlugin,
+		"scripts/ask_test.lua": `local t = require("awaken.testing")
+t.test("deploy is asked", function()
+  local h = t.harness { plugins = { "ask" } }
+  t.eq(h:gate { name = "deploy" }.decision, "allow")
+end)
+`,
+	})
+	code, out, _ := awaken(t, "", "--config", filepath.Join(dir, "awaken.toml"), "test")
+	if code != exitFailed || !strings.HasSuffix(out, "0 passed, 1 failed\n") || !strings.Contains(out, "scripts/ask_test.lua:4: t.eq") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	code, out, _ = awaken(t, "", "--config", "../../awaken.toml", "test", "../../scripts")
+	if code != exitOK || !strings.Contains(out, " passed, 0 failed") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestCheckReportsEveryKindOfMistake(t *testing.T) {
+	dir := project(t, "[agents.default]\ntools = []\nplugns = []\n", map[string]string{
+		"scripts/syntax.lua": "local awaken = require('awaken'\nreturn 1\n",
+		"scripts/phase.lua":  "local awaken = require('awaken')\nlocal p = awaken.plugin {}\np:on('step_strat', function() end)\nreturn p\n",
+		"scripts/a.lua":      "local awaken = require('awaken')\nlocal p = awaken.plugin {}\np:key('shared.k', {})\nreturn p\n",
+		"scripts/b.lua":      "local awaken = require('awaken')\nlocal p = awaken.plugin {}\np:key('shared.k', {})\nreturn p\n",
+	})
+	code, out, _ := awaken(t, "", "--config", filepath.Join(dir, "awaken.toml"), "check")
+	if code != exitFailed {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{
+		`awaken.toml:3: config_invalid: unknown key "agents.default.plugns"`,
+		"scripts/syntax.lua:2",
+		`scripts/phase.lua:3: plugin_load_failed`,
+		`key_already_registered`,
+		"4 problems:",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestCheckDescribesPlugins(t *testing.T) {
+	code, out, _ := awaken(t, "", "--config", demoConfig, "check")
+	if code != exitOK || !strings.Contains(out, "plugin guard (scripts/guard.lua)") || !strings.Contains(out, "hooks:   after_tool_execute, tool_gate") ||
+		!strings.Contains(out, `plugin_dir = "scripts"`) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	if code, out, _ := awaken(t, "", "version"); code != exitOK || !strings.HasPrefix(out, "awaken-lua ") {
+		t.Fatalf("%d %q", code, out)
+	}
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/awaken-lua/awaken-lua/config"
+	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/luabridge"
+	"github.com/awaken-lua/awaken-lua/stdlib"
+)
+
+// cmdTest runs Lua plugin tests: the *_test.lua files of the given paths
+// (files or directories), or of the plugin directory.
+func cmdTest(e *env) int {
+	fs := e.flags("test")
+	runRe := fs.String("run", "", "run only tests whose name matches the regular expression")
+	verbose := fs.Bool("v", false, "list every test, not only failures")
+	paths, err := parse(fs, e.args)
+	if err != nil {
+		return exitUsage
+	}
+	cfg, err := loadConfig(e.config)
+	if err != nil {
+		return e.fail(err, exitUsage)
+	}
+	var filter *regexp.Regexp
+	if *runRe != "" {
+		if filter, err = regexp.Compile(*runRe); err != nil {
+			fmt.Fprintf(e.stderr, "awaken-lua test: -run: %v\n", err)
+			return exitUsage
+		}
+	}
+	files, plugins, err := testFiles(cfg, paths)
+	if err != nil {
+		return e.fail(err, exitUsage)
+	}
+	sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Plugins: plugins,
+		Stdlib: luabridge.Source{FS: stdlib.FS, Name: "stdlib"}, Filter: filter, Verbose: *verbose, Out: e.stdout,
+		Limits: luabridge.Limits{HookTimeout: hookTimeout(cfg)}})
+	if sum.Failed > 0 {
+		return exitFailed
+	}
+	return exitOK
+}
+
+func loadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		if _, err := os.Stat(host.DefaultConfig); err != nil {
+			c := config.Default()
+			c.Dir, _ = os.Getwd()
+			return c, nil
+		}
+		path = host.DefaultConfig
+	}
+	return config.Load(path)
+}
+
+// testFiles finds the test files of paths (default: the plugin directory)
+// and the plugin directory source harnesses look in.
+func testFiles(cfg *config.Config, paths []string) ([]luabridge.TestFile, luabridge.Source, error) {
+	dir := cfg.Path(cfg.PluginDir)
+	var plugins luabridge.Source
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		plugins = luabridge.Source{FS: os.DirFS(dir), Name: filepath.ToSlash(cfg.PluginDir)}
+	}
+	if len(paths) == 0 {
+		if plugins.FS == nil {
+			return nil, plugins, fmt.Errorf("no plugin directory at %s; name test files or directories", dir)
+		}
+		files, err := luabridge.FindTests(plugins)
+		return files, plugins, err
+	}
+	var files []luabridge.TestFile
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, plugins, fmt.Errorf("test path %s: %w", p, err)
+		}
+		if fi.IsDir() {
+			found, err := luabridge.FindTests(luabridge.Source{FS: os.DirFS(p), Name: filepath.ToSlash(filepath.Clean(p))})
+			if err != nil {
+				return nil, plugins, err
+			}
+			files = append(files, found...)
+			continue
+		}
+		if !strings.HasSuffix(p, "_test.lua") {
+			return nil, plugins, fmt.Errorf("%s is not a test file (*_test.lua)", p)
+		}
+		d := filepath.Dir(p)
+		files = append(files, luabridge.TestFile{Source: luabridge.Source{FS: os.DirFS(d), Name: filepath.ToSlash(filepath.Clean(d))}, Path: filepath.Base(p)})
+	}
+	return files, plugins, nil
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+)
+
+// trace prints run events as a readable trace, one line per event, with
+// colours on a terminal.
+type trace struct {
+	w     io.Writer
+	color bool
+}
+
+func (t *trace) Emit(ev event.Event) {
+	c := func(code, s string) string {
+		if !t.color {
+			return s
+		}
+		return "\x1b[" + code + "m" + s + "\x1b[0m"
+	}
+	label := func(s string) string { return c("2", fmt.Sprintf("  %-9s", s)) }
+	switch e := ev.(type) {
+	case event.RunStart:
+		fmt.Fprintf(t.w, "%s %s · thread %s · generation %s\n", c("1", "run"), e.RunID, e.ThreadID, e.Generation)
+	case event.StepStart:
+		fmt.Fprintf(t.w, "%s\n", c("1;34", fmt.Sprintf("step %d", e.Step)))
+	case event.ContextMessages:
+		for _, m := range e.Messages {
+			fmt.Fprintf(t.w, "%s %s %s\n", label("context"), c("35", m.Key), short(fmt.Sprintf("%q", m.Content), 100))
+		}
+	case event.InferenceComplete:
+		text := strings.TrimSpace(e.Text)
+		if text != "" {
+			fmt.Fprintf(t.w, "%s %s\n", label("model"), short(fmt.Sprintf("%q", text), 120))
+		}
+		for _, tc := range e.ToolCalls {
+			fmt.Fprintf(t.w, "%s → %s %s\n", label(""), c("1", tc.Name), short(compact(tc.Args), 100))
+		}
+		if e.Usage != nil {
+			fmt.Fprintf(t.w, "%s %d tokens\n", label(""), e.Usage.TotalTokens)
+		}
+	case event.GateDecision:
+		mark := c("33", e.Decision)
+		if e.Decision == "block" {
+			mark = c("31", e.Decision)
+		}
+		line := fmt.Sprintf("%s %s %s by %s", label("gate"), e.CallID, mark, e.Plugin)
+		if e.Reason != "" {
+			line += ": " + short(e.Reason, 120)
+		}
+		fmt.Fprintln(t.w, line)
+	case event.ToolCallStart:
+		fmt.Fprintf(t.w, "%s %s %s %s\n", label("tool"), e.CallID, c("1", e.Name), short(compact(e.Args), 100))
+	case event.ToolCallDone:
+		status := e.Status
+		switch status {
+		case "succeeded":
+			status = c("32", "✓ "+status)
+		case "suspended":
+			status = c("33", "⏸ "+status)
+		default:
+			status = c("31", "✗ "+status)
+		}
+		fmt.Fprintf(t.w, "%s %s %s %s\n", label(""), e.CallID, status, short(resultText(e.Result), 110))
+	case event.ToolCallResumed:
+		fmt.Fprintf(t.w, "%s %s resumed %s\n", label("resume"), e.CallID, short(compact(e.Result), 100))
+	case event.EffectFailed:
+		fmt.Fprintf(t.w, "%s %s %s: %s\n", label("effect"), e.Key, c("31", "failed in "+e.Plugin), e.Error)
+	case event.StepEnd:
+	case event.RunFinish:
+		col := "32"
+		if strings.HasPrefix(e.Termination, "error") || strings.HasPrefix(e.Termination, "blocked") {
+			col = "31"
+		} else if e.Termination == "suspended" || e.Termination == "cancelled" {
+			col = "33"
+		}
+		fmt.Fprintf(t.w, "%s %s\n", c("1", "finish"), c(col, e.Termination))
+	}
+}
+
+func resultText(r *model.ToolResult) string {
+	if r == nil {
+		return ""
+	}
+	if r.Message != "" {
+		return r.Message
+	}
+	if s, ok := r.Data.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return compact(r.Data)
+}
+
+func compact(v any) string {
+	if m, ok := v.(map[string]any); ok && len(m) == 0 {
+		return "{}"
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// short cuts s to n runes on one line.
+func short(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", "\\n")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// jsonLines prints one JSON object per event.
+type jsonLines struct{ w io.Writer }
+
+func (j jsonLines) Emit(ev event.Event) {
+	b, err := event.Marshal(ev)
+	if err != nil {
+		return
+	}
+	j.w.Write(append(b, '\n'))
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := file.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func colorOK(w io.Writer) bool {
+	return isTerminal(w) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
