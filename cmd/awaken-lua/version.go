@@ -19,4 +19,3 @@ func cmdVersion(e *env) int {
 	fmt.Fprintf(e.stdout, "awaken-lua %s\n", v)
 	return exitOK
 }
-
