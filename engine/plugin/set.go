@@ -10,6 +10,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/schema"
 	"github.com/awaken-lua/awaken-lua/engine/state"
+	"github.com/awaken-lua/awaken-lua/engine/value"
 )
 
 // Reserved prefixes: only runtime built-ins may declare names under them.
@@ -629,9 +630,14 @@ func (s *Set) Configure(raw map[string]any) (map[string]any, error) {
 		if v == nil {
 			v = map[string]any{}
 		}
+		v, err := value.Normalize(v)
+		if err != nil {
+			list.Add(errs.New(errs.ConfigInvalid, "config of %s: %v", in.ID, err))
+			continue
+		}
 		c, err := in.Config.Conform(v)
 		if err != nil {
-			list.Add(&errs.Error{Code: errs.ConfigInvalid, Plugin: in.ID, Msg: in.ID + strings.TrimPrefix(messageOf(err), "$")})
+			list.Add(&errs.Error{Code: errs.ConfigInvalid, Msg: in.ID + strings.TrimPrefix(messageOf(err), "$")})
 			continue
 		}
 		if in.ValidateConfig != nil {
