@@ -30,6 +30,15 @@ type invocation struct {
 	// results reads the results (on top of the stack) before the state is
 	// released.
 	results func(inst *instance) error
+	// spec, when set, replaces args and results: a hot path passes one
+	// struct instead of two closures.
+	spec callSpec
+}
+
+// callSpec pushes a call's arguments and reads its results.
+type callSpec interface {
+	push(inst *instance, c *hookCall) int
+	read(inst *instance) error
 }
 
 // invoke takes an instance from the pool, calls the function with the
@@ -48,7 +57,9 @@ func (p *luaPlugin) invoke(ctx context.Context, iv invocation) (err error) {
 	inst.call = c
 	L.Push(inst.fns[iv.fn])
 	n := 0
-	if iv.args != nil {
+	if iv.spec != nil {
+		n = iv.spec.push(inst, c)
+	} else if iv.args != nil {
 		n = iv.args(inst, c)
 	}
 	stop := inst.watch(ctx)
@@ -58,8 +69,12 @@ func (p *luaPlugin) invoke(ctx context.Context, iv invocation) (err error) {
 	if stop != nil {
 		stop()
 	}
-	if callErr == nil && !fired && iv.results != nil {
-		callErr = iv.results(inst)
+	if callErr == nil && !fired {
+		if iv.spec != nil {
+			callErr = iv.spec.read(inst)
+		} else if iv.results != nil {
+			callErr = iv.results(inst)
+		}
 	}
 	L.SetTop(0)
 	inst.call = nil
@@ -115,21 +130,29 @@ type luaGate struct {
 }
 
 func (g *luaGate) Gate(ctx context.Context, in *plugin.Input) (gate.Decision, error) {
-	var d gate.Decision
-	err := g.p.invoke(ctx, invocation{fn: g.fn, kind: "tool_gate hook", phase: "tool_gate", in: in, nret: 1,
-		args: func(inst *instance, c *hookCall) int {
-			inst.L.Push(c.ud)
-			tool := inst.toolToLua(in.Tool)
-			c.tool = tool
-			inst.L.Push(tool)
-			return 2
-		},
-		results: func(inst *instance) error {
-			var err error
-			d, err = inst.decisionFrom(inst.L.Get(-1))
-			return err
-		}})
-	return d, err
+	gc := &gateCall{in: in}
+	err := g.p.invoke(ctx, invocation{fn: g.fn, kind: "tool_gate hook", phase: "tool_gate", in: in, nret: 1, spec: gc})
+	return gc.d, err
+}
+
+// gateCall pushes (ctx, call) and reads the decision.
+type gateCall struct {
+	in *plugin.Input
+	d  gate.Decision
+}
+
+func (gc *gateCall) push(inst *instance, c *hookCall) int {
+	inst.L.Push(c.ud)
+	tool := inst.toolToLua(gc.in.Tool)
+	c.tool = tool
+	inst.L.Push(tool)
+	return 2
+}
+
+func (gc *gateCall) read(inst *instance) error {
+	var err error
+	gc.d, err = inst.decisionFrom(inst.L.Get(-1))
+	return err
 }
 
 // decisionFrom reads what a gate hook returned.
