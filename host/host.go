@@ -70,8 +70,9 @@ type Generation struct {
 	Lua      *luabridge.Generation
 	Runtime  *run.Runtime
 
-	model    model.Model // shared by runs when it keeps no per-run state
 	override string
+	modelMu  sync.Mutex
+	model    model.Model // an openai client, shared by runs
 }
 
 // Release unpins the generation; call it once per Acquire.
@@ -81,10 +82,19 @@ func (g *Generation) Release() { g.Lua.Release() }
 // override given to Open. A scripted model answers from its script from the
 // first turn, so each run gets its own.
 func (g *Generation) Model() (model.Model, error) {
+	g.modelMu.Lock()
+	defer g.modelMu.Unlock()
 	if g.model != nil {
 		return g.model, nil
 	}
-	return newModel(g.Config, g.override)
+	m, err := newModel(g.Config, g.override)
+	if err != nil {
+		return nil, err
+	}
+	if _, scripted := m.(*scripted.Model); !scripted {
+		g.model = m
+	}
+	return m, nil
 }
 
 // newModel builds the executor of a config or of an override
@@ -425,19 +435,9 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 	if err != nil {
 		return nil, err
 	}
-	g := &Generation{ID: id, Hash: hash, LoadedAt: time.Now(), Config: cfg, Lua: lg, Runtime: rt, override: h.opts.Model}
-	if kind, _, _ := strings.Cut(h.opts.Model, ":"); (h.opts.Model == "" && cfg.Model.Kind == config.ModelOpenAI) || kind == config.ModelOpenAI {
-		m, err := newModel(cfg, h.opts.Model)
-		if err != nil {
-			return nil, err
-		}
-		g.model = m
-	} else if _, err := newModel(cfg, h.opts.Model); err != nil {
-		// A scripted model is made per run; check its script now so a
-		// broken one fails the load, not the first run.
-		return nil, err
-	}
-	return g, nil
+	// The model is made when a run asks for it: the sidecar and dev never
+	// need one, so a missing script or key must not fail their load.
+	return &Generation{ID: id, Hash: hash, LoadedAt: time.Now(), Config: cfg, Lua: lg, Runtime: rt, override: h.opts.Model}, nil
 }
 
 // Close releases the current generation and the audit file.

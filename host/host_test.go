@@ -254,3 +254,29 @@ func BenchmarkReload(b *testing.B) {
 }
 
 var _ = model.Request{}
+
+func TestOldGenerationClosesAfterItsLastRun(t *testing.T) {
+	dir := project(t, baseToml, map[string]string{"stamp.lua": versioned(1)})
+	write(t, filepath.Join(dir, "script.toml"), "[[turns]]\ntext = \"done\"\n")
+	h := open(t, dir, host.Options{})
+	old := h.Acquire()
+	if live := old.Lua.Stats()["stamp"][0]; live == 0 {
+		t.Fatal("no warm state")
+	}
+	write(t, filepath.Join(dir, "scripts", "stamp.lua"), versioned(2))
+	if st := h.Reload(context.Background()); st.LastResult != "loaded" {
+		t.Fatal(st)
+	}
+	// The old generation still serves its run.
+	m, _ := old.Model()
+	if res, err := old.Runtime.Run(context.Background(), run.Request{Model: m}); err != nil || res.Termination != "natural" {
+		t.Fatalf("%v %s", err, res.Termination)
+	}
+	if live := old.Lua.Stats()["stamp"][0]; live == 0 {
+		t.Fatal("the old generation closed while a run held it")
+	}
+	old.Release()
+	if live := old.Lua.Stats()["stamp"][0]; live != 0 {
+		t.Fatalf("%d states still open after the last run released the old generation", live)
+	}
+}

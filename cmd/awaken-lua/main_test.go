@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -201,5 +203,69 @@ func TestCheckDescribesPlugins(t *testing.T) {
 func TestVersion(t *testing.T) {
 	if code, out, _ := awaken(t, "", "version"); code != exitOK || !strings.HasPrefix(out, "awaken-lua ") {
 		t.Fatalf("%d %q", code, out)
+	}
+}
+
+// syncBuffer is a buffer the dev loop writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestDevPrintsOneLinePerGeneration(t *testing.T) {
+	plugin := "local awaken = require('awaken')\nlocal p = awaken.plugin {}\np:on('step_start', function() end)\nreturn p\n"
+	dir := project(t, "", map[string]string{
+		"scripts/a.lua": plugin,
+		"scripts/a_test.lua": "local t = require('awaken.testing')\nt.test('loads', function() t.harness { plugins = { 'a' } } end)\n",
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- cli(ctx, []string{"--config", filepath.Join(dir, "awaken.toml"), "dev"}, strings.NewReader(""), out, out)
+	}()
+	waitFor := func(want string, again func()) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		last := time.Now()
+		for !strings.Contains(out.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q within 15s:\n%s", want, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+			// The watcher may have started after the first write: save
+			// again now and then, slower than the debounce.
+			if again != nil && time.Since(last) > time.Second {
+				again()
+				last = time.Now()
+			}
+		}
+	}
+	waitFor("g1 loaded (1 plugin", nil)
+	waitFor("1 passed, 0 failed", nil)
+	broken := "local awaken = require('awaken')\nlocal p = awaken.plugin {}\np:on('step_strat', function() end)\nreturn p\n"
+	writeFile := func(src string) func() {
+		return func() { os.WriteFile(filepath.Join(dir, "scripts", "a.lua"), []byte(src), 0o644) }
+	}
+	writeFile(broken)()
+	waitFor("reload failed; g1 stays current", writeFile(broken))
+	waitFor("scripts/a.lua:3", nil)
+	writeFile(plugin + "-- changed\n")()
+	waitFor("g2 loaded", writeFile(plugin+"-- changed\n"))
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("dev exited %d", code)
 	}
 }
