@@ -227,7 +227,7 @@ func (s *syncBuffer) String() string {
 func TestDevPrintsOneLinePerGeneration(t *testing.T) {
 	plugin := "local awaken = require('awaken')\nlocal p = awaken.plugin {}\np:on('step_start', function() end)\nreturn p\n"
 	dir := project(t, "", map[string]string{
-		"scripts/a.lua": plugin,
+		"scripts/a.lua":      plugin,
 		"scripts/a_test.lua": "local t = require('awaken.testing')\nt.test('loads', function() t.harness { plugins = { 'a' } } end)\n",
 	})
 	ctx, cancel := context.WithCancel(context.Background())
