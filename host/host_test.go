@@ -145,29 +145,33 @@ func TestBrokenSaveKeepsTheLastGoodGeneration(t *testing.T) {
 	h := open(t, dir, host.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	statuses := make(chan host.Status, 16)
 	done := make(chan error, 1)
-	go func() { done <- h.Watch(ctx, func(s host.Status) { statuses <- s }) }()
-	wait := func(want string) host.Status {
+	go func() { done <- h.Watch(ctx, nil) }()
+	// until polls a condition on the host; the watcher may start after a
+	// write, so the write is repeated now and then, slower than the
+	// debounce.
+	until := func(what string, cond func() bool, save func()) {
 		t.Helper()
-		deadline := time.After(10 * time.Second)
-		for {
-			select {
-			case s := <-statuses:
-				if s.LastResult == want {
-					return s
-				}
-			case <-deadline:
-				t.Fatalf("no %q reload within 10s (status %+v)", want, h.Status())
+		deadline := time.Now().Add(15 * time.Second)
+		last := time.Now()
+		save()
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 15s (status %+v)", what, h.Status())
+			}
+			time.Sleep(10 * time.Millisecond)
+			if time.Since(last) > time.Second {
+				save()
+				last = time.Now()
 			}
 		}
 	}
+	stamp := filepath.Join(dir, "scripts", "stamp.lua")
 	first := h.Current().ID
-	// The watcher may start after the first write; keep saving until the
-	// failure is seen.
 	broken := "local awaken = require('awaken')\nlocal p = awaken.plugin {}\np:on('step_strat', function() end)\nreturn p\n"
-	write(t, filepath.Join(dir, "scripts", "stamp.lua"), broken)
-	st := waitRetry(t, statuses, "failed", func() { write(t, filepath.Join(dir, "scripts", "stamp.lua"), broken) })
+	until("the broken save is reported", func() bool { return h.Status().LastResult == "failed" },
+		func() { write(t, stamp, broken) })
+	st := h.Status()
 	if !strings.Contains(strings.Join(st.Errors, "\n"), "scripts/stamp.lua:3") || h.Current().ID != first {
 		t.Fatalf("failed reload: %+v, current %s", st, h.Current().ID)
 	}
@@ -179,38 +183,18 @@ func TestBrokenSaveKeepsTheLastGoodGeneration(t *testing.T) {
 	if err != nil || res.Termination != "natural" {
 		t.Fatalf("run on the kept generation: %v %s", err, res.Termination)
 	}
-	write(t, filepath.Join(dir, "scripts", "stamp.lua"), versioned(2))
-	st = wait("loaded")
-	if h.Current().ID == first || st.Generation != h.Current().ID {
-		t.Fatalf("the good save was not picked up: %+v", st)
-	}
+	until("the good save is picked up", func() bool { return h.Current().ID != first && h.Status().LastResult == "loaded" },
+		func() { write(t, stamp, versioned(2)) })
 	// A new plugin in a new subdirectory is picked up too.
-	write(t, filepath.Join(dir, "scripts", "extra", "init.lua"), "local awaken = require('awaken')\nreturn awaken.plugin {}\n")
-	wait("loaded")
-	if !strings.Contains(strings.Join(h.Current().Lua.PluginIDs(), ","), "extra") {
-		t.Fatalf("plugins %v", h.Current().Lua.PluginIDs())
-	}
+	until("a plugin in a new directory is picked up", func() bool {
+		return strings.Contains(strings.Join(h.Current().Lua.PluginIDs(), ","), "extra")
+	}, func() {
+		write(t, filepath.Join(dir, "scripts", "extra", "init.lua"), "local awaken = require('awaken')\nreturn awaken.plugin {}\n")
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-}
-
-func waitRetry(t *testing.T, ch chan host.Status, want string, again func()) host.Status {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case s := <-ch:
-			if s.LastResult == want {
-				return s
-			}
-		case <-time.After(500 * time.Millisecond):
-			again()
-		}
-	}
-	t.Fatalf("no %q reload within 10s", want)
-	return host.Status{}
 }
 
 func TestOpenFailsWithPositions(t *testing.T) {
