@@ -277,7 +277,8 @@ func (t *luaTransform) TransformRequest(ctx context.Context, in *plugin.Input, r
 	err := t.p.invoke(ctx, invocation{fn: t.fn, kind: "request transform", phase: "before_inference", in: in, nret: 1,
 		args: func(inst *instance, c *hookCall) int {
 			inst.L.Push(requestToLua(inst.L, inst.null, req))
-			return 1
+			inst.L.Push(c.ud)
+			return 2
 		},
 		results: func(inst *instance) error {
 			v := inst.L.Get(-1)
@@ -306,7 +307,8 @@ func (t *luaResultTransform) TransformResult(ctx context.Context, in *plugin.Inp
 		args: func(inst *instance, c *hookCall) int {
 			inst.L.Push(inst.callTable(&plugin.ToolInfo{Call: call}))
 			inst.L.Push(toLua(inst.L, inst.null, resultValue(res)))
-			return 2
+			inst.L.Push(c.ud)
+			return 3
 		},
 		results: func(inst *instance) error {
 			v := inst.L.Get(-1)

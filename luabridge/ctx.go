@@ -21,7 +21,7 @@ type hookCall struct {
 	kind string           // "tool_gate hook", "effect handler", ... for messages
 	ud   *lua.LUserData
 
-	run, config, tool, messages, response lua.LValue
+	run, config, tool, messages, response, tools lua.LValue
 }
 
 func (inst *instance) newCall(in *plugin.Input, out *command.Command, kind string) *hookCall {
@@ -91,7 +91,7 @@ func (inst *instance) current(L *lua.LState) *hookCall {
 
 // ctxFields are the fields ctxIndex answers (besides the methods); the
 // LuaLS stub must list the same (luabridge/stub_test.go).
-var ctxFields = [...]string{"phase", "run", "config", "messages", "tool", "response", "plugin"}
+var ctxFields = [...]string{"phase", "run", "config", "messages", "tool", "response", "tools", "plugin"}
 
 func (inst *instance) ctxIndex(L *lua.LState) int {
 	c := inst.current(L)
@@ -111,6 +111,9 @@ func (inst *instance) ctxIndex(L *lua.LState) int {
 			t.RawSetString("thread_id", lua.LString(in.Run.ThreadID))
 			t.RawSetString("agent_id", lua.LString(in.Run.AgentID))
 			t.RawSetString("step", lua.LNumber(in.Run.Step))
+			if in.Run.Termination != "" {
+				t.RawSetString("termination", lua.LString(in.Run.Termination))
+			}
 			c.run = t
 		}
 		L.Push(c.run)
@@ -149,6 +152,18 @@ func (inst *instance) ctxIndex(L *lua.LState) int {
 			}
 		}
 		L.Push(c.response)
+	case "tools":
+		if c.tools == nil {
+			t := L.CreateTable(len(in.Tools), 0)
+			for _, ts := range in.Tools {
+				tt := L.CreateTable(0, 2)
+				tt.RawSetString("name", lua.LString(ts.Name))
+				tt.RawSetString("description", lua.LString(ts.Description))
+				t.Append(tt)
+			}
+			c.tools = t
+		}
+		L.Push(c.tools)
 	case "plugin":
 		L.Push(lua.LString(inst.p.id))
 	default:

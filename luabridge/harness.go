@@ -497,11 +497,13 @@ func (h *harness) run(L *lua.LState) int {
 		}
 	}
 	rec := &event.Recorder{}
-	res, err := h.rt.Run(h.tr.ctx, run.Request{ThreadID: thread, Prompt: prompt, Messages: msgs, Model: m, Tools: tools, Events: rec})
+	var effects []any
+	res, err := h.rt.Run(h.tr.ctx, run.Request{ThreadID: thread, Prompt: prompt, Messages: msgs, Model: m, Tools: tools, Events: rec,
+		OnEffect: recordEffect(&effects)})
 	if err != nil {
 		raiseCode(L, err)
 	}
-	L.Push(h.result(L, res, rec))
+	L.Push(h.result(L, res, rec, effects))
 	return 1
 }
 
@@ -532,11 +534,13 @@ func (h *harness) resume(L *lua.LState) int {
 		ds = append(ds, rd)
 	}
 	rec := &event.Recorder{}
-	res, err := h.rt.ResumeRun(h.tr.ctx, run.ResumeRequest{ThreadID: thread, Decisions: ds, Model: m, Tools: tools, Events: rec})
+	var effects []any
+	res, err := h.rt.ResumeRun(h.tr.ctx, run.ResumeRequest{ThreadID: thread, Decisions: ds, Model: m, Tools: tools, Events: rec,
+		OnEffect: recordEffect(&effects)})
 	if err != nil {
 		raiseCode(L, err)
 	}
-	L.Push(h.result(L, res, rec))
+	L.Push(h.result(L, res, rec, effects))
 	return 1
 }
 
@@ -573,7 +577,15 @@ func (h *harness) modelAndTools(L *lua.LState, spec *lua.LTable) (model.Model, [
 	return scripted.New(turns), tools
 }
 
-func (h *harness) result(L *lua.LState, res run.Result, rec *event.Recorder) lua.LValue {
+// recordEffect collects {key, payload} of dispatched effects. Effects run on
+// the run's goroutine, after each phase.
+func recordEffect(into *[]any) func(key string, payload any) {
+	return func(key string, payload any) {
+		*into = append(*into, map[string]any{"key": key, "payload": payload})
+	}
+}
+
+func (h *harness) result(L *lua.LState, res run.Result, rec *event.Recorder, effects []any) lua.LValue {
 	events := []any{}
 	for _, ev := range rec.Events() {
 		m, err := event.Map(ev)
@@ -627,6 +639,7 @@ func (h *harness) result(L *lua.LState, res run.Result, rec *event.Recorder) lua
 		"suspended":   suspended,
 		"run_id":      res.RunID,
 		"thread":      res.ThreadID,
+		"effects":     append([]any{}, effects...),
 	}
 	if res.Err != nil {
 		out["error"] = res.Err.Error()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/luabridge"
 	"github.com/awaken-lua/awaken-lua/stdlib"
@@ -20,7 +21,10 @@ func TestLuaTests(t *testing.T) {
 	for _, f := range files {
 		t.Run(f.Path, func(t *testing.T) {
 			t.Parallel()
-			sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: []luabridge.TestFile{f}, Stdlib: src, Out: io.Discard})
+			// A generous hook budget: the race detector and parallel tests
+			// slow hooks down many times; the limits have tests of their own.
+			sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: []luabridge.TestFile{f}, Stdlib: src, Out: io.Discard,
+				Limits: luabridge.Limits{HookTimeout: 5 * time.Second}})
 			if len(sum.Results) == 0 {
 				t.Fatal("no tests in the file")
 			}

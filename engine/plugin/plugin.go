@@ -37,6 +37,8 @@ type RunInfo struct {
 	ThreadID string `json:"thread_id"`
 	AgentID  string `json:"agent_id"`
 	Step     int    `json:"step"`
+	// Termination is set once the run is ending (in run_end, say).
+	Termination string `json:"termination,omitempty"`
 }
 
 // ToolInfo is the tool call a per-call phase is about.
@@ -61,7 +63,10 @@ type Input struct {
 	Messages []model.Message
 	Tool     *ToolInfo       // per-call phases
 	Response *model.Response // after_inference
-	Configs  map[string]any  // plugin id -> config for the running agent
+	// Tools are the tools of the step: in before_inference the candidates,
+	// afterwards the ones offered to the model.
+	Tools   []model.ToolSpec
+	Configs map[string]any // plugin id -> config for the running agent
 	Log      *slog.Logger
 	Audit    AuditSink
 }

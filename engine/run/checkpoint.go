@@ -74,7 +74,7 @@ func (s *Session) save(ctx context.Context) error {
 
 // Restore continues a run saved in the runtime's store (a waiting run, or a
 // run a sidecar checkpointed), pinned to this runtime's generation.
-func (r *Runtime) Restore(ctx context.Context, runID string, events event.Sink) (*Session, error) {
+func (r *Runtime) Restore(ctx context.Context, runID string, events event.Sink, onEffect ...func(key string, payload any)) (*Session, error) {
 	cp, ok, err := r.store.Run(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("load run %s: %w", runID, err)
@@ -82,11 +82,11 @@ func (r *Runtime) Restore(ctx context.Context, runID string, events event.Sink) 
 	if !ok {
 		return nil, errs.New(errs.RunNotFound, "run %q is not in the store", runID)
 	}
-	return r.RestoreCheckpoint(ctx, cp, events)
+	return r.RestoreCheckpoint(ctx, cp, events, onEffect...)
 }
 
 // RestoreCheckpoint makes a Session from a checkpoint.
-func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events event.Sink) (*Session, error) {
+func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events event.Sink, onEffect ...func(key string, payload any)) (*Session, error) {
 	a, err := r.agent(cp.AgentID)
 	if err != nil {
 		return nil, err
@@ -95,6 +95,9 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 		termination: cp.Termination, natural: cp.Natural}
 	if s.events == nil {
 		s.events = event.Discard{}
+	}
+	if len(onEffect) > 0 {
+		s.onEffect = onEffect[0]
 	}
 	s.info.ID, s.info.ThreadID, s.info.AgentID, s.info.Step = cp.RunID, cp.ThreadID, cp.AgentID, cp.Step
 	th, ok, err := r.store.Thread(ctx, cp.ThreadID)
@@ -105,7 +108,7 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 		th = Thread{ID: cp.ThreadID}
 	}
 	s.thread, s.threadSeen = th, ok
-	if err := s.open(th.Values, cp.Values); err != nil {
+	if err := s.open(th.Values, cp.Values, cp.Revision); err != nil {
 		return nil, err
 	}
 	cp = cloneCheckpoint(cp)

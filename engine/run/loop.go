@@ -30,6 +30,8 @@ type Request struct {
 	Tools  []plugin.Tool
 	Params model.Params
 	Events event.Sink
+	// OnEffect, when set, sees each effect as it is dispatched.
+	OnEffect func(key string, payload any)
 }
 
 // ResumeRequest continues a waiting run.
@@ -42,6 +44,7 @@ type ResumeRequest struct {
 	Tools     []plugin.Tool
 	Params    model.Params
 	Events    event.Sink
+	OnEffect  func(key string, payload any)
 }
 
 // Result is how an autonomous run ended (or paused).
@@ -94,7 +97,8 @@ func (r *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 		msgs = append(msgs, model.Message{Role: model.RoleUser, Content: req.Prompt})
 	}
 	l := &loop{model: req.Model, extra: req.Tools, params: req.Params}
-	s, _, err := r.Start(ctx, StartOptions{Agent: req.Agent, ThreadID: req.ThreadID, RunID: req.RunID, Messages: msgs, Events: req.Events})
+	s, _, err := r.Start(ctx, StartOptions{Agent: req.Agent, ThreadID: req.ThreadID, RunID: req.RunID, Messages: msgs,
+		Events: req.Events, OnEffect: req.OnEffect})
 	if s == nil {
 		return Result{}, err
 	}
@@ -120,7 +124,7 @@ func (r *Runtime) ResumeRun(ctx context.Context, req ResumeRequest) (Result, err
 		}
 		id = th.Waiting
 	}
-	s, err := r.Restore(ctx, id, req.Events)
+	s, err := r.Restore(ctx, id, req.Events, req.OnEffect)
 	if err != nil {
 		return Result{}, err
 	}

@@ -135,11 +135,13 @@ type Session struct {
 	aborted     bool // a hook error ended the run: run_end does not run
 
 	messages []model.Message
-	offered  []string // tool names offered in this step; nil: not restricted
+	offered  []string         // tool names offered in this step; nil: not restricted
+	tools    []model.ToolSpec // the step's tools (candidates, then offered)
 	calls    []*CallRecord
 
 	thread     Thread
 	threadSeen bool
+	onEffect   func(key string, payload any)
 }
 
 // StartOptions start a run.
@@ -149,6 +151,8 @@ type StartOptions struct {
 	RunID    string // empty: a fresh id
 	Messages []model.Message
 	Events   event.Sink
+	// OnEffect, when set, sees each effect as it is dispatched.
+	OnEffect func(key string, payload any)
 }
 
 // Start begins a run: it loads the thread's state and runs run_start.
@@ -157,7 +161,7 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 	if err != nil {
 		return nil, Outcome{}, err
 	}
-	s := &Session{rt: r, agent: a, events: o.Events, status: Running, stage: stageRunStarted}
+	s := &Session{rt: r, agent: a, events: o.Events, status: Running, stage: stageRunStarted, onEffect: o.OnEffect}
 	if s.events == nil {
 		s.events = event.Discard{}
 	}
@@ -180,7 +184,7 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 		th = Thread{ID: s.info.ThreadID}
 	}
 	s.thread, s.threadSeen = th, ok
-	if err := s.open(th.Values, nil); err != nil {
+	if err := s.open(th.Values, nil, 0); err != nil {
 		return nil, Outcome{}, err
 	}
 	s.messages = cloneMessages(o.Messages)
@@ -192,9 +196,10 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 	return s, s.outcome(), nil
 }
 
-// open makes the run's store from thread values (thread-scoped keys) and
-// run values (run-scoped keys of a checkpoint), and binds the engine.
-func (s *Session) open(threadValues, runValues map[string]any) error {
+// open makes the run's store at revision rev from thread values
+// (thread-scoped keys) and run values (run-scoped keys of a checkpoint), and
+// binds the engine.
+func (s *Session) open(threadValues, runValues map[string]any, rev uint64) error {
 	reg := s.rt.set.Registry()
 	seed := map[string]any{}
 	for _, k := range reg.Keys() {
@@ -206,7 +211,7 @@ func (s *Session) open(threadValues, runValues map[string]any) error {
 			seed[k.Name] = v
 		}
 	}
-	st, misfits := state.NewStore(reg, seed)
+	st, misfits := state.NewStoreAt(reg, seed, rev)
 	for _, m := range misfits {
 		s.rt.log.Warn("a saved value no longer fits its key's schema; it is kept aside and the key starts from its default",
 			"thread_id", s.info.ThreadID, "key", m.Key, "error", m.Err.Error())
@@ -216,7 +221,7 @@ func (s *Session) open(threadValues, runValues map[string]any) error {
 		s.thread.Aside[m.Key] = m.Value
 	}
 	x, err := s.rt.eng.Exec(engine.ExecConfig{Store: st, View: s.agent.view, Configs: s.agent.Configs,
-		Events: s.events, Log: s.rt.log.With("run_id", s.info.ID)})
+		Events: s.events, Log: s.rt.log.With("run_id", s.info.ID), OnEffect: s.onEffect})
 	if err != nil {
 		return err
 	}
@@ -285,7 +290,9 @@ func (s *Session) outcome() Outcome {
 }
 
 func (s *Session) input() plugin.Input {
-	return plugin.Input{Run: s.info, Messages: s.messages}
+	info := s.info
+	info.Termination = s.termination
+	return plugin.Input{Run: info, Messages: s.messages, Tools: s.tools}
 }
 
 func invalid(format string, args ...any) error {
@@ -365,7 +372,7 @@ func (s *Session) StepStart(ctx context.Context) (Outcome, error) {
 	}
 	s.info.Step++
 	s.stage = stageStepStarted
-	s.calls, s.offered, s.natural = nil, nil, false
+	s.calls, s.offered, s.tools, s.natural = nil, nil, nil, false
 	s.events.Emit(event.StepStart{Step: s.info.Step})
 	if err := s.record(ctx, phase.StepStart, KeyRun, s.runRecord()); err != nil {
 		return s.outcome(), err
@@ -405,6 +412,7 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (model
 	if len(req.Messages) > 0 {
 		s.messages = cloneMessages(req.Messages)
 	}
+	s.tools = req.Tools
 	if err := s.phase(ctx, phase.BeforeInference, plugin.Input{}); err != nil {
 		return req, s.outcome(), err
 	}
@@ -464,6 +472,7 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (model
 	for _, t := range out.Tools {
 		s.offered = append(s.offered, t.Name)
 	}
+	s.tools = out.Tools
 	s.stage = stageInferenceReady
 	s.checkStop()
 	return out, s.outcome(), nil
@@ -604,6 +613,15 @@ func (s *Session) recordCalls(ctx context.Context, p phase.Phase) error {
 			"status": string(c.Status), "step": float64(s.info.Step)}
 		if c.Gate != nil {
 			rec["decision"] = c.Gate.Decision
+			if c.Gate.Plugin != "" {
+				rec["plugin"] = c.Gate.Plugin
+			}
+			if c.Gate.Reason != "" {
+				rec["reason"] = c.Gate.Reason
+			}
+			if c.Gate.RewrittenBy != "" {
+				rec["rewritten_by"] = c.Gate.RewrittenBy
+			}
 			if c.Gate.Ticket != nil {
 				rec["ticket"] = c.Gate.Ticket.ID
 			}
@@ -934,13 +952,17 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 	s.messages = append(s.messages, ToolMessage(c.Call, result))
 	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(to), Result: &res})
 	if c.Gate.Decision == "block" {
-		s.interrupt()
 		s.termination = "blocked:" + c.Gate.Reason
+	}
+	s.checkStop()
+	if s.termination != "" {
+		// A block or a stop ends the batch: the calls that have not run
+		// get an interrupted result, so every call has its tool message.
+		s.interrupt()
 	}
 	if err := s.recordCalls(ctx, phase.AfterToolExecute); err != nil {
 		return result, s.outcome(), err
 	}
-	s.checkStop()
 	return result, s.outcome(), nil
 }
 
@@ -1071,6 +1093,9 @@ func (s *Session) RunEnd(ctx context.Context) (Outcome, error) {
 	if err := s.x.DropPending(ctx, phase.RunEnd); err != nil {
 		return s.outcome(), s.fail(ctx, err)
 	}
+	if err := s.record(ctx, phase.RunEnd, KeyRun, s.runRecord()); err != nil {
+		return s.outcome(), err
+	}
 	if err := s.phase(ctx, phase.RunEnd, plugin.Input{}); err != nil {
 		return s.outcome(), err
 	}
@@ -1101,6 +1126,9 @@ func (s *Session) Cancel(ctx context.Context, reason string) (Outcome, error) {
 	}
 	s.status = Running
 	s.termination = "cancelled"
+	if err := s.recordCalls(ctx, phase.RunEnd); err != nil {
+		return s.outcome(), err
+	}
 	return s.RunEnd(ctx)
 }
 

@@ -106,6 +106,17 @@ func NewStore(reg *Registry, seed map[string]any) (*Store, []Misfit) {
 	return s, misfits
 }
 
+// NewStoreAt is NewStore starting at revision rev: a run restored from a
+// checkpoint continues its revisions, so a client's If-Match and a store's
+// compare-and-swap see one sequence across restarts.
+func NewStoreAt(reg *Registry, seed map[string]any, rev uint64) (*Store, []Misfit) {
+	s, misfits := NewStore(reg, seed)
+	snap := *s.cur.Load()
+	snap.rev = rev
+	s.cur.Store(&snap)
+	return s, misfits
+}
+
 // Snapshot returns the current snapshot.
 func (s *Store) Snapshot() *Snapshot { return s.cur.Load() }
 

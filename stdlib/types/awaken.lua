@@ -72,6 +72,7 @@
 ---@field thread_id string
 ---@field agent_id string
 ---@field step integer
+---@field termination? string set once the run is ending (in run_end)
 
 ---@class awaken.ToolCallData
 ---@field id string
@@ -154,6 +155,7 @@
 ---@field messages awaken.Message[]
 ---@field tool? awaken.ToolCall in tool phases
 ---@field response? awaken.Response in after_inference
+---@field tools awaken.ToolSpec[] the step's tools: candidates in before_inference, then those offered to the model
 ---@field plugin string this plugin's id
 local Context = {}
 
@@ -222,12 +224,14 @@ function Plugin:effect(key, fn) end
 ---@param def awaken.ToolDef
 function Plugin:tool(def) end
 
----Adds a request transform: it gets the request as left by the previous one.
----@param fn fun(request: awaken.Request): awaken.Request|nil
+---Adds a request transform: it gets the request as left by the previous one,
+---and a read-only ctx (config, get).
+---@param fn fun(request: awaken.Request, ctx: awaken.Context): awaken.Request|nil
 function Plugin:transform(fn) end
 
----Adds a result transform: it rewrites a tool result before the model sees it.
----@param fn fun(call: awaken.ToolCallData, result: awaken.Result): awaken.Result|nil
+---Adds a result transform: it rewrites a tool result before the model sees it;
+---ctx is read-only.
+---@param fn fun(call: awaken.ToolCallData, result: awaken.Result, ctx: awaken.Context): awaken.Result|nil
 function Plugin:result_transform(fn) end
 
 ---@class awaken.json

@@ -65,6 +65,7 @@
 ---@field requests {messages: awaken.Message[], tools: string[], params: awaken.Params}[]
 ---@field steps integer
 ---@field suspended awaken.Ticket[]
+---@field effects {key: string, payload: any}[] in dispatch order
 ---@field error? string
 
 ---@class awaken.testing.Harness
