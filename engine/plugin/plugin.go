@@ -67,8 +67,8 @@ type Input struct {
 	// afterwards the ones offered to the model.
 	Tools   []model.ToolSpec
 	Configs map[string]any // plugin id -> config for the running agent
-	Log      *slog.Logger
-	Audit    AuditSink
+	Log     *slog.Logger
+	Audit   AuditSink
 }
 
 // Config returns the config of the plugin with the given id.
