@@ -155,3 +155,10 @@ func FuzzLuaToCommand(f *testing.F) {
 		}
 	})
 }
+
+func TestGlobNeverPanics(t *testing.T) {
+	for _, p := range []string{"0(\x80)", "[z-a]", "\xff*", "[", "\\"} {
+		_ = Glob(p, "anything")
+		_ = Glob(p, p)
+	}
+}

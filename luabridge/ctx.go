@@ -1,7 +1,9 @@
 package luabridge
 
 import (
+	"reflect"
 	"strconv"
+	"unsafe"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -119,14 +121,7 @@ func (inst *instance) ctxIndex(L *lua.LState) int {
 		L.Push(c.run)
 	case "config":
 		if c.config == nil {
-			cfg := in.Config(inst.p.id)
-			if cfg == nil {
-				cfg = inst.p.defaultConfig
-			}
-			c.config = toLua(L, inst.null, cfg)
-			if c.config == lua.LNil {
-				c.config = L.CreateTable(0, 0)
-			}
+			c.config = inst.configTable(in)
 		}
 		L.Push(c.config)
 	case "messages":
@@ -178,6 +173,35 @@ func (inst *instance) ctxIndex(L *lua.LState) int {
 type callView struct {
 	t                    *plugin.ToolInfo
 	args, result, resume lua.LValue
+}
+
+// configTable converts the plugin's config for this call. A config is
+// immutable for a generation and an agent, so its Lua table is kept per
+// state and handed to every call with the same config: converting a
+// permission plugin's rules on every gate decision cost more than the
+// decision. The contract (stdlib/types/awaken.lua): ctx.config is
+// read-only; a plugin that modifies it only confuses its own later calls.
+func (inst *instance) configTable(in *plugin.Input) lua.LValue {
+	cfg := in.Config(inst.p.id)
+	if cfg == nil {
+		cfg = inst.p.defaultConfig
+	}
+	m, isMap := cfg.(map[string]any)
+	var id unsafe.Pointer
+	if isMap && m != nil {
+		id = reflect.ValueOf(m).UnsafePointer()
+		if id == inst.cfgID && inst.cfgVal != nil {
+			return inst.cfgVal
+		}
+	}
+	v := toLua(inst.L, inst.null, cfg)
+	if v == lua.LNil {
+		v = inst.L.CreateTable(0, 0)
+	}
+	if id != nil {
+		inst.cfgID, inst.cfgVal = id, v
+	}
+	return v
 }
 
 func (inst *instance) toolToLua(t *plugin.ToolInfo) lua.LValue {

@@ -80,8 +80,11 @@ func globRegexp(pattern string) *regexp.Regexp {
 	b.WriteString(`)\z`)
 	re, err := regexp.Compile(b.String())
 	if err != nil {
-		// A set such as "[z-a]" is invalid: match it literally instead.
-		return regexp.MustCompile(`\A` + regexp.QuoteMeta(pattern) + `\z`)
+		// A set such as "[z-a]" is invalid: match the pattern literally.
+		if re, err = regexp.Compile(`\A` + regexp.QuoteMeta(pattern) + `\z`); err != nil {
+			// Not even that (invalid UTF-8): nothing matches.
+			return regexp.MustCompile(`[^\x00-\x{10FFFF}]`)
+		}
 	}
 	return re
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"unsafe"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -41,6 +42,8 @@ type instance struct {
 	methods      map[string]*lua.LFunction
 
 	call     *hookCall
+	cfgID    unsafe.Pointer // the config whose Lua table cfgVal is
+	cfgVal   lua.LValue
 	loading  bool
 	testing  bool // a test file's state: globals stay writable
 	modules  map[string]lua.LValue

@@ -127,15 +127,15 @@ func TestCallTimeMisuse(t *testing.T) {
 }
 
 // A table a hook receives is built for that call: mutating it changes
-// nothing the next call sees.
+// nothing the next call sees. (ctx.config is the exception: it is kept per
+// state and documented as read-only, see configTable.)
 func TestTablesAreFreshPerCall(t *testing.T) {
 	g := mustLoad(t, map[string]string{"x.lua": head + `
 local k = p:key("x.list", { default = { "a" } })
 local seen = p:key("x.seen", { reducer = "append", default = {} })
 p:tool_gate(function(ctx, call)
-  local before = #call.args.items .. ":" .. #ctx.config.deny .. ":" .. #ctx:get(k)
+  local before = #call.args.items .. ":" .. #ctx:get(k)
   table.insert(call.args.items, "mutated")
-  table.insert(ctx.config.deny, "mutated")
   table.insert(ctx:get(k), "mutated")
   return awaken.block(before)
 end)
@@ -151,7 +151,7 @@ return p`})
 		s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "t"}}})
 		s.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{{Name: "t", Args: map[string]any{"items": []any{"one"}}}}})
 		d, _, err := s.ToolGate(ctx, model.ToolCall{ID: "call_1_1"})
-		if err != nil || d.Reason != "1:1:1" {
+		if err != nil || d.Reason != "1:1" {
 			t.Fatalf("call %d saw %q (%v): a table leaked from an earlier call", i, d.Reason, err)
 		}
 	}
@@ -213,5 +213,42 @@ return p`}, func(l *luabridge.Loader) { l.PoolSize = 3 })
 	wg.Wait()
 	if st := g.Stats()["x"]; st[0] > 3 {
 		t.Fatalf("pool grew past its bound: %v", st)
+	}
+}
+
+// gopher-lua compiles a, b = b, a wrongly for locals; the loader rewrites
+// multiple assignments through temporaries.
+func TestMultipleAssignmentSwaps(t *testing.T) {
+	g := mustLoad(t, map[string]string{"x.lua": head + `
+local out = p:key("x.out", {})
+p:on("step_start", function(ctx)
+  local r = {}
+  for i = 1, 2 do
+    local a, b = 1, 2
+    a, b = b, a
+    r[#r + 1] = a .. "," .. b
+  end
+  local c, d, e = 1, 2, 3
+  c, d, e = e, c, d
+  r[#r + 1] = c .. d .. e
+  local f, g = (function() return 7, 8 end)()
+  f, g = g, f
+  r[#r + 1] = f .. g
+  local t = { 1, 2 }
+  t[1], t[2] = t[2], t[1]
+  r[#r + 1] = t[1] .. t[2]
+  ctx:update(out, table.concat(r, " "))
+end)
+return p`})
+	rt := runtimeFor(t, g)
+	s, _, err := rt.Start(context.Background(), run.StartOptions{})
+	if err == nil {
+		_, err = s.StepStart(context.Background())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Snapshot().Values(nil)["x.out"]; got != "2,1 2,1 312 87 21" {
+		t.Fatalf("swaps gave %q", got)
 	}
 }

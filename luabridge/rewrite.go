@@ -31,9 +31,43 @@ func rewriteConcat(chunk []ast.Stmt) []ast.Stmt {
 type rewriter struct{ changed bool }
 
 func (r *rewriter) stmts(ss []ast.Stmt) {
-	for _, s := range ss {
+	for i, s := range ss {
 		r.stmt(s)
+		if a, ok := s.(*ast.AssignStmt); ok && len(a.Lhs) > 1 {
+			ss[i] = multipleAssign(a)
+		}
 	}
+}
+
+// multipleAssign rewrites a, b = x, y into
+//
+//	do local t1, t2 = x, y; a = t1; b = t2 end
+//
+// gopher-lua v1.1.2 compiles a, b = b, a for locals into a = b; b = a (both
+// end up equal); through temporaries every right-hand side is evaluated
+// before any assignment, as Lua requires. The temporaries' names are not
+// valid identifiers, so no plugin variable can clash with them.
+func multipleAssign(a *ast.AssignStmt) ast.Stmt {
+	names := make([]string, len(a.Lhs))
+	for i := range names {
+		names[i] = "awaken tmp " + itoa(i)
+	}
+	local := &ast.LocalAssignStmt{Names: names, Exprs: a.Rhs}
+	local.SetLine(a.Line())
+	local.SetLastLine(a.LastLine())
+	body := []ast.Stmt{local}
+	for i, lhs := range a.Lhs {
+		tmp := &ast.IdentExpr{Value: names[i]}
+		tmp.SetLine(a.Line())
+		one := &ast.AssignStmt{Lhs: []ast.Expr{lhs}, Rhs: []ast.Expr{tmp}}
+		one.SetLine(a.Line())
+		one.SetLastLine(a.LastLine())
+		body = append(body, one)
+	}
+	block := &ast.DoBlockStmt{Stmts: body}
+	block.SetLine(a.Line())
+	block.SetLastLine(a.LastLine())
+	return block
 }
 
 func (r *rewriter) stmt(s ast.Stmt) {

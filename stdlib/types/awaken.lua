@@ -151,7 +151,7 @@
 ---@class awaken.Context
 ---@field phase awaken.Phase
 ---@field run awaken.Run
----@field config table this plugin's config for the running agent
+---@field config table this plugin's config for the running agent: read-only, shared by the calls with the same config
 ---@field messages awaken.Message[]
 ---@field tool? awaken.ToolCall in tool phases
 ---@field response? awaken.Response in after_inference

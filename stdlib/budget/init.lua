@@ -1,0 +1,213 @@
+-- budget: limits on steps, tool calls (in total and per tool) and tokens.
+--
+-- Counts are run-scoped. A count that reaches warn_at of its limit schedules
+-- one warning context message for the next step (once per limit). Passing a
+-- limit stops the run with stopped:budget_<limit>:
+--   steps       at step_end, once the step count reaches max_steps (unless
+--               the step's answer had no tool calls: the run ends naturally);
+--   tokens      at after_inference, once the total passes max_tokens;
+--   tool calls  a call that would pass max_tool_calls, or its tool's entry in
+--               max_calls_per_tool, is not run: the gate answers it with an
+--               error result (set_result; gates cannot stop a run). The other
+--               calls of the step are gated as usual, so every call the model
+--               made gets a result, and step_end stops the run with
+--               budget_tool_calls or budget_calls_<tool>.
+--
+-- Tool calls are counted from the runtime's record of the step's calls
+-- (__runtime.tool_calls): the calls the gate allowed. budget.tool_calls and
+-- budget.calls_per_tool hold the counts of the steps before the current one;
+-- the gate adds the current step's allowed calls, so it is exact however a
+-- host interleaves gating and running.
+local awaken = require("awaken")
+
+local p = awaken.plugin {
+  id = "budget",
+  description = "Limits steps, tool calls and tokens per run",
+  config = {
+    max_steps = { type = "integer", minimum = 1 },
+    max_tool_calls = { type = "integer", minimum = 0 },
+    max_calls_per_tool = { type = "object", default = {}, additionalProperties = { type = "integer", minimum = 0 } },
+    max_tokens = { type = "integer", minimum = 1 },
+    warn_at = { type = "number", minimum = 0, maximum = 1, default = 0.8 },
+  },
+  validate = function(config)
+    local problems = {}
+    if config.warn_at <= 0 then
+      problems[#problems + 1] = "warn_at: must be above 0 (a fraction of each limit, such as 0.8; 1 warns only at the limit)"
+    end
+    for name in pairs(config.max_calls_per_tool or {}) do
+      if not name:find("^[%w_%.%-]+$") then
+        problems[#problems + 1] = "max_calls_per_tool." .. name .. ": not a tool name (letters, digits, '_', '.', '-'); globs are not supported"
+      end
+    end
+    if #problems > 0 then return problems end
+  end,
+}
+
+-- Tool calls that ran in earlier steps, in total and per tool.
+local tool_calls = p:key("budget.tool_calls", {
+  scope = "run", merge = "commutative", reducer = "add", default = 0, schema = { type = "integer" },
+})
+local per_tool = p:key("budget.calls_per_tool", {
+  scope = "run", reducer = "merge", default = {},
+  schema = { type = "object", additionalProperties = { type = "integer" } },
+})
+-- Tokens used, from the model's usage.
+local tokens = p:key("budget.tokens", {
+  scope = "run", merge = "commutative", reducer = "add", default = 0, schema = { type = "integer" },
+})
+-- Limits already warned about ("steps", "tool_calls", "calls_<tool>", "tokens").
+local warned = p:key("budget.warned", {
+  scope = "run", merge = "commutative", reducer = "union", default = {},
+  schema = { type = "array", items = { type = "string" } },
+})
+
+local CALLS = "__runtime.tool_calls"
+
+-- Whether any tool-call limit is configured.
+local function limits_calls(cfg)
+  return cfg.max_tool_calls ~= nil or next(cfg.max_calls_per_tool) ~= nil
+end
+
+-- The runtime's records of this step's calls.
+local function step_calls(ctx)
+  local calls = ctx:get(CALLS)
+  if type(calls) ~= "table" then return {} end
+  return calls
+end
+
+-- Schedules the warning for a limit once its count reaches warn_at of it.
+local function maybe_warn(ctx, limit, count, max, text)
+  if count < ctx.config.warn_at * max then return end
+  for _, done in ipairs(ctx:get(warned)) do
+    if done == limit then return end
+  end
+  ctx:update(warned, limit)
+  ctx:schedule("runtime.add_context_message", {
+    key = "budget.warn." .. limit,
+    content = text,
+    target = "suffix_system",
+    kind = "ephemeral",
+  })
+end
+
+-- The answer for a call that would pass a limit; data.budget_exceeded names
+-- the limit, so step_end stops the run with its code.
+local function exceeded(limit, text)
+  return awaken.set_result({
+    status = "error",
+    message = "budget exceeded: " .. text .. "; the call was not run",
+    data = { budget_exceeded = limit },
+  })
+end
+
+p:tool_gate(function(ctx, call)
+  local cfg = ctx.config
+  local max_total = cfg.max_tool_calls
+  local max_tool = cfg.max_calls_per_tool[call.name]
+  if max_total == nil and max_tool == nil then return end
+  -- the step's other calls the gate allowed (run, running or about to run)
+  local total, same = 0, 0
+  local step = ctx.run.step
+  for id, rec in pairs(step_calls(ctx)) do
+    if id ~= call.id and rec.decision == "allow" and (rec.step == nil or rec.step == step) then
+      total = total + 1
+      if rec.name == call.name then same = same + 1 end
+    end
+  end
+  if max_total and ctx:get(tool_calls) + total + 1 > max_total then
+    return exceeded("tool_calls", string.format("max_tool_calls is %d", max_total))
+  end
+  if max_tool and (ctx:get(per_tool)[call.name] or 0) + same + 1 > max_tool then
+    return exceeded("calls_" .. call.name, string.format("max_calls_per_tool.%s is %d", call.name, max_tool))
+  end
+end)
+
+p:on("after_inference", function(ctx)
+  local max = ctx.config.max_tokens
+  local usage = ctx.response.usage
+  if usage == nil or (usage.total_tokens or 0) <= 0 then return end
+  ctx:update(tokens, usage.total_tokens)
+  if max == nil then return end
+  local total = ctx:get(tokens) + usage.total_tokens
+  if total > max then
+    ctx:stop("budget_tokens", string.format("%d tokens used, the limit is %d", total, max))
+  else
+    maybe_warn(ctx, "tokens", total, max, string.format(
+      "Budget: %d of %d tokens used. Be brief and finish soon.", total, max))
+  end
+end)
+
+-- Counts the step's calls that ran, warns, and returns the stop code of a
+-- call the gate refused (budget_tool_calls first, then per tool by name).
+local function count_calls(ctx, calls)
+  local cfg = ctx.config
+  local step = ctx.run.step
+  local ran, by_tool, refused = 0, {}, {}
+  for _, rec in pairs(calls) do
+    if rec.step == nil or rec.step == step then
+      if rec.decision == "allow" then
+        ran = ran + 1
+        by_tool[rec.name] = (by_tool[rec.name] or 0) + 1
+      elseif rec.decision == "set_result" then
+        local r = rec.result
+        local limit = type(r) == "table" and type(r.data) == "table" and r.data.budget_exceeded
+        if type(limit) == "string" then refused[limit] = r.message or true end
+      end
+    end
+  end
+  if ran > 0 then
+    local total = ctx:get(tool_calls) + ran
+    ctx:update(tool_calls, ran)
+    local before = ctx:get(per_tool)
+    local update = {}
+    for name, n in pairs(by_tool) do update[name] = (before[name] or 0) + n end
+    ctx:update(per_tool, update)
+    if cfg.max_tool_calls then
+      maybe_warn(ctx, "tool_calls", total, cfg.max_tool_calls, string.format(
+        "Budget: %d of %d tool calls used. A call past the limit stops the run; finish with the calls left.", total, cfg.max_tool_calls))
+    end
+    local names = {}
+    for name in pairs(update) do names[#names + 1] = name end
+    table.sort(names)
+    for _, name in ipairs(names) do
+      local max = cfg.max_calls_per_tool[name]
+      if max then
+        maybe_warn(ctx, "calls_" .. name, update[name], max, string.format(
+          "Budget: %d of %d calls to %s used. A call past the limit stops the run.", update[name], max, name))
+      end
+    end
+  end
+  if refused.tool_calls then return "tool_calls", refused.tool_calls end
+  local first
+  for limit in pairs(refused) do
+    if first == nil or limit < first then first = limit end
+  end
+  if first then return first, refused[first] end
+end
+
+p:on("step_end", function(ctx)
+  local cfg = ctx.config
+  local calls = step_calls(ctx)
+  if limits_calls(cfg) then
+    local limit, why = count_calls(ctx, calls)
+    if limit then
+      ctx:stop("budget_" .. limit, type(why) == "string" and why or nil)
+      return
+    end
+  end
+  local max = cfg.max_steps
+  if max == nil then return end
+  local step = ctx.run.step
+  if step >= max then
+    -- an answer without tool calls ends the run naturally at this step
+    if next(calls) ~= nil then
+      ctx:stop("budget_steps", string.format("%d steps used, the limit is %d", step, max))
+    end
+  else
+    maybe_warn(ctx, "steps", step, max, string.format(
+      "Budget: step %d of %d done. The run stops after step %d; finish the task by then.", step, max, max))
+  end
+end)
+
+return p

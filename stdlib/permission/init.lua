@@ -1,0 +1,170 @@
+-- permission: allow, ask or deny each tool call by rules.
+--
+--   [plugins.permission]
+--   default = "ask"            # when no rule matches: allow | ask | deny
+--   deny_mode = "block"        # block: the run ends blocked:<reason>
+--                              # reject: the call gets an error result and the model carries on
+--   rules = [
+--     { tool = "Read", behavior = "allow" },
+--     { tool = "Bash(npm *)", behavior = "allow" },
+--     { tool = "Bash(rm *)", behavior = "deny" },
+--     { tool = 'Edit(file_path ~ "src/**")', behavior = "allow" },
+--     { tool = "mcp__github__*", behavior = "ask" },
+--     { tool = "/mcp__(gh|gl)__.*/", behavior = "deny" },
+--   ]
+--
+-- The rule syntax is described in rules.lua. Deny beats allow beats ask;
+-- among the rules of the winning behaviour the most specific one names the
+-- decision. "ask" suspends the call with the options allow_once,
+-- allow_always, reject_once and reject_always; the *_always answers are
+-- remembered for the thread (same tool, same arguments) and never override
+-- a configured deny. Tools denied outright (an exact or glob rule without
+-- argument conditions) are not offered to the model at all.
+
+local awaken = require("awaken")
+local rules = require("permission.rules")
+
+local OPTIONS = { "allow_once", "allow_always", "reject_once", "reject_always" }
+local REJECTED = "rejected by the user"
+
+local p = awaken.plugin {
+  id = "permission",
+  description = "Allows, asks for or denies tool calls by rules on tool names and arguments",
+  config = {
+    default = { type = "string", enum = { "allow", "ask", "deny" }, default = "ask" },
+    deny_mode = { type = "string", enum = { "block", "reject" }, default = "block" },
+    rules = {
+      type = "array",
+      default = {},
+      items = {
+        type = "object",
+        required = { "tool", "behavior" },
+        additionalProperties = false,
+        properties = {
+          tool = { type = "string", minLength = 1 },
+          behavior = { type = "string", enum = { "allow", "ask", "deny" } },
+        },
+      },
+    },
+  },
+  -- The schema checks shapes; this parses every rule so a bad one fails
+  -- loading with its position ("rules[2].tool: unterminated quote in ...").
+  validate = function(config)
+    return rules.validate(config.rules)
+  end,
+}
+
+-- Answers given with allow_always / reject_always, per thread: signature
+-- (tool name + canonical JSON of the arguments, see rules.signature) ->
+-- "allow" | "deny". Gates cannot write state, so after_tool_execute records
+-- them once the resumed call has gone through.
+local remembered = p:key("permission.thread_rules", {
+  scope = "thread",
+  reducer = "merge",
+  default = {},
+  schema = { type = "object", additionalProperties = { type = "string", enum = { "allow", "deny" } } },
+})
+
+-- describe names the winning rule (or the default) for messages.
+local function describe(winner)
+  if not winner then return "the permission default" end
+  return string.format("the permission rule %s (rules[%d])", rules.quote(winner.rule.source), winner.index)
+end
+
+-- optionOf reads the chosen option from a resume decision's result:
+-- {option = "..."} (or the bare string); no result means allow_once.
+local function optionOf(result)
+  if result == nil then return "allow_once" end
+  if type(result) == "table" and type(result.option) == "string" then return result.option end
+  if type(result) == "string" then return result end
+  return nil
+end
+
+-- The configured decision for a call (thread answers not included).
+local function configured(config, name, args)
+  return rules.decide(rules.compile(config.rules), name, args, config.default or "ask")
+end
+
+p:tool_gate(function(ctx, call)
+  local config = ctx.config
+  local behavior, winner = configured(config, call.name, call.args)
+
+  if behavior == "deny" then
+    local reason = call.name .. " is denied by " .. describe(winner)
+    if config.deny_mode == "reject" then
+      return awaken.set_result(awaken.error(reason))
+    end
+    return awaken.block(reason)
+  end
+
+  -- The thread's own answers come before the configured allow and ask, but
+  -- after the configured deny: "deny over allow" holds for them too (a deny
+  -- added to the config later still applies).
+  local answers = ctx:get(remembered)
+  if type(answers) == "table" and next(answers) ~= nil then
+    local answer = answers[rules.signature(call.name, call.args)]
+    if answer == "allow" then return nil end
+    if answer == "deny" then return awaken.set_result(awaken.error(REJECTED)) end
+  end
+
+  if behavior == "allow" then return nil end
+
+  -- ask. A resumed call comes back here with the human's answer; a cancel
+  -- never does (the runtime cancels the call).
+  local resume = call.resume
+  if resume and resume.action == "resume" then
+    local option = optionOf(resume.result)
+    if option == "allow_once" or option == "allow_always" then return nil end
+    if option == "reject_once" or option == "reject_always" then
+      return awaken.set_result(awaken.error(REJECTED))
+    end
+    -- An answer that is none of the options is a rejection (fail closed)
+    -- rather than a new question, so a confused host cannot loop.
+    return awaken.set_result(awaken.error(string.format(
+      "rejected: %s is not an option (options: %s)", rules.quote(tostring(option or awaken.json.encode(resume.result))),
+      table.concat(OPTIONS, ", "))))
+  end
+
+  local shown = rules.truncate(awaken.json.encode(call.args) or "{}", 300)
+  return awaken.suspend {
+    action = "permission",
+    message = string.format("Allow %s %s? (asked by %s)", call.name, shown, describe(winner)),
+    options = OPTIONS,
+    parameters = { tool = call.name, args = call.args },
+  }
+end)
+
+-- Records allow_always / reject_always for the thread. It runs for the
+-- resumed call whether the gate let it run or answered it with the
+-- rejection, and only when the configuration still asks for this call (so
+-- an answer meant for another plugin's ticket is not taken as ours).
+p:on("after_tool_execute", function(ctx)
+  local tool = ctx.tool
+  local resume = tool and tool.resume
+  if not resume or resume.action ~= "resume" then return end
+  local option = optionOf(resume.result)
+  if option ~= "allow_always" and option ~= "reject_always" then return end
+  if configured(ctx.config, tool.name, tool.args) ~= "ask" then return end
+  local verdict = option == "allow_always" and "allow" or "deny"
+  ctx:update(remembered, { [rules.signature(tool.name, tool.args)] = verdict })
+end)
+
+-- Hides the tools denied outright from the model. The runtime then also
+-- refuses calls to them (a tool that was not offered cannot be called), and
+-- the gate would deny them anyway.
+p:transform(function(request, ctx)
+  local cfg = rules.compile(ctx.config.rules)
+  local kept, removed = {}, false
+  for _, t in ipairs(request.tools or {}) do
+    if rules.hides(cfg, t.name) then
+      removed = true
+    else
+      kept[#kept + 1] = t
+    end
+  end
+  if not removed then return nil end
+  request.tools = kept
+  return request
+end)
+
+return p

@@ -1,0 +1,303 @@
+-- Tests of the permission plugin through the real engine.
+local awaken = require("awaken")
+local t = require("awaken.testing")
+
+local function harness(config)
+  return t.harness { plugins = { "permission" }, config = { permission = config } }
+end
+
+local function rule(tool, behavior) return { tool = tool, behavior = behavior } end
+
+t.test("the default is ask; allow and deny rules decide", function()
+  local h = harness { rules = { rule("Read", "allow"), rule("Bash(rm *)", "deny") } }
+  t.eq(h:gate({ name = "Read", args = { path = "x" } }).decision, "allow")
+  t.eq(h:gate({ name = "Bash", args = { command = "rm -rf /" } }).decision, "block")
+  t.eq(h:gate({ name = "Bash", args = { command = "ls" } }).decision, "suspend")
+  t.eq(harness({ default = "allow" }):gate({ name = "Any" }).decision, "allow")
+  local d = harness({ default = "deny" }):gate({ name = "Any" })
+  t.eq(d.decision, "block")
+  t.eq(d.reason, "Any is denied by the permission default")
+end)
+
+t.test("deny beats a more specific allow, allow beats ask", function()
+  local h = harness { rules = {
+    rule('Bash(command = "npm test")', "allow"),
+    rule("/Ba.*/", "deny"),
+    rule("Edit", "ask"),
+    rule("Edit(file_path ~ src/**)", "allow"),
+  } }
+  local d = h:gate { name = "Bash", args = { command = "npm test" } }
+  t.eq(d.decision, "block")
+  t.eq(d.reason, 'Bash is denied by the permission rule "/Ba.*/" (rules[1])')
+  t.eq(h:gate({ name = "Edit", args = { file_path = "src/a.go" } }).decision, "allow")
+  t.eq(h:gate({ name = "Edit", args = { file_path = "lib/a.go" } }).decision, "suspend")
+end)
+
+t.test("the most specific rule of the winning behaviour names the decision", function()
+  local h = harness { rules = {
+    rule("/Bash/", "deny"),
+    rule("Ba*", "deny"),
+    rule("Bash", "deny"),
+    rule("Edit", "deny"),
+    rule("Edit(mode = w)", "deny"),
+    rule("Edit(mode = w, path ~ src/**)", "deny"),
+    rule("mcp__*", "deny"),
+    rule("/mcp__gh__.*/", "deny"),
+    rule("Ask*", "ask"),
+    rule("Ask(x = 1)", "ask"),
+  } }
+  -- exact over glob over regex
+  t.match(h:gate({ name = "Bash" }).reason, "rules%[2%]")
+  -- glob over regex
+  t.match(h:gate({ name = "mcp__gh__issues" }).reason, "rules%[6%]")
+  -- conditions over none, more conditions over fewer
+  t.match(h:gate({ name = "Edit", args = { mode = "w" } }).reason, "rules%[4%]")
+  t.match(h:gate({ name = "Edit", args = { mode = "w", path = "src/x" } }).reason, "rules%[5%]")
+  t.match(h:gate({ name = "Edit", args = { mode = "r" } }).reason, "rules%[3%]")
+  -- the ask message names its rule too
+  t.match(h:gate({ name = "Ask", args = { x = 1 } }).ticket.message, 'rule "Ask%(x = 1%)" %(rules%[9%]%)')
+  t.match(h:gate({ name = "AskMore", args = { x = 1 } }).ticket.message, 'rule "Ask%*" %(rules%[8%]%)')
+end)
+
+t.test("each operator through the gate", function()
+  local h = harness { default = "allow", rules = {
+    rule('Edit(path ~ "secret/**")', "deny"),
+    rule("Edit(mode = danger)", "deny"),
+    rule('Edit(path =~ ".*\\.pem")', "deny"),
+    rule("Write(path !~ tmp/**)", "deny"),
+    rule("Send(to != me@example.com)", "deny"),
+    rule('Run(cmd !=~ "(ls|pwd)( .*)?")', "deny"),
+  } }
+  local function gate(name, args) return h:gate({ name = name, args = args }).decision end
+  t.eq(gate("Edit", { path = "secret/a/b" }), "block")
+  t.eq(gate("Edit", { path = "public/a" }), "allow")
+  t.eq(gate("Edit", { path = "x", mode = "danger" }), "block")
+  t.eq(gate("Edit", { path = "keys/id.pem" }), "block")
+  t.eq(gate("Write", { path = "src/a" }), "block")
+  t.eq(gate("Write", { path = "tmp/a" }), "allow")
+  t.eq(gate("Send", { to = "you@example.com" }), "block")
+  t.eq(gate("Send", { to = "me@example.com" }), "allow")
+  t.eq(gate("Run", { cmd = "rm x" }), "block")
+  t.eq(gate("Run", { cmd = "ls -la" }), "allow")
+  t.eq(gate("Run", { cmd = "pwd" }), "allow")
+end)
+
+t.test("nested paths through the gate", function()
+  local h = harness { default = "allow", rules = {
+    rule("Batch(ops[*].kind = delete)", "deny"),
+    rule("Batch(items[0] = first)", "ask"),
+    rule("Deep(a.b[*].c ~ *x*)", "deny"),
+  } }
+  t.eq(h:gate({ name = "Batch", args = { ops = { { kind = "read" }, { kind = "delete" } } } }).decision, "block")
+  t.eq(h:gate({ name = "Batch", args = { ops = { { kind = "read" } } } }).decision, "allow")
+  t.eq(h:gate({ name = "Batch", args = { items = { "first", "second" } } }).decision, "suspend")
+  t.eq(h:gate({ name = "Batch", args = { items = { "second", "first" } } }).decision, "allow")
+  t.eq(h:gate({ name = "Deep", args = { a = { b = { { c = "y" }, { c = "axb" } } } } }).decision, "block")
+  t.eq(h:gate({ name = "Deep", args = { a = { b = { { c = "y" } } } } }).decision, "allow")
+end)
+
+t.test("glob and regex tool names", function()
+  local h = harness { default = "allow", rules = {
+    rule("mcp__github__*", "deny"),
+    rule("/mcp__(gh|gl)__.*/", "ask"),
+    rule("Bash(npm *)", "deny"),
+  } }
+  t.eq(h:gate({ name = "mcp__github__create_issue" }).decision, "block")
+  t.eq(h:gate({ name = "mcp__gh__list" }).decision, "suspend")
+  t.eq(h:gate({ name = "mcp__gl__list" }).decision, "suspend")
+  t.eq(h:gate({ name = "mcp__bb__list" }).decision, "allow")
+  t.eq(h:gate({ name = "Bash", args = { command = "npm publish" } }).decision, "block")
+  t.eq(h:gate({ name = "Bash", args = { command = "make" } }).decision, "allow")
+end)
+
+local function shellRun(h, thread, counter, command)
+  return h:run { thread = thread, prompt = "go", turns = {
+    { tool_calls = { { name = "Bash", args = { command = command or "rm -rf build" } } } },
+    { text = "done" },
+  }, tools = {
+    Bash = function() counter.n = counter.n + 1; return awaken.success("ran") end,
+    Read = function() return awaken.success("read") end,
+  } }
+end
+
+t.test("deny_mode block ends the run", function()
+  local h = harness { rules = { rule("Bash(rm *)", "deny") } }
+  local ran = { n = 0 }
+  local r = shellRun(h, "main", ran)
+  t.eq(r.termination, 'blocked:Bash is denied by the permission rule "Bash(rm *)" (rules[0])')
+  t.eq(ran.n, 0)
+end)
+
+t.test("deny_mode reject answers with an error and the model carries on", function()
+  local h = harness { deny_mode = "reject", rules = { rule("Bash(rm *)", "deny") } }
+  local ran = { n = 0 }
+  local r = shellRun(h, "main", ran)
+  t.eq(r.termination, "natural")
+  t.eq(ran.n, 0)
+  local tool
+  for _, m in ipairs(r.messages) do
+    if m.role == "tool" then tool = m end
+  end
+  t.ok(tool, "a tool message")
+  t.match(tool.content, 'Bash is denied by the permission rule "Bash%(rm %*%)"')
+  t.eq(r.steps, 2)
+end)
+
+t.test("ask suspends with the four options", function()
+  local h = harness {}
+  local d = h:gate { name = "Bash", args = { command = "ls" } }
+  t.eq(d.decision, "suspend")
+  t.eq(d.ticket.options, { "allow_once", "allow_always", "reject_once", "reject_always" })
+  t.eq(d.ticket.action, "permission")
+  t.eq(d.ticket.parameters, { tool = "Bash", args = { command = "ls" } })
+  t.match(d.ticket.message, '^Allow Bash {"command":"ls"}%? %(asked by the permission default%)$')
+end)
+
+t.test("the answer on resume", function()
+  local h = harness {}
+  local call = { name = "Bash", args = { command = "ls" } }
+  local function answer(result)
+    return h:gate { name = call.name, args = call.args, resume = { action = "resume", result = result } }
+  end
+  t.eq(answer(nil).decision, "allow")
+  t.eq(answer({ option = "allow_once" }).decision, "allow")
+  t.eq(answer({ option = "allow_always" }).decision, "allow")
+  local d = answer({ option = "reject_once" })
+  t.eq(d.decision, "set_result")
+  t.eq(d.result, { status = "error", message = "rejected by the user" })
+  t.eq(answer({ option = "reject_always" }).result.message, "rejected by the user")
+  d = answer({ option = "maybe" })
+  t.eq(d.decision, "set_result")
+  t.match(d.result.message, 'not an option')
+  -- a resume never lifts a deny
+  local hd = harness { rules = { rule("Bash", "deny") } }
+  t.eq(hd:gate({ name = "Bash", resume = { action = "resume", result = { option = "allow_once" } } }).decision, "block")
+end)
+
+t.test("allow_always is remembered on its thread only", function()
+  local h = harness { rules = { rule("Read", "allow") } }
+  local ran = { n = 0 }
+  local r = shellRun(h, "a", ran)
+  t.eq(r.termination, "suspended")
+  t.eq(#r.suspended, 1)
+  local ticket = r.suspended[1]
+  t.eq(ticket.options, { "allow_once", "allow_always", "reject_once", "reject_always" })
+  r = h:resume { thread = "a", decisions = { { target = ticket.id, action = "resume", result = { option = "allow_always" } } },
+    turns = { { text = "done" } },
+    tools = { Bash = function() ran.n = ran.n + 1; return awaken.success("ran") end } }
+  t.eq(r.termination, "natural")
+  t.eq(ran.n, 1)
+  -- the same call on thread a runs without asking
+  r = shellRun(h, "a", ran)
+  t.eq(r.termination, "natural")
+  t.eq(ran.n, 2)
+  -- other arguments still ask
+  r = shellRun(h, "a", ran, "rm -rf dist")
+  t.eq(r.termination, "suspended")
+  -- thread b still asks
+  r = shellRun(h, "b", ran)
+  t.eq(r.termination, "suspended")
+  t.eq(ran.n, 2)
+end)
+
+t.test("allow_once is not remembered", function()
+  local h = harness {}
+  local ran = { n = 0 }
+  local r = shellRun(h, "a", ran)
+  r = h:resume { thread = "a", decisions = { { target = r.suspended[1].id, action = "resume" } },
+    turns = { { text = "done" } },
+    tools = { Bash = function() ran.n = ran.n + 1; return awaken.success("ran") end } }
+  t.eq(r.termination, "natural")
+  t.eq(ran.n, 1)
+  t.eq(shellRun(h, "a", ran).termination, "suspended")
+end)
+
+t.test("reject_always is remembered on its thread only", function()
+  local h = harness {}
+  local ran = { n = 0 }
+  local r = shellRun(h, "a", ran)
+  t.eq(r.termination, "suspended")
+  r = h:resume { thread = "a", decisions = { { target = r.suspended[1].id, action = "resume", result = { option = "reject_always" } } },
+    turns = { { text = "ok, I will not" } },
+    tools = { Bash = function() ran.n = ran.n + 1; return awaken.success("ran") end } }
+  t.eq(r.termination, "natural")
+  t.eq(ran.n, 0)
+  local last
+  for _, m in ipairs(r.messages) do
+    if m.role == "tool" then last = m end
+  end
+  t.match(last.content, "rejected by the user")
+  -- asked again on thread a: rejected without asking, the model carries on
+  r = shellRun(h, "a", ran)
+  t.eq(r.termination, "natural")
+  t.eq(ran.n, 0)
+  -- thread b still asks
+  t.eq(shellRun(h, "b", ran).termination, "suspended")
+end)
+
+t.test("a thread's answers never lift a configured deny", function()
+  local h = harness { rules = { rule("Bash(rm *)", "deny") } }
+  local sig = 'Bash\n{"command":"rm -rf build"}'
+  local d = h:gate({ name = "Bash", args = { command = "rm -rf build" } }, { state = { ["permission.thread_rules"] = { [sig] = "allow" } } })
+  t.eq(d.decision, "block")
+  -- but they come before a configured allow
+  local h2 = harness { rules = { rule("Bash", "allow") } }
+  d = h2:gate({ name = "Bash", args = { command = "rm -rf build" } }, { state = { ["permission.thread_rules"] = { [sig] = "deny" } } })
+  t.eq(d.decision, "set_result")
+  t.eq(d.result.message, "rejected by the user")
+end)
+
+t.test("after_tool_execute records only answers to its own question", function()
+  local h = harness { rules = { rule("Read", "allow") } }
+  local resume = { action = "resume", result = { option = "allow_always" } }
+  local r = h:phase("after_tool_execute", { tool = { name = "Bash", args = { command = "ls" }, resume = resume, result = awaken.success("x") } })
+  t.eq(r.state["permission.thread_rules"], { ['Bash\n{"command":"ls"}'] = "allow" })
+  -- Read is allowed by the config: an allow_always there was not ours
+  local r2 = h:phase("after_tool_execute", { tool = { name = "Read", args = {}, resume = resume, result = awaken.success("x") } }, { thread = "other" })
+  t.eq(r2.state["permission.thread_rules"], nil)
+end)
+
+t.test("tools denied outright are hidden from the model", function()
+  local h = harness { rules = {
+    rule("Bash", "deny"),
+    rule("mcp__gh__*", "deny"),
+    rule("Edit(path ~ secret/**)", "deny"),
+    rule("/Web.*/", "deny"),
+  } }
+  local r = h:run { prompt = "hi", turns = { { text = "hello" } }, tools = {
+    Bash = function() return "x" end,
+    Edit = function() return "x" end,
+    Read = function() return "x" end,
+    WebFetch = function() return "x" end,
+    mcp__gh__issues = function() return "x" end,
+  } }
+  t.eq(r.termination, "natural")
+  t.eq(r.requests[1].tools, { "Edit", "Read", "WebFetch" }, "Bash and mcp__gh__issues are hidden")
+  -- a call to a hidden tool is refused by the runtime: it was not offered
+  local ran = 0
+  r = h:run { prompt = "hi", turns = {
+    { tool_calls = { { name = "Bash", args = { command = "ls" } } } },
+    { text = "ok" },
+  }, tools = { Bash = function() ran = ran + 1; return "x" end, Read = function() return "x" end } }
+  t.eq(r.termination, "natural")
+  t.eq(ran, 0)
+  local tool
+  for _, m in ipairs(r.messages) do
+    if m.role == "tool" then tool = m end
+  end
+  t.match(tool.content, "not available")
+end)
+
+t.test("invalid rules fail loading with their position", function()
+  local msg = t.raises(function()
+    harness { rules = { rule("Read", "allow"), rule("Bash(npm *)", "allow"), rule('Edit(file_path ~ "src/**)', "deny") } }
+  end, "rules%[2%]%.tool")
+  t.match(msg, '^config_invalid')
+  t.match(msg, 'rules%[2%]%.tool: unterminated quote in "Edit%(file_path ~ \\"src/%*%*%)"')
+  t.raises(function() harness { rules = { rule("/(gh|gl/", "deny") } } end, "rules%[0%]%.tool: invalid regex")
+  -- the schema checks the shapes
+  t.raises(function() harness { rules = { rule("Bash", "maybe") } } end, "behavior")
+  t.raises(function() harness { default = "sometimes" } end, "default")
+  t.raises(function() harness { deny_mode = "explode" } end, "deny_mode")
+  t.raises(function() harness { rules = { { tool = "Bash" } } } end, "behavior")
+end)

@@ -1,0 +1,696 @@
+-- Permission rules: the parser, the matcher and the decision.
+--
+-- Grammar of a rule (the `tool` field of a config rule):
+--
+--   rule       = tool [ "(" args ")" ]
+--   tool       = NAME            exact tool name:  Bash
+--              | GLOB            has * ? or [:     mcp__github__*   (awaken.glob)
+--              | "/" REGEX "/"   regex on the whole name: /mcp__(gh|gl)__.*/
+--                                ("\/" for a "/"; the subset is in regex.lua)
+--   args       = conditions      Edit(file_path ~ "src/**", mode = w)
+--              | QUOTED          Bash("npm *")   a glob, quoted
+--              | TEXT            Bash(npm *)     a glob: everything up to the final ")"
+--   conditions = condition { "," condition }     all of them must hold
+--   condition  = path op value
+--   path       = KEY { "." KEY | "[" DIGITS "]" | "[*]" }   KEY = [A-Za-z0-9_-]+
+--                a.b[*].c: any element of the list b; items[0]: the first item
+--   op         = "~" glob | "=" equals | "=~" regex
+--              | "!~" not glob | "!=" not equals | "!=~" not regex
+--   value      = QUOTED | BARE   QUOTED: "..." with \" and \\ (any other "\x"
+--                                is kept as is, for glob and regex escapes);
+--                                BARE: up to a space, "," or ")";
+--                                a regex value may also be written /.../
+--
+-- The parenthesised part is read as conditions when it starts with a path
+-- and an operator. An operator after a space must be followed by a space, a
+-- quote, or (except "~") the closing ")", so Bash(cd ~/src) and Bash(ls ~)
+-- stay globs while Edit(a =) is reported as a missing value. Otherwise it is
+-- a glob on the call's only argument when the call has exactly one, or else
+-- on all the arguments as JSON with sorted keys (awaken.json.encode).
+--
+-- Values are compared as strings: a string as is, true/false, numbers and
+-- tables as JSON. A path that selects several values (a[*].b) holds when
+-- ANY of them satisfies a positive operator; the negated operators are the
+-- exact negation (NO value satisfies the positive one), so a missing field
+-- satisfies !=, !~ and !=~ and never =, ~ or =~. Regexes match the whole
+-- name or value. Globs must be valid UTF-8 (Go's regexp compiles them).
+--
+-- Limits keep a hostile rule cheap: MAX_RULE bytes per rule, MAX_RULE_PROGRAM
+-- regex instructions per rule, and DECISION_BUDGET work units per gate
+-- decision for regexes and [*] walks.
+--
+-- Every parsed rule is plain data (strings, numbers, lists), so it can be
+-- memoized, stored or handed to Go and back (the fuzz test does).
+
+local awaken = require("awaken")
+local regex = require("permission.regex")
+
+local M = {}
+
+M.MAX_RULE = 1024 -- bytes in one rule string
+M.MAX_RULE_PROGRAM = 1000 -- regex instructions in one rule, all its regexes together
+-- The work units one gate decision may spend on regexes and path walks
+-- (about 12 KB of input for a simple regex; a value that lacks the regex's
+-- required literal is refused for free); past it a rule is undecidable and
+-- counts for deny and ask but never for allow (fail closed).
+M.DECISION_BUDGET = 12000
+
+local sub, byte, find = string.sub, string.byte, string.find
+
+-- truncate shortens s to at most n bytes (then "..."), without cutting a
+-- UTF-8 sequence in two.
+local function truncate(s, n)
+  if #s <= n then return s end
+  local cut = n - 3
+  while cut > 0 do
+    local b = byte(s, cut + 1)
+    if b < 0x80 or b > 0xBF then break end -- s[cut+1] starts a character
+    cut = cut - 1
+  end
+  return sub(s, 1, cut) .. "..."
+end
+M.truncate = truncate
+
+-- quote renders s for an error message, like %q but on one line and short.
+local function quote(s)
+  s = truncate(s, 160)
+  local q = s:gsub('[%c"\\]', function(c)
+    if c == '"' then return '\\"' end
+    if c == "\\" then return "\\\\" end
+    if c == "\n" then return "\\n" end
+    if c == "\t" then return "\\t" end
+    return string.format("\\%03d", byte(c))
+  end)
+  return '"' .. q .. '"'
+end
+M.quote = quote
+
+local function skip(s, i)
+  return find(s, "[^%s]", i) or (#s + 1)
+end
+
+-- trim strips white space at both ends (by hand: "%s+$" backtracks on a
+-- long run of spaces).
+local function trim(s)
+  local i = find(s, "[^%s]")
+  if not i then return "" end
+  local j = #s
+  while find(sub(s, j, j), "^%s") do j = j - 1 end
+  return sub(s, i, j)
+end
+
+-- readQuoted reads "..." at s[i] == '"'; returns the text and the index
+-- after the closing quote, or nil when the quote is never closed.
+local function readQuoted(s, i)
+  local buf, j = {}, i + 1
+  while true do
+    local k = find(s, '[\\"]', j)
+    if not k then return nil end
+    buf[#buf + 1] = sub(s, j, k - 1)
+    if sub(s, k, k) == '"' then
+      return table.concat(buf), k + 1
+    end
+    local nx = sub(s, k + 1, k + 1)
+    if nx == '"' or nx == "\\" then
+      buf[#buf + 1] = nx
+      j = k + 2
+    else
+      buf[#buf + 1] = "\\" -- kept for glob and regex escapes
+      j = k + 1
+    end
+  end
+end
+
+-- readPath reads a path at s[i]; returns the segments, the index after it,
+-- or nil and a message.
+local function readPath(s, i)
+  local name, e = s:match("^([%w_%-]+)()", i)
+  if not name then return nil, "expected a field name" end
+  local segs = { { k = "key", name = name } }
+  while true do
+    local c = sub(s, e, e)
+    if c == "." then
+      local n2, e2 = s:match("^([%w_%-]+)()", e + 1)
+      if not n2 then return nil, "expected a field name after ." end
+      segs[#segs + 1] = { k = "key", name = n2 }
+      e = e2
+    elseif c == "[" then
+      local idx, e2 = s:match("^%[(%d+)%]()", e)
+      if idx then
+        if #idx > 9 then return nil, "index too large" end
+        segs[#segs + 1] = { k = "index", n = tonumber(idx) }
+        e = e2
+      elseif find(s, "^%[%*%]", e) then
+        segs[#segs + 1] = { k = "any" }
+        e = e + 3
+      else
+        return nil, "expected [N] or [*]"
+      end
+    else
+      return segs, e
+    end
+  end
+end
+
+local OPS = { "!=~", "!=", "!~", "=~", "=", "~" }
+
+local function readOp(s, i)
+  for _, op in ipairs(OPS) do
+    if sub(s, i, i + #op - 1) == op then return op, i + #op end
+  end
+end
+
+-- looksLikeConditions decides how the text inside the parentheses (from
+-- s[i]) is read: conditions start with a path and an operator; an operator
+-- after a space must be followed by a space or a quote (Bash(cd ~/x) and
+-- Bash(ls ~) stay globs).
+local function looksLikeConditions(s, i)
+  local e = s:match("^[%w_%-%.%[%]%*]+()", i)
+  if not e then return false end
+  local k = skip(s, e)
+  local op, after = readOp(s, k)
+  if not op then return false end
+  if k == e then return true end
+  local nx = sub(s, after, after)
+  -- so "a == 1" and "a =)" get their errors; "ls ~)" is a glob
+  if (op == "=" and nx == "=") or (nx == ")" and op ~= "~") then return true end
+  return nx == '"' or (nx ~= "" and find(nx, "^%s") ~= nil)
+end
+
+-- validUTF8 reports whether s is valid UTF-8 (as Go's utf8.Valid: no
+-- overlong forms, surrogates or code points past U+10FFFF). Globs are
+-- compiled by Go's regexp, which refuses anything else.
+local function validUTF8(s)
+  if not find(s, "[\128-\255]") then return true end
+  local i, n = 1, #s
+  while i <= n do
+    local c = byte(s, i)
+    if c < 0x80 then
+      i = i + 1
+    else
+      local len, lo, hi
+      if c >= 0xC2 and c <= 0xDF then
+        len, lo, hi = 2, 0x80, 0xBF
+      elseif c == 0xE0 then
+        len, lo, hi = 3, 0xA0, 0xBF
+      elseif c == 0xED then
+        len, lo, hi = 3, 0x80, 0x9F
+      elseif c >= 0xE1 and c <= 0xEF then
+        len, lo, hi = 3, 0x80, 0xBF
+      elseif c == 0xF0 then
+        len, lo, hi = 4, 0x90, 0xBF
+      elseif c >= 0xF1 and c <= 0xF3 then
+        len, lo, hi = 4, 0x80, 0xBF
+      elseif c == 0xF4 then
+        len, lo, hi = 4, 0x80, 0x8F
+      else
+        return false
+      end
+      if i + len - 1 > n then return false end
+      local c2 = byte(s, i + 1)
+      if c2 < lo or c2 > hi then return false end
+      for k = i + 2, i + len - 1 do
+        local ck = byte(s, k)
+        if ck < 0x80 or ck > 0xBF then return false end
+      end
+      i = i + len
+    end
+  end
+  return true
+end
+
+local function compileRegexValue(v, quota)
+  if #v >= 2 and sub(v, 1, 1) == "/" and sub(v, -1) == "/" then
+    v = sub(v, 2, -2)
+  end
+  return regex.compile(v, quota)
+end
+
+local function parseConditions(s, i, fail, quota)
+  local conds = {}
+  local k = i
+  while true do
+    k = skip(s, k)
+    local start = k
+    local path, e = readPath(s, k)
+    if not path then return fail(e .. " at " .. quote(sub(s, k, k + 20))) end
+    local ptext = sub(s, start, e - 1)
+    k = skip(s, e)
+    local op, after = readOp(s, k)
+    if not op then
+      return fail("expected an operator (~ = =~ !~ != !=~) after " .. ptext)
+    end
+    if op == "=" and sub(s, after, after) == "=" then
+      return fail("== is not an operator; use = for equals")
+    end
+    k = skip(s, after)
+    local value
+    if sub(s, k, k) == '"' then
+      value, k = readQuoted(s, k)
+      if not value then return fail("unterminated quote") end
+    else
+      value = s:match("^[^%s,)]+", k)
+      if not value then
+        return fail("missing value after " .. ptext .. " " .. op .. ' (write "" for an empty value)')
+      end
+      k = k + #value
+    end
+    local cond = { path = path, text = ptext, op = op, value = value }
+    if (op == "~" or op == "!~") and not validUTF8(value) then
+      return fail("invalid UTF-8 in the glob for " .. ptext)
+    end
+    if op == "=~" or op == "!=~" then
+      local prog, err = compileRegexValue(value, quota)
+      if not prog then return fail("invalid regex " .. quote(value) .. " for " .. ptext .. ": " .. err) end
+      cond.prog, cond.must = prog, err -- err is the required literal on success
+    end
+    conds[#conds + 1] = cond
+    k = skip(s, k)
+    local c = sub(s, k, k)
+    if c == "," then
+      k = k + 1
+    elseif c == ")" then
+      if skip(s, k + 1) <= #s then return fail("unexpected text after )") end
+      return conds
+    elseif c == "" then
+      return fail("missing )")
+    else
+      return fail("expected , or ) after the value of " .. ptext .. " (quote values with spaces)")
+    end
+  end
+end
+
+-- parse reads one rule string. It returns the parsed rule:
+--   {source, kind = "exact"|"glob"|"regex", name, prog?,
+--    mode = "none"|"glob"|"conds", glob?, conds?}
+-- or nil and a message naming the problem and the rule.
+function M.parse(s)
+  if type(s) ~= "string" then return nil, "a rule is a string, not a " .. type(s) end
+  if #s > M.MAX_RULE then return nil, "rule longer than " .. M.MAX_RULE .. " bytes" end
+  local function fail(msg) return nil, msg .. " in " .. quote(s) end
+  local rule = { source = s }
+  -- all the regexes of a rule share one instruction quota, so a rule's
+  -- parse time is bounded by MAX_RULE and MAX_RULE_PROGRAM together
+  local quota = { left = M.MAX_RULE_PROGRAM, max = M.MAX_RULE_PROGRAM }
+  local i = skip(s, 1)
+  if i > #s then return fail("empty rule") end
+  if sub(s, i, i) == "/" then
+    local j = i + 1
+    while j <= #s do
+      local c = sub(s, j, j)
+      if c == "\\" then
+        j = j + 2
+      elseif c == "/" then
+        break
+      else
+        j = j + 1
+      end
+    end
+    if j > #s then return fail("unterminated regex (no closing /)") end
+    local src = sub(s, i + 1, j - 1)
+    if src == "" then return fail("empty regex") end
+    local prog, err = regex.compile(src, quota)
+    if not prog then return fail("invalid regex /" .. truncate(src, 60) .. "/: " .. err) end
+    rule.kind, rule.name, rule.prog, rule.must = "regex", src, prog, err -- err: the required literal
+    i = j + 1
+  else
+    local j = find(s, "(", i, true) or (#s + 1)
+    local name = trim(sub(s, i, j - 1))
+    if name == "" then return fail("empty tool name") end
+    local bad = name:match('[%s,)"]')
+    if bad then return fail("unexpected " .. quote(bad) .. " in the tool name") end
+    rule.kind = find(name, "[%*%?%[]") and "glob" or "exact"
+    if rule.kind == "glob" and not validUTF8(name) then
+      return fail("invalid UTF-8 in the tool name glob")
+    end
+    rule.name = name
+    i = j
+  end
+  i = skip(s, i)
+  if i > #s then
+    rule.mode = "none"
+    return rule
+  end
+  if sub(s, i, i) ~= "(" then
+    return fail("unexpected " .. quote(sub(s, i, i)) .. " after the tool name (argument conditions go in parentheses)")
+  end
+  local j = skip(s, i + 1)
+  if looksLikeConditions(s, j) then
+    local conds, err = parseConditions(s, j, fail, quota)
+    if not conds then return nil, err end
+    rule.mode, rule.conds = "conds", conds
+    return rule
+  end
+  local glob
+  if sub(s, j, j) == '"' then
+    local k
+    glob, k = readQuoted(s, j)
+    if not glob then return fail("unterminated quote") end
+    k = skip(s, k)
+    if sub(s, k, k) ~= ")" then return fail("expected ) after the quoted pattern") end
+    if skip(s, k + 1) <= #s then return fail("unexpected text after )") end
+  else
+    local e = #s
+    while e > j and find(sub(s, e, e), "^%s") do e = e - 1 end
+    if sub(s, e, e) ~= ")" or e < j then return fail("missing )") end
+    glob = trim(sub(s, j, e - 1))
+    if glob == "" then return fail("empty argument pattern (write Tool(*) or just Tool)") end
+  end
+  if not validUTF8(glob) then return fail("invalid UTF-8 in the argument glob") end
+  rule.mode, rule.glob = "glob", glob
+  return rule
+end
+
+-- str is how a value is compared: strings as they are, the rest as JSON.
+local function str(v)
+  local t = type(v)
+  if t == "string" then return v end
+  if t == "boolean" then return tostring(v) end
+  return awaken.json.encode(v) or ""
+end
+
+-- selectValues walks a path through args and returns every value it
+-- reaches (several with [*], none when a field is missing).
+local function selectValues(args, path, budget)
+  local cur = { args }
+  for _, seg in ipairs(path) do
+    local nxt = {}
+    for _, v in ipairs(cur) do
+      if type(v) == "table" then
+        if seg.k == "key" then
+          local x = v[seg.name]
+          if x ~= nil then nxt[#nxt + 1] = x end
+        elseif seg.k == "index" then
+          local x = v[seg.n + 1]
+          if x ~= nil then nxt[#nxt + 1] = x end
+        elseif seg.k == "any" then
+          for _, x in pairs(v) do
+            nxt[#nxt + 1] = x
+            budget.left = budget.left - 1
+          end
+        end
+      end
+    end
+    budget.left = budget.left - #cur
+    if budget.left < 0 then return nil end
+    cur = nxt
+    if #cur == 0 then break end
+  end
+  return cur
+end
+
+-- evalCondition returns true, false, or nil and a message when the budget
+-- ran out before it could tell.
+local function evalCondition(cond, args, budget)
+  local vals = selectValues(args, cond.path, budget)
+  if not vals then return nil, "step budget exhausted" end
+  local op = cond.op
+  local neg = sub(op, 1, 1) == "!"
+  local base = neg and sub(op, 2) or op
+  local found, unknown = false, nil
+  for _, v in ipairs(vals) do
+    local s = str(v)
+    local r, err
+    if base == "=" then
+      r = (s == cond.value)
+    elseif base == "~" then
+      r = awaken.glob(cond.value, s)
+    else
+      r, err = regex.match(cond.prog, s, budget, cond.must)
+    end
+    if r == true then
+      found = true
+      break
+    elseif r == nil then
+      unknown = err or "undecidable"
+    end
+  end
+  if not found and unknown then return nil, unknown end
+  if neg then return not found end
+  return found
+end
+
+-- onlyArgument is what a single glob Tool(pattern) is matched against.
+local function onlyArgument(args, cache)
+  local n, only = 0, nil
+  for _, v in pairs(args) do
+    n = n + 1
+    only = v
+    if n > 1 then break end
+  end
+  if n == 1 then return str(only) end
+  if cache.json == nil then cache.json = awaken.json.encode(args) or "" end
+  return cache.json
+end
+
+-- nameMatches reports whether the tool part of a rule matches a name:
+-- true, false, or nil and a message when a regex ran out of budget.
+local function nameMatches(rule, name, budget)
+  local kind = rule.kind
+  if kind == "exact" then return name == rule.name end
+  if kind == "glob" then return awaken.glob(rule.name, name) end
+  if kind == "regex" then return regex.match(rule.prog, name, budget, rule.must) end
+  return nil, "not a parsed rule"
+end
+
+-- argsMatch reports whether the argument part of a rule holds.
+local function argsMatch(rule, args, budget, cache)
+  local mode = rule.mode
+  if mode == "glob" then
+    return awaken.glob(rule.glob, onlyArgument(args, cache))
+  elseif mode == "conds" then
+    local unknown
+    for _, cond in ipairs(rule.conds) do
+      local r, err = evalCondition(cond, args, budget)
+      if r == false then return false end
+      if r == nil then unknown = err end
+    end
+    if unknown then return nil, unknown end
+    return true
+  elseif mode == "none" then
+    return true
+  end
+  return nil, "not a parsed rule"
+end
+
+-- matches reports whether a parsed rule matches a call: true, false, or
+-- nil and a message when a regex or path walk ran out of budget (a table
+-- {left = units}, shared by all rules of one decision). cache holds what is
+-- computed once per call (the JSON of the arguments).
+function M.matches(rule, name, args, budget, cache)
+  if type(rule) ~= "table" then return nil, "not a parsed rule" end
+  if type(name) ~= "string" then return false end
+  if type(args) ~= "table" then args = {} end
+  budget = budget or { left = M.DECISION_BUDGET }
+  local m, err = nameMatches(rule, name, budget)
+  if m ~= true then return m, err end
+  return argsMatch(rule, args, budget, cache or {})
+end
+
+local RANK = { exact = 3, glob = 2, regex = 1 }
+
+-- specificity orders rules of one behaviour: exact over glob over regex,
+-- then argument conditions over none, then more conditions over fewer (a
+-- single glob on the arguments counts as one condition).
+function M.specificity(rule)
+  local n = 0
+  if rule.mode == "glob" then
+    n = 1
+  elseif rule.mode == "conds" then
+    n = #rule.conds
+  end
+  return (RANK[rule.kind] or 0) * 1000000 + (n > 0 and 100000 or 0) + math.min(n, 99999)
+end
+
+-- Caches. A gate runs on every call with the config as a fresh table, and
+-- Lua is slow here, so work that depends only on the rule strings is done
+-- once per pooled state: parsing (by rule string), the compiled config (by
+-- the list of rules), and which rules can apply to a tool name (by name).
+-- They are pure functions of their keys, so the caches change no result;
+-- each is bounded.
+local memo, memoSize = {}, 0
+local MEMO_MAX = 512
+local configCount = 0
+local CONFIGS_MAX = 16
+local NAMES_MAX = 256
+
+-- parseMemo returns {rule, err, score} for a rule string.
+local function parseMemo(s)
+  if type(s) ~= "string" then
+    local r, err = M.parse(s)
+    return { r, err, 0 }
+  end
+  local hit = memo[s]
+  if hit then return hit end
+  local r, err = M.parse(s)
+  if memoSize >= MEMO_MAX then
+    memo, memoSize = {}, 0
+  end
+  hit = { r, err, r and M.specificity(r) or 0 }
+  memo[s] = hit
+  memoSize = memoSize + 1
+  return hit
+end
+
+-- compile prepares the config's rules: it returns the compiled config
+-- {entries = {{index (0-based, as in config errors), behavior, rule,
+-- score}, ...}} and the messages "rules[i].tool: ..." of invalid rules
+-- (left out of entries). The result is cached by the rules' contents, in a
+-- trie keyed by each rule's tool then behaviour: finding it costs a few
+-- table reads per rule, which matters as the gate runs on every call.
+local trie = {}
+
+local function build(list)
+  local entries, problems = {}, {}
+  for i, r in ipairs(list) do
+    local tool = type(r) == "table" and r.tool or nil
+    local hit = parseMemo(tool)
+    if hit[1] then
+      entries[#entries + 1] = { index = i - 1, behavior = r.behavior, rule = hit[1], score = hit[3] }
+    else
+      problems[#problems + 1] = string.format("rules[%d].tool: %s", i - 1, hit[2])
+    end
+  end
+  return { entries = entries, problems = problems, names = {}, nnames = 0 }
+end
+
+function M.compile(list)
+  if type(list) ~= "table" then list = {} end
+  local node = trie
+  for i = 1, #list do
+    local r = list[i]
+    local tool, behavior = "?", "?"
+    if type(r) == "table" then tool, behavior = r.tool, r.behavior end
+    if tool == nil then tool = "?" end
+    if behavior == nil then behavior = "?" end
+    local byTool = node[tool]
+    if not byTool then
+      byTool = {}
+      node[tool] = byTool
+    end
+    local nxt = byTool[behavior]
+    if not nxt then
+      nxt = {}
+      byTool[behavior] = nxt
+    end
+    node = nxt
+  end
+  local cfg = node[trie] -- the trie itself is the key of a node's value: it is no rule string
+  if not cfg then
+    if configCount >= CONFIGS_MAX then
+      trie, configCount = {}, 0
+      return M.compile(list)
+    end
+    cfg = build(list)
+    node[trie] = cfg
+    configCount = configCount + 1
+  end
+  return cfg, cfg.problems
+end
+
+-- validate returns the messages for every invalid rule, or nil.
+function M.validate(list)
+  local _, problems = M.compile(list)
+  if #problems > 0 then return problems end
+  return nil
+end
+
+-- candidates lists the entries whose tool part matches name, in config
+-- order, with unknown[entry] set where a regex could not decide. Cached per
+-- tool name: tool names are few and a name's matches never change.
+local function candidates(cfg, name)
+  local c = cfg.names[name]
+  if c then return c end
+  local list, unknown = {}, {}
+  for _, e in ipairs(cfg.entries) do
+    local m = nameMatches(e.rule, name, { left = M.DECISION_BUDGET })
+    if m == true then
+      list[#list + 1] = e
+    elseif m == nil then
+      list[#list + 1] = e
+      unknown[e] = true
+    end
+  end
+  c = { list = list, unknown = unknown }
+  if cfg.nnames >= NAMES_MAX then
+    cfg.names, cfg.nnames = {}, 0
+  end
+  cfg.names[name] = c
+  cfg.nnames = cfg.nnames + 1
+  return c
+end
+
+-- decide picks the behaviour for a call from a compiled config: deny over
+-- allow over ask, and within the winning behaviour the most specific rule
+-- (the first one on a tie). It returns the behaviour and the winning entry,
+-- or default and nil when no rule matches. A rule that cannot be decided
+-- within the budget counts for deny and ask, never for allow (fail closed).
+function M.decide(cfg, name, args, default)
+  if type(name) ~= "string" then return default, nil end
+  if type(args) ~= "table" then args = {} end
+  local c = candidates(cfg, name)
+  local list, unknown = c.list, c.unknown
+  local deny, allow, ask
+  local budget, cache
+  for k = 1, #list do
+    local e = list[k]
+    local b = e.behavior
+    local cur
+    if b == "deny" then
+      cur = deny
+    elseif b == "allow" then
+      cur = allow
+    else
+      cur = ask
+    end
+    -- a rule that cannot beat the current winner need not be matched, and
+    -- once a deny matched only more specific denies matter
+    if (not cur or e.score > cur.score) and (b == "deny" or not deny) then
+      local m
+      if unknown[e] then
+        m = nil
+      elseif e.rule.mode == "none" then
+        m = true
+      else
+        if not budget then
+          budget, cache = { left = M.DECISION_BUDGET }, {}
+        end
+        m = argsMatch(e.rule, args, budget, cache)
+      end
+      if m == true or (m == nil and b ~= "allow") then
+        if b == "deny" then
+          deny = e
+        elseif b == "allow" then
+          allow = e
+        else
+          ask = e
+        end
+      end
+    end
+  end
+  if deny then return "deny", deny end
+  if allow then return "allow", allow end
+  if ask then return "ask", ask end
+  return default, nil
+end
+
+-- hides reports whether the tool is denied outright by an exact or glob
+-- rule without argument conditions: such tools are not offered at all.
+function M.hides(cfg, name)
+  for _, e in ipairs(candidates(cfg, name).list) do
+    local r = e.rule
+    if e.behavior == "deny" and r.mode == "none" and (r.kind == "exact" or r.kind == "glob") then
+      return true
+    end
+  end
+  return false
+end
+
+-- signature identifies "the same call" for thread rules: the tool name and
+-- its arguments as canonical JSON (sorted keys), so {a=1,b=2} and {b=2,a=1}
+-- are the same call and {a=1} and {a=1,b=2} are not.
+function M.signature(name, args)
+  return tostring(name) .. "\n" .. (awaken.json.encode(args or {}) or "")
+end
+
+return M

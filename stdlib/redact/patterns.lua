@@ -1,0 +1,39 @@
+-- redact.patterns: the default secret formats, as Lua patterns.
+--
+-- Each entry: name; pattern; hints, plain substrings one of which must occur
+-- before the pattern is tried (cheap, and most results hold none); nocase,
+-- to look for the hints in the lower-cased text; keep, when the pattern's
+-- first capture is a prefix to keep ("Bearer ", "password=").
+--
+-- Lua patterns have no {n} repetition, so fixed lengths repeat a class.
+local function rep(class, n) return class:rep(n) end
+
+local TOKEN = "[%w_%-]" -- base64url and key alphabets
+local BEGIN = "%-%-%-%-%-BEGIN[%u ]*PRIVATE KEY%-%-%-%-%-"
+local END = "%-%-%-%-%-END[%u ]*PRIVATE KEY%-%-%-%-%-"
+
+return {
+  -- a whole PEM private key block, then a block whose end is cut off
+  { name = "private_key", hints = { "PRIVATE KEY" }, pattern = BEGIN .. ".-" .. END },
+  { name = "private_key_start", hints = { "PRIVATE KEY" }, pattern = BEGIN .. "[%w%s%+/=:,%-]*" },
+  -- Anthropic sk-ant-..., then OpenAI sk-... and sk-proj-...
+  { name = "anthropic", hints = { "sk-ant-" }, pattern = "%f[%w]sk%-ant%-" .. rep(TOKEN, 20) .. TOKEN .. "*" },
+  { name = "openai", hints = { "sk-" }, pattern = "%f[%w]sk%-" .. rep(TOKEN, 20) .. TOKEN .. "*" },
+  -- GitHub tokens: ghp_, gho_, ghs_, ghu_, ghr_ and fine-grained github_pat_
+  { name = "github", hints = { "ghp_", "gho_", "ghs_", "ghu_", "ghr_" }, pattern = "%f[%w]gh[pousr]_" .. rep("%w", 30) .. "%w*" },
+  { name = "github_pat", hints = { "github_pat_" }, pattern = "%f[%w]github_pat_" .. rep("[%w_]", 22) .. "[%w_]*" },
+  -- AWS access key ids (long-term AKIA, temporary ASIA)
+  { name = "aws_access_key_id", hints = { "AKIA", "ASIA" }, pattern = "%f[%w]A[KS]IA" .. rep("[%u%d]", 16) .. "%f[^%u%d]" },
+  -- Slack tokens xoxb-, xoxa-, xoxp-, xoxr-, xoxs-
+  { name = "slack", hints = { "xox" }, pattern = "%f[%w]xox[baprs]%-" .. rep("[%w%-]", 10) .. "[%w%-]*" },
+  -- Google API keys
+  { name = "google_api_key", hints = { "AIza" }, pattern = "%f[%w]AIza" .. rep(TOKEN, 35) },
+  -- JSON Web Tokens: header.payload.signature, both first parts JSON objects
+  { name = "jwt", hints = { "eyJ" }, pattern = "%f[%w]eyJ" .. TOKEN .. "+%.eyJ" .. TOKEN .. "+%." .. TOKEN .. "*" },
+  -- "Bearer <token>" (16+ characters, so prose such as "a bearer token" stays)
+  { name = "bearer", hints = { "bearer" }, nocase = true, keep = true,
+    pattern = "(%f[%w][Bb][Ee][Aa][Rr][Ee][Rr]%s+)" .. rep("[%w%-%._~%+/]", 16) .. "[%w%-%._~%+/]*=*" },
+  -- password=..., password: ..., "password": "...", also escaped inside JSON strings
+  { name = "password", hints = { "passw" }, nocase = true, keep = true,
+    pattern = "(%f[%w][Pp][Aa][Ss][Ss][Ww][Oo]?[Rr]?[Dd]%f[^%w_]\\?[\"']?%s*[=:]%s*\\?[\"']?)[^%s&;,\"'}\\]+" },
+}

@@ -1,0 +1,140 @@
+local awaken = require("awaken")
+local t = require("awaken.testing")
+local scrub = require("redact.scrub")
+
+local R = "[REDACTED]"
+local DEFAULTS = scrub.compile({ patterns = {}, replacement = R })
+
+local function redact(s) return (scrub.text(s, DEFAULTS)) end
+
+local function rep(s, n) return s:rep(n) end
+
+t.test("default patterns: each format is masked", function()
+  local cases = {
+    { "key sk-ant-api03-" .. rep("A1_b", 10) .. " end", "key " .. R .. " end" },
+    { "OPENAI_API_KEY=sk-" .. rep("x9Y", 16), "OPENAI_API_KEY=" .. R },
+    { "sk-proj-" .. rep("Ab3-", 12), R },
+    { "token ghp_" .. rep("a1B2", 9), "token " .. R },
+    { "gho_" .. rep("Z", 36) .. ", ghs_" .. rep("9", 36), R .. ", " .. R },
+    { "github_pat_11ABCDEFG0" .. rep("x_y", 20), R },
+    { "aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "aws_access_key_id = " .. R },
+    { "ASIAABCDEFGHIJKLMNOP.", R .. "." },
+    { "slack xoxb-1234567890-abcdefghij", "slack " .. R },
+    { "key=AIza" .. rep("Sy9_-", 7), "key=" .. R },
+    { "jwt: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "jwt: " .. R },
+    { "Authorization: Bearer abcdefghijklmnop0123.xyz", "Authorization: Bearer " .. R },
+    { "curl -H 'authorization: bearer " .. rep("tok", 8) .. "=='", "curl -H 'authorization: bearer " .. R .. "'" },
+    { "db password=hunter2&user=bob", "db password=" .. R .. "&user=bob" },
+    { "PASSWORD: s3cret!", "PASSWORD: " .. R },
+    { '{"user":"bob","password":"hunter2"}', '{"user":"bob","password":"' .. R .. '"}' },
+    { '"{\\"db_password\\":\\"x y\\"}"', '"{\\"db_password\\":\\"' .. R .. ' y\\"}"' },
+    { "passwd=abc", "passwd=" .. R },
+    { "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAbc+/=\n-----END RSA PRIVATE KEY-----\nrest",
+      R .. "\nrest" },
+    { "x -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\nAAAA", "x " .. R },
+  }
+  for _, c in ipairs(cases) do
+    t.eq(redact(c[1]), c[2], c[1])
+  end
+end)
+
+t.test("default patterns: look-alikes stay", function()
+  local same = {
+    "task-list sk-short",
+    "the risk-" .. rep("a", 30),            -- sk- inside a word
+    "ghp_short",
+    "AKIAIOSFODNN7EXAMPLEX",                -- 17 characters after AKIA
+    "use a Bearer token here",
+    "password_hash=abc",
+    "passwords are secret",
+    "eyJhbGciOiJIUzI1NiJ9 alone",
+    "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----",
+    "",
+  }
+  for _, s in ipairs(same) do
+    local out, changed = scrub.text(s, DEFAULTS)
+    t.eq(out, s)
+    t.eq(changed, false, s)
+  end
+end)
+
+t.test("tables are scrubbed at any depth; keys and other values stay", function()
+  local result = { status = "success", data = {
+    env = { OPENAI_API_KEY = "sk-" .. rep("a", 30), HOME = "/home/bob" },
+    list = { "ok", "Bearer " .. rep("b", 20), 3, true },
+  } }
+  t.eq(scrub.result(result, DEFAULTS), true)
+  t.eq(result.data, { env = { OPENAI_API_KEY = R, HOME = "/home/bob" }, list = { "ok", "Bearer " .. R, 3, true } })
+  local err = { status = "error", message = "login failed for password=hunter2" }
+  t.eq(scrub.result(err, DEFAULTS), true)
+  t.eq(err.message, "login failed for password=" .. R)
+  t.eq(scrub.result({ status = "success", data = "nothing" }, DEFAULTS), false)
+end)
+
+t.test("configured patterns and replacement (module level)", function()
+  local c = scrub.compile({ patterns = { "corp%-%x%x%x%x+", "(id=)%d+" }, replacement = "***" })
+  t.eq((scrub.text("a corp-dead beef; id=42 sk-" .. rep("z", 24), c)), "a *** beef; *** ***")
+  local only = scrub.compile({ defaults = false, patterns = { "corp%-%x+" }, replacement = "100% #" })
+  t.eq((scrub.text("corp-ab sk-" .. rep("z", 24), only)), "100% # sk-" .. rep("z", 24))
+  -- the default bearer rule keeps its prefix with any replacement
+  t.eq((scrub.text("Bearer " .. rep("q", 20), scrub.compile({ replacement = "%1" }))), "Bearer %1")
+end)
+
+t.test("a pattern that runs out of steps fails closed", function()
+  local c = scrub.compile({ defaults = false, patterns = { ".-.-.-b" } })
+  local out, changed = scrub.text(rep("a", 400), c)
+  t.eq(out, scrub.UNSCANNABLE)
+  t.eq(changed, true)
+end)
+
+t.test("pattern checks", function()
+  t.eq(scrub.check("sk%-%w+"), nil)
+  t.eq(scrub.check("[%]]x"), nil)
+  t.eq(scrub.check("%f[%w]ab"), nil)
+  t.match(scrub.check("abc%"), "ends with %%")
+  t.match(scrub.check("[abc"), "missing %]")
+  t.match(scrub.check("(abc"), "unfinished capture")
+  t.match(scrub.check("abc)"), "without its %(")
+  t.match(scrub.check("%bx"), "%%b needs two characters")
+  t.match(scrub.check("a*"), "match empty text")
+  t.match(scrub.check("%f[%w]"), "match empty text")
+end)
+
+t.test("a whole run: the model sees the result redacted", function()
+  local h = t.harness { plugins = { "redact" } }
+  local key = "sk-" .. rep("k", 40)
+  local r = h:run { prompt = "show env", turns = {
+    { tool_calls = { { name = "env", args = {} }, { name = "cfg", args = {} } } },
+    { text = "done" },
+  }, tools = {
+    env = function() return awaken.success("OPENAI_API_KEY=" .. key .. "\nHOME=/root") end,
+    cfg = function() return awaken.success({ db = { password = "x", url = "postgres://u:password=pw@h" } }) end,
+  } }
+  t.eq(r.termination, "natural")
+  t.eq(r.messages[3].content, "OPENAI_API_KEY=[REDACTED]\nHOME=/root")
+  t.eq(awaken.json.decode(r.messages[4].content), { db = { password = "x", url = "postgres://u:password=[REDACTED]" } })
+  for _, m in ipairs(r.requests[2].messages) do
+    t.eq(m.content:find(key, 1, true), nil, "the key never reaches the model")
+  end
+  local done = {}
+  for _, ev in ipairs(r.events) do
+    if ev.event == "tool_call_done" then done[#done + 1] = ev.result.data end
+  end
+  t.eq(done[1], "OPENAI_API_KEY=[REDACTED]\nHOME=/root")
+end)
+
+t.test("config errors", function()
+  local function harness(config)
+    return t.harness { plugins = { "redact" }, config = { redact = config } }
+  end
+  t.raises(function() harness { patterns = { "ok%d+", "bad[" } } end, "^config_invalid: redact: patterns%[1%]: missing %] in a set")
+  t.raises(function() harness { patterns = { "x*" } } end, "patterns%[0%]: it can match empty text")
+  t.raises(function() harness { patterns = { "" } } end, "patterns%[0%]")
+  t.raises(function() harness { replacement = 3 } end, "redact%.replacement")
+  t.raises(function() harness { defaults = "no" } end, "redact%.defaults")
+  -- until result transforms receive the config, settings beyond the defaults are refused
+  t.raises(function() harness { patterns = { "corp%-%x+" } } end, "cannot take effect yet")
+  t.raises(function() harness { replacement = "***" } end, "cannot take effect yet")
+  t.raises(function() harness { defaults = false } end, "cannot take effect yet")
+  harness { patterns = {}, replacement = "[REDACTED]", defaults = true }
+end)
