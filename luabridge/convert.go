@@ -99,8 +99,14 @@ func (c *converter) convert(v lua.LValue, path string, depth int) (any, error) {
 		if v == c.null {
 			return value.Null{}, nil
 		}
-		if k, ok := x.Value.(*keyHandle); ok {
-			return k.name, nil
+		switch v := x.Value.(type) {
+		case *keyHandle:
+			return v.name, nil
+		case *resultView:
+			// Storing ctx.tool.result stores what it shows.
+			return resultValue(*v.r), nil
+		case *callView:
+			return map[string]any{"id": v.t.Call.ID, "name": v.t.Call.Name, "args": v.t.Call.Args}, nil
 		}
 		return nil, fmt.Errorf("%s: a %s cannot be stored; use tables, strings, numbers and booleans", path, describe(x))
 	}

@@ -61,6 +61,13 @@ func (inst *instance) setupCtx() {
 		L.Push(lua.LString("tool call " + name))
 		return 1
 	}))
+	inst.resultMeta = L.CreateTable(0, 3)
+	inst.resultMeta.RawSetString("__index", L.NewFunction(inst.resultIndex))
+	inst.resultMeta.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("the tool result is read-only here: change results in p:result_transform")
+		return 0
+	}))
+	inst.resultMeta.RawSetString("__metatable", lua.LString("protected"))
 	inst.ctxMeta = L.CreateTable(0, 4)
 	inst.ctxMeta.RawSetString("__index", L.NewFunction(inst.ctxIndex))
 	inst.ctxMeta.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
@@ -234,7 +241,10 @@ func (inst *instance) callIndex(L *lua.LState) int {
 		if cv.result == nil {
 			cv.result = lua.LNil
 			if t.Result != nil {
-				cv.result = toLua(L, inst.null, resultValue(*t.Result))
+				ud := L.NewUserData()
+				ud.Value = &resultView{r: t.Result}
+				ud.Metatable = inst.resultMeta
+				cv.result = ud
 			}
 		}
 		L.Push(cv.result)
@@ -254,6 +264,40 @@ func (inst *instance) callIndex(L *lua.LState) int {
 			}
 		}
 		L.Push(cv.resume)
+	default:
+		L.Push(lua.LNil)
+	}
+	return 1
+}
+
+// resultView is a read-only view of a tool result (ctx.tool.result):
+// status and message are cheap; data converts on first read, into a plain
+// table built for the call. Hooks read the status of every result; most
+// never touch a large data.
+type resultView struct {
+	r    *model.ToolResult
+	data lua.LValue
+}
+
+func (inst *instance) resultIndex(L *lua.LState) int {
+	rv, ok := L.CheckUserData(1).Value.(*resultView)
+	if !ok {
+		L.ArgError(1, "a tool result expected")
+	}
+	switch L.CheckString(2) {
+	case "status":
+		L.Push(lua.LString(rv.r.Status))
+	case "message":
+		if rv.r.Message == "" {
+			L.Push(lua.LNil)
+		} else {
+			L.Push(lua.LString(rv.r.Message))
+		}
+	case "data":
+		if rv.data == nil {
+			rv.data = toLua(L, inst.null, rv.r.Data)
+		}
+		L.Push(rv.data)
 	default:
 		L.Push(lua.LNil)
 	}

@@ -34,6 +34,7 @@ type instance struct {
 	null         *lua.LUserData
 	ctxMeta      *lua.LTable
 	callMeta     *lua.LTable
+	resultMeta   *lua.LTable
 	decisionMeta *lua.LTable
 	handleMeta   *lua.LTable
 	pluginMeta   *lua.LTable
