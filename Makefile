@@ -25,6 +25,13 @@ test: fmt-check vet
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
 
+# The sidecar's load test (SPEC §14): tool_gate over loopback HTTP from 16
+# clients, reporting decisions/s and p50/p95/p99 latency, next to the bare
+# net/http floor and the handler's own cost.
+.PHONY: bench-serve
+bench-serve:
+	$(GO) test -run '^$$' -bench 'BenchmarkServeToolGate|BenchmarkToolGateHandler' -benchtime 5s ./server/
+
 # Each fuzz target runs for FUZZTIME.
 fuzz:
 	@set -e; for t in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \

@@ -63,6 +63,7 @@ func commands() []command {
 		{"test", "run Lua plugin tests (*_test.lua)", cmdTest},
 		{"check", "load everything and report every problem", cmdCheck},
 		{"dev", "watch, reload and re-run the tests on every save", cmdDev},
+		{"serve", "serve the sidecar HTTP API (and the Claude Code hooks)", cmdServe},
 		{"version", "print the version", cmdVersion},
 	}
 }

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/server"
+)
+
+// shutdownGrace bounds how long SIGTERM waits for requests in flight.
+const shutdownGrace = 30 * time.Second
+
+// cmdServe runs the sidecar (SPEC §13) until SIGINT or SIGTERM, reloading
+// plugins on save like dev. It logs JSON lines to stderr and prints the
+// address it listens on to stdout (useful with --addr 127.0.0.1:0).
+func cmdServe(e *env) int {
+	fs := e.flags("serve")
+	addr := fs.String("addr", "", "listen on HOST:PORT (default: [server] addr)")
+	level := fs.String("log-level", "info", "debug (run events too), info (access log), warn or error")
+	args, err := parse(fs, e.args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(args) > 0 {
+		fmt.Fprintf(e.stderr, "awaken-lua serve: unexpected argument %q\n", args[0])
+		return exitUsage
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua serve: --log-level is debug, info, warn or error, not %q\n", *level)
+		return exitUsage
+	}
+	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: lv}))
+	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Log: log})
+	if err != nil {
+		return e.fail(err, configCode(err))
+	}
+	defer h.Close()
+	cfg := h.Current().Config
+	listen := cfg.Server.Addr
+	if *addr != "" {
+		listen = *addr
+	}
+	token := ""
+	if cfg.Server.TokenEnv != "" {
+		token = strings.TrimSpace(os.Getenv(cfg.Server.TokenEnv))
+	}
+	if err := server.CheckListen(listen, token, cfg.Server.TokenEnv); err != nil {
+		return e.fail(err, exitUsage)
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua serve: %v\n", err)
+		return exitFailed
+	}
+	srv := server.New(h, server.Options{Token: token, BodyLimit: int64(cfg.Server.BodyLimit),
+		MaxConcurrent: cfg.Server.MaxConcurrent, Log: log})
+	// A slow client must not hold a concurrency slot for long: bodies are
+	// small (body_limit), so 30 s to read one is generous.
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	auth := "no token (loopback only)"
+	if token != "" {
+		auth = "bearer token from $" + cfg.Server.TokenEnv
+	}
+	fmt.Fprintf(e.stdout, "awaken-lua serving on http://%s (generation %s, %s store, %s)\n",
+		ln.Addr(), h.Current().ID, cfg.Store.Kind, auth)
+
+	watchCtx, stopWatch := context.WithCancel(e.ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := h.Watch(watchCtx, srv.ObserveReload); err != nil {
+			log.Warn("watching for plugin changes failed; reload with POST /v1/plugins/reload", "error", err.Error())
+		}
+	}()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	code := exitOK
+	select {
+	case <-e.ctx.Done():
+		log.Info("shutting down: finishing requests in flight", "grace", shutdownGrace.String())
+	case err := <-served:
+		fmt.Fprintf(e.stderr, "awaken-lua serve: %v\n", err)
+		code = exitFailed
+	}
+	srv.Drain()
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	if err := hs.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("shutdown did not finish every request", "error", err.Error())
+		code = exitFailed
+	}
+	cancel()
+	stopWatch()
+	wg.Wait()
+	srv.Close()
+	return code
+}

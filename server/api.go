@@ -1,0 +1,596 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
+	"github.com/awaken-lua/awaken-lua/engine/run"
+)
+
+// maxIDLen bounds thread ids a client chooses (they name files in the file
+// store).
+const maxIDLen = 256
+
+// The request and reply shapes of SPEC §13.
+type (
+	createRequest struct {
+		Agent    string           `json:"agent"`
+		ThreadID string           `json:"thread_id"`
+		Messages []model.Message  `json:"messages"`
+		Tools    []model.ToolSpec `json:"tools"`
+		// bare starts the conversation with Messages alone (the Claude
+		// Code adapter: Claude Code keeps its own conversation).
+		bare bool
+	}
+	createReply struct {
+		RunID       string `json:"run_id"`
+		ThreadID    string `json:"thread_id"`
+		Generation  string `json:"generation"`
+		Revision    uint64 `json:"revision"`
+		Termination string `json:"termination,omitempty"` // a plugin stopped the run in run_start
+	}
+	outcomeReply struct {
+		Revision    uint64 `json:"revision"`
+		Termination string `json:"termination,omitempty"`
+	}
+	inferenceRequest struct {
+		Messages []model.Message `json:"messages"`
+		// Tools: absent means the tools given when the run was created.
+		Tools  []model.ToolSpec `json:"tools"`
+		Params model.Params     `json:"params"`
+	}
+	beforeInferenceBody struct {
+		Request *inferenceRequest `json:"request"`
+	}
+	beforeInferenceReply struct {
+		Request     model.Request `json:"request"`
+		Revision    uint64        `json:"revision"`
+		Termination string        `json:"termination,omitempty"`
+	}
+	afterInferenceBody struct {
+		Response *model.Response `json:"response"`
+	}
+	callBody struct {
+		Call   *model.ToolCall   `json:"call"`
+		Result *model.ToolResult `json:"result"`
+	}
+	gateReply struct {
+		Decision string            `json:"decision"`
+		Args     map[string]any    `json:"args"`
+		Reason   string            `json:"reason,omitempty"`
+		Ticket   *gate.Ticket      `json:"ticket,omitempty"`
+		Result   *model.ToolResult `json:"result,omitempty"`
+		Revision uint64            `json:"revision"`
+	}
+	afterToolReply struct {
+		Result      model.ToolResult `json:"result"`
+		Revision    uint64           `json:"revision"`
+		Termination string           `json:"termination,omitempty"`
+	}
+	resumeBody struct {
+		Decisions []run.ResumeDecision `json:"decisions"`
+	}
+	callView struct {
+		ID       string            `json:"id"`
+		Name     string            `json:"name"`
+		Args     map[string]any    `json:"args"`
+		Status   string            `json:"status"`
+		Decision string            `json:"decision,omitempty"`
+		Ticket   *gate.Ticket      `json:"ticket,omitempty"`
+		Result   *model.ToolResult `json:"result,omitempty"`
+	}
+	resumeReply struct {
+		Revision uint64     `json:"revision"`
+		Calls    []callView `json:"calls"`
+	}
+	runReply struct {
+		RunID       string         `json:"run_id"`
+		ThreadID    string         `json:"thread_id"`
+		Status      string         `json:"status"`
+		Step        int            `json:"step"`
+		Revision    uint64         `json:"revision"`
+		Generation  string         `json:"generation"`
+		Suspended   []gate.Ticket  `json:"suspended"`
+		State       map[string]any `json:"state"`
+		Termination string         `json:"termination,omitempty"`
+	}
+)
+
+// decodeBody reads one JSON object into v. Unknown fields are an error (a
+// typo such as "tool_call" must not silently mean "no calls"); an empty
+// body reads as {}.
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		return bodyError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return bodyError(err)
+		}
+		return badRequest("the body holds more than one JSON value")
+	}
+	return nil
+}
+
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return tooLarge(mbe.Limit)
+	}
+	return badRequest("the body is not valid JSON for this endpoint: %v", err)
+}
+
+// writeJSON encodes v before writing anything, so a value that cannot be
+// encoded becomes a problem reply instead of half a body.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+	return nil
+}
+
+// stamp names the run's generation and revision on the reply.
+func stamp(w http.ResponseWriter, e *entry) {
+	h := w.Header()
+	h.Set(GenerationHeader, e.genID)
+	h.Set("ETag", etag(e.sess.Revision()))
+}
+
+// ifMatch enforces "If-Match: <revision>" (quoted or not, "*" for any): a
+// client that saw an older revision gets 409 instead of acting on state it
+// has not seen.
+func ifMatch(r *http.Request, rev uint64) error {
+	h := strings.TrimSpace(r.Header.Get("If-Match"))
+	if h == "" || h == "*" {
+		return nil
+	}
+	for _, tag := range strings.Split(h, ",") {
+		tag = strings.Trim(strings.TrimPrefix(strings.TrimSpace(tag), "W/"), `"`)
+		if n, err := strconv.ParseUint(tag, 10, 64); err == nil && n == rev {
+			return nil
+		}
+	}
+	e := fail(http.StatusConflict, errs.RevisionConflict,
+		"If-Match %s does not match the run's revision %d; GET the run and decide again", h, rev)
+	e.revision = &rev
+	return e
+}
+
+// failed decorates an error from a session call with where the run stands,
+// so a driver learns from the problem itself that a hook ended the run.
+func failed(e *entry, err error) error {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		ae = classify(err)
+	}
+	ae.runID = e.id
+	ae.termination = e.sess.Termination()
+	rev := e.sess.Revision()
+	ae.revision = &rev
+	return ae
+}
+
+func validMessages(ms []model.Message) error {
+	for i, m := range ms {
+		switch m.Role {
+		case model.RoleSystem, model.RoleUser, model.RoleAssistant, model.RoleTool:
+		default:
+			return badRequest("messages[%d].role is %q; use system, user, assistant or tool", i, m.Role)
+		}
+	}
+	return nil
+}
+
+func validTools(ts []model.ToolSpec) error {
+	for i, t := range ts {
+		if t.Name == "" {
+			return badRequest("tools[%d] has no name", i)
+		}
+	}
+	return nil
+}
+
+// createRun starts a run on the current generation and pins it: run_start
+// runs here.
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request) error {
+	if s.draining.Load() {
+		return fail(http.StatusServiceUnavailable, errs.NotReady, "the sidecar is shutting down; start the run on another replica or after the restart")
+	}
+	var req createRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	if len(req.ThreadID) > maxIDLen || !utf8.ValidString(req.ThreadID) {
+		return badRequest("thread_id must be valid UTF-8 of at most %d bytes", maxIDLen)
+	}
+	if err := validMessages(req.Messages); err != nil {
+		return err
+	}
+	if err := validTools(req.Tools); err != nil {
+		return err
+	}
+	ctx := context.WithoutCancel(r.Context())
+	e, err := s.start(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer s.unlock(e)
+	stamp(w, e)
+	return writeJSON(w, http.StatusCreated, createReply{RunID: e.id, ThreadID: e.threadID, Generation: e.genID,
+		Revision: e.sess.Revision(), Termination: e.sess.Termination()})
+}
+
+// start begins a run and registers it, locked. The HTTP API and the Claude
+// Code adapter share it.
+func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
+	if err := s.reserveThread(req.ThreadID); err != nil {
+		return nil, err
+	}
+	g := s.h.Acquire()
+	if req.Agent != "" {
+		if _, ok := g.Runtime.Agent(req.Agent); !ok {
+			g.Release()
+			s.unreserveThread(req.ThreadID)
+			return nil, badRequest("unknown agent %q%s; agents: %s", req.Agent,
+				errs.DidYouMean(req.Agent, g.Runtime.AgentIDs()), strings.Join(g.Runtime.AgentIDs(), ", "))
+		}
+	}
+	msgs := req.Messages
+	if !req.bare {
+		var err error
+		if msgs, err = conversation(ctx, g.Runtime, req); err != nil {
+			g.Release()
+			s.unreserveThread(req.ThreadID)
+			return nil, err
+		}
+	}
+	e := &entry{gen: g, genID: g.ID, tools: req.Tools}
+	e.sink = runSink{log: s.log}
+	start := time.Now()
+	sess, _, err := g.Runtime.Start(ctx, run.StartOptions{Agent: req.Agent, ThreadID: req.ThreadID,
+		Messages: msgs, Events: &e.sink})
+	s.metrics.phase(phase.RunStart.String(), time.Since(start))
+	if sess == nil {
+		g.Release()
+		s.unreserveThread(req.ThreadID)
+		return nil, err
+	}
+	e.id, e.threadID, e.sess, e.sink.runID = sess.RunID(), sess.ThreadID(), sess, sess.RunID()
+	e.mu.Lock()
+	if sess.Status() == run.Done {
+		e.done.Store(true)
+		e.release()
+	}
+	s.register(e)
+	if serr := s.settle(ctx, e, true); err == nil {
+		err = serr
+	}
+	if err != nil {
+		err = failed(e, err)
+		s.unlock(e)
+		return nil, err
+	}
+	return e, nil
+}
+
+// conversation starts a run's conversation as Runtime.Run does, so a run
+// reads the same over HTTP as in process: the agent's system prompt, the
+// thread's saved conversation (without a second copy of that prompt), then
+// the request's messages.
+func conversation(ctx context.Context, rt *run.Runtime, req createRequest) ([]model.Message, error) {
+	id := req.Agent
+	if id == "" {
+		id = "default"
+		if ids := rt.AgentIDs(); len(ids) == 1 {
+			if _, ok := rt.Agent(id); !ok {
+				id = ids[0]
+			}
+		}
+	}
+	a, _ := rt.Agent(id)
+	var msgs []model.Message
+	if a.SystemPrompt != "" {
+		msgs = append(msgs, model.Message{Role: model.RoleSystem, Content: a.SystemPrompt})
+	}
+	if req.ThreadID != "" {
+		prior, err := rt.ThreadMessages(ctx, req.ThreadID)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range prior {
+			if len(msgs) > 0 && m.Role == model.RoleSystem && m.Content == a.SystemPrompt {
+				continue
+			}
+			msgs = append(msgs, m)
+		}
+	}
+	return append(msgs, req.Messages...), nil
+}
+
+var phaseNames = func() map[string]phase.Phase {
+	m := map[string]phase.Phase{}
+	for _, p := range phase.All {
+		m[p.String()] = p
+	}
+	return m
+}()
+
+// phaseLabel is the metrics label of a phase path segment: the phase, or
+// "unknown" so a client cannot grow the label set.
+func phaseLabel(name string) string {
+	if _, ok := phaseNames[name]; ok {
+		return name
+	}
+	return "unknown"
+}
+
+// runPhase is POST /v1/runs/{id}/phases/{phase}: one Session call.
+func (s *Server) runPhase(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("phase")
+	if _, ok := phaseNames[name]; !ok {
+		return fail(http.StatusNotFound, errs.BadRequest, "no phase %q%s; phases: step_start, before_inference, after_inference, tool_gate, before_tool_execute, after_tool_execute, step_end, run_end",
+			name, errs.DidYouMean(name, phaseList()))
+	}
+	if name == phase.RunStart.String() {
+		return fail(http.StatusConflict, errs.PhaseOutOfOrder, "run_start runs when the run is created (POST /v1/runs)")
+	}
+	// Decode before locking the run: a slow upload must not hold it.
+	var (
+		empty  struct{}
+		before beforeInferenceBody
+		after  afterInferenceBody
+		call   callBody
+	)
+	var body any = &empty
+	switch name {
+	case "before_inference":
+		body = &before
+	case "after_inference":
+		body = &after
+	case "tool_gate", "before_tool_execute", "after_tool_execute":
+		body = &call
+	}
+	if err := decodeBody(r, body); err != nil {
+		return err
+	}
+	switch name {
+	case "before_inference":
+		if before.Request == nil {
+			return badRequest("before_inference needs {\"request\": {\"messages\", \"tools\", \"params\"}}")
+		}
+		if err := validMessages(before.Request.Messages); err != nil {
+			return err
+		}
+		if err := validTools(before.Request.Tools); err != nil {
+			return err
+		}
+	case "after_inference":
+		if after.Response == nil {
+			return badRequest("after_inference needs {\"response\": {\"text\", \"tool_calls\", \"usage\"}}")
+		}
+	case "tool_gate", "before_tool_execute", "after_tool_execute":
+		if call.Call == nil || call.Call.ID == "" {
+			return badRequest("%s needs {\"call\": {\"id\", \"name\", \"args\"}} with the call's id", name)
+		}
+		if call.Result != nil && name != "after_tool_execute" {
+			return badRequest("%s takes no result; send it to after_tool_execute", name)
+		}
+	}
+	ctx := context.WithoutCancel(r.Context()) // a phase that started finishes, whatever the client does
+	e, err := s.lockRun(ctx, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer s.unlock(e)
+	if err := ifMatch(r, e.sess.Revision()); err != nil {
+		return err
+	}
+	sess := e.sess
+	start := time.Now()
+	defer func() { s.metrics.phase(name, time.Since(start)) }()
+	var reply any
+	changed := true
+	switch name {
+	case "step_start":
+		out, err2 := sess.StepStart(ctx)
+		err, reply = err2, outcomeReply{Revision: out.Revision, Termination: out.Termination}
+	case "before_inference":
+		req := model.Request{Messages: before.Request.Messages, Tools: before.Request.Tools, Params: before.Request.Params}
+		if req.Tools == nil {
+			if e.restored {
+				return failed(e, badRequest("run %s was restored from the store, which does not keep the tools given at creation; send request.tools", e.id))
+			}
+			req.Tools = e.tools
+		}
+		out, o, err2 := sess.BeforeInference(ctx, req)
+		if out.Messages == nil {
+			out.Messages = []model.Message{}
+		}
+		if out.Tools == nil {
+			out.Tools = []model.ToolSpec{}
+		}
+		err, reply = err2, beforeInferenceReply{Request: out, Revision: o.Revision, Termination: o.Termination}
+	case "after_inference":
+		o, err2 := sess.AfterInference(ctx, *after.Response)
+		err, reply = err2, outcomeReply{Revision: o.Revision, Termination: o.Termination}
+	case "tool_gate":
+		rev0 := sess.Revision()
+		d, o, err2 := sess.ToolGate(ctx, *call.Call)
+		err = err2
+		// A retry gets the kept decision and changes nothing: no save, no count.
+		changed = o.Revision != rev0
+		if err == nil && changed {
+			s.metrics.decisions.inc(d.Decision)
+		}
+		if d.Args == nil {
+			d.Args = map[string]any{}
+		}
+		reply = gateReply{Decision: d.Decision, Args: d.Args, Reason: d.Reason, Ticket: d.Ticket, Result: d.Result, Revision: o.Revision}
+	case "before_tool_execute":
+		o, err2 := sess.BeforeToolExecute(ctx, *call.Call)
+		err, reply = err2, outcomeReply{Revision: o.Revision, Termination: o.Termination}
+	case "after_tool_execute":
+		var res model.ToolResult
+		if call.Result != nil {
+			res = *call.Result
+		}
+		out, o, err2 := sess.AfterToolExecute(ctx, *call.Call, res)
+		err, reply = err2, afterToolReply{Result: out, Revision: o.Revision, Termination: o.Termination}
+	case "step_end":
+		o, err2 := sess.StepEnd(ctx)
+		err, reply = err2, outcomeReply{Revision: o.Revision, Termination: o.Termination}
+	case "run_end":
+		o, err2 := sess.RunEnd(ctx)
+		err, reply = err2, outcomeReply{Revision: o.Revision, Termination: o.Termination}
+	}
+	if err != nil {
+		// Nothing changed unless the error ended the run; settle sees that.
+		changed = false
+	}
+	if serr := s.settle(ctx, e, changed); err == nil {
+		err = serr
+	}
+	stamp(w, e)
+	if err != nil {
+		return failed(e, err)
+	}
+	return writeJSON(w, http.StatusOK, reply)
+}
+
+func phaseList() []string {
+	out := make([]string, 0, len(phase.All))
+	for _, p := range phase.All {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+func viewCall(c run.CallRecord) callView {
+	v := callView{ID: c.Call.ID, Name: c.Call.Name, Args: c.Call.Args, Status: string(c.Status), Result: c.Result}
+	if v.Args == nil {
+		v.Args = map[string]any{}
+	}
+	if c.Gate != nil {
+		v.Decision = c.Gate.Decision
+		v.Ticket = c.Gate.Ticket
+	}
+	return v
+}
+
+// resume applies decisions to a waiting run's suspended calls. Resumed
+// calls come back with status "resuming": gate them again, run them, then
+// end the step.
+func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
+	var body resumeBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	if len(body.Decisions) == 0 {
+		return badRequest("resume needs {\"decisions\": [{\"target\", \"action\": \"resume\" | \"cancel\", \"result\"?, \"reason\"?}]}")
+	}
+	for i, d := range body.Decisions {
+		if d.Target == "" {
+			return badRequest("decisions[%d] has no target (a call id or a ticket id)", i)
+		}
+	}
+	ctx := context.WithoutCancel(r.Context())
+	e, err := s.lockRun(ctx, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer s.unlock(e)
+	if err := ifMatch(r, e.sess.Revision()); err != nil {
+		return err
+	}
+	start := time.Now()
+	calls, o, err := e.sess.Resume(ctx, body.Decisions)
+	s.metrics.phase("resume", time.Since(start))
+	if serr := s.settle(ctx, e, err == nil); err == nil {
+		err = serr
+	}
+	stamp(w, e)
+	if err != nil {
+		return failed(e, err)
+	}
+	reply := resumeReply{Revision: o.Revision, Calls: make([]callView, 0, len(calls))}
+	for _, c := range calls {
+		reply.Calls = append(reply.Calls, viewCall(c))
+	}
+	return writeJSON(w, http.StatusOK, reply)
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
+	e, err := s.lockRun(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer s.unlock(e)
+	sess := e.sess
+	reply := runReply{RunID: e.id, ThreadID: e.threadID, Status: string(sess.Status()), Step: sess.Step(),
+		Revision: sess.Revision(), Generation: e.genID, Suspended: sess.Suspended(), State: sess.State(),
+		Termination: sess.Termination()}
+	if reply.Suspended == nil {
+		reply.Suspended = []gate.Ticket{}
+	}
+	stamp(w, e)
+	return writeJSON(w, http.StatusOK, reply)
+}
+
+// deleteRun ends a run for good: a waiting run is cancelled (its calls are
+// cancelled and run_end runs, so its thread can start another run); a run
+// that ended but has not run run_end runs it; a run in the middle of a step
+// is forgotten without saving its thread. Then it leaves memory and store.
+func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) error {
+	ctx := context.WithoutCancel(r.Context())
+	e, err := s.lockRun(ctx, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer s.unlock(e)
+	if err := ifMatch(r, e.sess.Revision()); err != nil {
+		return err
+	}
+	stamp(w, e)
+	sess := e.sess
+	var endErr error
+	switch {
+	case sess.Status() == run.Waiting:
+		_, endErr = sess.Cancel(ctx, "the run was deleted through the sidecar API")
+	case sess.Status() == run.Running && sess.Termination() != "":
+		_, endErr = sess.RunEnd(ctx)
+	}
+	if endErr != nil {
+		// A failing run_end hook ends the run in error; it is deleted all the same.
+		s.log.LogAttrs(ctx, slog.LevelWarn, "run_end failed while deleting a run", slog.String("run_id", e.id), slog.String("error", endErr.Error()))
+	}
+	if err := s.h.Store().DeleteRun(ctx, e.id); err != nil {
+		return failed(e, err)
+	}
+	s.finish(e)
+	s.drop(e)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,381 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// ccPolicyLua is a policy written for Claude Code's tools.
+const ccPolicyLua = `local awaken = require("awaken")
+local p = awaken.plugin { id = "ccpolicy" }
+local turns = p:key("ccpolicy.turns", { scope = "thread", merge = "commutative", reducer = "add", default = 0, schema = { type = "integer" } })
+local seen = p:key("ccpolicy.seen", { scope = "run", reducer = "append", default = {} })
+
+p:on("run_start", function(ctx)
+  if #ctx.messages == 0 and ctx.run.thread_id ~= "rollover" then
+    ctx:schedule("runtime.add_context_message",
+      { key = "ccpolicy.hello", content = "awaken-lua guards this session.", target = "system", kind = "ephemeral" })
+  end
+end)
+
+p:on("before_inference", function(ctx)
+  if ctx.run.step ~= 1 then return end
+  for _, m in ipairs(ctx.messages) do
+    if m.role == "user" then
+      if m.content:find("explode", 1, true) then error("the prompt exploded") end
+      if m.content:find("factorial", 1, true) then
+        ctx:schedule("runtime.add_context_message",
+          { key = "ccpolicy.tests", content = "Write the tests first.", target = "system", kind = "ephemeral" })
+      end
+    end
+  end
+end)
+
+p:tool_gate(function(ctx, call)
+  local cmd = call.args.command
+  if call.name == "Bash" and type(cmd) == "string" then
+    if cmd:find("rm ", 1, true) then return awaken.block("rm is not allowed") end
+    if cmd:find("git push", 1, true) and not call.resume then
+      return awaken.suspend { message = "Push to the remote?" }
+    end
+    if cmd == "ls" then return awaken.rewrite({ command = "ls -la", description = call.args.description }) end
+  end
+  if call.name == "Read" and type(call.args.file_path) == "string" and call.args.file_path:find("%.env$") then
+    return awaken.set_result(awaken.error("secrets are off limits"))
+  end
+  if call.name == "mcp__github__delete_repo" then return awaken.block("deleting repositories is not allowed") end
+  if call.name == "Explode" then error("the gate exploded") end
+end)
+
+p:on("after_tool_execute", function(ctx)
+  ctx:update(seen, ctx.tool.name .. ":" .. ctx.tool.result.status)
+  if ctx.tool.name == "Write" then
+    ctx:schedule("runtime.add_context_message",
+      { key = "ccpolicy.fmt", content = "Run the formatter on " .. tostring(ctx.tool.args.file_path) .. ".", target = "system", kind = "ephemeral" })
+  end
+  if ctx.tool.name == "Bash" and tostring(ctx.tool.args.command):find("deploy", 1, true) then
+    ctx:stop("deployed", "one deploy per session")
+  end
+end)
+
+-- ccpolicy.ended lists each call as its step ended: "id:status".
+local ended = p:key("ccpolicy.ended", { scope = "run", reducer = "append", default = {} })
+p:on("step_end", function(ctx)
+  local calls = ctx:get("__runtime.tool_calls") or {}
+  local ids = {}
+  for id in pairs(calls) do ids[#ids + 1] = id end
+  table.sort(ids)
+  for _, id in ipairs(ids) do ctx:update(ended, id .. ":" .. calls[id].status) end
+end)
+
+p:on("run_end", function(ctx) ctx:update(turns, 1) end)
+return p
+`
+
+func ccSidecar(t *testing.T, o Options) *sidecar {
+	o.Log = quietLog()
+	return newSidecar(t, project(t, "", map[string]string{"ccpolicy.lua": ccPolicyLua}), o)
+}
+
+// fixture loads testdata/claude-code/<name>.json (shaped as Claude Code
+// sends it) and applies overrides; a nil override removes the field.
+func fixture(t *testing.T, name string, overrides map[string]any) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "claude-code", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range overrides {
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// hook posts an event and checks the adapter's contract: always 200 with
+// a JSON object.
+func (sc *sidecar) hook(t *testing.T, body any, query string) map[string]any {
+	t.Helper()
+	r := sc.call("POST", "/v1/hooks/claude-code"+query, body)
+	if r.status != 200 || r.header.Get("Content-Type") != "application/json" || r.body == nil {
+		t.Fatalf("hook: %d %s %s", r.status, r.header.Get("Content-Type"), r.raw)
+	}
+	return r.body
+}
+
+func specific(out map[string]any) map[string]any {
+	s, _ := out["hookSpecificOutput"].(map[string]any)
+	return s
+}
+
+func wantDecision(t *testing.T, out map[string]any, decision, reasonPart string) map[string]any {
+	t.Helper()
+	s := specific(out)
+	if s == nil || s["hookEventName"] != "PreToolUse" || s["permissionDecision"] != decision ||
+		!strings.Contains(fmt.Sprint(s["permissionDecisionReason"]), reasonPart) {
+		t.Fatalf("want %s with reason containing %q, got %s", decision, reasonPart, mustJSON(out))
+	}
+	return s
+}
+
+func wantContext(t *testing.T, out map[string]any, event, part string) {
+	t.Helper()
+	s := specific(out)
+	if s == nil || s["hookEventName"] != event || !strings.Contains(fmt.Sprint(s["additionalContext"]), part) {
+		t.Fatalf("want %s additionalContext containing %q, got %s", event, part, mustJSON(out))
+	}
+}
+
+func wantEmpty(t *testing.T, out map[string]any) {
+	t.Helper()
+	if len(out) != 0 {
+		t.Fatalf("want {}, got %s", mustJSON(out))
+	}
+}
+
+func (sc *sidecar) ccRunID(t *testing.T, session string) string {
+	t.Helper()
+	c := sc.srv.cc
+	c.mu.Lock()
+	cs := c.sessions[session]
+	c.mu.Unlock()
+	if cs == nil {
+		return ""
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.runID
+}
+
+func (sc *sidecar) threadValue(t *testing.T, thread, key string) any {
+	t.Helper()
+	th, ok, err := sc.h.Store().Thread(context.Background(), thread)
+	if err != nil || !ok {
+		t.Fatalf("thread %s: %v %v", thread, ok, err)
+	}
+	return th.Values[key]
+}
+
+// A whole Claude Code session, event by event, with the payloads Claude
+// Code sends.
+func TestClaudeCodeSession(t *testing.T) {
+	sc := ccSidecar(t, Options{Token: "cc-token"})
+
+	out := sc.hook(t, fixture(t, "session_start", nil), "")
+	wantContext(t, out, "SessionStart", "awaken-lua guards this session.")
+
+	out = sc.hook(t, fixture(t, "user_prompt_submit", nil), "")
+	wantContext(t, out, "UserPromptSubmit", "Write the tests first.")
+
+	// Allowed: no decision, so Claude Code's own permission rules apply.
+	wantEmpty(t, sc.hook(t, fixture(t, "pre_tool_use_write", nil), ""))
+	out = sc.hook(t, fixture(t, "post_tool_use_write", nil), "")
+	wantContext(t, out, "PostToolUse", "Run the formatter on /path/to/file.txt.")
+
+	// A retried PreToolUse gets the same answer.
+	wantEmpty(t, sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"tool_use_id": "toolu_01W2"}), ""))
+	wantEmpty(t, sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"tool_use_id": "toolu_01W2"}), ""))
+	sc.hook(t, fixture(t, "post_tool_use_write", map[string]any{"tool_use_id": "toolu_01W2"}), "")
+
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_bash_rm", nil), ""), "deny", "rm is not allowed")
+
+	s := wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_bash_ls", nil), ""), "allow", "rewrote")
+	if in, _ := s["updatedInput"].(map[string]any); in["command"] != "ls -la" || in["description"] != "List files in the current directory" {
+		t.Fatalf("updatedInput: %v", s["updatedInput"])
+	}
+	sc.hook(t, fixture(t, "post_tool_use_bash_ls", nil), "")
+
+	// The first call of an MCP tool, in an inference opened before anyone
+	// knew of it: it fails there as "not available", then the plugin
+	// decides about it in a fresh step.
+	lsRun := sc.ccRunID(t, "abc123")
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_mcp", nil), ""), "deny", "deleting repositories is not allowed")
+	if ended := mustJSON(sc.must(200, "GET", "/v1/runs/"+lsRun, nil).body["state"].(map[string]any)["ccpolicy.ended"]); ended != `["toolu_01LS:succeeded","toolu_01MCP:failed"]` {
+		t.Fatalf("calls of the ls run: %s", ended)
+	}
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_read_env", nil), ""), "deny", "secrets are off limits")
+
+	// Suspend is "ask"; the PostToolUse after it means the user approved.
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_git_push", nil), ""), "ask", "Push to the remote?")
+	id := sc.ccRunID(t, "abc123")
+	sc.hook(t, fixture(t, "post_tool_use_git_push", nil), "")
+	got := sc.must(200, "GET", "/v1/runs/"+id, nil)
+	calls := got.body["state"].(map[string]any)["__runtime.tool_calls"]
+	if !strings.Contains(mustJSON(got.body["state"]), `"Bash:success"`) || got.str("status") != "running" {
+		t.Fatalf("the approved push should have run: %s\n%v", got.raw, calls)
+	}
+
+	wantEmpty(t, sc.hook(t, fixture(t, "stop", nil), ""))
+	if st := sc.must(200, "GET", "/v1/runs/"+id, nil); st.str("termination") != "natural" || st.str("status") != "done" {
+		t.Fatalf("Stop ends the run naturally: %s", st.raw)
+	}
+	// Runs on the thread: the session start, the prompt's run (ended by the
+	// rm block), the next (ended by the MCP block) and the last (by Stop).
+	if n := sc.threadValue(t, "abc123", "ccpolicy.turns"); n != 4.0 {
+		t.Fatalf("turns on the thread: %v", n)
+	}
+	wantEmpty(t, sc.hook(t, fixture(t, "session_end", nil), ""))
+	if sc.ccRunID(t, "abc123") != "" {
+		t.Fatal("SessionEnd should forget the session")
+	}
+	// The token is required like everywhere else.
+	if r := sc.call("POST", "/v1/hooks/claude-code", fixture(t, "stop", nil), "Authorization", ""); r.status != 401 {
+		t.Fatalf("no token: %d", r.status)
+	}
+}
+
+// Whatever fails, Claude Code gets 200: PreToolUse is denied (fail
+// closed), other events get {}.
+func TestClaudeCodeFailures(t *testing.T) {
+	sc := ccSidecar(t, Options{BodyLimit: 2048})
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": "f1", "tool_name": "Explode"}), ""),
+		"deny", "the gate exploded")
+	wantDecision(t, sc.hook(t, `{"hook_event_name": "PreToolUse", "session_id": `, ""), "deny", "not valid JSON")
+	wantEmpty(t, sc.hook(t, `{"hook_event_name": "Stop", `, ""))
+	big := fixture(t, "pre_tool_use_write", map[string]any{"session_id": "f1",
+		"tool_input": map[string]any{"file_path": "/big", "content": strings.Repeat("x", 4096)}})
+	wantDecision(t, sc.hook(t, big, ""), "deny", "body limit")
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": nil}), ""), "deny", "session_id")
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": "f1", "tool_name": nil}), ""), "deny", "tool_name")
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": "f2"}), "?agent=nobody"), "deny", "unknown agent")
+	// A plugin failing outside the gate: {} and the session goes on.
+	wantEmpty(t, sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "f3", "prompt": "explode"}), ""))
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_bash_rm", map[string]any{"session_id": "f3"}), ""), "deny", "rm is not allowed")
+	wantEmpty(t, sc.hook(t, map[string]any{"hook_event_name": "Notification", "session_id": "f3", "message": "Claude needs your permission"}, ""))
+	wantEmpty(t, sc.hook(t, `[]`, ""))
+	wantEmpty(t, sc.hook(t, ``, ""))
+	// Overloaded: PreToolUse is denied, others pass.
+	for i := 0; i < cap(sc.srv.sem); i++ {
+		sc.srv.sem <- struct{}{}
+	}
+	pre := sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": "f4"}), "")
+	stop := sc.hook(t, fixture(t, "stop", map[string]any{"session_id": "f4"}), "")
+	for i := 0; i < cap(sc.srv.sem); i++ {
+		<-sc.srv.sem
+	}
+	wantDecision(t, pre, "deny", "overloaded")
+	wantEmpty(t, stop)
+}
+
+// Claude Code runs read-only tools in parallel: their calls join one step,
+// and the step closes when the last result arrives.
+func TestClaudeCodeParallelCalls(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	const sid = "par"
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": sid, "prompt": "look around"}), "")
+	pre := func(id, tool string, input map[string]any) map[string]any {
+		return fixture(t, "pre_tool_use_write", map[string]any{"session_id": sid, "tool_use_id": id, "tool_name": tool, "tool_input": input})
+	}
+	post := func(id, tool string, input map[string]any) map[string]any {
+		return fixture(t, "post_tool_use_write", map[string]any{"session_id": sid, "tool_use_id": id, "tool_name": tool,
+			"tool_input": input, "tool_response": map[string]any{"ok": true}})
+	}
+	inputs := map[string]map[string]any{
+		"toolu_A": {"file_path": "/a.go"}, "toolu_B": {"pattern": "TODO"}, "toolu_C": {"pattern": "*.go"},
+	}
+	tools := map[string]string{"toolu_A": "Read", "toolu_B": "Grep", "toolu_C": "Glob"}
+	var wg sync.WaitGroup
+	for id := range inputs {
+		wg.Add(1)
+		go func(id string) {
+			defer wg.Done()
+			if out := sc.hook(t, pre(id, tools[id], inputs[id]), ""); len(out) != 0 {
+				t.Errorf("%s: %s", id, mustJSON(out))
+			}
+		}(id)
+	}
+	wg.Wait()
+	runID := sc.ccRunID(t, sid)
+	st := sc.must(200, "GET", "/v1/runs/"+runID, nil)
+	if st.num("step") != 1 {
+		t.Fatalf("parallel calls should share step 1: %s", st.raw)
+	}
+	for id := range inputs {
+		wg.Add(1)
+		go func(id string) {
+			defer wg.Done()
+			sc.hook(t, post(id, tools[id], inputs[id]), "")
+		}(id)
+	}
+	wg.Wait()
+	st = sc.must(200, "GET", "/v1/runs/"+runID, nil)
+	state := mustJSON(st.body["state"])
+	for _, want := range []string{`"Read:success"`, `"Grep:success"`, `"Glob:success"`} {
+		if !strings.Contains(state, want) {
+			t.Fatalf("after the results, state lacks %s: %s", want, state)
+		}
+	}
+	if st.num("step") != 2 {
+		t.Fatalf("the last result closes the step and opens the next inference: %s", st.raw)
+	}
+}
+
+// "ask" without a PostToolUse means the user said no: the call is
+// cancelled when the turn ends.
+func TestClaudeCodeAskDenied(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "deny"}), "")
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_git_push", map[string]any{"session_id": "deny"}), ""), "ask", "Push")
+	id := sc.ccRunID(t, "deny")
+	wantEmpty(t, sc.hook(t, fixture(t, "stop", map[string]any{"session_id": "deny"}), ""))
+	st := sc.must(200, "GET", "/v1/runs/"+id, nil)
+	ended := mustJSON(st.body["state"].(map[string]any)["ccpolicy.ended"])
+	if ended != `["toolu_01PUSH:cancelled"]` || st.str("termination") != "natural" {
+		t.Fatalf("the unanswered push should be cancelled: %s", st.raw)
+	}
+}
+
+// A plugin's stop stops Claude; the step limit only starts a new run.
+func TestClaudeCodeStops(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "dep"}), "")
+	deploy := map[string]any{"session_id": "dep", "tool_use_id": "toolu_D", "tool_input": map[string]any{"command": "make deploy"}}
+	wantEmpty(t, sc.hook(t, fixture(t, "pre_tool_use_bash_ls", deploy), ""))
+	out := sc.hook(t, fixture(t, "post_tool_use_bash_ls", deploy), "")
+	if out["continue"] != false || !strings.Contains(fmt.Sprint(out["stopReason"]), "one deploy per session") {
+		t.Fatalf("a plugin stop should stop Claude: %s", mustJSON(out))
+	}
+
+	// agent "short" has max_steps = 2: a long turn rolls over to new runs.
+	const sid = "rollover"
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": sid}), "?agent=short")
+	for i := 0; i < 7; i++ {
+		id := fmt.Sprintf("toolu_%d", i)
+		pre := sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": sid, "tool_use_id": id}), "?agent=short")
+		if len(pre) != 0 {
+			t.Fatalf("call %d: %s", i, mustJSON(pre))
+		}
+		post := sc.hook(t, fixture(t, "post_tool_use_write", map[string]any{"session_id": sid, "tool_use_id": id}), "?agent=short")
+		if post["continue"] == false {
+			t.Fatalf("the step limit must not stop Claude: %s", mustJSON(post))
+		}
+	}
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_bash_rm", map[string]any{"session_id": sid}), "?agent=short"), "deny", "rm")
+	sc.hook(t, fixture(t, "stop", map[string]any{"session_id": sid}), "?agent=short")
+	if n := sc.threadValue(t, sid, "ccpolicy.turns"); n.(float64) < 4 {
+		t.Fatalf("a 7-call turn on a 2-step agent should span several runs, got %v", n)
+	}
+}
+
+// Claude Code versions without tool_use_id: the call is matched by tool
+// and input.
+func TestClaudeCodeWithoutToolUseID(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "old"}), "")
+	wantEmpty(t, sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": "old", "tool_use_id": nil}), ""))
+	out := sc.hook(t, fixture(t, "post_tool_use_write", map[string]any{"session_id": "old", "tool_use_id": nil}), "")
+	wantContext(t, out, "PostToolUse", "Run the formatter")
+}

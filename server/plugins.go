@@ -1,0 +1,77 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/persist"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/host"
+)
+
+// pluginsReply is GET /v1/plugins: what the current generation holds, and
+// how the last reload went (a failed reload leaves the previous generation
+// current and says why, with file:line).
+type pluginsReply struct {
+	Generation string               `json:"generation"`
+	Hash       string               `json:"hash"`
+	LoadedAt   time.Time            `json:"loaded_at"`
+	Agents     []string             `json:"agents"`
+	Plugins    []plugin.Description `json:"plugins"`
+	LastReload host.Status          `json:"last_reload"`
+	Store      storeReport          `json:"store"`
+}
+
+type storeReport struct {
+	Kind string `json:"kind"`
+	// Problems are corrupt files the file store set aside (never dropped).
+	Problems []persist.Problem `json:"problems,omitempty"`
+}
+
+func (s *Server) storeReport() storeReport {
+	if fs, ok := s.h.Store().(*persist.FileStore); ok {
+		return storeReport{Kind: "file", Problems: fs.Problems()}
+	}
+	return storeReport{Kind: "memory"}
+}
+
+func (s *Server) plugins(w http.ResponseWriter, r *http.Request) error {
+	g := s.h.Current()
+	if g == nil {
+		return notReady()
+	}
+	return writeJSON(w, http.StatusOK, pluginsReply{Generation: g.ID, Hash: g.Hash, LoadedAt: g.LoadedAt,
+		Agents: g.Runtime.AgentIDs(), Plugins: g.Runtime.Set().Describe(), LastReload: s.h.Status(), Store: s.storeReport()})
+}
+
+// reload builds a generation from the files as they are now. A failed load
+// is a result, not an HTTP error: 200 with last_result "failed" and the
+// errors, and the previous generation stays current.
+func (s *Server) reload(w http.ResponseWriter, r *http.Request) error {
+	st := s.Reload(r.Context())
+	if g := s.h.Current(); g != nil {
+		w.Header().Set(GenerationHeader, g.ID)
+	}
+	return writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz is ready once a generation is loaded and until the server drains.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	if s.draining.Load() {
+		return fail(http.StatusServiceUnavailable, errs.NotReady, "the sidecar is shutting down")
+	}
+	g := s.h.Current()
+	if g == nil {
+		return notReady()
+	}
+	return writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "generation": g.ID})
+}
+
+func notReady() error {
+	return fail(http.StatusServiceUnavailable, errs.NotReady, "no plugin generation is loaded yet")
+}

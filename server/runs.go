@@ -1,0 +1,338 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/run"
+	"github.com/awaken-lua/awaken-lua/host"
+)
+
+// entry is a run in memory: its session, the generation it pins, and the
+// mutex that serializes every call on it. The store holds the truth (a
+// checkpoint after every call that changed the run); memory is a cache that
+// keeps the run on its generation while it is in use.
+type entry struct {
+	mu       sync.Mutex
+	id       string
+	threadID string
+	sess     *run.Session
+	gen      *host.Generation // pinned while the run is not done; nil once released
+	genID    string
+	// tools are the specs given at creation, offered when a before_inference
+	// request leaves its tools out. They live only in memory.
+	tools    []model.ToolSpec
+	restored bool // loaded from the store: the creation tools are unknown
+	gone     bool // dropped from the registry: a caller that waited on mu must look again
+	sink     runSink
+
+	// dirty: the run changed since its last checkpoint (memory store only;
+	// durable stores are written after every change).
+	dirty bool
+
+	lastUsed  atomic.Int64 // unix nanos
+	done      atomic.Bool
+	suspended atomic.Int64
+}
+
+func (e *entry) touch() { e.lastUsed.Store(time.Now().UnixNano()) }
+
+// release unpins the generation; the run must not call a phase afterwards
+// (a done run's session only answers reads).
+func (e *entry) release() {
+	if e.gen != nil {
+		e.gen.Release()
+		e.gen = nil
+	}
+}
+
+// runSink receives a run's events: the debug log, and the context messages
+// placed by before_inference while the Claude Code adapter listens.
+type runSink struct {
+	log     *slog.Logger
+	runID   string
+	capture bool
+	placed  []event.ContextMessage
+}
+
+func (k *runSink) Emit(ev event.Event) {
+	if k.capture {
+		if cm, ok := ev.(event.ContextMessages); ok {
+			k.placed = append(k.placed, cm.Messages...)
+		}
+	}
+	if k.log.Enabled(context.Background(), slog.LevelDebug) {
+		if b, err := event.Marshal(ev); err == nil {
+			k.log.LogAttrs(context.Background(), slog.LevelDebug, "run event", slog.String("run_id", k.runID),
+				slog.Any("event", json.RawMessage(b)))
+		}
+	}
+}
+
+// lockRun returns the run's entry, locked. A run that is not in memory is
+// restored from the store on the current generation (after a restart, or
+// after it idled out), so handlers only ever talk to run.Store.
+func (s *Server) lockRun(ctx context.Context, id string) (*entry, error) {
+	for {
+		s.mu.Lock()
+		e := s.runs[id]
+		if e == nil {
+			e = &entry{id: id}
+			e.mu.Lock()
+			s.runs[id] = e
+			s.mu.Unlock()
+			if err := s.restore(ctx, e); err != nil {
+				s.mu.Lock()
+				delete(s.runs, id)
+				s.mu.Unlock()
+				e.gone = true
+				e.mu.Unlock()
+				return nil, err
+			}
+			return e, nil
+		}
+		s.mu.Unlock()
+		e.mu.Lock()
+		if !e.gone {
+			return e, nil
+		}
+		e.mu.Unlock()
+	}
+}
+
+// unlock ends a call on a run. A finished run's clock is not reset by
+// reads: it stays readable for DoneRetention after it ended.
+func (s *Server) unlock(e *entry) {
+	if !e.done.Load() {
+		e.touch()
+	}
+	e.mu.Unlock()
+}
+
+// restore loads a checkpoint from the store into e (locked, registered).
+func (s *Server) restore(ctx context.Context, e *entry) error {
+	cp, ok, err := s.h.Store().Run(ctx, e.id)
+	if err != nil {
+		return fmt.Errorf("load run %s: %w", e.id, err)
+	}
+	if !ok {
+		return runNotFound(e.id)
+	}
+	g := s.h.Acquire()
+	e.sink = runSink{log: s.log, runID: e.id}
+	sess, err := g.Runtime.RestoreCheckpoint(ctx, cp, &e.sink)
+	if err != nil {
+		g.Release()
+		return fmt.Errorf("restore run %s: %w", e.id, err)
+	}
+	e.sess, e.gen, e.genID, e.restored, e.threadID = sess, g, g.ID, true, sess.ThreadID()
+	e.suspended.Store(int64(len(sess.Suspended())))
+	e.touch()
+	s.mu.Lock()
+	if _, busy := s.threads[e.threadID]; !busy {
+		s.threads[e.threadID] = e.id
+	}
+	delete(s.parked, e.id)
+	s.mu.Unlock()
+	s.log.LogAttrs(ctx, slog.LevelInfo, "run restored from the store", slog.String("run_id", e.id),
+		slog.String("thread_id", e.threadID), slog.String("generation", g.ID), slog.String("saved_by", cp.Generation))
+	return nil
+}
+
+// reserveThread claims a thread for a new run, so two live runs never
+// share one (the second one's thread save would fail its revision check).
+func (s *Server) reserveThread(thread string) error {
+	if thread == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if other, busy := s.threads[thread]; busy {
+		if other == "" {
+			return fail(http.StatusConflict, errs.PhaseOutOfOrder, "another run is starting on thread %q; retry when it has started", thread)
+		}
+		return fail(http.StatusConflict, errs.PhaseOutOfOrder,
+			"thread %q has run %s in progress; end it (run_end) or DELETE /v1/runs/%s before starting another", thread, other, other)
+	}
+	s.threads[thread] = ""
+	return nil
+}
+
+func (s *Server) unreserveThread(thread string) {
+	if thread == "" {
+		return
+	}
+	s.mu.Lock()
+	if s.threads[thread] == "" {
+		delete(s.threads, thread)
+	}
+	s.mu.Unlock()
+}
+
+// register adds a new run; the caller holds e.mu.
+func (s *Server) register(e *entry) {
+	e.touch()
+	s.mu.Lock()
+	s.runs[e.id] = e
+	if !e.done.Load() {
+		s.threads[e.threadID] = e.id
+	} else if s.threads[e.threadID] == "" {
+		delete(s.threads, e.threadID)
+	}
+	s.mu.Unlock()
+}
+
+// settle follows every call on a run (e locked): a run that is done unpins
+// its generation (its session already saved the thread and forgot the
+// checkpoint); a run that changed is checkpointed, so another process can
+// continue it.
+//
+// The memory store is the exception: it dies with the process, so a copy
+// per call would buy nothing but its cost (the deep copy of a checkpoint
+// is most of a tool_gate call's work). There a run is checkpointed when it
+// leaves memory (see sweep); the session itself saves a run that waits.
+func (s *Server) settle(ctx context.Context, e *entry, changed bool) error {
+	e.suspended.Store(int64(len(e.sess.Suspended())))
+	if e.sess.Status() == run.Done {
+		e.dirty = false
+		s.finish(e)
+		return nil
+	}
+	if !changed {
+		return nil
+	}
+	if s.volatile {
+		e.dirty = true
+		return nil
+	}
+	return s.checkpoint(ctx, e)
+}
+
+func (s *Server) checkpoint(ctx context.Context, e *entry) error {
+	if err := s.h.Store().PutRun(context.WithoutCancel(ctx), e.sess.Checkpoint()); err != nil {
+		return fmt.Errorf("the call ran but run %s could not be saved: %w", e.id, err)
+	}
+	e.dirty = false
+	return nil
+}
+
+// finish marks a run done and unpins its generation; the entry stays
+// readable for DoneRetention.
+func (s *Server) finish(e *entry) {
+	if e.done.Swap(true) {
+		return
+	}
+	e.touch()
+	e.release()
+	s.mu.Lock()
+	if s.threads[e.threadID] == e.id {
+		delete(s.threads, e.threadID)
+	}
+	s.mu.Unlock()
+}
+
+// drop removes a run from memory (e locked) and unpins its generation.
+func (s *Server) drop(e *entry) {
+	s.mu.Lock()
+	if s.runs[e.id] == e {
+		delete(s.runs, e.id)
+	}
+	if s.threads[e.threadID] == e.id {
+		delete(s.threads, e.threadID)
+	}
+	s.mu.Unlock()
+	e.gone = true
+	e.release()
+}
+
+// sweepLoop drops idle and long-finished runs from memory.
+func (s *Server) sweepLoop() {
+	defer s.janitor.Done()
+	every := min(s.idle, s.retain) / 4
+	every = max(every, 10*time.Millisecond)
+	every = min(every, time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			s.sweep(now)
+			s.cc.sweep(now, s.idle)
+		}
+	}
+}
+
+func (s *Server) sweep(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, at := range s.parked {
+		if _, back := s.runs[id]; back || now.Sub(at) <= s.abandon {
+			continue
+		}
+		delete(s.parked, id)
+		if err := s.h.Store().DeleteRun(context.Background(), id); err != nil {
+			s.log.LogAttrs(context.Background(), slog.LevelWarn, "cannot forget an abandoned run",
+				slog.String("run_id", id), slog.String("error", err.Error()))
+		}
+	}
+	for id, e := range s.runs {
+		idle := now.Sub(time.Unix(0, e.lastUsed.Load()))
+		done := e.done.Load()
+		if (done && idle <= s.retain) || (!done && idle <= s.idle) {
+			continue
+		}
+		// TryLock: the only place that takes a run's lock under s.mu, so
+		// it must never wait; a busy run is not idle anyway.
+		if !e.mu.TryLock() {
+			continue
+		}
+		if e.dirty && !done {
+			// Written before the run leaves the map, so a call that
+			// restores it finds the latest state.
+			if err := s.checkpoint(context.Background(), e); err != nil {
+				s.log.LogAttrs(context.Background(), slog.LevelError, "cannot save an idle run; it stays in memory",
+					slog.String("run_id", id), slog.String("error", err.Error()))
+				e.mu.Unlock()
+				continue
+			}
+		}
+		delete(s.runs, id)
+		if s.threads[e.threadID] == id {
+			delete(s.threads, e.threadID)
+		}
+		e.gone = true
+		e.release()
+		if s.volatile && !done && e.sess != nil && e.sess.Status() == run.Running {
+			s.parked[id] = now
+		}
+		e.mu.Unlock()
+		if !done {
+			s.log.LogAttrs(context.Background(), slog.LevelInfo, "idle run dropped from memory; its checkpoint stays in the store",
+				slog.String("run_id", id), slog.Duration("idle", idle))
+		}
+	}
+}
+
+// openSuspensions counts suspended calls of the runs in memory.
+func (s *Server) openSuspensions() (runs, suspended int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.runs {
+		if !e.done.Load() {
+			runs++
+		}
+		suspended += e.suspended.Load()
+	}
+	return runs, suspended
+}

@@ -1,0 +1,354 @@
+// Package server is the sidecar of SPEC §13: an HTTP+JSON driver over
+// run.Session, so an agent written in any language can call the runtime at
+// each phase while the runtime keeps the run's state, pins its plugin
+// generation and enforces the phase order.
+//
+// It implements no phase itself: every phase endpoint decodes a body, calls
+// one Session method under the run's mutex, checkpoints the run into the
+// host's run.Store (a durable one after every change) and encodes the reply. The same Session drives
+// `awaken-lua run`, so a run behaves the same in process and over HTTP.
+//
+// Handlers are func(w, r) error and one writeProblem turns every error into
+// application/problem+json (Caddy's pattern); the HTTP boundary recovers
+// panics. See README.md for the API, the status codes and the Claude Code
+// adapter.
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/run"
+	"github.com/awaken-lua/awaken-lua/host"
+)
+
+// GenerationHeader names the plugin generation that served a reply: the
+// run's pinned generation for run endpoints, the current one otherwise.
+const GenerationHeader = "Awaken-Generation"
+
+// Defaults of Options.
+const (
+	DefaultBodyLimit     = 1 << 20
+	DefaultMaxConcurrent = 64
+	DefaultIdleTimeout   = 30 * time.Minute
+	DefaultDoneRetention = 5 * time.Minute
+	DefaultAbandonAfter  = 24 * time.Hour
+)
+
+// Options configure a Server. The zero value serves without a token (fit
+// only for loopback; see CheckListen) with the defaults above.
+type Options struct {
+	// Token is the bearer token every request but /healthz and /readyz must
+	// carry; "" accepts every request.
+	Token string
+	// BodyLimit bounds a request body in bytes (413 past it).
+	BodyLimit int64
+	// MaxConcurrent bounds the API requests served at once (429 past it).
+	MaxConcurrent int
+	// Log receives the access log (Info), failures (Error) and run events
+	// (Debug); nil discards.
+	Log *slog.Logger
+	// IdleTimeout drops a run nobody called for this long from memory and
+	// unpins its generation. Its checkpoint stays in the store, so a later
+	// call restores it, on the generation current then, as after a restart.
+	IdleTimeout time.Duration
+	// DoneRetention keeps a finished run readable (GET) for this long; the
+	// store forgets a run when it ends, so afterwards it is 404.
+	DoneRetention time.Duration
+	// AbandonAfter forgets, with the memory store only, a run in the middle
+	// of a step that nobody called for this long: that store would
+	// otherwise keep every run a client abandoned until the process exits.
+	// Waiting runs are kept (someone is to decide), and durable stores are
+	// never pruned.
+	AbandonAfter time.Duration
+}
+
+// Server is the sidecar. Make it with New, serve Handler (or the Server
+// itself) with an http.Server, and Close it after Shutdown.
+type Server struct {
+	h         *host.Host
+	log       *slog.Logger
+	token     [sha256.Size]byte
+	hasToken  bool
+	bodyLimit int64
+	sem       chan struct{}
+	idle      time.Duration
+	retain    time.Duration
+	abandon   time.Duration
+	metrics   *metrics
+	mux       *http.ServeMux
+	volatile  bool // the store is the in-process memory store
+	draining  atomic.Bool
+
+	mu      sync.Mutex
+	runs    map[string]*entry
+	threads map[string]string    // thread id -> the run in memory that is not done
+	parked  map[string]time.Time // memory store: runs evicted mid-step -> when
+
+	cc *claudeCode
+
+	stop      chan struct{}
+	janitor   sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// New makes a server over a host. It starts a janitor goroutine that Close
+// stops.
+func New(h *host.Host, o Options) *Server {
+	s := &Server{h: h, log: o.Log, bodyLimit: o.BodyLimit, idle: o.IdleTimeout, retain: o.DoneRetention,
+		abandon: o.AbandonAfter, runs: map[string]*entry{}, threads: map[string]string{},
+		parked: map[string]time.Time{}, stop: make(chan struct{})}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if o.Token != "" {
+		s.token, s.hasToken = sha256.Sum256([]byte(o.Token)), true
+	}
+	if s.bodyLimit <= 0 {
+		s.bodyLimit = DefaultBodyLimit
+	}
+	n := o.MaxConcurrent
+	if n <= 0 {
+		n = DefaultMaxConcurrent
+	}
+	s.sem = make(chan struct{}, n)
+	if s.idle <= 0 {
+		s.idle = DefaultIdleTimeout
+	}
+	if s.retain <= 0 {
+		s.retain = DefaultDoneRetention
+	}
+	if s.abandon <= 0 {
+		s.abandon = DefaultAbandonAfter
+	}
+	_, s.volatile = h.Store().(*run.MemoryStore)
+	s.metrics = newMetrics()
+	s.cc = newClaudeCode(s)
+	s.routes()
+	s.janitor.Add(1)
+	go s.sweepLoop()
+	return s
+}
+
+// Handler returns the server as an http.Handler.
+func (s *Server) Handler() http.Handler { return s }
+
+// Drain marks the server as shutting down: /readyz answers 503 and new runs
+// are refused, while calls on existing runs go on until Shutdown ends them.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Close stops the janitor, saves every run that changed since its last
+// checkpoint and unpins every run's generation. Runs stay in the store;
+// call it after http.Server.Shutdown so no request is running.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.janitor.Wait()
+		s.mu.Lock()
+		entries := make([]*entry, 0, len(s.runs))
+		for _, e := range s.runs {
+			entries = append(entries, e)
+		}
+		s.runs, s.threads = map[string]*entry{}, map[string]string{}
+		s.mu.Unlock()
+		for _, e := range entries {
+			e.mu.Lock()
+			if e.dirty && !e.done.Load() {
+				if err := s.checkpoint(context.Background(), e); err != nil {
+					s.log.Error("cannot save a run while closing", "run_id", e.id, "error", err.Error())
+				}
+			}
+			e.gone = true
+			e.release()
+			e.mu.Unlock()
+		}
+	})
+	return nil
+}
+
+// Reload builds a generation now (POST /v1/plugins/reload) and counts it.
+func (s *Server) Reload(ctx context.Context) host.Status {
+	st := s.h.Reload(ctx)
+	s.ObserveReload(st)
+	return st
+}
+
+// ObserveReload counts a reload made elsewhere (host.Watch in `serve`).
+func (s *Server) ObserveReload(st host.Status) { s.metrics.reloads.inc(st.LastResult) }
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// access says what an endpoint needs before its handler runs.
+type access int
+
+const (
+	probe access = iota // no token, no limit: orchestrators probe without secrets
+	meta                // token, no concurrency limit: scrapes must work under load
+	api                 // token, concurrency limit and body limit
+	hook                // token only: the Claude Code adapter applies the limits itself and answers 200
+)
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	handle := func(pattern, label string, a access, fn handlerFunc) {
+		m.Handle(pattern, s.endpoint(label, a, fn))
+	}
+	handle("POST /v1/runs", "create_run", api, s.createRun)
+	handle("POST /v1/runs/{id}/phases/{phase}", "", api, s.runPhase)
+	handle("POST /v1/runs/{id}/resume", "resume", api, s.resume)
+	handle("GET /v1/runs/{id}", "get_run", api, s.getRun)
+	handle("DELETE /v1/runs/{id}", "delete_run", api, s.deleteRun)
+	handle("POST /v1/hooks/claude-code", "claude_code", hook, s.cc.handle)
+	handle("GET /v1/plugins", "plugins", api, s.plugins)
+	handle("POST /v1/plugins/reload", "reload", api, s.reload)
+	handle("GET /healthz", "healthz", probe, s.healthz)
+	handle("GET /readyz", "readyz", probe, s.readyz)
+	handle("GET /metrics", "metrics", meta, s.serveMetrics)
+	// The same paths with another method: 405 with Allow, as problem+json.
+	for path, allow := range map[string]string{
+		"/v1/runs": "POST", "/v1/runs/{id}/phases/{phase}": "POST", "/v1/runs/{id}/resume": "POST",
+		"/v1/runs/{id}": "GET, DELETE", "/v1/hooks/claude-code": "POST", "/v1/plugins": "GET",
+		"/v1/plugins/reload": "POST", "/healthz": "GET", "/readyz": "GET", "/metrics": "GET",
+	} {
+		handle(path, "method_not_allowed", probe, func(w http.ResponseWriter, r *http.Request) error {
+			e := fail(http.StatusMethodNotAllowed, errs.BadRequest, "%s does not take %s; use %s", r.URL.Path, r.Method, allow)
+			e.allow = allow
+			return e
+		})
+	}
+	handle("/", "not_found", probe, func(w http.ResponseWriter, r *http.Request) error {
+		return fail(http.StatusNotFound, errs.BadRequest, "no endpoint %s %s; the API is listed in server/README.md", r.Method, r.URL.Path)
+	})
+	s.mux = m
+}
+
+// endpoint wraps a handler with what its access calls for, writes its
+// error, and counts the request by phase (or endpoint) and outcome.
+func (s *Server) endpoint(label string, a access, fn handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := label
+		if name == "" {
+			name = phaseLabel(r.PathValue("phase"))
+		}
+		err := s.admit(w, r, a, fn)
+		outcome := "ok"
+		if err != nil {
+			s.writeProblem(w, r, err)
+			p, _ := toProblem(err)
+			outcome = p.Code
+		}
+		if a != probe || name == "healthz" || name == "readyz" {
+			s.metrics.requests.inc(name, outcome)
+		}
+	})
+}
+
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, a access, fn handlerFunc) error {
+	if a == probe {
+		return fn(w, r)
+	}
+	if err := s.authorize(r); err != nil {
+		return err
+	}
+	if a != api {
+		return fn(w, r)
+	}
+	select {
+	case s.sem <- struct{}{}:
+		defer func() { <-s.sem }()
+	default:
+		e := fail(http.StatusTooManyRequests, errs.Overloaded,
+			"%d requests are being served; retry after a second or raise [server] max_concurrent", cap(s.sem))
+		e.retryAfter = "1"
+		return e
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.bodyLimit)
+	return fn(w, r)
+}
+
+// authorize compares the bearer token in constant time. Both sides are
+// hashed first, so the comparison does not even leak the token's length.
+func (s *Server) authorize(r *http.Request) error {
+	if !s.hasToken {
+		return nil
+	}
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return fail(http.StatusUnauthorized, errs.Unauthorized,
+			"send the token as \"Authorization: Bearer <token>\" (the sidecar reads it from the variable [server] token_env names)")
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	if subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
+		return fail(http.StatusUnauthorized, errs.Unauthorized, "the bearer token is wrong")
+	}
+	return nil
+}
+
+// recorder remembers what a handler wrote, for the access log.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	code   string
+}
+
+func (w *recorder) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *recorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// ServeHTTP is the HTTP boundary: it stamps the current generation (run
+// endpoints overwrite it with the run's), recovers panics into a 500 and
+// writes the access log line.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rw := &recorder{ResponseWriter: w}
+	if g := s.h.Current(); g != nil {
+		w.Header().Set(GenerationHeader, g.ID)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.LogAttrs(r.Context(), slog.LevelError, "panic serving a request", slog.String("method", r.Method),
+				slog.String("path", r.URL.Path), slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
+			if rw.status == 0 {
+				s.writeProblem(rw, r, fail(http.StatusInternalServerError, codeInternal, "the sidecar failed while serving this request; the log has the details"))
+			}
+		}
+		if s.log.Enabled(r.Context(), slog.LevelInfo) {
+			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method),
+				slog.String("path", r.URL.Path), slog.Int("status", rw.status), slog.String("code", rw.code),
+				slog.String("generation", w.Header().Get(GenerationHeader)),
+				slog.Duration("took", time.Since(start)), slog.String("remote", r.RemoteAddr))
+		}
+	}()
+	// The mux would redirect a path with "." or ".." segments or "//" to
+	// its clean form; an API client is better told than redirected.
+	if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {
+		s.writeProblem(rw, r, fail(http.StatusNotFound, errs.BadRequest, "the path %q is not in canonical form; send %q", p, path.Clean("/"+p)))
+		return
+	}
+	s.mux.ServeHTTP(rw, r)
+}
