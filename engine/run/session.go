@@ -605,10 +605,24 @@ func (s *Session) AfterInference(ctx context.Context, resp model.Response) (Outc
 	return s.outcome(), nil
 }
 
-// recordCalls mirrors the step's tool calls into __runtime.tool_calls.
-func (s *Session) recordCalls(ctx context.Context, p phase.Phase) error {
-	m := make(map[string]any, len(s.calls))
-	for _, c := range s.calls {
+// recordCalls mirrors the step's tool calls into __runtime.tool_calls: only
+// the given calls when some are given (the others' records are shared from
+// the current value), every call otherwise.
+func (s *Session) recordCalls(ctx context.Context, p phase.Phase, only ...*CallRecord) error {
+	var m map[string]any
+	calls := s.calls
+	if len(only) > 0 {
+		cur, _ := s.store.Snapshot().Lookup(KeyToolCalls)
+		old, _ := cur.(map[string]any)
+		m = make(map[string]any, len(old)+len(only))
+		for k, v := range old {
+			m[k] = v
+		}
+		calls = only
+	} else {
+		m = make(map[string]any, len(s.calls))
+	}
+	for _, c := range calls {
 		rec := map[string]any{"id": c.Call.ID, "name": c.Call.Name, "args": c.Call.Args,
 			"status": string(c.Status), "step": float64(s.info.Step)}
 		if c.Gate != nil {
@@ -846,7 +860,7 @@ func (s *Session) applyGate(ctx context.Context, c *CallRecord, g *GateRecord) e
 		pending := model.ToolResult{Status: model.StatusPending, Message: g.Ticket.Message, Data: ticketValue(*g.Ticket)}
 		s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(CallSuspended), Result: &pending})
 	}
-	return s.recordCalls(ctx, phase.ToolGate)
+	return s.recordCalls(ctx, phase.ToolGate, c)
 }
 
 func ticketValue(t gate.Ticket) map[string]any {
@@ -955,12 +969,16 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 		s.termination = "blocked:" + c.Gate.Reason
 	}
 	s.checkStop()
+	var err error
 	if s.termination != "" {
 		// A block or a stop ends the batch: the calls that have not run
 		// get an interrupted result, so every call has its tool message.
 		s.interrupt()
+		err = s.recordCalls(ctx, phase.AfterToolExecute)
+	} else {
+		err = s.recordCalls(ctx, phase.AfterToolExecute, c)
 	}
-	if err := s.recordCalls(ctx, phase.AfterToolExecute); err != nil {
+	if err != nil {
 		return result, s.outcome(), err
 	}
 	return result, s.outcome(), nil
