@@ -122,7 +122,7 @@ func (corePlugin) Register(r *plugin.Registrar) error {
 // built-in plugin that adds more of its own. r must be marked built-in.
 func RegisterCore(r *plugin.Registrar) error {
 	for _, name := range []string{KeyPendingActions, KeyFailedActions, KeyStop} {
-		if _, err := r.Key(state.Spec{Name: name, Scope: state.ScopeRun}, errs.Pos{}); err != nil {
+		if _, err := r.Key(state.Spec{Name: name, Scope: state.ScopeRun, Trusted: true}, errs.Pos{}); err != nil {
 			return err
 		}
 	}

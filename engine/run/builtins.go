@@ -56,7 +56,7 @@ func (builtins) Register(r *plugin.Registrar) error {
 		return err
 	}
 	for _, k := range []string{KeyRun, KeyToolCalls, KeyContextMessages, KeyThrottle, KeyToolFilter, KeyInferenceOverride} {
-		if _, err := r.Key(state.Spec{Name: k, Scope: state.ScopeRun}, errs.Pos{}); err != nil {
+		if _, err := r.Key(state.Spec{Name: k, Scope: state.ScopeRun, Trusted: true}, errs.Pos{}); err != nil {
 			return err
 		}
 	}

@@ -85,6 +85,10 @@ type Spec struct {
 	// Transient keys are left out when state is saved (thread state at run
 	// end, run state of a waiting run): they restart from the default.
 	Transient bool
+	// Trusted keys are written only by the runtime's own Go code, whose
+	// values are canonical by construction: commits skip the walk that
+	// checks a value (the runtime's bookkeeping is large and written often).
+	Trusted bool
 }
 
 // Key is a declared key, registered in a Registry. Hooks hold *Key handles

@@ -196,7 +196,7 @@ func apply(cur *Snapshot, ups []Update) (*Snapshot, error) {
 	track := len(tk) > 1
 	for _, t := range tk {
 		v := t.v
-		if v != nil {
+		if v != nil && !t.k.Trusted {
 			c, err := t.k.Schema.Conform(v)
 			if err != nil {
 				return nil, &errs.Error{Code: errs.SchemaViolation, Plugin: t.plugin, Key: t.k.Name,
