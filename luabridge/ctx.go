@@ -248,6 +248,26 @@ func (inst *instance) callIndex(L *lua.LState) int {
 			}
 		}
 		L.Push(cv.result)
+	case "decision", "decided_by", "reason", "rewritten_by":
+		g := t.Gate
+		v := ""
+		if g != nil {
+			switch L.CheckString(2) {
+			case "decision":
+				v = g.Decision
+			case "decided_by":
+				v = g.Plugin
+			case "reason":
+				v = g.Reason
+			case "rewritten_by":
+				v = g.RewrittenBy
+			}
+		}
+		if v == "" {
+			L.Push(lua.LNil)
+		} else {
+			L.Push(lua.LString(v))
+		}
 	case "resume":
 		if cv.resume == nil {
 			cv.resume = lua.LNil

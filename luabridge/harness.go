@@ -376,6 +376,12 @@ func (h *harness) toolCallFrom(L *lua.LState, n int, raw any) plugin.ToolInfo {
 		}
 		t.Result = &res
 	}
+	if d, ok := m["decision"].(string); ok {
+		t.Gate = &plugin.GateInfo{Decision: d}
+		t.Gate.Plugin, _ = m["decided_by"].(string)
+		t.Gate.Reason, _ = m["reason"].(string)
+		t.Gate.RewrittenBy, _ = m["rewritten_by"].(string)
+	}
 	return t
 }
 
@@ -412,8 +418,19 @@ func (h *harness) phase(L *lua.LState) int {
 					L.ArgError(3, err.Error())
 				}
 				in.Messages = msgs
+			case "tools":
+				list, _ := asList(m["tools"])
+				for i, x := range list {
+					tm, ok := x.(map[string]any)
+					name, _ := tm["name"].(string)
+					if !ok || name == "" {
+						L.ArgError(3, fmt.Sprintf("tools[%d] is a table {name, description?}", i+1))
+					}
+					desc, _ := tm["description"].(string)
+					in.Tools = append(in.Tools, model.ToolSpec{Name: name, Description: desc})
+				}
 			default:
-				L.ArgError(3, fmt.Sprintf("unknown input %q (inputs: tool, response, messages)", k))
+				L.ArgError(3, fmt.Sprintf("unknown input %q (inputs: tool, response, messages, tools)", k))
 			}
 		}
 	}

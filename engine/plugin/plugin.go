@@ -46,6 +46,15 @@ type ToolInfo struct {
 	Call   model.ToolCall
 	Result *model.ToolResult // after_tool_execute
 	Resume *gate.Resume      // set when a suspended call is resumed
+	Gate   *GateInfo         // the gate's decision, after tool_gate
+}
+
+// GateInfo is what the gate decided about a call.
+type GateInfo struct {
+	Decision    string // allow, block, suspend or set_result
+	Plugin      string // who decided ("" when no plugin did)
+	Reason      string
+	RewrittenBy string
 }
 
 // AuditSink receives runtime.audit records, one JSON object each.

@@ -884,12 +884,25 @@ func (s *Session) BeforeToolExecute(ctx context.Context, call model.ToolCall) (O
 			c.Call.ID, c.Status, gateName(c.Gate))
 	}
 	c.Started = true
-	if err := s.phase(ctx, phase.BeforeToolExecute, plugin.Input{Tool: &plugin.ToolInfo{Call: c.Call, Resume: resumeOf(c)}}); err != nil {
+	if err := s.phase(ctx, phase.BeforeToolExecute, plugin.Input{Tool: &plugin.ToolInfo{Call: c.Call, Resume: resumeOf(c), Gate: gateInfo(c)}}); err != nil {
 		return s.outcome(), err
 	}
-	s.events.Emit(event.ToolCallStart{CallID: c.Call.ID, Name: c.Call.Name, Args: c.Call.Args})
 	s.checkStop()
+	if s.termination != "" {
+		// Stopped before the tool ran: this call and the ones after it are
+		// interrupted.
+		s.interrupt()
+		return s.outcome(), s.recordCalls(ctx, phase.BeforeToolExecute)
+	}
+	s.events.Emit(event.ToolCallStart{CallID: c.Call.ID, Name: c.Call.Name, Args: c.Call.Args})
 	return s.outcome(), nil
+}
+
+func gateInfo(c *CallRecord) *plugin.GateInfo {
+	if c.Gate == nil {
+		return nil
+	}
+	return &plugin.GateInfo{Decision: c.Gate.Decision, Plugin: c.Gate.Plugin, Reason: c.Gate.Reason, RewrittenBy: c.Gate.RewrittenBy}
 }
 
 func gateName(g *GateRecord) string {
@@ -941,7 +954,7 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 		return s.suspendByTool(ctx, c, result)
 	}
 	r := result
-	if err := s.phase(ctx, phase.AfterToolExecute, plugin.Input{Tool: &plugin.ToolInfo{Call: c.Call, Result: &r, Resume: resumeOf(c)}}); err != nil {
+	if err := s.phase(ctx, phase.AfterToolExecute, plugin.Input{Tool: &plugin.ToolInfo{Call: c.Call, Result: &r, Resume: resumeOf(c), Gate: gateInfo(c)}}); err != nil {
 		return result, s.outcome(), err
 	}
 	in := s.input()
@@ -1038,7 +1051,7 @@ func (s *Session) suspendByTool(ctx context.Context, c *CallRecord, result model
 // interrupt fails every call of the step that has not run yet.
 func (s *Session) interrupt() {
 	for _, c := range s.calls {
-		if c.Status == CallNew || (c.Status == CallRunning && !c.Started && c.Gate != nil && c.Gate.Decision == "allow") {
+		if c.Status == CallNew || c.Status == CallResuming || (c.Status == CallRunning && c.Result == nil) {
 			c.Status = CallFailed
 			r := model.Error(interruptedText)
 			c.Result = &r

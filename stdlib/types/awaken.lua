@@ -107,6 +107,10 @@
 ---@field args table
 ---@field result? awaken.Result set in after_tool_execute
 ---@field resume? awaken.Resume set when a suspended call is resumed
+---@field decision? "allow"|"block"|"suspend"|"set_result" the gate's decision (tool phases after the gate)
+---@field decided_by? string the plugin that decided ("runtime" for a tool not offered)
+---@field reason? string the decision's reason
+---@field rewritten_by? string the plugin whose rewrite gave the arguments
 
 ---@class awaken.Result
 ---@field status "success"|"error"|"pending"

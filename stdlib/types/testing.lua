@@ -28,9 +28,10 @@
 ---@field result? awaken.Result
 
 ---@class awaken.testing.PhaseInput
----@field tool? {id?: string, name: string, args?: table, result?: awaken.Result, resume?: awaken.Resume}
+---@field tool? {id?: string, name: string, args?: table, result?: awaken.Result, resume?: awaken.Resume, decision?: string, decided_by?: string, reason?: string, rewritten_by?: string}
 ---@field response? awaken.Response
 ---@field messages? awaken.Message[]
+---@field tools? {name: string, description?: string}[] what ctx.tools shows
 
 ---@class awaken.testing.PhaseResult
 ---@field state table<string, any> every plugin key with a value after the phase
