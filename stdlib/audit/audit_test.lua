@@ -32,13 +32,13 @@ t.test("a call that ran: one tool_call record, with masked args", function()
   t.eq(#recs, 1)
   t.match(recs[1].run_id, "^run_")
   recs[1].run_id = nil
-  t.eq(recs[1], { event = "tool_call", plugin = "audit", thread_id = "main", agent_id = "default", step = 2,
+  t.eq(recs[1], { event = "tool_call", thread_id = "main", agent_id = "default", step = 2,
     tool = "shell", call_id = "c1", decision = "allow", status = "succeeded", args = { cmd = "ls", token = "***" } })
 end)
 
 t.test("a blocked call: its gate decision with the block's reason, then the call", function()
   local h = harness {}
-  local calls = { c1 = call_record("c1", { status = "running", decision = "block" }) }
+  local calls = { c1 = call_record("c1", { status = "running", decision = "block", plugin = "guard", reason = "rm is not allowed" }) }
   local r = h:phase("after_tool_execute",
     { tool = { id = "c1", name = "shell", args = { cmd = "rm -rf /" },
       result = { status = "error", message = "rm is not allowed", data = { rejected = true } } } },
@@ -47,10 +47,12 @@ t.test("a blocked call: its gate decision with the block's reason, then the call
   t.eq(#recs, 2)
   t.eq(recs[1].event, "gate_decision")
   t.eq(recs[1].decision, "block")
+  t.eq(recs[1].plugin, "guard")
   t.eq(recs[1].reason, "rm is not allowed")
   t.eq(recs[1].args, { cmd = "rm -rf /" })
   t.eq(recs[2].event, "tool_call")
   t.eq(recs[2].decision, "block")
+  t.eq(recs[2].plugin, "guard")
   t.eq(recs[2].status, "failed")
   t.eq(recs[2].reason, "rm is not allowed")
 end)
@@ -88,17 +90,17 @@ t.test("step_end sweeps up calls cancelled after a suspension, once", function()
   local h = harness {}
   local calls = {
     c1 = call_record("c1", { status = "succeeded", decision = "allow" }),
-    c2 = call_record("c2", { status = "cancelled", decision = "suspend", ticket = "ticket_c2",
+    c2 = call_record("c2", { status = "cancelled", decision = "suspend", plugin = "guard", reason = "ok?", ticket = "ticket_c2",
       args = { password = "x" }, result = { status = "error", message = "the call was cancelled: no" } }),
-    c3 = call_record("c3", { status = "suspended", decision = "suspend", ticket = "ticket_c3" }),
   }
-  calls.c3 = nil -- (a step never ends with a suspended call: the run waits instead)
   local r = h:phase("step_end", {}, { state = { ["__runtime.tool_calls"] = calls } })
   local recs = records(r)
   t.eq(#recs, 2)
   t.eq(recs[1].event, "gate_decision")
   t.eq(recs[1].decision, "suspend")
   t.eq(recs[1].ticket, "ticket_c2")
+  t.eq(recs[1].plugin, "guard")
+  t.eq(recs[1].reason, "ok?")
   t.eq(recs[1].args, { password = "***" })
   t.eq(recs[2].event, "tool_call")
   t.eq(recs[2].status, "cancelled")
@@ -111,58 +113,158 @@ t.test("step_end sweeps up calls cancelled after a suspension, once", function()
   t.eq(#r.effects, 2)
 end)
 
-t.test("run_end: how the run ended, where the state says", function()
+t.test("run_end sweeps up the calls cancelled with the run", function()
   local h = harness {}
-  local function run_end(state)
-    local recs = records(h:phase("run_end", {}, { state = state, step = 3 }))
-    local last = recs[#recs]
-    t.eq(last.event, "run_end")
-    t.eq(last.steps, 3)
-    return last, recs
-  end
-  local rec = run_end { ["__runtime.stop"] = { code = "budget_steps", detail = "3 steps", plugin = "budget" } }
-  t.eq(rec.termination, "stopped:budget_steps")
-  t.eq(rec.reason, "3 steps")
-  local recs
-  rec, recs = run_end { ["__runtime.tool_calls"] = {
-    c1 = call_record("c1", { status = "failed", decision = "block", result = { status = "error", message = "nope" } }),
-    c2 = call_record("c2", { status = "failed", result = { status = "error", message = "[tool execution was interrupted]" } }),
-  } }
-  t.eq(rec.termination, "blocked:nope")
-  -- the interrupted call is swept up first
-  t.eq(#recs, 2)
-  t.eq(recs[1].call_id, "c2")
-  t.eq(recs[1].event, "tool_call")
-  t.eq(recs[1].reason, "[tool execution was interrupted]")
-  -- a run cancelled while waiting: its call is still recorded as suspended
-  rec, recs = run_end { ["__runtime.tool_calls"] = {
-    c1 = call_record("c1", { status = "suspended", decision = "suspend", ticket = "ticket_c1" }) } }
+  local calls = {
+    c1 = call_record("c1", { status = "cancelled", decision = "suspend", plugin = "guard", ticket = "ticket_c1",
+      result = { status = "error", message = "the call was cancelled: run cancelled" } }),
+  }
+  local recs = records(h:phase("run_end", {}, { state = { ["__runtime.tool_calls"] = calls }, step = 3 }))
   t.eq(#recs, 3)
-  t.eq(recs[1].decision, "suspend")
+  t.eq(recs[1].event, "gate_decision")
   t.eq(recs[1].ticket, "ticket_c1")
-  t.eq(recs[2].status, "suspended")
-  rec = run_end { ["__runtime.tool_calls"] = {} }
-  t.eq(rec.termination, "natural")
-  rec = run_end {}
-  t.eq(rec.termination, nil)
+  t.eq(recs[2].event, "tool_call")
+  t.eq(recs[2].status, "cancelled")
+  t.eq(recs[3].event, "run_end")
+  t.eq(recs[3].steps, 3)
 end)
 
-t.test("whole runs with audit active", function()
-  -- budget answers the second call and stops the run
-  local h = t.harness { plugins = { "audit", "budget" }, config = { budget = { max_tool_calls = 1 } } }
-  local r = h:run { prompt = "go", turns = {
-    { tool_calls = { { name = "a", args = { token = "t" } }, { name = "a" } } },
-  }, tools = { a = function() return awaken.success("ok") end } }
-  t.eq(r.termination, "stopped:budget_tool_calls")
-  local h2 = harness {}
-  local r2 = h2:run { prompt = "go", turns = { { tool_calls = { { name = "a" } } }, { text = "done" } },
-    tools = { a = function() return awaken.success("ok") end } }
-  t.eq(r2.termination, "natural")
-  for _, run in ipairs({ r, r2 }) do
-    for _, ev in ipairs(run.events) do
-      t.ok(ev.event ~= "effect_failed", "no effect failed")
+-- Whole runs: the runtime.audit records of r.effects, with the ids checked
+-- and left out; the other fields of interest as given.
+local OK = function() return awaken.success("ok") end
+
+local function audit_of(r)
+  local out = {}
+  local run_id
+  for _, ev in ipairs(r.events) do
+    t.ok(ev.event ~= "effect_failed", "no effect failed")
+    if ev.event == "run_start" then run_id = ev.run_id end
+  end
+  for _, e in ipairs(r.effects) do
+    if e.key == "runtime.audit" then
+      local rec = e.payload
+      run_id = run_id or rec.run_id -- a resumed run has no run_start
+      t.match(rec.run_id, "^run_")
+      t.eq(rec.run_id, run_id)
+      t.eq(rec.agent_id, "default")
+      t.ok(rec.thread_id ~= nil)
+      rec.run_id, rec.agent_id, rec.thread_id = nil, nil, nil
+      out[#out + 1] = rec
     end
   end
+  return out
+end
+
+t.test("whole run: calls that ran, masked, then a natural end", function()
+  local r = harness {}:run { prompt = "go", turns = {
+    { tool_calls = { { name = "a", args = { token = "t", q = 1 } }, { name = "b" } } }, { text = "done" } },
+    tools = { a = OK, b = OK } }
+  t.eq(audit_of(r), {
+    { event = "tool_call", step = 1, tool = "a", call_id = "call_1_1", decision = "allow", status = "succeeded",
+      args = { token = "***", q = 1 } },
+    { event = "tool_call", step = 1, tool = "b", call_id = "call_1_2", decision = "allow", status = "succeeded", args = {} },
+    { event = "run_end", step = 2, termination = "natural", steps = 2 },
+  })
+end)
+
+t.test("whole run: a block, the interrupted call, and the run end name the plugin", function()
+  local h = t.harness { plugins = { "audit", "fixture_gate" },
+    config = { fixture_gate = { decisions = { rm = { decision = "block", reason = "rm is not allowed" } } } } }
+  local r = h:run { prompt = "go", turns = {
+    { tool_calls = { { name = "ls" }, { name = "rm", args = { path = "/", password = "p" } }, { name = "ls" } } } },
+    tools = { ls = OK, rm = OK } }
+  t.eq(r.termination, "blocked:rm is not allowed")
+  t.eq(audit_of(r), {
+    { event = "tool_call", step = 1, tool = "ls", call_id = "call_1_1", decision = "allow", status = "succeeded", args = {} },
+    { event = "gate_decision", step = 1, tool = "rm", call_id = "call_1_2", decision = "block", plugin = "fixture_gate",
+      reason = "rm is not allowed", args = { path = "/", password = "***" } },
+    { event = "tool_call", step = 1, tool = "rm", call_id = "call_1_2", decision = "block", plugin = "fixture_gate",
+      status = "failed", reason = "rm is not allowed", args = { path = "/", password = "***" } },
+    -- swept at run_end: it never ran
+    { event = "tool_call", step = 1, tool = "ls", call_id = "call_1_3", status = "failed",
+      reason = "[tool execution was interrupted]", args = {} },
+    { event = "run_end", step = 1, termination = "blocked:rm is not allowed", plugin = "fixture_gate",
+      reason = "rm is not allowed", steps = 1 },
+  })
+end)
+
+t.test("whole run: a budget refusal stops the run; the stop's plugin and detail", function()
+  local h = t.harness { plugins = { "audit", "budget" }, config = { budget = { max_tool_calls = 1 } } }
+  local r = h:run { prompt = "go", turns = {
+    { tool_calls = { { name = "a", args = { token = "t" } }, { name = "a" }, { name = "b" } } } },
+    tools = { a = OK, b = OK } }
+  t.eq(r.termination, "stopped:budget_tool_calls")
+  local why = "budget exceeded: max_tool_calls is 1; the call was not run"
+  t.eq(audit_of(r), {
+    { event = "tool_call", step = 1, tool = "a", call_id = "call_1_1", decision = "allow", status = "succeeded",
+      args = { token = "***" } },
+    { event = "gate_decision", step = 1, tool = "a", call_id = "call_1_2", decision = "set_result", plugin = "budget",
+      reason = why, args = {} },
+    { event = "tool_call", step = 1, tool = "a", call_id = "call_1_2", decision = "set_result", plugin = "budget",
+      status = "failed", reason = why, args = {} },
+    { event = "tool_call", step = 1, tool = "b", call_id = "call_1_3", status = "failed",
+      reason = "[tool execution was interrupted]", args = {} },
+    { event = "run_end", step = 1, termination = "stopped:budget_tool_calls", plugin = "budget", reason = why, steps = 1 },
+  })
+end)
+
+t.test("whole run: a suspension, resumed then cancelled", function()
+  local h = t.harness { plugins = { "audit", "fixture_gate" },
+    config = { fixture_gate = { decisions = { deploy = { decision = "suspend", reason = "needs approval" } } } } }
+  local tools = { deploy = OK }
+  local function suspended(thread)
+    local r = h:run { prompt = "go", thread = thread, tools = tools, turns = {
+      { tool_calls = { { name = "deploy", args = { env = "prod", token = "x" } } } } } }
+    t.eq(r.termination, "suspended")
+    t.eq(#audit_of(r), 0, "nothing is audited while the run waits")
+  end
+  suspended("t1")
+  local r = h:resume { thread = "t1", tools = tools, turns = { { text = "done" } },
+    decisions = { { target = "call_1_1", action = "resume", reason = "ok by alice" } } }
+  t.eq(r.termination, "natural")
+  t.eq(audit_of(r), {
+    { event = "gate_decision", step = 1, tool = "deploy", call_id = "call_1_1", decision = "suspend",
+      resume = { action = "resume", reason = "ok by alice" }, args = { env = "prod", token = "***" } },
+    { event = "tool_call", step = 1, tool = "deploy", call_id = "call_1_1", decision = "allow", status = "succeeded",
+      args = { env = "prod", token = "***" } },
+    { event = "run_end", step = 2, termination = "natural", steps = 2 },
+  })
+  suspended("t2")
+  r = h:resume { thread = "t2", tools = tools, turns = { { text = "done" } },
+    decisions = { { target = "call_1_1", action = "cancel", reason = "not today" } } }
+  t.eq(audit_of(r), {
+    { event = "gate_decision", step = 1, tool = "deploy", call_id = "call_1_1", decision = "suspend",
+      plugin = "fixture_gate", reason = "needs approval", ticket = "ticket_call_1_1", args = { env = "prod", token = "***" } },
+    { event = "tool_call", step = 1, tool = "deploy", call_id = "call_1_1", decision = "suspend", plugin = "fixture_gate",
+      status = "cancelled", reason = "the call was cancelled: not today", args = { env = "prod", token = "***" } },
+    { event = "run_end", step = 2, termination = "natural", steps = 2 },
+  })
+end)
+
+t.test("whole run: rewrites, set_result answers, the runtime's refusals, the step limit", function()
+  local h = t.harness { plugins = { "audit", "fixture_gate" }, agent = { max_steps = 1 },
+    config = { fixture_gate = { decisions = {
+      fetch = { decision = "rewrite" }, cached = { decision = "set_result", reason = "from cache" } } } } }
+  local r = h:run { prompt = "go", turns = {
+    { tool_calls = { { name = "fetch", args = { url = "x" } }, { name = "cached" }, { name = "nope" } } },
+    { text = "never" } },
+    tools = { fetch = OK, cached = OK } }
+  t.eq(r.termination, "stopped:max_steps")
+  local recs = audit_of(r)
+  t.eq(recs[1], { event = "gate_decision", step = 1, tool = "fetch", call_id = "call_1_1", decision = "rewrite",
+    plugin = "fixture_gate", args = { url = "x", rewritten = true } })
+  t.eq(recs[2], { event = "tool_call", step = 1, tool = "fetch", call_id = "call_1_1", decision = "allow",
+    status = "succeeded", rewritten_by = "fixture_gate", args = { url = "x", rewritten = true } })
+  t.eq(recs[3], { event = "gate_decision", step = 1, tool = "cached", call_id = "call_1_2", decision = "set_result",
+    plugin = "fixture_gate", reason = "from cache", args = {} })
+  t.eq(recs[4].status, "failed")
+  -- a tool that was not offered: the runtime answers it
+  t.eq(recs[5].decision, "set_result")
+  t.eq(recs[5].plugin, "runtime")
+  t.match(recs[5].reason, "nope")
+  t.eq(recs[6].event, "tool_call")
+  t.eq(recs[7], { event = "run_end", step = 1, termination = "stopped:max_steps", plugin = "runtime", steps = 1 })
+  t.eq(#recs, 7)
 end)
 
 t.test("masking: names anywhere, paths from the top, lists, case", function()
@@ -186,6 +288,25 @@ t.test("masking: names anywhere, paths from the top, lists, case", function()
   local r = h:phase("after_tool_execute",
     { tool = { id = "c1", name = "http", args = { token = "kept", headers = { authorization = "x" } }, result = awaken.success("") } })
   t.eq(records(r)[1].args, { token = "kept", headers = { authorization = "***" } })
+end)
+
+t.test("masking copies only what it changes; compiled lists are remembered by contents", function()
+  local c = mask.compile { "password", "a.b" }
+  local args = { x = { y = { 1, 2 } }, list = { { q = 1 } }, a = { c = 1 } }
+  t.ok(mask.apply(args, c) == args, "nothing to mask: the same table")
+  local deep = { keep = { k = 1 }, a = { b = "s", c = { 1 } }, items = { { password = "p" }, { ok = 1 } } }
+  local out = mask.apply(deep, c)
+  t.eq(out, { keep = { k = 1 }, a = { b = "***", c = { 1 } }, items = { { password = "***" }, { ok = 1 } } })
+  t.eq(deep.a.b, "s")
+  t.eq(deep.items[1].password, "p")
+  t.ok(out.keep == deep.keep, "untouched branches are shared")
+  t.ok(out.items[2] == deep.items[2])
+  -- the memo compares contents: one list after another
+  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled { "token" }), { token = "***", pin = "1" })
+  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled { "pin" }), { token = "t", pin = "***" })
+  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled { "pin", "token" }), { token = "***", pin = "***" })
+  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled {}), { token = "t", pin = "1" })
+  t.ok(mask.compiled { "a", "b" } == mask.compiled { "a", "b" })
 end)
 
 t.test("config errors", function()

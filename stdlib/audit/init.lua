@@ -3,17 +3,20 @@
 --
 -- Records: "tool_call" for every call that finished (with the gate's
 -- decision, allow included), "gate_decision" for every decision other than
--- allow (block, set_result, suspend; like the runtime's own gate_decision
--- events), "run_end" once.
+-- allow (block, set_result, suspend, and rewrite; like the runtime's own
+-- gate_decision events), "run_end" once. Each names the plugin that decided
+-- (or stopped the run) and the reason.
 --
 -- Gates are read-only and cannot emit effects, so decisions are audited
 -- once their outcome is visible: in after_tool_execute (which runs for
 -- calls that ran, were blocked or were answered by a gate), from the
 -- runtime's own record of each call in __runtime.tool_calls (decision,
--- status, ticket). A suspension is audited when the call is resumed (in
--- after_tool_execute, with ctx.tool.resume) or cancelled. Calls that never
--- reach after_tool_execute (cancelled after a suspension, interrupted after
--- a block) are swept up at step_end and run_end.
+-- plugin, reason, rewritten_by, status, ticket). A suspension is audited
+-- when the call is resumed (in after_tool_execute, with ctx.tool.resume) or
+-- cancelled. Calls that never reach after_tool_execute (cancelled after a
+-- suspension or with the run, interrupted after a block or a stop) are
+-- swept up at step_end and run_end. run_end reads how the run ended from
+-- ctx.run.termination.
 local awaken = require("awaken")
 local mask = require("audit.mask")
 
@@ -58,17 +61,14 @@ local function swept_ids(ctx)
 end
 
 local CALLS = "__runtime.tool_calls"
--- The result text of a call interrupted after a block (SPEC §5).
+-- The result text of a call interrupted after a block or a stop (SPEC §5).
 local INTERRUPTED = "[tool execution was interrupted]"
 
 local function emit(ctx, event, fields)
   local run = ctx.run
-  local rec = {
-    event = event, plugin = "audit",
-    run_id = run.id, thread_id = run.thread_id, agent_id = run.agent_id, step = run.step,
-  }
-  for k, v in pairs(fields) do rec[k] = v end
-  ctx:emit("runtime.audit", rec)
+  fields.event = event
+  fields.run_id, fields.thread_id, fields.agent_id, fields.step = run.id, run.thread_id, run.agent_id, run.step
+  ctx:emit("runtime.audit", fields)
 end
 
 local function calls_of(ctx)
@@ -83,55 +83,74 @@ local function status_of(result)
   return "failed"
 end
 
--- Why a gate decided as it did, where the outcome says: a block's reason is
--- its result's message, as is an error answered by set_result.
-local function reason_of(decision, result)
+-- Why a gate decided as it did: the runtime's record of the decision (a
+-- block's reason, a suspension's message), else where the outcome says: a
+-- block's reason is its result's message, as is an error answered by
+-- set_result.
+local function reason_of(decision, reason, result)
+  if reason ~= nil and reason ~= "" then return reason end
   if decision == "block" or (decision == "set_result" and result.status == "error") then
     return result.message
   end
 end
 
-p:on("after_tool_execute", function(ctx)
-  local tool = ctx.tool
-  local result = tool.result or {}
-  local rec = calls_of(ctx)[tool.id]
-  local decision = rec and rec.decision
-  if decision == nil then
-    -- no runtime record (a host that skipped the gate): judge by the result
-    local data = type(result.data) == "table" and result.data or {}
-    decision = data.rejected and "block" or "allow"
-  end
-  local args = mask.apply(tool.args, mask.compile(ctx.config.mask))
-  local resume = tool.resume
+local EMPTY = {} -- a missing record or result (never written)
+
+-- Emits the records of one finished call: the decisions that were not a
+-- plain allow (a suspension that was resumed, a rewrite, a block,
+-- set_result or suspend), then the call. rec is the runtime's record of the
+-- call (decision, plugin, reason, rewritten_by, ticket), args are masked.
+local function audit_call(ctx, name, id, rec, decision, status, result, args, resume)
   if resume then
     -- the call was suspended for a decision, and is now resumed
     emit(ctx, "gate_decision", {
-      tool = tool.name, call_id = tool.id, decision = "suspend", args = args,
+      tool = name, call_id = id, decision = "suspend", args = args,
       resume = { action = resume.action, reason = resume.reason },
     })
   end
-  if decision ~= "allow" then
+  local rewritten_by = rec.rewritten_by
+  if rewritten_by then
+    emit(ctx, "gate_decision", { tool = name, call_id = id, decision = "rewrite", plugin = rewritten_by, args = args })
+  end
+  local plugin = nil
+  if decision ~= nil and decision ~= "allow" then
+    plugin = rec.plugin
     emit(ctx, "gate_decision", {
-      tool = tool.name, call_id = tool.id, decision = decision, reason = reason_of(decision, result), args = args,
+      tool = name, call_id = id, decision = decision, plugin = plugin,
+      reason = reason_of(decision, rec.reason, result), ticket = rec.ticket, args = args,
     })
   end
   emit(ctx, "tool_call", {
-    tool = tool.name, call_id = tool.id, decision = decision, status = status_of(result),
-    reason = result.status == "error" and result.message or nil, args = args,
+    tool = name, call_id = id, decision = decision, plugin = plugin, status = status,
+    reason = result.status == "error" and result.message or nil, rewritten_by = rewritten_by, args = args,
   })
+end
+
+p:on("after_tool_execute", function(ctx)
+  local tool = ctx.tool
+  local id = tool.id
+  local result = tool.result or EMPTY
+  local rec = calls_of(ctx)[id] or EMPTY
+  local decision = rec.decision
+  if decision == nil then
+    -- no runtime record (a host that skipped the gate): judge by the result
+    local data = result.data
+    decision = type(data) == "table" and data.rejected and "block" or "allow"
+  end
+  audit_call(ctx, tool.name, id, rec, decision, status_of(result), result,
+    mask.apply(tool.args, mask.compiled(ctx.config.mask)), tool.resume)
 end)
 
 -- Whether after_tool_execute never saw a call that is done: cancelled
--- (after a suspension), interrupted (after a block), or still suspended
--- (only at run_end: a run cancelled while waiting leaves its calls so).
+-- (after a suspension, or with the run) or interrupted (after a block or a
+-- stop).
 local function unseen(rec)
-  return rec.status == "cancelled" or rec.status == "suspended" or
+  return rec.status == "cancelled" or
     (rec.status == "failed" and type(rec.result) == "table" and rec.result.message == INTERRUPTED)
 end
 
 -- Audits the step's finished calls that after_tool_execute did not see.
-local function sweep(ctx)
-  local calls = calls_of(ctx)
+local function sweep(ctx, calls)
   local ids = {}
   local done
   for id, rec in pairs(calls) do
@@ -142,47 +161,43 @@ local function sweep(ctx)
   end
   if #ids == 0 then return end
   table.sort(ids)
-  local m = mask.compile(ctx.config.mask)
+  local m = mask.compiled(ctx.config.mask)
   for _, id in ipairs(ids) do
     local rec = calls[id]
-    local args = mask.apply(rec.args or {}, m)
-    local result = rec.result or {}
-    if rec.decision and rec.decision ~= "allow" then
-      emit(ctx, "gate_decision", { tool = rec.name, call_id = id, decision = rec.decision, ticket = rec.ticket, args = args })
-    end
-    emit(ctx, "tool_call", {
-      tool = rec.name, call_id = id, decision = rec.decision, status = rec.status,
-      reason = result.message, args = args,
-    })
+    audit_call(ctx, rec.name, id, rec, rec.decision, rec.status, rec.result or EMPTY, mask.apply(rec.args or {}, m))
     done[id] = true
   end
   ctx:update(swept, { step = ctx.run.step, ids = done })
 end
 
-p:on("step_end", sweep)
-
--- How the run ended, where the state says so: a plugin's stop, a blocked
--- call, or an answer without tool calls. Otherwise nil (see README).
-local function termination(ctx, calls)
-  local stop = ctx:get("__runtime.stop")
-  if type(stop) == "table" and stop.code then
-    return "stopped:" .. stop.code, stop.detail ~= "" and stop.detail or nil
-  end
-  local empty = true
-  for _, rec in pairs(calls) do
-    empty = false
-    if rec.decision == "block" then
-      local msg = rec.result and rec.result.message or ""
-      return "blocked:" .. msg, msg
-    end
-  end
-  if empty and ctx:get(CALLS) ~= nil then return "natural" end
-end
+p:on("step_end", function(ctx) sweep(ctx, calls_of(ctx)) end)
 
 p:on("run_end", function(ctx)
-  sweep(ctx)
-  local term, reason = termination(ctx, calls_of(ctx))
-  emit(ctx, "run_end", { termination = term, reason = reason, steps = ctx.run.step })
+  local calls = calls_of(ctx)
+  sweep(ctx, calls)
+  local run = ctx.run
+  local term = run.termination
+  local rec = { termination = term, steps = run.step }
+  if term ~= nil and term:sub(1, 8) == "stopped:" then
+    -- a plugin's stop (its code, detail and id), or the runtime's own
+    -- (stopped:max_steps)
+    local stop = ctx:get("__runtime.stop")
+    if type(stop) == "table" and "stopped:" .. tostring(stop.code) == term then
+      rec.plugin = stop.plugin
+      if stop.detail ~= "" then rec.reason = stop.detail end
+    else
+      rec.plugin = "runtime"
+    end
+  elseif term ~= nil and term:sub(1, 8) == "blocked:" then
+    rec.reason = term:sub(9)
+    for _, c in pairs(calls) do
+      if c.decision == "block" then
+        rec.plugin = c.plugin
+        break
+      end
+    end
+  end
+  emit(ctx, "run_end", rec)
 end)
 
 return p

@@ -25,6 +25,55 @@ function M.compile(list)
   return c
 end
 
+-- Compiled lists by their contents: a hook gets the config as a fresh table
+-- on every call. Bounded; it changes no result.
+local cache, cached = {}, 0
+local CACHE_MAX = 16
+
+-- The last list compiled, entry by entry, and its rules: a hook compares
+-- its config's list with it without allocating anything.
+local last_list, last_compiled = nil, nil
+
+local function same(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do
+    if a[i] ~= b[i] then return false end
+  end
+  return true
+end
+
+-- compiled returns compile(list), from the cache when the same list was
+-- compiled before.
+function M.compiled(list)
+  list = list or {}
+  if last_list ~= nil and same(list, last_list) then return last_compiled end
+  local c = M.cached(list)
+  local copy = {}
+  for i = 1, #list do copy[i] = list[i] end
+  last_list, last_compiled = copy, c
+  return c
+end
+
+-- cached returns compile(list) from the cache by contents.
+function M.cached(list)
+  local parts = {}
+  for i = 1, #list do
+    local e = list[i]
+    parts[#parts + 1] = #e
+    parts[#parts + 1] = ":"
+    parts[#parts + 1] = e
+  end
+  local sig = table.concat(parts)
+  local c = cache[sig]
+  if c == nil then
+    if cached >= CACHE_MAX then cache, cached = {}, 0 end
+    c = M.compile(list)
+    cache[sig] = c
+    cached = cached + 1
+  end
+  return c
+end
+
 -- Checks one entry; returns a message for a malformed one.
 function M.check(entry)
   if entry == "" then return "empty field name" end
@@ -37,42 +86,67 @@ local function is_list(t)
   return t[1] ~= nil or next(t) == nil
 end
 
--- Copies v, masking what c selects. paths holds the dotted paths still in
--- play at this depth (each with the index of its next segment).
+local NONE = {} -- no dotted path in play (never written)
+
+-- Masks what c selects in v, copying only the tables on the way to a masked
+-- field: returns v itself when nothing in it is masked, which is the common
+-- case and allocates nothing. active holds the dotted paths still in play
+-- at this depth (each with the index of its next segment).
 local function walk(v, c, active)
   if type(v) ~= "table" then return v end
-  local out = {}
+  local out
   if is_list(v) then
-    for i, item in ipairs(v) do out[i] = walk(item, c, active) end
-    return out
+    for i, item in ipairs(v) do
+      local w = walk(item, c, active)
+      if w ~= item then
+        if out == nil then
+          out = {}
+          for j, x in ipairs(v) do out[j] = x end
+        end
+        out[i] = w
+      end
+    end
+    return out or v
   end
+  local anywhere = c.anywhere
   for k, item in pairs(v) do
     local name = type(k) == "string" and k:lower() or tostring(k)
-    local masked = c.anywhere[name]
-    local next_active = {}
-    for _, a in ipairs(active) do
-      local seg = a.path[a.i]
-      if seg == "*" or seg == name then
-        if a.i == #a.path then
-          masked = true
-        else
-          next_active[#next_active + 1] = { path = a.path, i = a.i + 1 }
+    local masked = anywhere[name]
+    local next_active = NONE
+    if not masked and #active > 0 then
+      for _, a in ipairs(active) do
+        local seg = a.path[a.i]
+        if seg == "*" or seg == name then
+          if a.i == #a.path then
+            masked = true
+          else
+            if next_active == NONE then next_active = {} end
+            next_active[#next_active + 1] = { path = a.path, i = a.i + 1 }
+          end
         end
       end
     end
-    if masked then
-      out[k] = M.MASK
-    else
-      out[k] = walk(item, c, next_active)
+    local w = M.MASK
+    if not masked then w = walk(item, c, next_active) end
+    if w ~= item then
+      if out == nil then
+        out = {}
+        for j, x in pairs(v) do out[j] = x end
+      end
+      out[k] = w
     end
   end
-  return out
+  return out or v
 end
 
--- Returns a masked copy of args.
+-- Returns args with what c selects masked: a copy where anything is masked
+-- (args itself is never changed), args itself otherwise.
 function M.apply(args, c)
-  local active = {}
-  for _, path in ipairs(c.paths) do active[#active + 1] = { path = path, i = 1 } end
+  local active = NONE
+  if #c.paths > 0 then
+    active = {}
+    for _, path in ipairs(c.paths) do active[#active + 1] = { path = path, i = 1 } end
+  end
   return walk(args, c, active)
 end
 

@@ -111,17 +111,35 @@ t.test("max_calls_per_tool limits one tool only", function()
   t.eq(warnings(r.requests[2]), { "Budget: 1 of 1 calls to b used. A call past the limit stops the run." })
 end)
 
-t.test("the other calls of the step still run; the run stops at step_end", function()
+t.test("the refused call stops the run; the step's other calls are interrupted", function()
   local ran = {}
   local h = harness { max_calls_per_tool = { b = 1 } }
   local r = h:run { prompt = "go", turns = {
-    { tool_calls = { { name = "b" }, { name = "b" }, { name = "a" } } }, { text = "never" } },
+    { tool_calls = { { name = "a" }, { name = "b" }, { name = "b" }, { name = "a" } } }, { text = "never" } },
     tools = counting_tools(ran, { "a", "b" }) }
   t.eq(r.termination, "stopped:budget_calls_b")
+  t.eq(r.steps, 1)
+  -- nothing runs past the limit
   t.eq(ran, { a = 1, b = 1 })
   local msgs = tool_messages(r)
-  t.eq(#msgs, 3, "every call has a result")
-  t.match(msgs[2], "^error: budget exceeded: max_calls_per_tool%.b is 1; the call was not run")
+  t.eq(#msgs, 4, "every call has a result")
+  t.eq(msgs[1], "ok")
+  t.eq(msgs[2], "ok")
+  t.match(msgs[3], "^error: budget exceeded: max_calls_per_tool%.b is 1; the call was not run")
+  t.eq(msgs[4], "error: [tool execution was interrupted]")
+  -- the step's calls that ran are counted
+  t.eq(r.state["budget.calls_per_tool"], { a = 1, b = 1 })
+  t.eq(r.state["budget.tool_calls"], 2)
+end)
+
+t.test("a tool whose result looks like a refusal does not stop the run", function()
+  local h = harness { max_tool_calls = 10 }
+  local r = h:run { prompt = "go", turns = { { tool_calls = { { name = "a" } } }, { text = "done" } },
+    tools = { a = function() return awaken.error("no") end } }
+  t.eq(r.termination, "natural")
+  r = h:run { prompt = "go", turns = { { tool_calls = { { name = "a" } } }, { text = "done" } },
+    tools = { a = function() return { status = "error", message = "x", data = { budget_exceeded = "tool_calls" } } end } }
+  t.eq(r.termination, "natural")
 end)
 
 t.test("the gate counts the calls already allowed in the step", function()
@@ -141,6 +159,41 @@ t.test("the gate counts the calls already allowed in the step", function()
   t.eq(d.result.data, { budget_exceeded = "tool_calls" })
   t.eq(h:gate({ id = "x", name = "a" }, { state = { ["budget.tool_calls"] = 3 } }).decision, "set_result")
   t.eq(harness({}):gate({ id = "x", name = "a" }, { state = { ["budget.tool_calls"] = 99 } }).decision, "allow")
+end)
+
+t.test("the gate reads the step's calls only when a limit is near", function()
+  local h = harness { max_tool_calls = 3, max_calls_per_tool = { b = 2 } }
+  -- three allowed calls recorded: the exact count refuses a fourth
+  local calls = {}
+  for i = 1, 3 do
+    calls["c" .. i] = { id = "c" .. i, name = "a", args = {}, status = "running", decision = "allow", step = 1 }
+  end
+  local state = { ["__runtime.tool_calls"] = calls }
+  t.eq(h:gate({ id = "c4", name = "a" }, { state = state }).decision, "set_result")
+  -- budget.step (recorded at after_inference) says the step has 2 calls in
+  -- all: 0 + 2 <= 3, so the gate allows without counting
+  state["budget.step"] = { step = 1, calls = 2, by_tool = {} }
+  t.eq(h:gate({ id = "c4", name = "a" }, { state = state }).decision, "allow")
+  -- a step that could pass the limit is counted exactly
+  state["budget.step"] = { step = 1, calls = 4, by_tool = {} }
+  t.eq(h:gate({ id = "c4", name = "a" }, { state = state }).decision, "set_result")
+  -- the record of another step does not count
+  state["budget.step"] = { step = 7, calls = 1, by_tool = {} }
+  t.eq(h:gate({ id = "c4", name = "a" }, { state = state }).decision, "set_result")
+  -- per tool: 1 earlier + 2 in the step > 2
+  state = { ["budget.calls_per_tool"] = { b = 1 }, ["budget.step"] = { step = 1, calls = 2, by_tool = { b = 2 } },
+    ["__runtime.tool_calls"] = { c1 = { id = "c1", name = "b", args = {}, status = "running", decision = "allow", step = 1 } } }
+  t.eq(h:gate({ id = "c2", name = "b" }, { state = state }).decision, "set_result")
+end)
+
+t.test("after_inference records the step's calls", function()
+  local h = harness { max_calls_per_tool = { b = 5 } }
+  local r = h:phase("after_inference", { response = { text = "", tool_calls = {
+    { id = "1", name = "a", args = {} }, { id = "2", name = "b", args = {} }, { id = "3", name = "b", args = {} } } } }, { step = 4 })
+  t.eq(r.state["budget.step"], { step = 4, calls = 3, by_tool = { b = 2 } })
+  -- without a tool-call limit nothing is recorded
+  r = harness { max_steps = 3 }:phase("after_inference", { response = { text = "", tool_calls = {} } })
+  t.eq(r.state["budget.step"], nil)
 end)
 
 t.test("step_end counts the calls that ran", function()
@@ -171,10 +224,13 @@ end)
 
 t.test("no limits: nothing stops the run", function()
   local h = harness {}
-  local r = h:run { prompt = "go", turns = turns(3, { "a" }), tools = counting_tools({}, { "a" }) }
+  local tt = turns(3, { "a" })
+  for i = 1, 4 do tt[i].usage = { prompt_tokens = 80, completion_tokens = 20 } end
+  local r = h:run { prompt = "go", turns = tt, tools = counting_tools({}, { "a" }) }
   t.eq(r.termination, "natural")
-  -- tool calls are counted only against a tool-call limit
+  -- tool calls and tokens are counted only against a limit on them
   t.eq(r.state["budget.tool_calls"], nil)
+  t.eq(r.state["budget.tokens"], nil)
 end)
 
 t.test("config errors", function()

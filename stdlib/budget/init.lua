@@ -8,16 +8,24 @@
 --   tokens      at after_inference, once the total passes max_tokens;
 --   tool calls  a call that would pass max_tool_calls, or its tool's entry in
 --               max_calls_per_tool, is not run: the gate answers it with an
---               error result (set_result; gates cannot stop a run). The other
---               calls of the step are gated as usual, so every call the model
---               made gets a result, and step_end stops the run with
---               budget_tool_calls or budget_calls_<tool>.
+--               error result (set_result; gates cannot stop a run), and
+--               after_tool_execute of that call stops the run with
+--               budget_tool_calls or budget_calls_<tool>. The runtime then
+--               interrupts the step's calls that have not run, as after a
+--               block, so no call runs past the limit and every call the
+--               model made gets a result.
 --
 -- Tool calls are counted from the runtime's record of the step's calls
 -- (__runtime.tool_calls): the calls the gate allowed. budget.tool_calls and
 -- budget.calls_per_tool hold the counts of the steps before the current one;
 -- the gate adds the current step's allowed calls, so it is exact however a
--- host interleaves gating and running.
+-- host interleaves gating and running. step_end (or the stop) adds the
+-- step's calls to the counts.
+--
+-- Reading __runtime.tool_calls converts every call of the step, so the gate
+-- avoids it while no limit is near: after_inference records how many calls
+-- the model made in the step (budget.step), and a call is allowed at once
+-- when the step could not pass a limit even if all of them ran.
 local awaken = require("awaken")
 
 local p = awaken.plugin {
@@ -56,6 +64,18 @@ local per_tool = p:key("budget.calls_per_tool", {
 local tokens = p:key("budget.tokens", {
   scope = "run", merge = "commutative", reducer = "add", default = 0, schema = { type = "integer" },
 })
+-- The calls the model made in the current step: {step, calls, by_tool}
+-- (by_tool only for tools with a limit of their own).
+local step_key = p:key("budget.step", {
+  scope = "run", default = { step = 0, calls = 0, by_tool = {} },
+  schema = {
+    type = "object",
+    properties = {
+      step = { type = "integer" }, calls = { type = "integer" },
+      by_tool = { type = "object", additionalProperties = { type = "integer" } },
+    },
+  },
+})
 -- Limits already warned about ("steps", "tool_calls", "calls_<tool>", "tokens").
 local warned = p:key("budget.warned", {
   scope = "run", merge = "commutative", reducer = "union", default = {},
@@ -76,8 +96,9 @@ local function step_calls(ctx)
   return calls
 end
 
--- Schedules the warning for a limit once its count reaches warn_at of it.
-local function maybe_warn(ctx, limit, count, max, text)
+-- Schedules the warning for a limit once its count reaches warn_at of it;
+-- the text is string.format(fmt, ...), built only then.
+local function maybe_warn(ctx, limit, count, max, fmt, ...)
   if count < ctx.config.warn_at * max then return end
   for _, done in ipairs(ctx:get(warned)) do
     if done == limit then return end
@@ -85,14 +106,14 @@ local function maybe_warn(ctx, limit, count, max, text)
   ctx:update(warned, limit)
   ctx:schedule("runtime.add_context_message", {
     key = "budget.warn." .. limit,
-    content = text,
+    content = string.format(fmt, ...),
     target = "suffix_system",
     kind = "ephemeral",
   })
 end
 
 -- The answer for a call that would pass a limit; data.budget_exceeded names
--- the limit, so step_end stops the run with its code.
+-- the limit, so after_tool_execute of the call stops the run with its code.
 local function exceeded(limit, text)
   return awaken.set_result({
     status = "error",
@@ -106,6 +127,13 @@ p:tool_gate(function(ctx, call)
   local max_total = cfg.max_tool_calls
   local max_tool = cfg.max_calls_per_tool[call.name]
   if max_total == nil and max_tool == nil then return end
+  -- fast path: even if every call of the step ran, no limit would be passed
+  local st = ctx:get(step_key)
+  if st.step == ctx.run.step and
+      (max_total == nil or ctx:get(tool_calls) + st.calls <= max_total) and
+      (max_tool == nil or (ctx:get(per_tool)[call.name] or 0) + (st.by_tool[call.name] or 0) <= max_tool) then
+    return
+  end
   -- the step's other calls the gate allowed (run, running or about to run)
   local total, same = 0, 0
   local step = ctx.run.step
@@ -124,89 +152,102 @@ p:tool_gate(function(ctx, call)
 end)
 
 p:on("after_inference", function(ctx)
-  local max = ctx.config.max_tokens
+  local cfg = ctx.config
+  if limits_calls(cfg) then
+    -- the step's calls, for the gate's fast path
+    local calls = ctx.response.tool_calls
+    local by_tool = {}
+    for i = 1, #calls do
+      local name = calls[i].name
+      if cfg.max_calls_per_tool[name] then by_tool[name] = (by_tool[name] or 0) + 1 end
+    end
+    ctx:update(step_key, { step = ctx.run.step, calls = #calls, by_tool = by_tool })
+  end
+  -- tokens are counted only against a token limit
+  local max = cfg.max_tokens
+  if max == nil then return end
   local usage = ctx.response.usage
   if usage == nil or (usage.total_tokens or 0) <= 0 then return end
   ctx:update(tokens, usage.total_tokens)
-  if max == nil then return end
   local total = ctx:get(tokens) + usage.total_tokens
   if total > max then
     ctx:stop("budget_tokens", string.format("%d tokens used, the limit is %d", total, max))
   else
-    maybe_warn(ctx, "tokens", total, max, string.format(
-      "Budget: %d of %d tokens used. Be brief and finish soon.", total, max))
+    maybe_warn(ctx, "tokens", total, max, "Budget: %d of %d tokens used. Be brief and finish soon.", total, max)
   end
 end)
 
--- Counts the step's calls that ran, warns, and returns the stop code of a
--- call the gate refused (budget_tool_calls first, then per tool by name).
+-- Adds the step's calls that ran (the gate allowed them) to the counts, and
+-- warns.
 local function count_calls(ctx, calls)
   local cfg = ctx.config
   local step = ctx.run.step
-  local ran, by_tool, refused = 0, {}, {}
+  local ran, by_tool = 0, {}
   for _, rec in pairs(calls) do
-    if rec.step == nil or rec.step == step then
-      if rec.decision == "allow" then
-        ran = ran + 1
-        by_tool[rec.name] = (by_tool[rec.name] or 0) + 1
-      elseif rec.decision == "set_result" then
-        local r = rec.result
-        local limit = type(r) == "table" and type(r.data) == "table" and r.data.budget_exceeded
-        if type(limit) == "string" then refused[limit] = r.message or true end
-      end
+    if rec.decision == "allow" and (rec.step == nil or rec.step == step) then
+      ran = ran + 1
+      by_tool[rec.name] = (by_tool[rec.name] or 0) + 1
     end
   end
-  if ran > 0 then
-    local total = ctx:get(tool_calls) + ran
-    ctx:update(tool_calls, ran)
-    local before = ctx:get(per_tool)
-    local update = {}
-    for name, n in pairs(by_tool) do update[name] = (before[name] or 0) + n end
-    ctx:update(per_tool, update)
-    if cfg.max_tool_calls then
-      maybe_warn(ctx, "tool_calls", total, cfg.max_tool_calls, string.format(
-        "Budget: %d of %d tool calls used. A call past the limit stops the run; finish with the calls left.", total, cfg.max_tool_calls))
-    end
-    local names = {}
-    for name in pairs(update) do names[#names + 1] = name end
-    table.sort(names)
-    for _, name in ipairs(names) do
-      local max = cfg.max_calls_per_tool[name]
-      if max then
-        maybe_warn(ctx, "calls_" .. name, update[name], max, string.format(
-          "Budget: %d of %d calls to %s used. A call past the limit stops the run.", update[name], max, name))
-      end
-    end
+  if ran == 0 then return end
+  local total = ctx:get(tool_calls) + ran
+  ctx:update(tool_calls, ran)
+  local before = ctx:get(per_tool)
+  local update = {}
+  for name, n in pairs(by_tool) do update[name] = (before[name] or 0) + n end
+  ctx:update(per_tool, update)
+  if cfg.max_tool_calls then
+    maybe_warn(ctx, "tool_calls", total, cfg.max_tool_calls,
+      "Budget: %d of %d tool calls used. A call past the limit stops the run; finish with the calls left.",
+      total, cfg.max_tool_calls)
   end
-  if refused.tool_calls then return "tool_calls", refused.tool_calls end
-  local first
-  for limit in pairs(refused) do
-    if first == nil or limit < first then first = limit end
+  local names = {}
+  for name in pairs(update) do
+    if cfg.max_calls_per_tool[name] then names[#names + 1] = name end
   end
-  if first then return first, refused[first] end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local max = cfg.max_calls_per_tool[name]
+    maybe_warn(ctx, "calls_" .. name, update[name], max,
+      "Budget: %d of %d calls to %s used. A call past the limit stops the run.", update[name], max, name)
+  end
 end
+
+-- The call the gate refused (its result names the limit) stops the run; the
+-- runtime interrupts the calls that have not run. step_end does not run
+-- after a stop, so the step's calls are counted here.
+p:on("after_tool_execute", function(ctx)
+  local tool = ctx.tool
+  local result = tool.result
+  local data = result and result.data
+  local limit = type(data) == "table" and data.budget_exceeded
+  if type(limit) ~= "string" then return end
+  -- answered by this plugin's gate, not a tool whose data looks alike
+  local calls = step_calls(ctx)
+  local rec = calls[tool.id]
+  if rec == nil or rec.decision ~= "set_result" or rec.plugin ~= ctx.plugin then return end
+  count_calls(ctx, calls)
+  ctx:stop("budget_" .. limit, result.message)
+end)
 
 p:on("step_end", function(ctx)
   local cfg = ctx.config
-  local calls = step_calls(ctx)
+  local calls
   if limits_calls(cfg) then
-    local limit, why = count_calls(ctx, calls)
-    if limit then
-      ctx:stop("budget_" .. limit, type(why) == "string" and why or nil)
-      return
-    end
+    calls = step_calls(ctx)
+    count_calls(ctx, calls)
   end
   local max = cfg.max_steps
   if max == nil then return end
   local step = ctx.run.step
   if step >= max then
     -- an answer without tool calls ends the run naturally at this step
-    if next(calls) ~= nil then
+    if next(calls or step_calls(ctx)) ~= nil then
       ctx:stop("budget_steps", string.format("%d steps used, the limit is %d", step, max))
     end
   else
-    maybe_warn(ctx, "steps", step, max, string.format(
-      "Budget: step %d of %d done. The run stops after step %d; finish the task by then.", step, max, max))
+    maybe_warn(ctx, "steps", step, max,
+      "Budget: step %d of %d done. The run stops after step %d; finish the task by then.", step, max, max)
   end
 end)
 

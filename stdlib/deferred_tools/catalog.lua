@@ -1,24 +1,43 @@
 -- deferred_tools.catalog: which tools are deferred, how ToolSearch queries
 -- find them, and the listing the model reads. Pure functions of the tool
--- list and the plan's settings, so every step recomputes them (nothing goes
--- stale).
+-- list, the config and the loaded tools, so every step recomputes them
+-- (nothing goes stale).
 local awaken = require("awaken")
 
 local M = {}
 
 M.SEARCH_TOOL = "ToolSearch"
--- The listing's context message starts as this marker and the settings as
--- JSON; the request transform, which sees the tools, replaces it with the
--- listing (transforms cannot read config or state themselves).
-M.MARKER = "[deferred_tools.listing]\n"
+-- The key of the listing's context message.
+M.LISTING_KEY = "deferred_tools.listing"
+
+-- Whether a rule's tool pattern is a glob (has * ? [ or a \ escape),
+-- memoized: a pattern without them matches only its own name, with no call
+-- to awaken.glob. Bounded; it changes no result.
+local globby, nglobby = {}, 0
+
+local function is_glob(pattern)
+  local g = globby[pattern]
+  if g == nil then
+    g = pattern:find("[%*%?%[\\]") ~= nil
+    if nglobby >= 256 then globby, nglobby = {}, 0 end
+    globby[pattern] = g
+    nglobby = nglobby + 1
+  end
+  return g
+end
 
 -- "eager" or "deferred" for a tool: an exact-name rule wins over a glob
 -- rule; among rules of one kind the first in the config wins; else default.
 function M.mode_of(name, settings)
   local glob_mode
-  for _, rule in ipairs(settings.rules or {}) do
-    if rule.tool == name then return rule.mode end
-    if glob_mode == nil and awaken.glob(rule.tool, name) then glob_mode = rule.mode end
+  local rules = settings.rules
+  if rules then
+    for i = 1, #rules do
+      local rule = rules[i]
+      local tool = rule.tool
+      if tool == name then return rule.mode end
+      if glob_mode == nil and is_glob(tool) and awaken.glob(tool, name) then glob_mode = rule.mode end
+    end
   end
   return glob_mode or settings.default or "deferred"
 end
@@ -90,43 +109,131 @@ function M.search(candidates, query, n)
   return out
 end
 
--- Splits the step's tools: offered (eager ones, deferred ones found by a
--- search, and ToolSearch while something is left to find), deferred (still
--- hidden), loaded (names found by searches).
-function M.plan(tools, settings)
-  local candidates, is_deferred = {}, {}
+-- Splits the step's candidate tools ({name, description}, in order) for a
+-- config and the set of loaded tool names: candidates (the tools in
+-- deferred mode, which ToolSearch can find), deferred (those still hidden)
+-- and loaded (the names of the candidates loaded by searches).
+function M.plan(tools, cfg, loaded)
+  local candidates, deferred, loaded_names = {}, {}, {}
   for _, t in ipairs(tools) do
-    if t.name ~= M.SEARCH_TOOL and M.mode_of(t.name, settings) == "deferred" then
-      candidates[#candidates + 1] = t
-      is_deferred[t.name] = true
-    end
-  end
-  local loaded, loaded_names = {}, {}
-  for _, q in ipairs(settings.searches or {}) do
-    for _, t in ipairs(M.search(candidates, q, settings.max_results)) do
-      if not loaded[t.name] then
-        loaded[t.name] = true
-        loaded_names[#loaded_names + 1] = t.name
+    local name = t.name
+    if name ~= M.SEARCH_TOOL and M.mode_of(name, cfg) == "deferred" then
+      local entry = { name = name, description = t.description or "" }
+      candidates[#candidates + 1] = entry
+      if loaded[name] then
+        loaded_names[#loaded_names + 1] = name
+      else
+        deferred[#deferred + 1] = entry
       end
     end
   end
-  local deferred = {}
-  for _, t in ipairs(candidates) do
-    if not loaded[t.name] then deferred[#deferred + 1] = t end
-  end
-  local offered = {}
+  return { candidates = candidates, deferred = deferred, loaded = loaded_names }
+end
+
+-- The tools offered to the model out of a request's tools: the deferred
+-- ones that were not loaded are left out, and ToolSearch too unless some
+-- tool is left out. Returns nil when the list is unchanged.
+function M.offered(tools, cfg, loaded)
+  local keep, hidden, search_at = {}, false, nil
   for _, t in ipairs(tools) do
-    if t.name == M.SEARCH_TOOL then
-      if #deferred > 0 then offered[#offered + 1] = t end
-    elseif not is_deferred[t.name] or loaded[t.name] then
-      offered[#offered + 1] = t
+    local name = t.name
+    if name == M.SEARCH_TOOL then
+      keep[#keep + 1] = t
+      search_at = #keep
+    elseif loaded[name] or M.mode_of(name, cfg) ~= "deferred" then
+      keep[#keep + 1] = t
+    else
+      hidden = true
     end
   end
-  return { offered = offered, deferred = deferred, loaded = loaded_names }
+  if hidden then return keep end
+  if search_at == nil then return nil end
+  table.remove(keep, search_at)
+  return keep
+end
+
+-- Resolves a ToolSearch query against the step's catalog (the candidates
+-- recorded by before_inference) and the set of tools offered in this step.
+-- Returns {load = {entries}, available = {names}, unknown = {names}}:
+-- with "select:a,b" each name is loaded when hidden, available when
+-- offered (deferred or not), unknown otherwise; with keywords the best
+-- hidden matches are loaded (at most n), and when none match, the offered
+-- candidates that do are named as available.
+function M.resolve(catalog, offered, query, n)
+  query = query:match("^%s*(.-)%s*$")
+  local out = { load = {}, available = {}, unknown = {} }
+  local selected = query:match("^select:(.*)$")
+  if selected then
+    local offered_lower, cat_lower = {}, {}
+    for name in pairs(offered) do offered_lower[name:lower()] = name end
+    for _, t in ipairs(catalog) do cat_lower[t.name:lower()] = t end
+    local seen = {}
+    for name in selected:gmatch("[^,%s]+") do
+      local k = name:lower()
+      if not seen[k] then
+        seen[k] = true
+        if offered_lower[k] then
+          out.available[#out.available + 1] = offered_lower[k]
+        elseif cat_lower[k] then
+          out.load[#out.load + 1] = cat_lower[k]
+        else
+          out.unknown[#out.unknown + 1] = name
+        end
+      end
+    end
+    return out
+  end
+  local hidden, shown = {}, {}
+  for _, t in ipairs(catalog) do
+    if offered[t.name] then shown[#shown + 1] = t else hidden[#hidden + 1] = t end
+  end
+  out.load = M.search(hidden, query, n)
+  if #out.load == 0 then
+    for _, t in ipairs(M.search(shown, query, n)) do out.available[#out.available + 1] = t.name end
+  end
+  return out
+end
+
+-- A set of the names in a list.
+function M.set(list)
+  local out = {}
+  for _, name in ipairs(list or {}) do out[name] = true end
+  return out
+end
+
+-- The signature of what the plan and the listing are worked out from: the
+-- step's tools (names and descriptions), the loaded tools and the config,
+-- as one string of length-prefixed parts (so no two inputs share one). The
+-- plan is a pure function of them, so a step whose signature did not
+-- change need not work anything out again.
+function M.signature(tools, loaded, cfg)
+  local parts, n = {}, 0
+  for i = 1, #tools do
+    local t = tools[i]
+    local name, d = t.name, t.description or ""
+    parts[n + 1], parts[n + 2], parts[n + 3], parts[n + 4] = #name, name, #d, d
+    n = n + 4
+  end
+  parts[n + 1] = "|"
+  n = n + 1
+  for i = 1, #loaded do
+    local name = loaded[i]
+    parts[n + 1], parts[n + 2] = #name, name
+    n = n + 2
+  end
+  local rules = cfg.rules or {}
+  parts[n + 1], parts[n + 2] = "|", cfg.default or ""
+  n = n + 2
+  for i = 1, #rules do
+    local tool = rules[i].tool
+    parts[n + 1], parts[n + 2], parts[n + 3] = #tool, tool, rules[i].mode
+    n = n + 3
+  end
+  return table.concat(parts, ":")
 end
 
 -- The first line of a description, at most 160 characters.
-local function short(description)
+function M.short(description)
   local line = (description or ""):match("^%s*([^\n]*)") or ""
   if #line > 160 then line = line:sub(1, 157) .. "..." end
   return line
@@ -140,27 +247,13 @@ function M.listing(plan)
       " with keywords from its name or description, or with \"select:<name>,<name>\"; the tools it finds are offered from your next step.",
   }
   for _, t in ipairs(plan.deferred) do
-    local d = short(t.description)
+    local d = M.short(t.description)
     lines[#lines + 1] = "- " .. t.name .. (d ~= "" and (": " .. d) or "")
   end
   if #plan.loaded > 0 then
     lines[#lines + 1] = "Loaded by earlier searches: " .. table.concat(plan.loaded, ", ") .. "."
   end
   return table.concat(lines, "\n")
-end
-
--- The marker message's content for the plan's settings.
-function M.encode(settings)
-  return M.MARKER .. awaken.json.encode(settings)
-end
-
--- Finds the marker message; returns its index and the settings.
-function M.find(messages)
-  for i, m in ipairs(messages) do
-    if m.role == "system" and m.content:sub(1, #M.MARKER) == M.MARKER then
-      return i, awaken.json.decode(m.content:sub(#M.MARKER + 1))
-    end
-  end
 end
 
 -- Tool patterns this plugin understands: exact names and globs.

@@ -17,6 +17,15 @@ local function listing(req)
   end
 end
 
+-- The tool messages of a run, in order.
+local function tool_messages(r)
+  local out = {}
+  for _, m in ipairs(r.messages) do
+    if m.role == "tool" then out[#out + 1] = m.content end
+  end
+  return out
+end
+
 t.test("deferred tools are hidden and listed; ToolSearch loads them from the next step", function()
   local h = harness {}
   local r = h:run { prompt = "go", thread = "t1", tools = TOOLS, turns = {
@@ -32,24 +41,59 @@ t.test("deferred tools are hidden and listed; ToolSearch loads them from the nex
   t.match(l1, "\n%- mcp__github__issues: test tool mcp__github__issues")
   -- the listing follows the system prompt's place: first here (no prompt)
   t.eq(r.requests[1].messages[1].content, l1)
+  -- ToolSearch names what it loaded
+  t.eq(tool_messages(r)[1], "Loaded (offered from your next step):\n- beta: test tool beta")
   t.eq(r.requests[2].tools, { "ToolSearch", "beta" })
   local l2 = listing(r.requests[2])
   t.eq(l2:find("- beta:", 1, true), nil, "beta left the listing")
   t.match(l2, "\nLoaded by earlier searches: beta%.$")
   -- the call to beta ran
-  t.eq(r.messages[5].role, "tool")
-  t.eq(r.messages[5].content, "ok")
-  t.eq(r.state["deferred_tools.searches"], { "beta" })
+  t.eq(tool_messages(r)[2], "ok")
+  t.eq(r.state["deferred_tools.loaded"], { "beta" })
+  -- one listing message per request, never a stale copy
+  for _, req in ipairs(r.requests) do
+    local n = 0
+    for _, m in ipairs(req.messages) do
+      if m.content:find("^Deferred tools:") then n = n + 1 end
+    end
+    t.eq(n, 1)
+  end
+  t.eq(listing(r.requests[3]), l2, "an unchanged step keeps the listing")
 end)
 
 t.test("searches are thread-scoped", function()
   local h = harness {}
-  h:run { prompt = "go", thread = "t1", tools = TOOLS, turns = {
+  local first = h:run { prompt = "go", thread = "t1", tools = TOOLS, turns = {
     { tool_calls = { { name = "ToolSearch", args = { query = "select:gamma" } } } }, { text = "done" } } }
+  t.eq(tool_messages(first)[1], "Loaded (offered from your next step):\n- gamma: test tool gamma")
   local again = h:run { prompt = "more", thread = "t1", tools = TOOLS, turns = { { text = "done" } } }
   t.eq(again.requests[1].tools, { "ToolSearch", "gamma" })
+  -- a new run lists again, from its first request
+  t.match(listing(again.requests[1]), "\nLoaded by earlier searches: gamma%.$")
   local other = h:run { prompt = "new", thread = "t2", tools = TOOLS, turns = { { text = "done" } } }
   t.eq(other.requests[1].tools, { "ToolSearch" })
+  t.eq(listing(other.requests[1]):find("Loaded by", 1, true), nil)
+end)
+
+t.test("ToolSearch names its matches: loaded, already available, unknown, none", function()
+  local h = harness { rules = { { tool = "alpha", mode = "eager" } } }
+  local r = h:run { prompt = "go", tools = TOOLS, turns = {
+    { tool_calls = { { name = "ToolSearch", args = { query = "github issues" } } } },
+    { tool_calls = { { name = "ToolSearch", args = { query = "select:alpha, mcp__github__issues,Beta, nope" } } } },
+    { tool_calls = { { name = "ToolSearch", args = { query = "issues" } } } },
+    { tool_calls = { { name = "ToolSearch", args = { query = "zebra" } } } },
+    { text = "done" },
+  } }
+  local msgs = tool_messages(r)
+  t.eq(msgs[1], "Loaded (offered from your next step):\n- mcp__github__issues: test tool mcp__github__issues")
+  -- select: alpha is eager, the github tool was loaded, beta (any case) is hidden
+  t.eq(msgs[2], "Loaded (offered from your next step):\n- beta: test tool beta\n" ..
+    "Already available: alpha and mcp__github__issues.\nNo deferred tool is named nope.")
+  -- keywords that match only offered tools
+  t.eq(msgs[3], "Already available: mcp__github__issues.")
+  t.match(msgs[4], "^No deferred tool matches \"zebra\"%. Try other keywords")
+  t.eq(r.state["deferred_tools.loaded"], { "mcp__github__issues", "beta" })
+  t.eq(r.requests[3].tools, { "ToolSearch", "alpha", "beta", "mcp__github__issues" })
 end)
 
 t.test("a deferred tool that was not loaded cannot be called", function()
@@ -59,20 +103,23 @@ t.test("a deferred tool that was not loaded cannot be called", function()
   t.match(r.messages[3].content, "^error: tool \"alpha\" is not available in this step")
 end)
 
-t.test("eager rules, globs, and ToolSearch leaving once nothing is deferred", function()
+t.test("eager rules, globs, and the listing and ToolSearch leaving once nothing is deferred", function()
   local h = harness { default = "eager", rules = { { tool = "mcp__*", mode = "deferred" } } }
   local r = h:run { prompt = "go", tools = TOOLS, turns = {
-    { tool_calls = { { name = "ToolSearch", args = { query = "github issues" } } } }, { text = "done" } } }
+    { tool_calls = { { name = "ToolSearch", args = { query = "github issues" } } } },
+    { tool_calls = { { name = "mcp__github__issues", args = {} } } },
+    { text = "done" } } }
   t.eq(r.requests[1].tools, { "ToolSearch", "alpha", "beta", "gamma" })
   t.eq(listing(r.requests[1]), "Deferred tools: these tools exist but are not loaded. To use one, call ToolSearch " ..
     "with keywords from its name or description, or with \"select:<name>,<name>\"; the tools it finds are offered " ..
     "from your next step.\n- mcp__github__issues: test tool mcp__github__issues")
-  -- all found: no listing, no ToolSearch
-  t.eq(r.requests[2].tools, { "alpha", "beta", "gamma", "mcp__github__issues" })
-  t.eq(listing(r.requests[2]), nil)
-  for _, m in ipairs(r.requests[2].messages) do
-    t.eq(m.content:find(catalog.MARKER, 1, true), nil, "no marker reaches the model")
+  -- all found: no listing, no ToolSearch, in every later request
+  for i = 2, 3 do
+    t.eq(r.requests[i].tools, { "alpha", "beta", "gamma", "mcp__github__issues" })
+    t.eq(listing(r.requests[i]), nil)
+    t.eq(#r.requests[i].messages, #r.messages - (i == 2 and 3 or 1), "only the conversation")
   end
+  t.eq(tool_messages(r)[2], "ok")
 end)
 
 t.test("an exact rule wins over a glob rule", function()
@@ -118,9 +165,60 @@ end)
 t.test("ToolSearch refuses an empty query", function()
   local h = harness {}
   local r = h:run { prompt = "go", tools = TOOLS, turns = {
-    { tool_calls = { { name = "ToolSearch", args = { query = "   " } } } }, { text = "done" } } }
+    { tool_calls = { { name = "ToolSearch", args = { query = "   " } }, { name = "ToolSearch", args = { query = "select: ," } } } },
+    { text = "done" } } }
   t.match(r.messages[3].content, "^error: the query is empty")
-  t.eq(r.state["deferred_tools.searches"], nil)
+  t.match(r.messages[4].content, "^error: the query is empty")
+  t.eq(r.state["deferred_tools.loaded"], nil)
+end)
+
+t.test("the catalog holds the deferred-mode tools with their descriptions", function()
+  local h = harness { rules = { { tool = "alpha", mode = "eager" } } }
+  local r = h:run { prompt = "go", tools = TOOLS, turns = { { text = "done" } } }
+  t.eq(r.state["deferred_tools.catalog"], {
+    { name = "beta", description = "test tool beta" },
+    { name = "gamma", description = "test tool gamma" },
+    { name = "mcp__github__issues", description = "test tool mcp__github__issues" },
+  })
+end)
+
+t.test("plan, offered and resolve (module level)", function()
+  local tools = {
+    { name = "ToolSearch", description = "s" }, { name = "a", description = "first" },
+    { name = "b", description = "second" }, { name = "c", description = "third" },
+  }
+  local cfg = { default = "deferred", rules = { { tool = "a", mode = "eager" } } }
+  local plan = catalog.plan(tools, cfg, { c = true })
+  t.eq(plan.candidates, { { name = "b", description = "second" }, { name = "c", description = "third" } })
+  t.eq(plan.deferred, { { name = "b", description = "second" } })
+  t.eq(plan.loaded, { "c" })
+  local function names(list)
+    local out = {}
+    for i, x in ipairs(list) do out[i] = x.name end
+    return out
+  end
+  t.eq(names(catalog.offered(tools, cfg, { c = true })), { "ToolSearch", "a", "c" })
+  t.eq(names(catalog.offered(tools, cfg, { b = true, c = true })), { "a", "b", "c" })
+  t.eq(catalog.offered({ { name = "a" } }, cfg, {}), nil, "unchanged")
+  -- the signature changes with the tools, their descriptions, the loaded
+  -- tools and the config, and only with them
+  local sig = catalog.signature(tools, { "c" }, cfg)
+  t.eq(catalog.signature(tools, { "c" }, { default = "deferred", rules = { { tool = "a", mode = "eager" } }, max_results = 9 }), sig)
+  t.neq(catalog.signature(tools, {}, cfg), sig)
+  t.neq(catalog.signature({ tools[1], tools[2] }, { "c" }, cfg), sig)
+  t.neq(catalog.signature(tools, { "c" }, { default = "eager", rules = cfg.rules }), sig)
+  local changed = { tools[1], tools[2], tools[3], { name = "c", description = "3rd" } }
+  t.neq(catalog.signature(changed, { "c" }, cfg), sig)
+  -- exact patterns match only their own name; globs through awaken.glob
+  t.eq(catalog.mode_of("a", { default = "deferred", rules = { { tool = "a", mode = "eager" } } }), "eager")
+  t.eq(catalog.mode_of("ab", { default = "deferred", rules = { { tool = "a", mode = "eager" } } }), "deferred")
+  t.eq(catalog.mode_of("ab", { default = "deferred", rules = { { tool = "a?", mode = "eager" } } }), "eager")
+  t.eq(catalog.mode_of("a[", { default = "deferred", rules = { { tool = "a[[]", mode = "eager" } } }), "eager")
+  t.eq(catalog.mode_of("ab", { default = "deferred", rules = { { tool = "a\\b", mode = "eager" } } }), "eager")
+  local found = catalog.resolve(plan.candidates, { a = true, c = true, ToolSearch = true }, "select:A,b,c,zz", 5)
+  t.eq(names(found.load), { "b" })
+  t.eq(found.available, { "a", "c" })
+  t.eq(found.unknown, { "zz" })
 end)
 
 t.test("config errors", function()

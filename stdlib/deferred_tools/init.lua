@@ -2,13 +2,20 @@
 -- description) in one context message, and offers a ToolSearch tool that
 -- loads the ones matching its query from the next step on.
 --
--- How the parts meet: only the request transform sees the tool list (names
--- and descriptions), and transforms cannot read config or state. So the
--- before_inference hook schedules the listing's context message
--- ("deferred_tools.listing") holding the settings and the searches made so
--- far; the transform reads them from it, removes the deferred tools from
--- request.tools and replaces the message's content with the listing. The
--- plan is recomputed every step, so the listing never goes stale.
+-- How the parts meet:
+--   before_inference  sees the step's candidate tools (ctx.tools); works out
+--                     which are deferred (config rules, minus the tools
+--                     loaded by earlier searches), records the catalog of
+--                     deferred-mode tools (name and description) for
+--                     ToolSearch, and schedules the listing message
+--                     (persistent), or its removal once nothing is
+--                     deferred. Only a change is recorded or scheduled.
+--   transform         removes the deferred tools (and ToolSearch when
+--                     nothing is deferred) from request.tools, from
+--                     ctx.config and the loaded tools (ctx:get).
+--   ToolSearch        resolves its query against the catalog and the tools
+--                     offered in this step (ctx.tools), records the tools it
+--                     loads, and names them in its result.
 local awaken = require("awaken")
 local catalog = require("deferred_tools.catalog")
 
@@ -48,13 +55,33 @@ local p = awaken.plugin {
   end,
 }
 
--- The ToolSearch queries made on this thread. Thread-scoped: a tool the
+-- The tools ToolSearch loaded on this thread. Thread-scoped: a tool the
 -- model has found stays loaded for the rest of the conversation, in later
--- runs too. Queries (not tool names) are kept because only the transform
--- sees the tools; it resolves them every step.
-local searches = p:key("deferred_tools.searches", {
+-- runs too.
+local loaded = p:key("deferred_tools.loaded", {
   scope = "thread", merge = "commutative", reducer = "union", default = {},
   schema = { type = "array", items = { type = "string" } },
+})
+
+-- The step's tools in deferred mode, loaded or not ({name, description}, in
+-- tool order): what ToolSearch searches.
+local catalog_key = p:key("deferred_tools.catalog", {
+  scope = "run", default = {},
+  schema = {
+    type = "array",
+    items = {
+      type = "object",
+      required = { "name" },
+      properties = { name = { type = "string" }, description = { type = "string" } },
+    },
+  },
+})
+
+-- The signature (catalog.signature) of what the catalog and the listing
+-- were last worked out from: a step whose tools, loaded tools and config
+-- did not change works out and records nothing.
+local recorded = p:key("deferred_tools.recorded", {
+  scope = "run", default = "", schema = { type = "string" },
 })
 
 -- Whether the config can defer any tool at all.
@@ -69,38 +96,41 @@ end
 p:on("before_inference", function(ctx)
   local cfg = ctx.config
   if not defers(cfg) then return end
-  ctx:schedule("runtime.add_context_message", {
-    key = "deferred_tools.listing",
-    kind = "persistent",
-    target = "system",
-    content = catalog.encode({
-      default = cfg.default, rules = cfg.rules, max_results = cfg.max_results, searches = ctx:get(searches),
-    }),
-  })
+  local tools, names = ctx.tools, ctx:get(loaded)
+  local sig = catalog.signature(tools, names, cfg)
+  if sig == ctx:get(recorded) then return end
+  local plan = catalog.plan(tools, cfg, catalog.set(names))
+  local listing = catalog.listing(plan)
+  ctx:update(recorded, sig)
+  ctx:update(catalog_key, plan.candidates)
+  if listing then
+    ctx:schedule("runtime.add_context_message", {
+      key = catalog.LISTING_KEY, kind = "persistent", target = "system", content = listing,
+    })
+  else
+    ctx:schedule("runtime.remove_context_message", { key = catalog.LISTING_KEY })
+  end
 end)
 
-p:transform(function(request)
-  local i, settings = catalog.find(request.messages)
-  if i == nil or type(settings) ~= "table" then
-    -- nothing can be deferred (see defers): ToolSearch has nothing to find
-    for j, t in ipairs(request.tools) do
-      if t.name == catalog.SEARCH_TOOL then
-        table.remove(request.tools, j)
-        return request
-      end
-    end
-    return nil
-  end
-  local plan = catalog.plan(request.tools, settings)
-  request.tools = plan.offered
-  local listing = catalog.listing(plan)
-  if listing then
-    request.messages[i].content = listing
+p:transform(function(request, ctx)
+  local cfg = ctx.config
+  local tools
+  if defers(cfg) then
+    tools = catalog.offered(request.tools, cfg, catalog.set(ctx:get(loaded)))
   else
-    table.remove(request.messages, i)
+    -- nothing can be deferred: ToolSearch has nothing to find
+    tools = catalog.offered(request.tools, { default = "eager", rules = {} }, {})
   end
+  if tools == nil then return nil end
+  request.tools = tools
   return request
 end)
+
+-- "a, b and c"
+local function names(list)
+  if #list == 1 then return list[1] end
+  return table.concat(list, ", ", 1, #list - 1) .. " and " .. list[#list]
+end
 
 p:tool {
   id = catalog.SEARCH_TOOL,
@@ -115,14 +145,34 @@ p:tool {
   },
   execute = function(ctx, args)
     local query = args.query:match("^%s*(.-)%s*$")
-    if query == "" then
+    if query == "" or query:match("^select:[%s,]*$") then
       return awaken.error("the query is empty: give keywords from a tool's name or description, or select:<name>")
     end
-    ctx:update(searches, query)
-    local what = query:find("^select:") and "the tools named in it"
-      or ("up to " .. ctx.config.max_results .. " deferred tools matching it")
-    return awaken.success("Search \"" .. query .. "\" recorded: " .. what ..
-      " are offered from your next step. The deferred tools list then shows which were loaded.")
+    local offered = {}
+    for _, t in ipairs(ctx.tools) do offered[t.name] = true end
+    local found = catalog.resolve(ctx:get(catalog_key), offered, query, ctx.config.max_results)
+    local lines = {}
+    if #found.load > 0 then
+      local new = {}
+      lines[1] = "Loaded (offered from your next step):"
+      for i, t in ipairs(found.load) do
+        new[i] = t.name
+        local d = catalog.short(t.description)
+        lines[#lines + 1] = "- " .. t.name .. (d ~= "" and (": " .. d) or "")
+      end
+      ctx:update(loaded, new)
+    end
+    if #found.available > 0 then
+      lines[#lines + 1] = "Already available: " .. names(found.available) .. "."
+    end
+    if #found.unknown > 0 then
+      lines[#lines + 1] = "No deferred tool is named " .. names(found.unknown) .. "."
+    end
+    if #lines == 0 then
+      lines[1] = "No deferred tool matches \"" .. query .. "\". Try other keywords, or select:<name> with a name " ..
+        "from the \"Deferred tools\" list."
+    end
+    return awaken.success(table.concat(lines, "\n"))
   end,
 }
 

@@ -1,17 +1,11 @@
 -- redact: a result transform that masks secrets in tool results (string
 -- data, string values inside table data at any depth, and the message)
--- before the model sees them.
---
--- The transform cannot read this plugin's config today: result transforms
--- get (call, result) and no ctx. It therefore applies the default patterns
--- with the default replacement, and validate refuses a config that asks for
--- anything else, rather than ignoring it silently. Once transforms get a
--- read-only ctx as a third argument, set CONFIG_REACHES_TRANSFORM to true:
--- the transform below already uses ctx.config when it is given.
+-- before the model sees them: the default formats (redact.patterns) and the
+-- configured patterns, read from ctx.config (result transforms get a
+-- read-only ctx as their last argument).
 local awaken = require("awaken")
 local scrub = require("redact.scrub")
 
-local CONFIG_REACHES_TRANSFORM = false
 local REPLACEMENT = "[REDACTED]"
 
 local p = awaken.plugin {
@@ -26,14 +20,9 @@ local p = awaken.plugin {
   },
   validate = function(config)
     local problems = {}
-    for i, pat in ipairs(config.patterns) do
+    for i, pat in ipairs(config.patterns or {}) do
       local err = scrub.check(pat)
       if err then problems[#problems + 1] = "patterns[" .. (i - 1) .. "]: " .. err end
-    end
-    if #problems == 0 and not CONFIG_REACHES_TRANSFORM and
-        (#config.patterns > 0 or config.replacement ~= REPLACEMENT or config.defaults == false) then
-      problems[#problems + 1] = "patterns, replacement and defaults cannot take effect yet: result transforms " ..
-        "do not receive the plugin's config in this runtime, so only the default patterns apply; remove these settings"
     end
     if #problems > 0 then return problems end
   end,
@@ -41,13 +30,8 @@ local p = awaken.plugin {
   hook_timeout = "1s",
 }
 
--- Compiled once: the rules of the default config.
-local DEFAULT = scrub.compile({ defaults = true, patterns = {}, replacement = REPLACEMENT })
-
 p:result_transform(function(call, result, ctx)
-  local c = DEFAULT
-  if ctx ~= nil then c = scrub.compile(ctx.config) end
-  if scrub.result(result, c) then return result end
+  if scrub.result(result, scrub.compiled(ctx.config)) then return result end
   return nil -- unchanged
 end)
 

@@ -123,6 +123,85 @@ t.test("a whole run: the model sees the result redacted", function()
   t.eq(done[1], "OPENAI_API_KEY=[REDACTED]\nHOME=/root")
 end)
 
+-- The tool messages of a run, in order.
+local function tool_messages(r)
+  local out = {}
+  for _, m in ipairs(r.messages) do
+    if m.role == "tool" then out[#out + 1] = m.content end
+  end
+  return out
+end
+
+-- A run where each tool returns the given result.
+local function run_with(config, results)
+  local h = t.harness { plugins = { "redact" }, config = { redact = config } }
+  local calls, tools = {}, {}
+  for i, res in ipairs(results) do
+    local name = "tool" .. i
+    calls[i] = { name = name, args = {} }
+    tools[name] = function() return res end
+  end
+  return h:run { prompt = "go", turns = { { tool_calls = calls }, { text = "done" } }, tools = tools }
+end
+
+t.test("a whole run: configured patterns are masked with the defaults", function()
+  local r = run_with({ patterns = { "corp%-%x%x%x%x+", "(session=)%w+" } }, {
+    awaken.success("id corp-dead01 ok"),
+    awaken.success("cookie session=abc123; path=/"),
+    awaken.success("key sk-" .. rep("k", 30)),
+    awaken.error("login as corp-beef failed"),
+  })
+  t.eq(r.termination, "natural")
+  -- a configured pattern's whole match is replaced, captures included
+  t.eq(tool_messages(r), {
+    "id [REDACTED] ok",
+    "cookie [REDACTED]; path=/",
+    "key [REDACTED]",
+    "error: login as [REDACTED] failed",
+  })
+end)
+
+t.test("a whole run: the configured replacement", function()
+  local r = run_with({ replacement = "***", patterns = { "internal%-%d+" } }, {
+    awaken.success({ host = "internal-42", auth = "Bearer " .. rep("t", 24) }),
+  })
+  t.eq(awaken.json.decode(tool_messages(r)[1]), { host = "***", auth = "Bearer ***" })
+end)
+
+t.test("a whole run: defaults = false applies only the configured patterns", function()
+  local key = "sk-" .. rep("k", 30)
+  local r = run_with({ defaults = false, patterns = { "corp%-%x+" }, replacement = "<x>" }, {
+    awaken.success("corp-abc and " .. key),
+  })
+  t.eq(tool_messages(r), { "<x> and " .. key })
+  -- and with neither: results pass unchanged
+  r = run_with({ defaults = false }, { awaken.success("password=hunter2") })
+  t.eq(tool_messages(r), { "password=hunter2" })
+end)
+
+t.test("a whole run: two agents' configs do not mix", function()
+  -- the compiled rules are cached by the config's contents
+  local a = run_with({ patterns = { "alpha%d+" } }, { awaken.success("alpha1 beta2") })
+  local b = run_with({ patterns = { "beta%d+" } }, { awaken.success("alpha1 beta2") })
+  local c = run_with({ patterns = { "alpha%d+" }, replacement = "#" }, { awaken.success("alpha1 beta2") })
+  t.eq(tool_messages(a), { "[REDACTED] beta2" })
+  t.eq(tool_messages(b), { "alpha1 [REDACTED]" })
+  t.eq(tool_messages(c), { "# beta2" })
+end)
+
+t.test("compiled configs are cached by contents", function()
+  t.eq(scrub.compiled({ patterns = {}, replacement = "[REDACTED]", defaults = true }), scrub.DEFAULT)
+  local one = scrub.compiled({ patterns = { "a+b" }, replacement = "x" })
+  t.ok(scrub.compiled({ patterns = { "a+b" }, replacement = "x" }) == one, "same contents, same rules")
+  t.ok(scrub.compiled({ patterns = { "a+b" }, replacement = "y" }) ~= one)
+  t.ok(scrub.compiled({ patterns = { "a+b" }, replacement = "x", defaults = false }) ~= one)
+  -- parts are length-prefixed: no two lists share a signature
+  local ab = scrub.compiled({ defaults = false, patterns = { "a", "b" } })
+  local a_b = scrub.compiled({ defaults = false, patterns = { "a1:b" } })
+  t.ok(ab ~= a_b)
+  t.eq((scrub.text("a1:b", ab)), "[REDACTED]1:[REDACTED]")
+end)
+
 t.test("config errors", function()
   local function harness(config)
     return t.harness { plugins = { "redact" }, config = { redact = config } }
@@ -132,9 +211,8 @@ t.test("config errors", function()
   t.raises(function() harness { patterns = { "" } } end, "patterns%[0%]")
   t.raises(function() harness { replacement = 3 } end, "redact%.replacement")
   t.raises(function() harness { defaults = "no" } end, "redact%.defaults")
-  -- until result transforms receive the config, settings beyond the defaults are refused
-  t.raises(function() harness { patterns = { "corp%-%x+" } } end, "cannot take effect yet")
-  t.raises(function() harness { replacement = "***" } end, "cannot take effect yet")
-  t.raises(function() harness { defaults = false } end, "cannot take effect yet")
+  t.raises(function() harness { pattern = { "x" } } end, "pattern")
+  -- every setting is usable
+  harness { patterns = { "corp%-%x+" }, replacement = "***", defaults = false }
   harness { patterns = {}, replacement = "[REDACTED]", defaults = true }
 end)

@@ -94,6 +94,43 @@ function M.compile(config)
   return { rules = rules, whole = repl, keep = "%1" .. repl }
 end
 
+-- The rules of the default config, compiled once.
+M.DEFAULT = M.compile({ defaults = true, patterns = {}, replacement = "[REDACTED]" })
+
+-- Compiled configs by their contents: a result transform gets the config
+-- as a fresh table on every call, and compiling it each time would cost
+-- more than most scans. The cache is bounded and changes no result.
+local cache, cached = {}, 0
+local CACHE_MAX = 16
+
+-- compiled returns the rules of a config ({defaults?, patterns?,
+-- replacement?}), from the cache when it was seen before.
+function M.compiled(config)
+  local patterns, replacement = config.patterns, config.replacement
+  local n = patterns and #patterns or 0
+  if config.defaults ~= false and n == 0 and (replacement == nil or replacement == "[REDACTED]") then
+    return M.DEFAULT
+  end
+  -- length-prefixed parts, so that no two configs share a signature
+  replacement = replacement or "[REDACTED]"
+  local parts = { config.defaults == false and "0" or "1", #replacement, ":", replacement }
+  for i = 1, n do
+    local pat = patterns[i]
+    parts[#parts + 1] = #pat
+    parts[#parts + 1] = ":"
+    parts[#parts + 1] = pat
+  end
+  local sig = table.concat(parts)
+  local c = cache[sig]
+  if c == nil then
+    if cached >= CACHE_MAX then cache, cached = {}, 0 end
+    c = M.compile(config)
+    cache[sig] = c
+    cached = cached + 1
+  end
+  return c
+end
+
 local find, gsub, lower = string.find, string.gsub, string.lower
 
 -- Returns the text with every match replaced, and whether anything was.
@@ -135,8 +172,8 @@ function M.table(t, c)
   local changed = false
   for k, v in pairs(t) do
     if type(v) == "string" then
-      local out, c = M.text(v, c)
-      if c then
+      local out, hit = M.text(v, c)
+      if hit then
         t[k] = out
         changed = true
       end
@@ -153,8 +190,8 @@ function M.result(result, c)
   local changed = false
   local data = result.data
   if type(data) == "string" then
-    local out, c = M.text(data, c)
-    if c then
+    local out, hit = M.text(data, c)
+    if hit then
       result.data = out
       changed = true
     end
@@ -162,8 +199,8 @@ function M.result(result, c)
     changed = M.table(data, c)
   end
   if type(result.message) == "string" then
-    local out, c = M.text(result.message, c)
-    if c then
+    local out, hit = M.text(result.message, c)
+    if hit then
       result.message = out
       changed = true
     end

@@ -17,7 +17,8 @@ local p = awaken.plugin {
         required = { "tool", "message" },
         additionalProperties = false,
         properties = {
-          -- an exact tool name or a glob (awaken.glob)
+          -- a tool pattern in the permission plugin's rule syntax: an exact
+          -- name, a glob, a /regex/, or Name(argument conditions)
           tool = { type = "string", minLength = 1 },
           -- conditions on the call's result; all given ones must hold
           output = {
@@ -72,21 +73,35 @@ p:on("after_tool_execute", function(ctx)
   local rules = ctx.config.rules
   if rules == nil or #rules == 0 then return end
   local tool = ctx.tool
-  local name, result = tool.name, tool.result
-  if result == nil then return end
-  local view = {} -- text and data of the result, computed once if needed
-  for i, rule in ipairs(rules) do
-    if awaken.glob(rule.tool, name) and match.output(rule.output, result, view) then
-      local m = rule.message
-      local throttled = m.cooldown > 0
-      ctx:schedule("runtime.add_context_message", {
-        key = key_of(i),
-        content = m.content,
-        target = m.target,
-        priority = m.priority,
-        kind = throttled and "throttled" or "ephemeral",
-        cooldown = throttled and m.cooldown or nil,
-      })
+  local name = tool.name
+  local result, view, st
+  for i = 1, #rules do
+    local rule = rules[i]
+    local pattern = match.tool_rule(rule.tool)
+    local hit = false
+    if pattern then
+      hit = match.simple(pattern, name)
+      if hit == nil then
+        -- a regex or argument conditions: one work budget for the call
+        st = st or { budget = { left = match.DECISION_BUDGET }, cache = {} }
+        hit = match.tool(pattern, name, tool, st)
+      end
+    end
+    if hit then
+      result = result or tool.result
+      view = view or {} -- text and data of the result, computed once if needed
+      if result ~= nil and match.output(rule.output, result, view) then
+        local m = rule.message
+        local throttled = m.cooldown > 0
+        ctx:schedule("runtime.add_context_message", {
+          key = key_of(i),
+          content = m.content,
+          target = m.target,
+          priority = m.priority,
+          kind = throttled and "throttled" or "ephemeral",
+          cooldown = throttled and m.cooldown or nil,
+        })
+      end
     end
   end
 end)

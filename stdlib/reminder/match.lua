@@ -1,8 +1,61 @@
 -- reminder.match: how a rule matches a completed tool call, and the checks
 -- of the config that its schema cannot express.
+--
+-- A rule's tool pattern has the permission plugin's rule syntax (exact name,
+-- glob, /regex/, argument conditions such as Bash(npm *) or
+-- Edit(file_path ~ "src/**")); permission.rules parses and matches it.
 local awaken = require("awaken")
+local rules = require("permission.rules")
 
 local M = {}
+
+-- The work one call's tool patterns may spend on regexes and path walks.
+M.DECISION_BUDGET = rules.DECISION_BUDGET
+
+-- Parsed tool patterns by their text (false for an invalid one): a hook
+-- gets the config as a fresh table on every call, and parsing is the costly
+-- part of matching. Bounded; it changes no result.
+local parsed, nparsed = {}, 0
+local PARSED_MAX = 256
+
+-- tool_rule returns the parsed tool pattern, or nil and a message.
+function M.tool_rule(pattern)
+  local hit = parsed[pattern]
+  if hit == nil then
+    local r, err = rules.parse(pattern)
+    hit = r or { err = err or "invalid tool pattern" }
+    if nparsed >= PARSED_MAX then parsed, nparsed = {}, 0 end
+    parsed[pattern] = hit
+    nparsed = nparsed + 1
+  end
+  if hit.err then return nil, hit.err end
+  return hit
+end
+
+-- Whether a parsed tool pattern matches a call. Exact names and globs
+-- without argument conditions are decided here; the others by
+-- permission.rules, with st = {budget, cache, args} shared by the rules of
+-- one call (made by the caller on first need; args read from tool then). A
+-- pattern that cannot be decided within the budget does not match.
+function M.simple(rule, name)
+  if rule.mode == "none" then
+    if rule.kind == "exact" then return rule.name == name end
+    if rule.kind == "glob" then return awaken.glob(rule.name, name) end
+  end
+  return nil
+end
+
+function M.tool(rule, name, tool, st)
+  local args = nil
+  if rule.mode ~= "none" then
+    args = st.args
+    if args == nil then
+      args = tool.args
+      st.args = args
+    end
+  end
+  return rules.matches(rule, name, args, st.budget, st.cache) == true
+end
 
 -- Parses a field path such as "a.b", "items[0].name" into a list of steps:
 -- strings for fields, numbers (1-based, for Lua) for list indexes written
@@ -96,24 +149,13 @@ function M.output(output, result, view)
   return true
 end
 
--- Tool patterns this plugin understands: exact names and globs. Regexes and
--- argument conditions belong to permission's rule syntax.
-function M.check_tool(tool)
-  if #tool > 1 and tool:sub(1, 1) == "/" and tool:sub(-1) == "/" then
-    return "regex tool patterns are not supported here; use an exact name or a glob such as mcp__github__*"
-  end
-  if tool:find("%(.*%)%s*$") then
-    return "argument conditions such as Name(...) are not supported here; use an exact name or a glob"
-  end
-end
-
 -- validate(config): what the schema cannot check. Paths are 0-based like
 -- the schema's own messages ($.rules[2].tool).
 function M.validate(config)
   local problems = {}
   for i, rule in ipairs(config.rules or {}) do
     local at = "rules[" .. (i - 1) .. "]"
-    local err = M.check_tool(rule.tool)
+    local _, err = M.tool_rule(rule.tool)
     if err then problems[#problems + 1] = at .. ".tool: " .. err end
     local fields = rule.output and rule.output.fields or {}
     for j, f in ipairs(fields) do

@@ -44,6 +44,51 @@ t.test("tool globs", function()
   t.eq(#after(h, "mcp__gitlab__issues", awaken.success("x")), 0)
 end)
 
+t.test("tool patterns: regexes and argument conditions (permission's rule syntax)", function()
+  local h = harness {
+    { tool = "/mcp__(gh|gl)__.*/", message = { content = "forge" } },
+    { tool = "Bash(npm *)", message = { content = "npm" } },
+    { tool = 'Edit(file_path ~ "src/**", mode = w)', message = { content = "src edit" } },
+    { tool = "http(headers.accept !~ \"*json*\")", message = { content = "not json" } },
+  }
+  local function contents(name, args)
+    local out = {}
+    for _, a in ipairs(after(h, name, awaken.success("ok"), args)) do out[#out + 1] = a.payload.content end
+    return out
+  end
+  t.eq(contents("mcp__gh__issues"), { "forge" })
+  t.eq(contents("mcp__gl__merge"), { "forge" })
+  t.eq(contents("mcp__bb__issues"), {})
+  -- a glob on the only argument
+  t.eq(contents("Bash", { command = "npm test" }), { "npm" })
+  t.eq(contents("Bash", { command = "make test" }), {})
+  -- conditions: all must hold; nested paths
+  t.eq(contents("Edit", { file_path = "src/a/b.go", mode = "w" }), { "src edit" })
+  t.eq(contents("Edit", { file_path = "src/a/b.go", mode = "r" }), {})
+  t.eq(contents("Edit", { file_path = "docs/a.md", mode = "w" }), {})
+  t.eq(contents("http", { headers = { accept = "text/html" } }), { "not json" })
+  t.eq(contents("http", { headers = { accept = "application/json" } }), {})
+  -- a missing field satisfies the negated operators
+  t.eq(contents("http", {}), { "not json" })
+end)
+
+t.test("a whole run: an argument condition picks the call", function()
+  local h = harness { { tool = 'fs_read(path ~ "*.env")', message = { content = "That file holds settings: do not echo it." } } }
+  local r = h:run { prompt = "read", turns = {
+    { tool_calls = { { name = "fs_read", args = { path = "main.go" } } } },
+    { tool_calls = { { name = "fs_read", args = { path = "prod.env" } } } },
+    { text = "done" },
+  }, tools = { fs_read = function() return awaken.success("x") end } }
+  local function has(req)
+    for _, m in ipairs(req.messages) do
+      if m.content == "That file holds settings: do not echo it." then return true end
+    end
+    return false
+  end
+  t.eq(has(r.requests[2]), false)
+  t.eq(has(r.requests[3]), true)
+end)
+
 t.test("output status", function()
   local h = harness { { tool = "*", output = { status = "error" }, message = { content = "It failed; try another way." } } }
   t.eq(#after(h, "shell", awaken.success("x")), 0)
@@ -139,9 +184,12 @@ t.test("config errors name the rule", function()
   t.raises(function() harness { { tool = "a", message = { content = "x", target = "nowhere" } } } end, "rules%[0%]%.message%.target")
   t.raises(function() harness { { tool = "a", message = { content = "x", cooldown = -1 } } } end, "cooldown")
   t.raises(function() harness { { tool = "a", output = { status = "pending" }, message = { content = "x" } } } end, "output%.status")
-  t.raises(function() harness { { tool = "a", message = { content = "x" } }, { tool = "/mcp__.*/", message = { content = "x" } } } end,
-    "^config_invalid: reminder: rules%[1%]%.tool: regex tool patterns are not supported")
-  t.raises(function() harness { { tool = "Bash(npm *)", message = { content = "x" } } } end, "rules%[0%]%.tool: argument conditions")
+  t.raises(function() harness { { tool = "a", message = { content = "x" } }, { tool = "/mcp__(.*/", message = { content = "x" } } } end,
+    "^config_invalid: reminder: rules%[1%]%.tool: invalid regex")
+  t.raises(function() harness { { tool = "Bash(npm *", message = { content = "x" } } } end, "rules%[0%]%.tool: missing %)")
+  t.raises(function() harness { { tool = "Edit(a =)", message = { content = "x" } } } end, "rules%[0%]%.tool: .*value")
+  -- valid patterns of every kind load
+  harness { { tool = "/mcp__.*/", message = { content = "x" } }, { tool = "Bash(npm *)", message = { content = "x" } } }
   t.raises(function() harness { { tool = "a", output = { fields = { { path = "a..b", value = 1 } } }, message = { content = "x" } } } end,
     "rules%[0%]%.output%.fields%[0%]%.path: empty segment")
   t.raises(function() harness { { tool = "a", output = { fields = { { path = "a", op = "~", value = 3 } } }, message = { content = "x" } } } end,
