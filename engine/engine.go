@@ -19,6 +19,7 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/state"
 	"github.com/awaken-lua/awaken-lua/engine/value"
@@ -48,8 +49,25 @@ type Engine struct {
 	log       *slog.Logger
 	audit     plugin.AuditSink
 	clock     func() time.Time
+	observe   HookObserver
 
 	effectFailures atomic.Int64
+}
+
+// HookObserver sees how long each plugin call took: kind is "hook",
+// "gate", "action", "effect", "transform" or "result_transform". It must
+// be cheap and safe for concurrent use (the sidecar's metrics, profiling).
+type HookObserver func(plugin string, p phase.Phase, kind string, d time.Duration, err error)
+
+// WithHookObserver sets a HookObserver.
+func WithHookObserver(o HookObserver) Option { return func(e *Engine) { e.observe = o } }
+
+// Observe reports a plugin call made outside the engine (the run's
+// transforms) to the observer, if any.
+func (e *Engine) Observe(plugin string, p phase.Phase, kind string, start time.Time, err error) {
+	if e.observe != nil {
+		e.observe(plugin, p, kind, time.Since(start), err)
+	}
 }
 
 // Option configures an Engine.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/command"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -145,7 +146,7 @@ func (t *txn) gather(ctx context.Context) error {
 		cmds[i].Plugin = hooks[i].Plugin
 	}
 	failures := runParallel(len(hooks), func(i int) error {
-		return callHook(ctx, hooks[i].Hook, in, &cmds[i])
+		return t.x.e.timed(hooks[i].Plugin, t.p, "hook", func() error { return callHook(ctx, hooks[i].Hook, in, &cmds[i]) })
 	})
 	for i, err := range failures {
 		if err == nil {
@@ -167,7 +168,7 @@ func (t *txn) gather(ctx context.Context) error {
 	for _, i := range deferred {
 		h := hooks[i]
 		cmd := command.Command{Plugin: h.Plugin}
-		err := callHook(ctx, h.Hook, t.input(t.fork.Snapshot()), &cmd)
+		err := t.x.e.timed(h.Plugin, t.p, "hook", func() error { return callHook(ctx, h.Hook, t.input(t.fork.Snapshot()), &cmd) })
 		if err == nil {
 			err = t.validate(&cmd)
 		}
@@ -284,7 +285,9 @@ func (t *txn) dispatch(ctx context.Context, a map[string]any) error {
 				Msg: fmt.Sprintf("the payload of action %q does not fit its schema", key), Err: err}
 		}
 		cmd := command.Command{Plugin: entry.Plugin}
-		if err := callAction(ctx, entry.Handler, t.input(t.fork.Snapshot()), p, &cmd); err != nil {
+		if err := t.x.e.timed(entry.Plugin, t.p, "action", func() error {
+			return callAction(ctx, entry.Handler, t.input(t.fork.Snapshot()), p, &cmd)
+		}); err != nil {
 			var e *errs.Error
 			if errors.As(err, &e) {
 				return err
@@ -408,7 +411,7 @@ func (t *txn) dispatchEffects(ctx context.Context) {
 		if t.x.onEff != nil {
 			t.x.onEff(q.eff.Key, q.eff.Payload)
 		}
-		if err := callEffect(ctx, entry.Handler, t.input(q.snap), q.eff.Payload); err != nil {
+		if err := t.x.e.timed(entry.Plugin, t.p, "effect", func() error { return callEffect(ctx, entry.Handler, t.input(q.snap), q.eff.Payload) }); err != nil {
 			t.x.e.effectFailures.Add(1)
 			t.x.log.Warn("effect failed", "effect", q.eff.Key, "plugin", entry.Plugin, "error", err.Error())
 			t.x.events.Emit(event.EffectFailed{Key: q.eff.Key, Plugin: entry.Plugin, Error: err.Error()})
@@ -495,6 +498,17 @@ func runParallel(n int, f func(i int) error) []error {
 
 func recovered(v any) error {
 	return fmt.Errorf("panic: %v\n%s", v, debug.Stack())
+}
+
+// timed runs f and reports its duration to the observer, if any.
+func (e *Engine) timed(plugin string, p phase.Phase, kind string, f func() error) error {
+	if e.observe == nil {
+		return f()
+	}
+	start := time.Now()
+	err := f()
+	e.observe(plugin, p, kind, time.Since(start), err)
+	return err
 }
 
 func callHook(ctx context.Context, h plugin.Hook, in *plugin.Input, out *command.Command) (err error) {

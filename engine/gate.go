@@ -92,7 +92,8 @@ func (x *Exec) evaluate(ctx context.Context, in *plugin.Input) (gate.Tagged, []g
 	case 0:
 		return gate.Tagged{}, nil, nil
 	case 1: // the common case, without the bookkeeping of many
-		d, err := callGate(ctx, gates[0].Hook, in)
+		var d gate.Decision
+		err := x.e.timed(gates[0].Plugin, phase.ToolGate, "gate", func() (err error) { d, err = callGate(ctx, gates[0].Hook, in); return err })
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return gate.Tagged{}, nil, ctxErr
 		}
@@ -106,7 +107,8 @@ func (x *Exec) evaluate(ctx context.Context, in *plugin.Input) (gate.Tagged, []g
 	}
 	ds := make([]gate.Tagged, len(gates))
 	failures := runParallel(len(gates), func(i int) error {
-		d, err := callGate(ctx, gates[i].Hook, in)
+		var d gate.Decision
+		err := x.e.timed(gates[i].Plugin, phase.ToolGate, "gate", func() (err error) { d, err = callGate(ctx, gates[i].Hook, in); return err })
 		ds[i] = gate.Tagged{Decision: d, Plugin: gates[i].Plugin}
 		return err
 	})

@@ -2,11 +2,16 @@ package stdlib_test
 
 import (
 	"context"
+	"os"
+	"sort"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/command"
 	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/run"
 	"github.com/awaken-lua/awaken-lua/luabridge"
@@ -73,7 +78,14 @@ func benchSession(b *testing.B, ids []string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt, err := run.New(engine.New(g.Set), run.WithAgents(run.Agent{ID: "default", MaxSteps: 1 << 30, Configs: configs}))
+	var opts []engine.Option
+	var prof *hookProfile
+	if os.Getenv("AWAKEN_HOOK_PROFILE") != "" {
+		prof = &hookProfile{times: map[string]time.Duration{}}
+		opts = append(opts, engine.WithHookObserver(prof.observe))
+		defer func() { prof.print(b) }()
+	}
+	rt, err := run.New(engine.New(g.Set, opts...), run.WithAgents(run.Agent{ID: "default", MaxSteps: 1 << 30, Configs: configs}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -121,9 +133,50 @@ func benchSession(b *testing.B, ids []string) {
 		}
 	}
 	step() // warm the states
+	if prof != nil {
+		prof.reset()
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		step()
+		if prof != nil {
+			prof.steps++
+		}
+	}
+}
+
+// hookProfile adds up the time of each plugin call per step, when
+// AWAKEN_HOOK_PROFILE is set: which hook of which plugin costs what.
+type hookProfile struct {
+	mu    sync.Mutex
+	times map[string]time.Duration
+	steps int
+}
+
+func (h *hookProfile) observe(plugin string, p phase.Phase, kind string, d time.Duration, err error) {
+	h.mu.Lock()
+	h.times[plugin+" "+kind+" "+p.String()] += d
+	h.mu.Unlock()
+}
+
+func (h *hookProfile) reset() {
+	h.mu.Lock()
+	h.times = map[string]time.Duration{}
+	h.steps = 0
+	h.mu.Unlock()
+}
+
+func (h *hookProfile) print(b *testing.B) {
+	if h.steps == 0 {
+		return
+	}
+	keys := make([]string, 0, len(h.times))
+	for k := range h.times {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return h.times[keys[i]] > h.times[keys[j]] })
+	for _, k := range keys {
+		b.Logf("%-50s %8.1f us/step", k, float64(h.times[k].Microseconds())/float64(h.steps))
 	}
 }

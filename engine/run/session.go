@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/command"
@@ -462,7 +463,9 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (model
 	in := s.input()
 	in.Phase, in.Snap, in.Configs = phase.BeforeInference, s.store.Snapshot(), s.agent.Configs
 	for _, t := range s.agent.view.Transforms() {
+		start := time.Now()
 		next, err := callTransform(ctx, t, &in, out)
+		s.rt.eng.Observe(t.Plugin, phase.BeforeInference, "transform", start, err)
 		if err != nil {
 			return req, s.outcome(), s.fail(ctx, err)
 		}
@@ -961,7 +964,9 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 	in.Phase, in.Snap, in.Configs = phase.AfterToolExecute, s.store.Snapshot(), s.agent.Configs
 	in.Tool = &plugin.ToolInfo{Call: c.Call, Result: &r}
 	for _, t := range s.agent.view.ResultTransforms() {
+		start := time.Now()
 		next, err := callResultTransform(ctx, t, &in, c.Call, result)
+		s.rt.eng.Observe(t.Plugin, phase.AfterToolExecute, "result_transform", start, err)
 		if err != nil {
 			return result, s.outcome(), s.fail(ctx, err)
 		}
