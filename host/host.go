@@ -59,6 +59,8 @@ type Options struct {
 	Clock func() time.Time
 	// PoolSize bounds warm Lua states per plugin (0: the default).
 	PoolSize int
+	// HookObserver sees the duration of every plugin call (metrics).
+	HookObserver engine.HookObserver
 }
 
 // Generation is one load of the configuration and the plugins.
@@ -378,6 +380,9 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 	}
 	if h.opts.Clock != nil {
 		opts = append(opts, engine.WithClock(h.opts.Clock))
+	}
+	if h.opts.HookObserver != nil {
+		opts = append(opts, engine.WithHookObserver(h.opts.HookObserver))
 	}
 	eng := engine.New(lg.Set, opts...)
 	var list errs.List

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"fmt"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"io"
 	"net/http"
 	"sort"
@@ -156,9 +157,25 @@ var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 func escapeLabel(s string) string { return labelEscaper.Replace(s) }
 
-// metrics are the sidecar's own figures. Per-plugin hook latency is not
-// among them: hooks are timed inside the engine, which reports no timings
-// (see README.md); the phase histogram covers the hooks of each phase.
+// HookMetrics times plugin calls by plugin: the engine reports each call
+// to Observe (host.Options.HookObserver), and /metrics shows them as
+// awaken_hook_duration_seconds{plugin="..."}.
+type HookMetrics struct{ hooks *histogramVec }
+
+// NewHookMetrics makes an empty HookMetrics.
+func NewHookMetrics() *HookMetrics {
+	return &HookMetrics{hooks: &histogramVec{name: "awaken_hook_duration_seconds", label: "plugin",
+		help:   "Time of one plugin call (hook, gate, action, effect or transform) by plugin.",
+		values: map[string]*histogram{}}}
+}
+
+// Observe records one plugin call; it has the engine.HookObserver shape.
+func (m *HookMetrics) Observe(plugin string, _ phase.Phase, _ string, d time.Duration, _ error) {
+	m.hooks.observe(plugin, d)
+}
+
+// metrics are the sidecar's own figures; per-plugin hook latency comes from
+// HookMetrics when the host was opened with it.
 type metrics struct {
 	requests  *counterVec
 	decisions *counterVec
@@ -191,6 +208,9 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 	m.phases.write(bw)
 	m.decisions.write(bw)
 	m.reloads.write(bw)
+	if s.hooks != nil {
+		s.hooks.hooks.write(bw)
+	}
 	runs, suspended := s.openSuspensions()
 	gauge(bw, "awaken_open_suspensions", "Suspended tool calls waiting for a decision, in runs held in memory.", suspended)
 	gauge(bw, "awaken_runs_in_memory", "Runs held in memory that are not done.", runs)

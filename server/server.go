@@ -72,6 +72,9 @@ type Options struct {
 	// Waiting runs are kept (someone is to decide), and durable stores are
 	// never pruned.
 	AbandonAfter time.Duration
+	// Hooks, when set, adds per-plugin call latency to /metrics; open the
+	// host with HookObserver: Hooks.Observe so it sees the calls.
+	Hooks *HookMetrics
 }
 
 // Server is the sidecar. Make it with New, serve Handler (or the Server
@@ -87,6 +90,7 @@ type Server struct {
 	retain    time.Duration
 	abandon   time.Duration
 	metrics   *metrics
+	hooks     *HookMetrics
 	mux       *http.ServeMux
 	volatile  bool // the store is the in-process memory store
 	draining  atomic.Bool
@@ -134,6 +138,7 @@ func New(h *host.Host, o Options) *Server {
 	}
 	_, s.volatile = h.Store().(*run.MemoryStore)
 	s.metrics = newMetrics()
+	s.hooks = o.Hooks
 	s.cc = newClaudeCode(s)
 	s.routes()
 	s.janitor.Add(1)

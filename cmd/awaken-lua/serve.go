@@ -40,7 +40,8 @@ func cmdServe(e *env) int {
 		return exitUsage
 	}
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: lv}))
-	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Log: log})
+	hooks := server.NewHookMetrics()
+	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Log: log, HookObserver: hooks.Observe})
 	if err != nil {
 		return e.fail(err, configCode(err))
 	}
@@ -62,7 +63,7 @@ func cmdServe(e *env) int {
 		fmt.Fprintf(e.stderr, "awaken-lua serve: %v\n", err)
 		return exitFailed
 	}
-	srv := server.New(h, server.Options{Token: token, BodyLimit: int64(cfg.Server.BodyLimit),
+	srv := server.New(h, server.Options{Hooks: hooks, Token: token, BodyLimit: int64(cfg.Server.BodyLimit),
 		MaxConcurrent: cfg.Server.MaxConcurrent, Log: log})
 	// A slow client must not hold a concurrency slot for long: bodies are
 	// small (body_limit), so 30 s to read one is generous.
