@@ -269,3 +269,28 @@ func TestDevPrintsOneLinePerGeneration(t *testing.T) {
 		t.Fatalf("dev exited %d", code)
 	}
 }
+
+// The README's configuration examples for the standard plugins load: the
+// file parses and every plugin config fits its plugin's schema.
+func TestReadmeExamplesLoad(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(readme)
+	section := doc[strings.Index(doc, "## Standard plugins"):strings.Index(doc, "## Development")]
+	blocks := regexp.MustCompile("(?s)```toml\n(.*?)```").FindAllStringSubmatch(section, -1)
+	if len(blocks) < 6 {
+		t.Fatalf("found %d TOML examples", len(blocks))
+	}
+	var all strings.Builder
+	for _, b := range blocks {
+		all.WriteString(b[1])
+		all.WriteString("\n")
+	}
+	dir := project(t, all.String(), nil)
+	code, out, errOut := awaken(t, "", "--config", filepath.Join(dir, "awaken.toml"), "check")
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+}
