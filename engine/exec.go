@@ -423,10 +423,12 @@ func (t *txn) dispatchEffects(ctx context.Context) {
 // hookError names the plugin, phase and position of a failed hook, keeping
 // a code the hook's error already has.
 func (t *txn) hookError(err error, h plugin.HookEntry) error {
-	return hookError(err, h.Plugin, t.p, h.Pos)
+	return HookError(err, h.Plugin, t.p, h.Pos)
 }
 
-func hookError(err error, plugin string, p phase.Phase, pos errs.Pos) error {
+// HookError names the plugin, phase and position of a failed plugin call,
+// keeping a code the error already has; context errors pass through.
+func HookError(err error, plugin string, p phase.Phase, pos errs.Pos) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		if _, ok := err.(*errs.Error); !ok {
 			return err

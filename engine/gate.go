@@ -127,7 +127,7 @@ func (x *Exec) evaluate(ctx context.Context, in *plugin.Input) (gate.Tagged, []g
 // failClosed turns a gate hook's failure into a block with the error as
 // the reason.
 func (x *Exec) failClosed(err error, g plugin.GateEntry) gate.Decision {
-	herr := hookError(err, g.Plugin, phase.ToolGate, g.Pos)
+	herr := HookError(err, g.Plugin, phase.ToolGate, g.Pos)
 	x.log.Warn("gate hook failed; the call is blocked", "plugin", g.Plugin, "error", herr.Error())
 	return gate.Decision{Kind: gate.Block, Reason: herr.Error()}
 }

@@ -306,7 +306,7 @@ func (t *luaResultTransform) TransformResult(ctx context.Context, in *plugin.Inp
 	err := t.p.invoke(ctx, invocation{fn: t.fn, kind: "result transform", phase: "after_tool_execute", in: in, nret: 1,
 		args: func(inst *instance, c *hookCall) int {
 			inst.L.Push(inst.callTable(&plugin.ToolInfo{Call: call}))
-			inst.L.Push(toLua(inst.L, inst.null, resultValue(res)))
+			inst.L.Push(toLua(inst.L, inst.null, res.Value()))
 			inst.L.Push(c.ud)
 			return 3
 		},

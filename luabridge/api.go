@@ -207,13 +207,13 @@ func (inst *instance) decisionIndex(L *lua.LState) int {
 		if d.Result == nil {
 			L.Push(lua.LNil)
 		} else {
-			L.Push(toLua(L, inst.null, resultValue(*d.Result)))
+			L.Push(toLua(L, inst.null, (*d.Result).Value()))
 		}
 	case "ticket":
 		if d.Ticket == nil {
 			L.Push(lua.LNil)
 		} else {
-			L.Push(toLua(L, inst.null, ticketValue(*d.Ticket)))
+			L.Push(toLua(L, inst.null, (*d.Ticket).Value()))
 		}
 	default:
 		L.Push(lua.LNil)
@@ -315,35 +315,17 @@ func ticketFrom(v any) (gate.Ticket, error) {
 	return tk, nil
 }
 
-func ticketValue(t gate.Ticket) map[string]any {
-	b, _ := json.Marshal(t)
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	return m
-}
-
-func resultValue(r model.ToolResult) map[string]any {
-	m := map[string]any{"status": r.Status}
-	if r.Data != nil {
-		m["data"] = r.Data
-	}
-	if r.Message != "" {
-		m["message"] = r.Message
-	}
-	return m
-}
-
 func (inst *instance) success(L *lua.LState) int {
 	v, err := fromLua(L.Get(1), inst.null)
 	if err != nil {
 		L.ArgError(1, err.Error())
 	}
-	L.Push(toLua(L, inst.null, resultValue(model.Success(v))))
+	L.Push(toLua(L, inst.null, model.Success(v).Value()))
 	return 1
 }
 
 func (inst *instance) errorResult(L *lua.LState) int {
-	L.Push(toLua(L, inst.null, resultValue(model.Error(L.CheckString(1)))))
+	L.Push(toLua(L, inst.null, model.Error(L.CheckString(1)).Value()))
 	return 1
 }
 
@@ -356,7 +338,7 @@ func (inst *instance) pending(L *lua.LState) int {
 	if err != nil {
 		L.ArgError(1, err.Error())
 	}
-	L.Push(toLua(L, inst.null, map[string]any{"status": model.StatusPending, "message": tk.Message, "data": ticketValue(tk)}))
+	L.Push(toLua(L, inst.null, map[string]any{"status": model.StatusPending, "message": tk.Message, "data": tk.Value()}))
 	return 1
 }
 

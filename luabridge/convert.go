@@ -104,7 +104,7 @@ func (c *converter) convert(v lua.LValue, path string, depth int) (any, error) {
 			return v.name, nil
 		case *resultView:
 			// Storing ctx.tool.result stores what it shows.
-			return resultValue(*v.r), nil
+			return (*v.r).Value(), nil
 		case *callView:
 			return map[string]any{"id": v.t.Call.ID, "name": v.t.Call.Name, "args": v.t.Call.Args}, nil
 		}

@@ -320,14 +320,14 @@ func (h *harness) gate(L *lua.LState) int {
 			t.ResumeMode = gate.Replay
 		}
 		t.CallID = call.Call.ID
-		out["ticket"] = ticketValue(t)
+		out["ticket"] = t.Value()
 	case gate.SetResult:
 		out["decision"] = "set_result"
 		r := model.Success(nil)
 		if d.Result != nil {
 			r = *d.Result
 		}
-		out["result"] = resultValue(r)
+		out["result"] = r.Value()
 	}
 	if res.RewrittenBy != "" {
 		out["rewritten_by"] = res.RewrittenBy
@@ -644,7 +644,7 @@ func (h *harness) result(L *lua.LState, res run.Result, rec *event.Recorder, eff
 	}
 	suspended := []any{}
 	for _, t := range res.Suspended {
-		suspended = append(suspended, ticketValue(t))
+		suspended = append(suspended, t.Value())
 	}
 	out := map[string]any{
 		"termination": res.Termination,

@@ -84,6 +84,33 @@ type Ticket struct {
 	ResumeMode     ResumeMode `json:"resume_mode"`
 }
 
+// Value is the ticket as a canonical value, with its JSON field names.
+func (t Ticket) Value() map[string]any {
+	m := map[string]any{"id": t.ID, "resume_mode": string(t.ResumeMode)}
+	set := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	set("call_id", t.CallID)
+	set("action", t.Action)
+	set("message", t.Message)
+	if t.Parameters != nil {
+		m["parameters"] = t.Parameters
+	}
+	if t.ResponseSchema != nil {
+		m["response_schema"] = t.ResponseSchema
+	}
+	if len(t.Options) > 0 {
+		opts := make([]any, len(t.Options))
+		for i, o := range t.Options {
+			opts[i] = o
+		}
+		m["options"] = opts
+	}
+	return m
+}
+
 // Resume is the host's answer to a suspended call.
 type Resume struct {
 	Target string `json:"target"`

@@ -84,6 +84,19 @@ type ToolResult struct {
 	Message string `json:"message,omitempty"`
 }
 
+// Value is the result as a canonical value {status, data?, message?}, the
+// shape plugins and state see.
+func (r ToolResult) Value() map[string]any {
+	m := map[string]any{"status": r.Status}
+	if r.Data != nil {
+		m["data"] = r.Data
+	}
+	if r.Message != "" {
+		m["message"] = r.Message
+	}
+	return m
+}
+
 // Success makes a success result.
 func Success(data any) ToolResult { return ToolResult{Status: StatusSuccess, Data: data} }
 

@@ -487,28 +487,10 @@ func callTransform(ctx context.Context, t plugin.TransformEntry, in *plugin.Inpu
 			err = fmt.Errorf("panic: %v", v)
 		}
 		if err != nil {
-			err = wrapHook(err, t.Plugin, phase.BeforeInference, t.Pos, "request transform")
+			err = engine.HookError(err, t.Plugin, phase.BeforeInference, t.Pos)
 		}
 	}()
 	return t.Transform.TransformRequest(ctx, in, req)
-}
-
-func wrapHook(err error, pluginID string, p phase.Phase, pos errs.Pos, what string) error {
-	var e *errs.Error
-	if errors.As(err, &e) {
-		c := *e
-		if c.Plugin == "" {
-			c.Plugin = pluginID
-		}
-		if c.Phase == "" {
-			c.Phase = p.String()
-		}
-		if !c.Pos.IsValid() {
-			c.Pos = pos
-		}
-		return &c
-	}
-	return &errs.Error{Code: errs.HookFailed, Plugin: pluginID, Phase: p.String(), Pos: pos, Msg: what + " failed", Err: err}
 }
 
 func filterTools(tools []model.ToolSpec, filter any) []model.ToolSpec {
@@ -644,22 +626,11 @@ func (s *Session) recordCalls(ctx context.Context, p phase.Phase, only ...*CallR
 			}
 		}
 		if c.Result != nil {
-			rec["result"] = resultValue(*c.Result)
+			rec["result"] = (*c.Result).Value()
 		}
 		m[c.Call.ID] = rec
 	}
 	return s.record(ctx, p, KeyToolCalls, m)
-}
-
-func resultValue(r model.ToolResult) map[string]any {
-	m := map[string]any{"status": r.Status}
-	if r.Data != nil {
-		m["data"] = r.Data
-	}
-	if r.Message != "" {
-		m["message"] = r.Message
-	}
-	return m
 }
 
 func (s *Session) call(id string) *CallRecord {
@@ -860,17 +831,10 @@ func (s *Session) applyGate(ctx context.Context, c *CallRecord, g *GateRecord) e
 		if err := s.move(c, CallSuspended); err != nil {
 			return err
 		}
-		pending := model.ToolResult{Status: model.StatusPending, Message: g.Ticket.Message, Data: ticketValue(*g.Ticket)}
+		pending := model.ToolResult{Status: model.StatusPending, Message: g.Ticket.Message, Data: (*g.Ticket).Value()}
 		s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(CallSuspended), Result: &pending})
 	}
 	return s.recordCalls(ctx, phase.ToolGate, c)
-}
-
-func ticketValue(t gate.Ticket) map[string]any {
-	b, _ := json.Marshal(t)
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	return m
 }
 
 // BeforeToolExecute runs before_tool_execute for a call the gate allowed.
@@ -1008,7 +972,7 @@ func callResultTransform(ctx context.Context, t plugin.ResultTransformEntry, in 
 			err = fmt.Errorf("panic: %v", v)
 		}
 		if err != nil {
-			err = wrapHook(err, t.Plugin, phase.AfterToolExecute, t.Pos, "result transform")
+			err = engine.HookError(err, t.Plugin, phase.AfterToolExecute, t.Pos)
 		}
 	}()
 	return t.Transform.TransformResult(ctx, in, call, res)
