@@ -2,10 +2,12 @@ package stdlib_test
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"sort"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine"
@@ -63,8 +65,55 @@ func BenchmarkStepEach(b *testing.B) {
 	}
 }
 
-func benchSession(b *testing.B, ids []string) {
+// BenchmarkStepFloor is the step with one trivial plugin instead of the
+// standard ones: what the Go bridge costs for a hook that does (almost)
+// nothing, per kind of hook. Subtract BenchmarkStepEach/none.
+func BenchmarkStepFloor(b *testing.B) {
+	for _, c := range []struct{ name, src string }{
+		{"after_tool_execute", `p:on("after_tool_execute", function(ctx) end)`},
+		{"after_tool_execute_reads", `p:on("after_tool_execute", function(ctx) local t = ctx.tool; local _ = t.name, t.id, t.decision, ctx.config, ctx.run.step end)`},
+		{"step_end", `p:on("step_end", function(ctx) end)`},
+		{"tool_gate", `p:tool_gate(function(ctx, call) end)`},
+		{"tool_gate_args", `p:tool_gate(function(ctx, call) local _ = call.args end)`},
+		{"transform_nil", `p:transform(function(req, ctx) end)`},
+		{"transform_return", `p:transform(function(req, ctx) return req end)`},
+		{"result_transform_nil", `p:result_transform(function(call, res, ctx) end)`},
+		{"get_tool_calls_after_tool_execute", `p:on("after_tool_execute", function(ctx) local _ = ctx:get("__runtime.tool_calls") end)`},
+		{"get_tool_calls_step_end", `p:on("step_end", function(ctx) local _ = ctx:get("__runtime.tool_calls") end)`},
+		{"response_after_inference", `p:on("after_inference", function(ctx) local _ = ctx.response.tool_calls end)`},
+		{"schedule_after_tool_execute", `p:on("after_tool_execute", function(ctx) ctx:schedule("runtime.add_context_message", {key = "k", content = "c"}) end)`},
+		// ten of one operation in step_end: (this - step_end) / 10 is one
+		{"x10_get_small", `local k = p:key("floor.k", {default = {step = 0, calls = 0, by_tool = {}}})
+p:on("step_end", function(ctx) for i = 1, 10 do local _ = ctx:get(k) end end)`},
+		{"x10_get_number", `local k = p:key("floor.n", {default = 0})
+p:on("step_end", function(ctx) for i = 1, 10 do local _ = ctx:get(k) end end)`},
+		{"x10_update_small", `local k = p:key("floor.k", {default = {step = 0, calls = 0, by_tool = {}}, schema = {type = "object", properties = {step = {type = "integer"}, calls = {type = "integer"}, by_tool = {type = "object", additionalProperties = {type = "integer"}}}}})
+p:on("step_end", function(ctx) for i = 1, 10 do ctx:update(k, {step = i, calls = 2, by_tool = {}}) end end)`},
+		{"x10_update_add", `local k = p:key("floor.n", {default = 0, reducer = "add", schema = {type = "integer"}})
+p:on("step_end", function(ctx) for i = 1, 10 do ctx:update(k, 1) end end)`},
+		{"x10_ctx_run_step", `p:on("step_end", function(ctx) for i = 1, 10 do local _ = ctx.run.step end end)`},
+		{"x10_ctx_config", `p:on("step_end", function(ctx) for i = 1, 10 do local _ = ctx.config end end)`},
+		{"x10_find_plain", `p:on("step_end", function(ctx) local s = "package main // TODO: nothing secret here, token=abc" for i = 1, 10 do local _ = s:find("sk-", 1, true) end end)`},
+		{"x10_table3", `p:on("step_end", function(ctx) for i = 1, 10 do local _ = {a = 1, b = 2, c = 3} end end)`},
+		{"x1000_loop", `p:on("step_end", function(ctx) local n = 0 for i = 1, 1000 do n = n + i end end)`},
+		{"emit_after_tool_execute", `p:on("after_tool_execute", function(ctx) ctx:emit("runtime.audit", {event = "x", tool = "t", call_id = "c", status = "succeeded", args = {path = "."}}) end)`},
+	} {
+		src := "local awaken = require(\"awaken\")\nlocal p = awaken.plugin { id = \"floor\" }\n" + c.src + "\nreturn p\n"
+		b.Run(c.name, func(b *testing.B) {
+			benchSessionFS(b, fstest.MapFS{"floor.lua": {Data: []byte(src)}}, nil)
+		})
+	}
+}
+
+func benchSession(b *testing.B, ids []string) { benchSessionFS(b, nil, ids) }
+
+// benchSessionFS runs the step with the stdlib plugins ids and, when
+// plugins is not nil, every plugin in it (with an empty config).
+func benchSessionFS(b *testing.B, plugins fs.FS, ids []string) {
 	l := &luabridge.Loader{Stdlib: luabridge.Source{FS: stdlib.FS, Name: "stdlib"}, Enable: ids}
+	if plugins != nil {
+		l.Plugins = luabridge.Source{FS: plugins, Name: "bench"}
+	}
 	g, err := l.Load(context.Background())
 	if err != nil {
 		b.Fatal(err)

@@ -86,6 +86,50 @@ t.test("a resumed call records its suspension; a set_result answer its reason", 
   t.eq(recs[3].event, "tool_call")
 end)
 
+t.test("the gate's decision comes with the call: the runtime's record is not needed", function()
+  local h = harness {}
+  -- a block, named by ctx.tool (decision, decided_by, reason)
+  local r = h:phase("after_tool_execute",
+    { tool = { id = "c1", name = "shell", args = { cmd = "rm -rf /", token = "t" }, decision = "block", decided_by = "guard",
+      reason = "rm is not allowed", result = { status = "error", message = "rm is not allowed", data = { rejected = true } } } },
+    { step = 3 })
+  local recs = records(r)
+  t.eq(#recs, 2)
+  for _, rec in ipairs(recs) do
+    t.match(rec.run_id, "^run_")
+    rec.run_id = nil
+  end
+  t.eq(recs[1], { event = "gate_decision", thread_id = "main", agent_id = "default", step = 3, tool = "shell",
+    call_id = "c1", decision = "block", plugin = "guard", reason = "rm is not allowed",
+    args = { cmd = "rm -rf /", token = "***" } })
+  t.eq(recs[2], { event = "tool_call", thread_id = "main", agent_id = "default", step = 3, tool = "shell",
+    call_id = "c1", decision = "block", plugin = "guard", status = "failed", reason = "rm is not allowed",
+    args = { cmd = "rm -rf /", token = "***" } })
+  -- an allow after a rewrite; decided_by is not recorded for an allow
+  recs = records(h:phase("after_tool_execute",
+    { tool = { id = "c2", name = "fetch", args = { url = "x" }, decision = "allow", decided_by = "rewriter",
+      rewritten_by = "rewriter", result = awaken.success("ok") } }))
+  t.eq(#recs, 2)
+  t.eq({ recs[1].event, recs[1].decision, recs[1].plugin }, { "gate_decision", "rewrite", "rewriter" })
+  t.eq({ recs[2].event, recs[2].decision, recs[2].plugin, recs[2].rewritten_by, recs[2].status },
+    { "tool_call", "allow", nil, "rewriter", "succeeded" })
+  -- set_result: a success answer has no reason, an error answer its message
+  recs = records(h:phase("after_tool_execute",
+    { tool = { id = "c3", name = "cached", decision = "set_result", decided_by = "cache", result = awaken.success("hit") } }))
+  t.eq({ recs[1].decision, recs[1].plugin, recs[1].reason }, { "set_result", "cache", nil })
+  t.eq({ recs[2].status, recs[2].reason }, { "succeeded", nil })
+  recs = records(h:phase("after_tool_execute",
+    { tool = { id = "c4", name = "cached", decision = "set_result", decided_by = "cache", result = awaken.error("miss") } }))
+  t.eq({ recs[1].reason, recs[2].status, recs[2].reason }, { "miss", "failed", "miss" })
+  -- the decision on the call wins over a record that says otherwise
+  local calls = { c5 = call_record("c5", { status = "running", decision = "block", plugin = "other" }) }
+  recs = records(h:phase("after_tool_execute",
+    { tool = { id = "c5", name = "shell", decision = "allow", result = awaken.success("") } },
+    { state = { ["__runtime.tool_calls"] = calls } }))
+  t.eq(#recs, 1)
+  t.eq(recs[1].decision, "allow")
+end)
+
 t.test("step_end sweeps up calls cancelled after a suspension, once", function()
   local h = harness {}
   local calls = {
@@ -307,6 +351,14 @@ t.test("masking copies only what it changes; compiled lists are remembered by co
   t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled { "pin", "token" }), { token = "***", pin = "***" })
   t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled {}), { token = "t", pin = "1" })
   t.ok(mask.compiled { "a", "b" } == mask.compiled { "a", "b" })
+  -- the same list table again (a hook's ctx.config is kept per state), and
+  -- after another list
+  local list = { "Token" }
+  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled(list)), { token = "***", pin = "1" })
+  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled(list)), { token = "***", pin = "1" })
+  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled { "pin" }), { token = "t", pin = "***" })
+  t.eq(mask.apply({ TOKEN = "t", pin = "1" }, mask.compiled(list)), { TOKEN = "***", pin = "1" })
+  t.ok(mask.compiled(nil) == mask.compiled {})
 end)
 
 t.test("config errors", function()

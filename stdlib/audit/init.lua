@@ -9,14 +9,17 @@
 --
 -- Gates are read-only and cannot emit effects, so decisions are audited
 -- once their outcome is visible: in after_tool_execute (which runs for
--- calls that ran, were blocked or were answered by a gate), from the
--- runtime's own record of each call in __runtime.tool_calls (decision,
--- plugin, reason, rewritten_by, status, ticket). A suspension is audited
--- when the call is resumed (in after_tool_execute, with ctx.tool.resume) or
--- cancelled. Calls that never reach after_tool_execute (cancelled after a
--- suspension or with the run, interrupted after a block or a stop) are
--- swept up at step_end and run_end. run_end reads how the run ended from
--- ctx.run.termination.
+-- calls that ran, were blocked or were answered by a gate), from the gate's
+-- decision that comes with the call (ctx.tool.decision, decided_by, reason,
+-- rewritten_by). A suspension is audited when the call is resumed (in
+-- after_tool_execute, with ctx.tool.resume) or cancelled. Calls that never
+-- reach after_tool_execute (cancelled after a suspension or with the run,
+-- interrupted after a block or a stop) are swept up at step_end and
+-- run_end from the runtime's own record of the step's calls in
+-- __runtime.tool_calls (decision, plugin, reason, rewritten_by, status,
+-- ticket). That record is read there only: it holds every call's arguments
+-- and result, so reading it costs more than anything else here. run_end
+-- reads how the run ended from ctx.run.termination.
 local awaken = require("awaken")
 local mask = require("audit.mask")
 
@@ -77,20 +80,14 @@ local function calls_of(ctx)
   return calls
 end
 
--- The call status for a result.
-local function status_of(result)
-  if result.status == "success" then return "succeeded" end
-  return "failed"
-end
-
 -- Why a gate decided as it did: the runtime's record of the decision (a
 -- block's reason, a suspension's message), else where the outcome says: a
 -- block's reason is its result's message, as is an error answered by
 -- set_result.
-local function reason_of(decision, reason, result)
+local function reason_of(decision, reason, status, message)
   if reason ~= nil and reason ~= "" then return reason end
-  if decision == "block" or (decision == "set_result" and result.status == "error") then
-    return result.message
+  if decision == "block" or (decision == "set_result" and status == "error") then
+    return message
   end
 end
 
@@ -98,46 +95,75 @@ local EMPTY = {} -- a missing record or result (never written)
 
 -- Emits the records of one finished call: the decisions that were not a
 -- plain allow (a suspension that was resumed, a rewrite, a block,
--- set_result or suspend), then the call. rec is the runtime's record of the
--- call (decision, plugin, reason, rewritten_by, ticket), args are masked.
-local function audit_call(ctx, name, id, rec, decision, status, result, args, resume)
+-- set_result or suspend), then the call. plugin, reason and ticket are the
+-- gate's (read only for a decision other than allow), rewritten_by the
+-- plugin whose rewrite gave the arguments; status is the call's, rstatus
+-- and message its result's; args are masked. Each record is built in one
+-- table constructor, run fields included: the records are most of what
+-- this plugin costs.
+local function audit_call(ctx, name, id, decision, plugin, reason, ticket, rewritten_by, status, rstatus, message, args,
+                          resume)
+  local run = ctx.run
+  local run_id, thread_id, agent_id, step = run.id, run.thread_id, run.agent_id, run.step
   if resume then
     -- the call was suspended for a decision, and is now resumed
-    emit(ctx, "gate_decision", {
+    ctx:emit("runtime.audit", {
+      event = "gate_decision", run_id = run_id, thread_id = thread_id, agent_id = agent_id, step = step,
       tool = name, call_id = id, decision = "suspend", args = args,
       resume = { action = resume.action, reason = resume.reason },
     })
   end
-  local rewritten_by = rec.rewritten_by
   if rewritten_by then
-    emit(ctx, "gate_decision", { tool = name, call_id = id, decision = "rewrite", plugin = rewritten_by, args = args })
-  end
-  local plugin = nil
-  if decision ~= nil and decision ~= "allow" then
-    plugin = rec.plugin
-    emit(ctx, "gate_decision", {
-      tool = name, call_id = id, decision = decision, plugin = plugin,
-      reason = reason_of(decision, rec.reason, result), ticket = rec.ticket, args = args,
+    ctx:emit("runtime.audit", {
+      event = "gate_decision", run_id = run_id, thread_id = thread_id, agent_id = agent_id, step = step,
+      tool = name, call_id = id, decision = "rewrite", plugin = rewritten_by, args = args,
     })
   end
-  emit(ctx, "tool_call", {
+  if decision ~= nil and decision ~= "allow" then
+    ctx:emit("runtime.audit", {
+      event = "gate_decision", run_id = run_id, thread_id = thread_id, agent_id = agent_id, step = step,
+      tool = name, call_id = id, decision = decision, plugin = plugin,
+      reason = reason_of(decision, reason, rstatus, message), ticket = ticket, args = args,
+    })
+  else
+    plugin = nil
+  end
+  ctx:emit("runtime.audit", {
+    event = "tool_call", run_id = run_id, thread_id = thread_id, agent_id = agent_id, step = step,
     tool = name, call_id = id, decision = decision, plugin = plugin, status = status,
-    reason = result.status == "error" and result.message or nil, rewritten_by = rewritten_by, args = args,
+    reason = rstatus == "error" and message or nil, rewritten_by = rewritten_by, args = args,
   })
 end
 
+-- A finished call. The gate's decision comes with it (ctx.tool.decision,
+-- decided_by, reason, rewritten_by; in after_tool_execute it is never a
+-- suspension, so there is no ticket): only a host that gives none makes
+-- this read the runtime's record of the step's calls, or else judge by the
+-- result.
 p:on("after_tool_execute", function(ctx)
   local tool = ctx.tool
   local id = tool.id
   local result = tool.result or EMPTY
-  local rec = calls_of(ctx)[id] or EMPTY
-  local decision = rec.decision
-  if decision == nil then
-    -- no runtime record (a host that skipped the gate): judge by the result
-    local data = result.data
-    decision = type(data) == "table" and data.rejected and "block" or "allow"
+  local rstatus = result.status
+  local decision = tool.decision
+  local plugin, reason, ticket, rewritten_by
+  if decision ~= nil then
+    rewritten_by = tool.rewritten_by
+    if decision ~= "allow" then plugin, reason = tool.decided_by, tool.reason end
+  else
+    local rec = calls_of(ctx)[id] or EMPTY
+    decision, plugin, reason, ticket, rewritten_by = rec.decision, rec.plugin, rec.reason, rec.ticket, rec.rewritten_by
+    if decision == nil then
+      local data = result.data
+      decision = type(data) == "table" and data.rejected and "block" or "allow"
+    end
   end
-  audit_call(ctx, tool.name, id, rec, decision, status_of(result), result,
+  -- the message is recorded for an error, or as the reason of a block or
+  -- set_result
+  local message = nil
+  if rstatus ~= "success" or decision == "block" or decision == "set_result" then message = result.message end
+  audit_call(ctx, tool.name, id, decision, plugin, reason, ticket, rewritten_by,
+    rstatus == "success" and "succeeded" or "failed", rstatus, message,
     mask.apply(tool.args, mask.compiled(ctx.config.mask)), tool.resume)
 end)
 
@@ -164,7 +190,9 @@ local function sweep(ctx, calls)
   local m = mask.compiled(ctx.config.mask)
   for _, id in ipairs(ids) do
     local rec = calls[id]
-    audit_call(ctx, rec.name, id, rec, rec.decision, rec.status, rec.result or EMPTY, mask.apply(rec.args or {}, m))
+    local result = rec.result or EMPTY
+    audit_call(ctx, rec.name, id, rec.decision, rec.plugin, rec.reason, rec.ticket, rec.rewritten_by, rec.status,
+      result.status, result.message, mask.apply(rec.args or {}, m))
     done[id] = true
   end
   ctx:update(swept, { step = ctx.run.step, ids = done })

@@ -25,14 +25,18 @@ function M.compile(list)
   return c
 end
 
--- Compiled lists by their contents: a hook gets the config as a fresh table
--- on every call. Bounded; it changes no result.
+-- Compiled lists by their contents: configs of several agents, or converted
+-- anew (validation, the test harness), bring the same lists. Bounded; it
+-- changes no result.
 local cache, cached = {}, 0
 local CACHE_MAX = 16
 
 -- The last list compiled, entry by entry, and its rules: a hook compares
--- its config's list with it without allocating anything.
-local last_list, last_compiled = nil, nil
+-- its config's list with it without allocating anything. last_ref is the
+-- table it was given: ctx.config is kept per Lua state and read-only, so a
+-- hook gets the same list table on every call, and finds its rules with
+-- one comparison.
+local last_list, last_compiled, last_ref = nil, nil, nil
 
 local function same(a, b)
   if #a ~= #b then return false end
@@ -45,12 +49,16 @@ end
 -- compiled returns compile(list), from the cache when the same list was
 -- compiled before.
 function M.compiled(list)
+  if list ~= nil and list == last_ref then return last_compiled end
   list = list or {}
-  if last_list ~= nil and same(list, last_list) then return last_compiled end
+  if last_list ~= nil and same(list, last_list) then
+    last_ref = list
+    return last_compiled
+  end
   local c = M.cached(list)
   local copy = {}
   for i = 1, #list do copy[i] = list[i] end
-  last_list, last_compiled = copy, c
+  last_list, last_compiled, last_ref = copy, c, list
   return c
 end
 
@@ -88,6 +96,22 @@ end
 
 local NONE = {} -- no dotted path in play (never written)
 
+-- Field names lower-cased, by name: argument names are few and recur on
+-- every call. Bounded; it changes no result.
+local lowered, nlowered = {}, 0
+local LOWERED_MAX = 512
+
+local function lower_name(k)
+  local name = lowered[k]
+  if name == nil then
+    name = k:lower()
+    if nlowered >= LOWERED_MAX then lowered, nlowered = {}, 0 end
+    lowered[k] = name
+    nlowered = nlowered + 1
+  end
+  return name
+end
+
 -- Masks what c selects in v, copying only the tables on the way to a masked
 -- field: returns v itself when nothing in it is masked, which is the common
 -- case and allocates nothing. active holds the dotted paths still in play
@@ -110,7 +134,7 @@ local function walk(v, c, active)
   end
   local anywhere = c.anywhere
   for k, item in pairs(v) do
-    local name = type(k) == "string" and k:lower() or tostring(k)
+    local name = type(k) == "string" and lower_name(k) or tostring(k)
     local masked = anywhere[name]
     local next_active = NONE
     if not masked and #active > 0 then

@@ -186,6 +186,36 @@ t.test("the gate reads the step's calls only when a limit is near", function()
   t.eq(h:gate({ id = "c2", name = "b" }, { state = state }).decision, "set_result")
 end)
 
+t.test("only this plugin's refusal stops the run: the gate's decision comes with the call", function()
+  local h = harness { max_tool_calls = 2 }
+  local calls = {
+    c1 = { id = "c1", name = "a", args = {}, status = "succeeded", decision = "allow", step = 1 },
+    c2 = { id = "c2", name = "a", args = {}, status = "running", decision = "set_result", plugin = "budget", step = 1 },
+  }
+  local refusal = { status = "error", message = "budget exceeded: max_tool_calls is 2; the call was not run",
+    data = { budget_exceeded = "tool_calls" } }
+  local function after(tool)
+    return h:phase("after_tool_execute", { tool = tool }, { state = { ["__runtime.tool_calls"] = calls } })
+  end
+  -- this plugin's set_result: the step's calls are counted, and the run stops
+  local r = after { id = "c2", name = "a", decision = "set_result", decided_by = "budget", result = refusal }
+  t.eq(r.state["budget.tool_calls"], 1)
+  t.eq(r.state["budget.calls_per_tool"], { a = 1 })
+  -- another plugin's answer, a call the gate allowed, a block: no stop, nothing counted
+  for _, tool in ipairs {
+    { id = "c2", name = "a", decision = "set_result", decided_by = "cache", result = refusal },
+    { id = "c2", name = "a", decision = "allow", result = refusal },
+    { id = "c2", name = "a", decision = "block", decided_by = "budget", result = refusal },
+  } do
+    t.eq(after(tool).state["budget.tool_calls"], nil, tool.decision)
+  end
+  -- without a decision on the call, the runtime's record says whose answer it was
+  r = after { id = "c2", name = "a", result = refusal }
+  t.eq(r.state["budget.tool_calls"], 1)
+  r = h:phase("after_tool_execute", { tool = { id = "c2", name = "a", result = refusal } })
+  t.eq(r.state["budget.tool_calls"], nil)
+end)
+
 t.test("after_inference records the step's calls", function()
   local h = harness { max_calls_per_tool = { b = 5 } }
   local r = h:phase("after_inference", { response = { text = "", tool_calls = {

@@ -84,11 +84,6 @@ local warned = p:key("budget.warned", {
 
 local CALLS = "__runtime.tool_calls"
 
--- Whether any tool-call limit is configured.
-local function limits_calls(cfg)
-  return cfg.max_tool_calls ~= nil or next(cfg.max_calls_per_tool) ~= nil
-end
-
 -- The runtime's records of this step's calls.
 local function step_calls(ctx)
   local calls = ctx:get(CALLS)
@@ -122,57 +117,69 @@ local function exceeded(limit, text)
   })
 end
 
+-- Each hook reads the config (a table kept per Lua state), the call's
+-- fields and each key once: every read from ctx crosses into Go.
 p:tool_gate(function(ctx, call)
   local cfg = ctx.config
   local max_total = cfg.max_tool_calls
-  local max_tool = cfg.max_calls_per_tool[call.name]
+  local name = call.name
+  local max_tool = cfg.max_calls_per_tool[name]
   if max_total == nil and max_tool == nil then return end
   -- fast path: even if every call of the step ran, no limit would be passed
   local st = ctx:get(step_key)
-  if st.step == ctx.run.step and
-      (max_total == nil or ctx:get(tool_calls) + st.calls <= max_total) and
-      (max_tool == nil or (ctx:get(per_tool)[call.name] or 0) + (st.by_tool[call.name] or 0) <= max_tool) then
-    return
+  local step = ctx.run.step
+  local earlier, earlier_tool
+  if st.step == step then
+    if max_total ~= nil then earlier = ctx:get(tool_calls) end
+    if max_tool ~= nil then earlier_tool = ctx:get(per_tool)[name] or 0 end
+    if (max_total == nil or earlier + st.calls <= max_total) and
+        (max_tool == nil or earlier_tool + (st.by_tool[name] or 0) <= max_tool) then
+      return
+    end
   end
   -- the step's other calls the gate allowed (run, running or about to run)
   local total, same = 0, 0
-  local step = ctx.run.step
-  for id, rec in pairs(step_calls(ctx)) do
-    if id ~= call.id and rec.decision == "allow" and (rec.step == nil or rec.step == step) then
+  local id = call.id
+  for cid, rec in pairs(step_calls(ctx)) do
+    if cid ~= id and rec.decision == "allow" and (rec.step == nil or rec.step == step) then
       total = total + 1
-      if rec.name == call.name then same = same + 1 end
+      if rec.name == name then same = same + 1 end
     end
   end
-  if max_total and ctx:get(tool_calls) + total + 1 > max_total then
+  if max_total and (earlier or ctx:get(tool_calls)) + total + 1 > max_total then
     return exceeded("tool_calls", string.format("max_tool_calls is %d", max_total))
   end
-  if max_tool and (ctx:get(per_tool)[call.name] or 0) + same + 1 > max_tool then
-    return exceeded("calls_" .. call.name, string.format("max_calls_per_tool.%s is %d", call.name, max_tool))
+  if max_tool and (earlier_tool or ctx:get(per_tool)[name] or 0) + same + 1 > max_tool then
+    return exceeded("calls_" .. name, string.format("max_calls_per_tool.%s is %d", name, max_tool))
   end
 end)
 
 p:on("after_inference", function(ctx)
   local cfg = ctx.config
-  if limits_calls(cfg) then
+  local limits = cfg.max_calls_per_tool
+  local response
+  if cfg.max_tool_calls ~= nil or next(limits) ~= nil then
     -- the step's calls, for the gate's fast path
-    local calls = ctx.response.tool_calls
+    response = ctx.response
+    local calls = response.tool_calls
     local by_tool = {}
     for i = 1, #calls do
       local name = calls[i].name
-      if cfg.max_calls_per_tool[name] then by_tool[name] = (by_tool[name] or 0) + 1 end
+      if limits[name] then by_tool[name] = (by_tool[name] or 0) + 1 end
     end
     ctx:update(step_key, { step = ctx.run.step, calls = #calls, by_tool = by_tool })
   end
   -- tokens are counted only against a token limit
   local max = cfg.max_tokens
   if max == nil then return end
-  local usage = ctx.response.usage
-  if usage == nil or (usage.total_tokens or 0) <= 0 then return end
-  ctx:update(tokens, usage.total_tokens)
-  local total = ctx:get(tokens) + usage.total_tokens
+  local usage = (response or ctx.response).usage
+  local used = usage and usage.total_tokens
+  if used == nil or used <= 0 then return end
+  ctx:update(tokens, used)
+  local total = ctx:get(tokens) + used
   if total > max then
     ctx:stop("budget_tokens", string.format("%d tokens used, the limit is %d", total, max))
-  else
+  elseif total >= cfg.warn_at * max then
     maybe_warn(ctx, "tokens", total, max, "Budget: %d of %d tokens used. Be brief and finish soon.", total, max)
   end
 end)
@@ -192,40 +199,55 @@ local function count_calls(ctx, calls)
   if ran == 0 then return end
   local total = ctx:get(tool_calls) + ran
   ctx:update(tool_calls, ran)
+  -- by_tool becomes the update: each tool's new count
   local before = ctx:get(per_tool)
-  local update = {}
-  for name, n in pairs(by_tool) do update[name] = (before[name] or 0) + n end
-  ctx:update(per_tool, update)
-  if cfg.max_tool_calls then
-    maybe_warn(ctx, "tool_calls", total, cfg.max_tool_calls,
+  for name, n in pairs(by_tool) do by_tool[name] = (before[name] or 0) + n end
+  ctx:update(per_tool, by_tool)
+  local warn_at = cfg.warn_at
+  local max = cfg.max_tool_calls
+  if max and total >= warn_at * max then
+    maybe_warn(ctx, "tool_calls", total, max,
       "Budget: %d of %d tool calls used. A call past the limit stops the run; finish with the calls left.",
-      total, cfg.max_tool_calls)
+      total, max)
   end
-  local names = {}
-  for name in pairs(update) do
-    if cfg.max_calls_per_tool[name] then names[#names + 1] = name end
+  local limits = cfg.max_calls_per_tool
+  local names
+  for name, n in pairs(by_tool) do
+    local m = limits[name]
+    if m and n >= warn_at * m then
+      names = names or {}
+      names[#names + 1] = name
+    end
   end
+  if names == nil then return end
   table.sort(names)
   for _, name in ipairs(names) do
-    local max = cfg.max_calls_per_tool[name]
-    maybe_warn(ctx, "calls_" .. name, update[name], max,
-      "Budget: %d of %d calls to %s used. A call past the limit stops the run.", update[name], max, name)
+    local m = limits[name]
+    maybe_warn(ctx, "calls_" .. name, by_tool[name], m,
+      "Budget: %d of %d calls to %s used. A call past the limit stops the run.", by_tool[name], m, name)
   end
 end
 
 -- The call the gate refused (its result names the limit) stops the run; the
 -- runtime interrupts the calls that have not run. step_end does not run
--- after a stop, so the step's calls are counted here.
+-- after a stop, so the step's calls are counted here. The gate's decision
+-- comes with the call (ctx.tool.decision and decided_by): only a refusal
+-- by this plugin's gate has its result read; a host that gives no decision
+-- has it checked against the runtime's record of the call.
 p:on("after_tool_execute", function(ctx)
   local tool = ctx.tool
+  local decision = tool.decision
+  if decision ~= nil and (decision ~= "set_result" or tool.decided_by ~= ctx.plugin) then return end
   local result = tool.result
   local data = result and result.data
   local limit = type(data) == "table" and data.budget_exceeded
   if type(limit) ~= "string" then return end
   -- answered by this plugin's gate, not a tool whose data looks alike
   local calls = step_calls(ctx)
-  local rec = calls[tool.id]
-  if rec == nil or rec.decision ~= "set_result" or rec.plugin ~= ctx.plugin then return end
+  if decision == nil then
+    local rec = calls[tool.id]
+    if rec == nil or rec.decision ~= "set_result" or rec.plugin ~= ctx.plugin then return end
+  end
   count_calls(ctx, calls)
   ctx:stop("budget_" .. limit, result.message)
 end)
@@ -233,7 +255,7 @@ end)
 p:on("step_end", function(ctx)
   local cfg = ctx.config
   local calls
-  if limits_calls(cfg) then
+  if cfg.max_tool_calls ~= nil or next(cfg.max_calls_per_tool) ~= nil then
     calls = step_calls(ctx)
     count_calls(ctx, calls)
   end
@@ -245,7 +267,7 @@ p:on("step_end", function(ctx)
     if next(calls or step_calls(ctx)) ~= nil then
       ctx:stop("budget_steps", string.format("%d steps used, the limit is %d", step, max))
     end
-  else
+  elseif step >= cfg.warn_at * max then
     maybe_warn(ctx, "steps", step, max,
       "Budget: step %d of %d done. The run stops after step %d; finish the task by then.", step, max, max)
   end

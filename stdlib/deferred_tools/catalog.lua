@@ -42,6 +42,26 @@ function M.mode_of(name, settings)
   return glob_mode or settings.default or "deferred"
 end
 
+-- Modes by tool name for the settings table last seen (a hook's ctx.config
+-- is kept per Lua state and read-only, so every step passes the same
+-- table): the glob rules are matched once per tool name, not on every
+-- request. A new settings table starts a new memo. Bounded; it changes no
+-- result.
+local modes_for, modes, nmodes = nil, {}, 0
+local MODES_MAX = 512
+
+local function cached_mode(name, settings)
+  if settings ~= modes_for then modes_for, modes, nmodes = settings, {}, 0 end
+  local mode = modes[name]
+  if mode == nil then
+    mode = M.mode_of(name, settings)
+    if nmodes >= MODES_MAX then modes, nmodes = {}, 0 end
+    modes[name] = mode
+    nmodes = nmodes + 1
+  end
+  return mode
+end
+
 -- Lower-cased words of a text (letters and digits), for keyword matching.
 local function words(text)
   local out = {}
@@ -117,7 +137,7 @@ function M.plan(tools, cfg, loaded)
   local candidates, deferred, loaded_names = {}, {}, {}
   for _, t in ipairs(tools) do
     local name = t.name
-    if name ~= M.SEARCH_TOOL and M.mode_of(name, cfg) == "deferred" then
+    if name ~= M.SEARCH_TOOL and cached_mode(name, cfg) == "deferred" then
       local entry = { name = name, description = t.description or "" }
       candidates[#candidates + 1] = entry
       if loaded[name] then
@@ -135,12 +155,16 @@ end
 -- tool is left out. Returns nil when the list is unchanged.
 function M.offered(tools, cfg, loaded)
   local keep, hidden, search_at = {}, false, nil
-  for _, t in ipairs(tools) do
+  local search = M.SEARCH_TOOL
+  if cfg ~= modes_for then modes_for, modes, nmodes = cfg, {}, 0 end
+  local known = modes -- the memo of cached_mode, read inline
+  for i = 1, #tools do
+    local t = tools[i]
     local name = t.name
-    if name == M.SEARCH_TOOL then
+    if name == search then
       keep[#keep + 1] = t
       search_at = #keep
-    elseif loaded[name] or M.mode_of(name, cfg) ~= "deferred" then
+    elseif loaded[name] or (known[name] or cached_mode(name, cfg)) ~= "deferred" then
       keep[#keep + 1] = t
     else
       hidden = true
@@ -230,6 +254,46 @@ function M.signature(tools, loaded, cfg)
     n = n + 3
   end
   return table.concat(parts, ":")
+end
+
+-- The inputs of the last signature worked out (names and descriptions of
+-- the tools, flattened; the loaded names; the config table) and the
+-- signature: a step with the same tools and loaded tools, under the same
+-- config table (ctx.config is kept per Lua state and read-only), gets it
+-- back after a comparison, without building the string again.
+local memo_tools, memo_loaded, memo_cfg, memo_sig = {}, {}, nil, nil
+
+-- signature with that memo.
+function M.signature_memo(tools, loaded, cfg)
+  local n = #tools
+  if cfg == memo_cfg and #memo_tools == 2 * n and #memo_loaded == #loaded then
+    local same = true
+    for i = 1, n do
+      local t = tools[i]
+      if t.name ~= memo_tools[2 * i - 1] or (t.description or "") ~= memo_tools[2 * i] then
+        same = false
+        break
+      end
+    end
+    if same then
+      for i = 1, #loaded do
+        if loaded[i] ~= memo_loaded[i] then
+          same = false
+          break
+        end
+      end
+      if same then return memo_sig end
+    end
+  end
+  local sig = M.signature(tools, loaded, cfg)
+  local flat, names = {}, {}
+  for i = 1, n do
+    local t = tools[i]
+    flat[2 * i - 1], flat[2 * i] = t.name, t.description or ""
+  end
+  for i = 1, #loaded do names[i] = loaded[i] end
+  memo_tools, memo_loaded, memo_cfg, memo_sig = flat, names, cfg, sig
+  return sig
 end
 
 -- The first line of a description, at most 160 characters.

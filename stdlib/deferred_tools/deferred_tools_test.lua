@@ -221,6 +221,56 @@ t.test("plan, offered and resolve (module level)", function()
   t.eq(found.unknown, { "zz" })
 end)
 
+t.test("memos: signatures and modes follow their inputs", function()
+  local cfg = { default = "deferred", rules = { { tool = "a", mode = "eager" } } }
+  local tools = { { name = "a", description = "first" }, { name = "b", description = "second" } }
+  local function same(tl, loaded, c)
+    t.eq(catalog.signature_memo(tl, loaded, c), catalog.signature(tl, loaded, c))
+  end
+  same(tools, {}, cfg)
+  same(tools, {}, cfg)
+  same(tools, { "b" }, cfg)
+  same(tools, { "c" }, cfg)
+  same({ tools[1], { name = "b", description = "2nd" } }, { "c" }, cfg)
+  same({ tools[1], { name = "b" } }, { "c" }, cfg)
+  same({ tools[1] }, { "c" }, cfg)
+  same({ tools[1], { name = "bb", description = "second" } }, { "c" }, cfg)
+  same(tools, { "c" }, { default = "eager", rules = cfg.rules })
+  same(tools, { "c" }, cfg)
+  t.neq(catalog.signature_memo(tools, {}, cfg), catalog.signature_memo(tools, { "b" }, cfg))
+  -- modes are remembered per config table: another table, other modes
+  local function names(list)
+    local out = {}
+    for i, x in ipairs(list or {}) do out[i] = x.name end
+    return out
+  end
+  local all = { { name = "ToolSearch" }, { name = "a" }, { name = "b" } }
+  t.eq(names(catalog.offered(all, cfg, {})), { "ToolSearch", "a" })
+  t.eq(names(catalog.offered(all, cfg, {})), { "ToolSearch", "a" })
+  t.eq(names(catalog.offered(all, { default = "eager", rules = { { tool = "a", mode = "deferred" } } }, {})),
+    { "ToolSearch", "b" })
+  t.eq(names(catalog.offered(all, cfg, { b = true })), { "a", "b" })
+  t.eq(names(catalog.plan(all, { default = "eager", rules = {} }, {}).candidates), {})
+  t.eq(names(catalog.plan(all, cfg, {}).candidates), { "b" })
+end)
+
+t.test("a whole run: one listing while the tools stay the same, a new one when they change", function()
+  local h = harness { default = "eager", rules = { { tool = "mcp__*", mode = "deferred" } } }
+  local r = h:run { prompt = "go", tools = TOOLS, turns = {
+    { tool_calls = { { name = "alpha", args = {} } } },
+    { tool_calls = { { name = "beta", args = {} } } },
+    { text = "done" } } }
+  t.eq(r.termination, "natural")
+  for i = 1, 3 do
+    t.eq(r.requests[i].tools, { "ToolSearch", "alpha", "beta", "gamma" })
+    t.match(listing(r.requests[i]), "\n%- mcp__github__issues: test tool mcp__github__issues$")
+  end
+  local other = { alpha = ok, mcp__github__issues = ok, mcp__jira__search = ok }
+  r = h:run { prompt = "go", tools = other, turns = { { text = "done" } } }
+  t.eq(r.requests[1].tools, { "ToolSearch", "alpha" })
+  t.match(listing(r.requests[1]), "\n%- mcp__jira__search: test tool mcp__jira__search$")
+end)
+
 t.test("config errors", function()
   t.raises(function() harness { default = "lazy" } end, "^config_invalid: deferred_tools%.default")
   t.raises(function() harness { rules = { { tool = "a" } } } end, "rules%[0%]: missing required property \"mode\"")

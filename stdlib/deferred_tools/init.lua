@@ -84,20 +84,33 @@ local recorded = p:key("deferred_tools.recorded", {
   scope = "run", default = "", schema = { type = "string" },
 })
 
--- Whether the config can defer any tool at all.
+-- Whether the config can defer any tool at all; remembered for the config
+-- table last seen (ctx.config is kept per Lua state and read-only).
+local defers_for, defers_last = nil, false
+
 local function defers(cfg)
-  if cfg.default == "deferred" then return true end
-  for _, rule in ipairs(cfg.rules) do
-    if rule.mode == "deferred" then return true end
+  if cfg == defers_for then return defers_last end
+  local d = cfg.default == "deferred"
+  if not d then
+    for _, rule in ipairs(cfg.rules) do
+      if rule.mode == "deferred" then
+        d = true
+        break
+      end
+    end
   end
-  return false
+  defers_for, defers_last = cfg, d
+  return d
 end
+
+-- What a config that defers nothing offers: everything but ToolSearch.
+local EAGER, NONE_LOADED = { default = "eager", rules = {} }, {}
 
 p:on("before_inference", function(ctx)
   local cfg = ctx.config
   if not defers(cfg) then return end
   local tools, names = ctx.tools, ctx:get(loaded)
-  local sig = catalog.signature(tools, names, cfg)
+  local sig = catalog.signature_memo(tools, names, cfg)
   if sig == ctx:get(recorded) then return end
   local plan = catalog.plan(tools, cfg, catalog.set(names))
   local listing = catalog.listing(plan)
@@ -119,7 +132,7 @@ p:transform(function(request, ctx)
     tools = catalog.offered(request.tools, cfg, catalog.set(ctx:get(loaded)))
   else
     -- nothing can be deferred: ToolSearch has nothing to find
-    tools = catalog.offered(request.tools, { default = "eager", rules = {} }, {})
+    tools = catalog.offered(request.tools, EAGER, NONE_LOADED)
   end
   if tools == nil then return nil end
   request.tools = tools

@@ -85,12 +85,20 @@ local function configured(config, name, args)
   return rules.decide(rules.compile(config.rules), name, args, config.default or "ask")
 end
 
+local NO_ARGS = {} -- what decide gets when no rule reads the arguments (never written)
+
 p:tool_gate(function(ctx, call)
   local config = ctx.config
-  local behavior, winner = configured(config, call.name, call.args)
+  local cfg = rules.compile(config.rules)
+  local name = call.name
+  -- the arguments cross into Lua only when a rule for the tool reads them,
+  -- or a thread answer or a question names them (below)
+  local args = nil
+  if rules.needs_args(cfg, name) then args = call.args end
+  local behavior, winner = rules.decide(cfg, name, args or NO_ARGS, config.default or "ask")
 
   if behavior == "deny" then
-    local reason = call.name .. " is denied by " .. describe(winner)
+    local reason = name .. " is denied by " .. describe(winner)
     if config.deny_mode == "reject" then
       return awaken.set_result(awaken.error(reason))
     end
@@ -102,7 +110,8 @@ p:tool_gate(function(ctx, call)
   -- added to the config later still applies).
   local answers = ctx:get(remembered)
   if type(answers) == "table" and next(answers) ~= nil then
-    local answer = answers[rules.signature(call.name, call.args)]
+    args = args or call.args
+    local answer = answers[rules.signature(name, args)]
     if answer == "allow" then return nil end
     if answer == "deny" then return awaken.set_result(awaken.error(REJECTED)) end
   end
@@ -125,12 +134,13 @@ p:tool_gate(function(ctx, call)
       table.concat(OPTIONS, ", "))))
   end
 
-  local shown = rules.truncate(awaken.json.encode(call.args) or "{}", 300)
+  args = args or call.args
+  local shown = rules.truncate(awaken.json.encode(args) or "{}", 300)
   return awaken.suspend {
     action = "permission",
-    message = string.format("Allow %s %s? (asked by %s)", call.name, shown, describe(winner)),
+    message = string.format("Allow %s %s? (asked by %s)", name, shown, describe(winner)),
     options = OPTIONS,
-    parameters = { tool = call.name, args = call.args },
+    parameters = { tool = name, args = args },
   }
 end)
 
@@ -154,6 +164,8 @@ end)
 -- the gate would deny them anyway.
 p:transform(function(request, ctx)
   local cfg = rules.compile(ctx.config.rules)
+  -- most configs deny no tool outright: nothing to look at
+  if not rules.can_hide(cfg) then return nil end
   local kept, removed = {}, false
   for _, t in ipairs(request.tools or {}) do
     if rules.hides(cfg, t.name) then

@@ -1,6 +1,7 @@
 -- Tests of the permission plugin through the real engine.
 local awaken = require("awaken")
 local t = require("awaken.testing")
+local rules = require("permission.rules")
 
 local function harness(config)
   return t.harness { plugins = { "permission" }, config = { permission = config } }
@@ -286,6 +287,46 @@ t.test("tools denied outright are hidden from the model", function()
     if m.role == "tool" then tool = m end
   end
   t.match(tool.content, "not available")
+end)
+
+t.test("a config that denies no tool outright offers every tool", function()
+  local h = harness { default = "allow", rules = {
+    rule("Bash(rm *)", "deny"),
+    rule("/mcp__(gh|gl)__.*/", "deny"),
+    rule("Edit(path ~ secret/**)", "deny"),
+    rule("Read", "allow"),
+  } }
+  local r = h:run { prompt = "hi", turns = { { text = "hello" } }, tools = {
+    Bash = function() return "x" end, Read = function() return "x" end, mcp__gh__issues = function() return "x" end,
+  } }
+  t.eq(r.requests[1].tools, { "Bash", "Read", "mcp__gh__issues" })
+end)
+
+t.test("arguments are read only where a rule for the tool reads them", function()
+  local h = harness { rules = {
+    rule("Read", "allow"),
+    rule("Bash(rm *)", "deny"),
+    rule("Bash", "allow"),
+    rule("mcp__*", "ask"),
+    rule("/Web.*/", "deny"),
+  } }
+  -- the same decisions with and without arguments where no rule reads them
+  t.eq(h:gate({ name = "Read", args = { path = "x" } }).decision, "allow")
+  t.eq(h:gate({ name = "Read" }).decision, "allow")
+  t.eq(h:gate({ name = "WebFetch", args = { url = "x" } }).decision, "block")
+  -- a rule with argument conditions for the tool: they decide
+  t.eq(h:gate({ name = "Bash", args = { command = "rm -rf /" } }).decision, "block")
+  t.eq(h:gate({ name = "Bash", args = { command = "ls" } }).decision, "allow")
+  -- a question shows the arguments, though no rule read them
+  local d = h:gate { name = "mcp__jira__search", args = { q = "bug" } }
+  t.eq(d.decision, "suspend")
+  t.match(d.ticket.message, 'Allow mcp__jira__search {"q":"bug"}%?')
+  t.eq(d.ticket.parameters, { tool = "mcp__jira__search", args = { q = "bug" } })
+  -- a thread's answer is found by the arguments, though no rule read them
+  local answers = { ["permission.thread_rules"] = {} }
+  answers["permission.thread_rules"][rules.signature("Read", { path = "x" })] = "deny"
+  t.eq(h:gate({ name = "Read", args = { path = "x" } }, { state = answers }).decision, "set_result")
+  t.eq(h:gate({ name = "Read", args = { path = "y" } }, { state = answers }).decision, "allow")
 end)
 
 t.test("invalid rules fail loading with their position", function()

@@ -502,12 +502,13 @@ function M.specificity(rule)
   return (RANK[rule.kind] or 0) * 1000000 + (n > 0 and 100000 or 0) + math.min(n, 99999)
 end
 
--- Caches. A gate runs on every call with the config as a fresh table, and
--- Lua is slow here, so work that depends only on the rule strings is done
--- once per pooled state: parsing (by rule string), the compiled config (by
--- the list of rules), and which rules can apply to a tool name (by name).
--- They are pure functions of their keys, so the caches change no result;
--- each is bounded.
+-- Caches. A gate runs on every call, and Lua is slow here, so work that
+-- depends only on the rule strings is done once per pooled state: parsing
+-- (by rule string), the compiled config (by the rules table last seen, as
+-- ctx.config is kept per state and read-only; else by the list's
+-- contents), and which rules can apply to a tool name and whether they read
+-- the arguments (by name). They are pure functions of their keys, so the
+-- caches change no result; each is bounded.
 local memo, memoSize = {}, 0
 local MEMO_MAX = 512
 local configCount = 0
@@ -540,21 +541,44 @@ end
 -- table reads per rule, which matters as the gate runs on every call.
 local trie = {}
 
+-- hides_outright reports whether an entry denies its tools outright: an
+-- exact or glob rule without argument conditions (see M.hides).
+local function hides_outright(e)
+  local r = e.rule
+  return e.behavior == "deny" and r.mode == "none" and (r.kind == "exact" or r.kind == "glob")
+end
+
 local function build(list)
   local entries, problems = {}, {}
+  local hiding = false
   for i, r in ipairs(list) do
     local tool = type(r) == "table" and r.tool or nil
     local hit = parseMemo(tool)
     if hit[1] then
-      entries[#entries + 1] = { index = i - 1, behavior = r.behavior, rule = hit[1], score = hit[3] }
+      local e = { index = i - 1, behavior = r.behavior, rule = hit[1], score = hit[3] }
+      entries[#entries + 1] = e
+      if hides_outright(e) then hiding = true end
     else
       problems[#problems + 1] = string.format("rules[%d].tool: %s", i - 1, hit[2])
     end
   end
-  return { entries = entries, problems = problems, names = {}, nnames = 0 }
+  return { entries = entries, problems = problems, names = {}, nnames = 0, hiding = hiding }
 end
 
+-- The last list compiled and its compiled config: ctx.config is kept per
+-- Lua state and read-only, so a hook gets the same rules table on every
+-- call and finds its compiled config with one comparison.
+local lastList, lastCfg = nil, nil
+
 function M.compile(list)
+  if list == lastList and list ~= nil then return lastCfg, lastCfg.problems end
+  local cfg = M.lookup(list)
+  if type(list) == "table" then lastList, lastCfg = list, cfg end
+  return cfg, cfg.problems
+end
+
+-- lookup is compile without the last-list shortcut: by the rules' contents.
+function M.lookup(list)
   if type(list) ~= "table" then list = {} end
   local node = trie
   for i = 1, #list do
@@ -579,13 +603,13 @@ function M.compile(list)
   if not cfg then
     if configCount >= CONFIGS_MAX then
       trie, configCount = {}, 0
-      return M.compile(list)
+      return M.lookup(list)
     end
     cfg = build(list)
     node[trie] = cfg
     configCount = configCount + 1
   end
-  return cfg, cfg.problems
+  return cfg
 end
 
 -- validate returns the messages for every invalid rule, or nil.
@@ -602,16 +626,18 @@ local function candidates(cfg, name)
   local c = cfg.names[name]
   if c then return c end
   local list, unknown = {}, {}
+  local args = false
   for _, e in ipairs(cfg.entries) do
     local m = nameMatches(e.rule, name, { left = M.DECISION_BUDGET })
     if m == true then
       list[#list + 1] = e
+      if e.rule.mode ~= "none" then args = true end
     elseif m == nil then
       list[#list + 1] = e
       unknown[e] = true
     end
   end
-  c = { list = list, unknown = unknown }
+  c = { list = list, unknown = unknown, args = args }
   if cfg.nnames >= NAMES_MAX then
     cfg.names, cfg.nnames = {}, 0
   end
@@ -677,13 +703,25 @@ end
 -- hides reports whether the tool is denied outright by an exact or glob
 -- rule without argument conditions: such tools are not offered at all.
 function M.hides(cfg, name)
+  if not cfg.hiding then return false end
   for _, e in ipairs(candidates(cfg, name).list) do
-    local r = e.rule
-    if e.behavior == "deny" and r.mode == "none" and (r.kind == "exact" or r.kind == "glob") then
-      return true
-    end
+    if hides_outright(e) then return true end
   end
   return false
+end
+
+-- can_hide reports whether some rule of a compiled config denies tools
+-- outright, so that M.hides can be true for some name.
+function M.can_hide(cfg)
+  return cfg.hiding
+end
+
+-- needs_args reports whether deciding about a call to the tool name reads
+-- the call's arguments: some rule that names the tool has argument
+-- conditions. When none has, M.decide can be given any table for them.
+function M.needs_args(cfg, name)
+  if type(name) ~= "string" then return false end
+  return candidates(cfg, name).args
 end
 
 -- signature identifies "the same call" for thread rules: the tool name and

@@ -266,3 +266,35 @@ t.test("hidden tools and signatures", function()
   t.neq(rules.signature("Bash", { a = 1 }), rules.signature("Bash", { a = 1, b = 2 }))
   t.neq(rules.signature("Bash", { a = 1 }), rules.signature("Sh", { a = 1 }))
 end)
+
+t.test("compiled configs: by table, by contents; what a name needs", function()
+  local list = {
+    { tool = "Read", behavior = "allow" },
+    { tool = "Bash(rm *)", behavior = "deny" },
+    { tool = "/mcp__.*/", behavior = "deny" },
+  }
+  local cfg = rules.compile(list)
+  t.ok(rules.compile(list) == cfg, "the same table")
+  t.ok(rules.compile({
+    { tool = "Read", behavior = "allow" },
+    { tool = "Bash(rm *)", behavior = "deny" },
+    { tool = "/mcp__.*/", behavior = "deny" },
+  }) == cfg, "the same contents")
+  t.ok(rules.compile({ { tool = "Read", behavior = "deny" } }) ~= cfg)
+  t.ok(rules.compile(list) == cfg)
+  -- no rule denies a tool outright (conditions, a regex): nothing is hidden
+  t.eq(rules.can_hide(cfg), false)
+  t.eq(rules.hides(cfg, "Bash"), false)
+  local hiding = rules.compile({ { tool = "Bash", behavior = "deny" }, { tool = "mcp__*", behavior = "deny" } })
+  t.eq(rules.can_hide(hiding), true)
+  t.eq(rules.hides(hiding, "Bash"), true)
+  t.eq(rules.hides(hiding, "mcp__x"), true)
+  t.eq(rules.hides(hiding, "Read"), false)
+  t.eq(rules.can_hide(rules.compile({ { tool = "Bash", behavior = "allow" } })), false)
+  -- arguments matter only where a rule for the name has conditions
+  t.eq(rules.needs_args(cfg, "Read"), false)
+  t.eq(rules.needs_args(cfg, "Bash"), true)
+  t.eq(rules.needs_args(cfg, "mcp__x"), false)
+  t.eq(rules.needs_args(cfg, "Other"), false)
+  t.eq(rules.needs_args(rules.compile({ { tool = "E*(a = 1)", behavior = "allow" } }), "Edit"), true)
+end)

@@ -1,9 +1,12 @@
 -- redact.patterns: the default secret formats, as Lua patterns.
 --
 -- Each entry: name; pattern; hints, plain substrings one of which must occur
--- before the pattern is tried (cheap, and most results hold none); nocase,
--- to look for the hints in the lower-cased text; keep, when the pattern's
--- first capture is a prefix to keep ("Bearer ", "password=").
+-- before the pattern is tried (cheap, and most results hold none); gate, a
+-- plain substring of every hint, shared with other entries, looked for
+-- first (so one search rules out several entries: "sk-", "gh", "IA");
+-- nocase, to look for the hints in the lower-cased text; keep, when the
+-- pattern's first capture is a prefix to keep ("Bearer ", "password=").
+-- Every pattern matches only text that holds one of its hints.
 --
 -- Lua patterns have no {n} repetition, so fixed lengths repeat a class.
 local function rep(class, n) return class:rep(n) end
@@ -17,13 +20,13 @@ return {
   { name = "private_key", hints = { "PRIVATE KEY" }, pattern = BEGIN .. ".-" .. END },
   { name = "private_key_start", hints = { "PRIVATE KEY" }, pattern = BEGIN .. "[%w%s%+/=:,%-]*" },
   -- Anthropic sk-ant-..., then OpenAI sk-... and sk-proj-...
-  { name = "anthropic", hints = { "sk-ant-" }, pattern = "%f[%w]sk%-ant%-" .. rep(TOKEN, 20) .. TOKEN .. "*" },
-  { name = "openai", hints = { "sk-" }, pattern = "%f[%w]sk%-" .. rep(TOKEN, 20) .. TOKEN .. "*" },
+  { name = "anthropic", gate = "sk-", hints = { "sk-ant-" }, pattern = "%f[%w]sk%-ant%-" .. rep(TOKEN, 20) .. TOKEN .. "*" },
+  { name = "openai", gate = "sk-", hints = { "sk-" }, pattern = "%f[%w]sk%-" .. rep(TOKEN, 20) .. TOKEN .. "*" },
   -- GitHub tokens: ghp_, gho_, ghs_, ghu_, ghr_ and fine-grained github_pat_
-  { name = "github", hints = { "ghp_", "gho_", "ghs_", "ghu_", "ghr_" }, pattern = "%f[%w]gh[pousr]_" .. rep("%w", 30) .. "%w*" },
-  { name = "github_pat", hints = { "github_pat_" }, pattern = "%f[%w]github_pat_" .. rep("[%w_]", 22) .. "[%w_]*" },
+  { name = "github", gate = "gh", hints = { "ghp_", "gho_", "ghs_", "ghu_", "ghr_" }, pattern = "%f[%w]gh[pousr]_" .. rep("%w", 30) .. "%w*" },
+  { name = "github_pat", gate = "gh", hints = { "github_pat_" }, pattern = "%f[%w]github_pat_" .. rep("[%w_]", 22) .. "[%w_]*" },
   -- AWS access key ids (long-term AKIA, temporary ASIA)
-  { name = "aws_access_key_id", hints = { "AKIA", "ASIA" }, pattern = "%f[%w]A[KS]IA" .. rep("[%u%d]", 16) .. "%f[^%u%d]" },
+  { name = "aws_access_key_id", gate = "IA", hints = { "AKIA", "ASIA" }, pattern = "%f[%w]A[KS]IA" .. rep("[%u%d]", 16) .. "%f[^%u%d]" },
   -- Slack tokens xoxb-, xoxa-, xoxp-, xoxr-, xoxs-
   { name = "slack", hints = { "xox" }, pattern = "%f[%w]xox[baprs]%-" .. rep("[%w%-]", 10) .. "[%w%-]*" },
   -- Google API keys

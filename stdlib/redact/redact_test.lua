@@ -202,6 +202,57 @@ t.test("compiled configs are cached by contents", function()
   t.eq((scrub.text("a1:b", ab)), "[REDACTED]1:[REDACTED]")
 end)
 
+t.test("the prefilter: gates rule out the rules whose hints do not occur", function()
+  -- fewer searches than hints: "sk-" stands for both OpenAI rules, "gh" for
+  -- the GitHub ones, "IA" for AKIA and ASIA
+  local hints = 0
+  for _, rule in ipairs(DEFAULTS.rules) do hints = hints + #(rule.hints or {}) end
+  t.ok(#DEFAULTS.gates < hints, #DEFAULTS.gates .. " gates for " .. hints .. " hints")
+  t.eq(DEFAULTS.always, false)
+  -- each hint alone reaches its rule through its gate
+  for i, rule in ipairs(DEFAULTS.rules) do
+    for _, hint in ipairs(rule.hints) do
+      local found = false
+      for _, gate in ipairs(DEFAULTS.gates) do
+        if gate.nocase == (rule.nocase and true or false) and hint:find(gate.needle, 1, true) then
+          for _, m in ipairs(gate.members) do
+            if m.rule == i and (m.hint or gate.needle) == hint then found = true end
+          end
+        end
+      end
+      t.ok(found, rule.name .. " " .. hint)
+    end
+  end
+  -- a gate that occurs, its hints that do not: nothing is tried
+  for _, s in ipairs { "the sk- prefix", "through the night", "GAIA", "IAM", "xox", "Bearer", "passw" } do
+    t.eq({ scrub.text(s, DEFAULTS) }, { s, false }, s)
+  end
+  -- a configured pattern has no hints: always tried
+  local c = scrub.compile({ patterns = { "corp%-%x+" } })
+  t.eq(c.always, true)
+  t.eq((scrub.text("corp-ab", c)), R)
+end)
+
+t.test("after a replacement, the following rules look for their hints in the new text", function()
+  -- the replacement holds an OpenAI-like key: the openai rule (after
+  -- private_key) finds it although the original text held no "sk-"
+  local c = scrub.compile({ replacement = "[gone] sk-" .. rep("r", 24) })
+  local pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----"
+  t.eq((scrub.text("x " .. pem, c)), "x [gone] [gone] sk-" .. rep("r", 24))
+  -- and a rule that matched before a replacement still applies after it
+  t.eq((scrub.text("password=a sk-" .. rep("k", 24), DEFAULTS)), "password=" .. R .. " " .. R)
+end)
+
+t.test("the rules of a config table are remembered; a new table is looked up by contents", function()
+  local cfg = { patterns = { "q%d+" }, replacement = "#" }
+  local one = scrub.compiled(cfg)
+  t.ok(scrub.compiled(cfg) == one)
+  t.ok(scrub.compiled({ patterns = { "q%d+" }, replacement = "#" }) == one)
+  t.ok(scrub.compiled({ patterns = { "q%d+" }, replacement = "%" }) ~= one)
+  t.ok(scrub.compiled(cfg) == one)
+  t.eq((scrub.text("q1 z2", scrub.compiled(cfg))), "# z2")
+end)
+
 t.test("config errors", function()
   local function harness(config)
     return t.harness { plugins = { "redact" }, config = { redact = config } }

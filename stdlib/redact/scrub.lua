@@ -78,10 +78,42 @@ function M.check(pat)
   end
 end
 
+-- The prefilter of a list of rules: gates, each a plain substring (in the
+-- lower-cased text when nocase) with the hints it stands for, {rule index,
+-- hint (nil when the hint is the gate itself)}, in order of first
+-- appearance. One search for a gate that does not occur rules out all the
+-- rules behind it; rules without hints (configured patterns) are always
+-- tried, and make `always` true.
+local function gates_of(rules)
+  local gates, by_key, always = {}, {}, false
+  for i, rule in ipairs(rules) do
+    local hints = rule.hints
+    if hints == nil then
+      always = true
+    else
+      local nocase = rule.nocase and true or false
+      for _, hint in ipairs(hints) do
+        local needle = rule.gate
+        if needle == nil or not hint:find(needle, 1, true) then needle = hint end
+        local key = (nocase and "i:" or "c:") .. needle
+        local gate = by_key[key]
+        if gate == nil then
+          gate = { needle = needle, nocase = nocase, members = {} }
+          by_key[key] = gate
+          gates[#gates + 1] = gate
+        end
+        gate.members[#gate.members + 1] = { rule = i, hint = hint ~= needle and hint or nil }
+      end
+    end
+  end
+  return gates, always
+end
+
 -- Compiles a config ({defaults?, patterns?, replacement?}) into the rules
 -- to apply: the defaults (unless defaults = false), then the configured
--- patterns, whose whole match is replaced; and the replacement as gsub
--- replacement strings (no Lua function call per match).
+-- patterns, whose whole match is replaced; their prefilter (gates_of); and
+-- the replacement as gsub replacement strings (no Lua function call per
+-- match).
 function M.compile(config)
   local rules = {}
   if config.defaults ~= false then
@@ -91,21 +123,35 @@ function M.compile(config)
     rules[#rules + 1] = { name = pat, pattern = pat }
   end
   local repl = (config.replacement or "[REDACTED]"):gsub("%%", "%%%%")
-  return { rules = rules, whole = repl, keep = "%1" .. repl }
+  local gates, always = gates_of(rules)
+  return { rules = rules, gates = gates, always = always, whole = repl, keep = "%1" .. repl }
 end
 
 -- The rules of the default config, compiled once.
 M.DEFAULT = M.compile({ defaults = true, patterns = {}, replacement = "[REDACTED]" })
 
--- Compiled configs by their contents: a result transform gets the config
--- as a fresh table on every call, and compiling it each time would cost
--- more than most scans. The cache is bounded and changes no result.
+-- Compiled configs by their contents: compiling a config on every result
+-- would cost more than most scans. The cache is bounded and changes no
+-- result.
 local cache, cached = {}, 0
 local CACHE_MAX = 16
+
+-- The last config table seen and its rules: ctx.config is kept per Lua
+-- state and read-only, so a transform gets the same table on every call
+-- and finds its rules with one comparison.
+local last_config, last_rules = nil, nil
 
 -- compiled returns the rules of a config ({defaults?, patterns?,
 -- replacement?}), from the cache when it was seen before.
 function M.compiled(config)
+  if config == last_config then return last_rules end
+  local c = M.lookup(config)
+  last_config, last_rules = config, c
+  return c
+end
+
+-- lookup returns the rules of a config from the cache by its contents.
+function M.lookup(config)
   local patterns, replacement = config.patterns, config.replacement
   local n = patterns and #patterns or 0
   if config.defaults ~= false and n == 0 and (replacement == nil or replacement == "[REDACTED]") then
@@ -133,30 +179,61 @@ end
 
 local find, gsub, lower = string.find, string.gsub, string.lower
 
+-- Whether one of a rule's hints occurs in s (lowered: s lower-cased, or
+-- nil until needed). Returns the answer and lowered.
+local function hinted(rule, s, lowered)
+  local hints = rule.hints
+  if hints == nil then return true, lowered end
+  local text = s
+  if rule.nocase then
+    lowered = lowered or lower(s)
+    text = lowered
+  end
+  for j = 1, #hints do
+    if find(text, hints[j], 1, true) then return true, lowered end
+  end
+  return false, lowered
+end
+
 -- Returns the text with every match replaced, and whether anything was.
--- A rule is tried only when one of its hints occurs in the text.
+-- A rule is tried only when one of its hints occurs in the text. The gates
+-- find the rules to try in the text as given (most texts hold no hint, so
+-- that is all the work); once a rule replaced something, the following
+-- rules' hints are looked for in the new text.
 function M.text(s, c)
-  local rules = c.rules
-  local lowered
-  local changed = false
-  for i = 1, #rules do
-    local rule = rules[i]
-    local hints = rule.hints
-    local hit = hints == nil
-    if not hit then
-      local text = s
-      if rule.nocase then
-        lowered = lowered or lower(s)
-        text = lowered
-      end
-      for j = 1, #hints do
-        if find(text, hints[j], 1, true) then
-          hit = true
-          break
+  local gates = c.gates
+  local lowered, hit
+  for g = 1, #gates do
+    local gate = gates[g]
+    local text = s
+    if gate.nocase then
+      lowered = lowered or lower(s)
+      text = lowered
+    end
+    if find(text, gate.needle, 1, true) then
+      local members = gate.members
+      for m = 1, #members do
+        local member = members[m]
+        local hint = member.hint
+        if hint == nil or find(text, hint, 1, true) then
+          hit = hit or {}
+          hit[member.rule] = true
         end
       end
     end
-    if hit then
+  end
+  if hit == nil and not c.always then return s, false end
+  local rules = c.rules
+  local changed = false
+  for i = 1, #rules do
+    local rule = rules[i]
+    local try
+    if changed then
+      try, lowered = hinted(rule, s, lowered)
+    else
+      try = rule.hints == nil or (hit ~= nil and hit[i] == true)
+    end
+    if try then
       local ok, out, n = pcall(gsub, s, rule.pattern, rule.keep and c.keep or c.whole)
       if not ok then return M.UNSCANNABLE, true end
       if n > 0 then

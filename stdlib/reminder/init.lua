@@ -69,15 +69,58 @@ local function key_of(i)
   return string.format("reminder.rule_%03d", i - 1)
 end
 
-p:on("after_tool_execute", function(ctx)
-  local rules = ctx.config.rules
-  if rules == nil or #rules == 0 then return end
-  local tool = ctx.tool
-  local name = tool.name
-  local result, view, st
+-- The rules of a config, prepared once per config table (ctx.config is
+-- kept per Lua state and read-only, so every call passes the same rules
+-- table): each rule's parsed tool pattern (false when invalid), its output
+-- conditions and the payload of its message (ctx:schedule copies it); and
+-- names, when every pattern is an exact name without argument conditions,
+-- the set of those names: a call to any other tool matches no rule.
+local prepared_for, prepared = nil, nil
+
+local function prepare(rules)
+  if rules == prepared_for then return prepared end
+  local list, names = {}, {}
   for i = 1, #rules do
     local rule = rules[i]
     local pattern = match.tool_rule(rule.tool)
+    if names ~= nil then
+      if pattern and pattern.mode == "none" and pattern.kind == "exact" then
+        names[pattern.name] = true
+      else
+        names = nil
+      end
+    end
+    local m = rule.message
+    local throttled = m.cooldown > 0
+    list[i] = {
+      pattern = pattern or false,
+      output = rule.output,
+      payload = {
+        key = key_of(i),
+        content = m.content,
+        target = m.target,
+        priority = m.priority,
+        kind = throttled and "throttled" or "ephemeral",
+        cooldown = throttled and m.cooldown or nil,
+      },
+    }
+  end
+  prepared_for, prepared = rules, { list = list, names = names }
+  return prepared
+end
+
+p:on("after_tool_execute", function(ctx)
+  local rules = ctx.config.rules
+  if rules == nil or #rules == 0 then return end
+  local prep = prepare(rules)
+  local tool = ctx.tool
+  local name = tool.name
+  if prep.names ~= nil and not prep.names[name] then return end
+  local list = prep.list
+  local result, view, st
+  for i = 1, #list do
+    local rule = list[i]
+    local pattern = rule.pattern
     local hit = false
     if pattern then
       hit = match.simple(pattern, name)
@@ -91,16 +134,7 @@ p:on("after_tool_execute", function(ctx)
       result = result or tool.result
       view = view or {} -- text and data of the result, computed once if needed
       if result ~= nil and match.output(rule.output, result, view) then
-        local m = rule.message
-        local throttled = m.cooldown > 0
-        ctx:schedule("runtime.add_context_message", {
-          key = key_of(i),
-          content = m.content,
-          target = m.target,
-          priority = m.priority,
-          kind = throttled and "throttled" or "ephemeral",
-          cooldown = throttled and m.cooldown or nil,
-        })
+        ctx:schedule("runtime.add_context_message", rule.payload)
       end
     end
   end

@@ -12,9 +12,10 @@ local M = {}
 -- The work one call's tool patterns may spend on regexes and path walks.
 M.DECISION_BUDGET = rules.DECISION_BUDGET
 
--- Parsed tool patterns by their text (false for an invalid one): a hook
--- gets the config as a fresh table on every call, and parsing is the costly
--- part of matching. Bounded; it changes no result.
+-- Parsed tool patterns by their text (false for an invalid one): parsing is
+-- the costly part of matching, and other configs (or a config the test
+-- harness converts anew) bring the same patterns. Bounded; it changes no
+-- result.
 local parsed, nparsed = {}, 0
 local PARSED_MAX = 256
 

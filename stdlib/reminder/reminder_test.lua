@@ -44,6 +44,37 @@ t.test("tool globs", function()
   t.eq(#after(h, "mcp__gitlab__issues", awaken.success("x")), 0)
 end)
 
+t.test("exact names, with other patterns or alone; each config its own rules", function()
+  local exact = harness {
+    { tool = "fs_read", message = { content = "read" } },
+    { tool = "fs_write", message = { content = "write", cooldown = 2 } },
+  }
+  local mixed = harness {
+    { tool = "fs_read", message = { content = "read" } },
+    { tool = "mcp__*", message = { content = "mcp" } },
+    { tool = "Bash(npm *)", message = { content = "npm" } },
+  }
+  local function contents(h, name, args)
+    local out = {}
+    for _, a in ipairs(after(h, name, awaken.success("ok"), args)) do out[#out + 1] = a.payload.content end
+    return out
+  end
+  for _ = 1, 2 do
+    t.eq(contents(exact, "fs_read"), { "read" })
+    t.eq(contents(exact, "fs_write"), { "write" })
+    t.eq(contents(exact, "mcp__x"), {})
+    t.eq(contents(mixed, "fs_read"), { "read" })
+    t.eq(contents(mixed, "fs_write"), {})
+    t.eq(contents(mixed, "mcp__x"), { "mcp" })
+    t.eq(contents(mixed, "Bash", { command = "npm ci" }), { "npm" })
+  end
+  -- the payload is the rule's, every time
+  local pending = after(exact, "fs_write", awaken.success("ok"))
+  t.eq(pending[1].payload, { key = "reminder.rule_001", content = "write", target = "system", priority = 0,
+    kind = "throttled", cooldown = 2 })
+  t.eq(after(exact, "fs_write", awaken.success("ok"))[1].payload, pending[1].payload)
+end)
+
 t.test("tool patterns: regexes and argument conditions (permission's rule syntax)", function()
   local h = harness {
     { tool = "/mcp__(gh|gl)__.*/", message = { content = "forge" } },
