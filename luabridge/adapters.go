@@ -274,18 +274,27 @@ type luaTransform struct {
 
 func (t *luaTransform) TransformRequest(ctx context.Context, in *plugin.Input, req model.Request) (model.Request, error) {
 	out := req
+	var given *lua.LTable
 	err := t.p.invoke(ctx, invocation{fn: t.fn, kind: "request transform", phase: "before_inference", in: in, nret: 1,
 		args: func(inst *instance, c *hookCall) int {
-			inst.L.Push(requestToLua(inst.L, inst.null, req))
+			given = inst.lazyRequest(req)
+			inst.L.Push(given)
 			inst.L.Push(c.ud)
 			return 2
 		},
 		results: func(inst *instance) error {
+			defer func() { inst.pendingReq = nil }()
 			v := inst.L.Get(-1)
 			if v == lua.LNil {
 				return nil // no change
 			}
-			r, err := requestFromLua(v, inst.null)
+			var r model.Request
+			var err error
+			if v == lua.LValue(given) {
+				r, err = inst.requestBack(given, req)
+			} else {
+				r, err = requestFromLua(v, inst.null)
+			}
 			if err != nil {
 				return errs.New(errs.HookFailed, "the request transform returned an invalid request: %v", err)
 			}
@@ -293,6 +302,64 @@ func (t *luaTransform) TransformRequest(ctx context.Context, in *plugin.Input, r
 			return nil
 		}})
 	return out, err
+}
+
+// lazyRequest gives a transform the request as a table whose messages and
+// tools convert on first read: a transform that only edits the tools does
+// not pay for the conversation, which grows every step.
+func (inst *instance) lazyRequest(r model.Request) *lua.LTable {
+	L := inst.L
+	rr := r
+	inst.pendingReq = &rr
+	t := L.CreateTable(0, 3)
+	t.RawSetString("params", paramsToLua(L, r.Params))
+	t.Metatable = inst.requestMeta
+	return t
+}
+
+func (inst *instance) requestIndex(L *lua.LState) int {
+	t := L.CheckTable(1)
+	r := inst.pendingReq
+	if r == nil {
+		L.Push(lua.LNil)
+		return 1
+	}
+	var v lua.LValue = lua.LNil
+	switch L.CheckString(2) {
+	case "messages":
+		v = messagesToLua(L, inst.null, r.Messages)
+	case "tools":
+		v = toolsToLua(L, inst.null, r.Tools)
+	default:
+		L.Push(lua.LNil)
+		return 1
+	}
+	t.RawSetString(L.CheckString(2), v)
+	L.Push(v)
+	return 1
+}
+
+// requestBack reads a lazy request table back: a part the transform never
+// read is the original, unconverted.
+func (inst *instance) requestBack(t *lua.LTable, orig model.Request) (model.Request, error) {
+	out := model.Request{Messages: orig.Messages, Tools: orig.Tools}
+	whole := inst.L.CreateTable(0, 3)
+	whole.RawSetString("params", t.RawGetString("params"))
+	msgs, tools := t.RawGetString("messages"), t.RawGetString("tools")
+	whole.RawSetString("messages", msgs)
+	whole.RawSetString("tools", tools)
+	r, err := requestFromLua(whole, inst.null)
+	if err != nil {
+		return out, err
+	}
+	out.Params = r.Params
+	if msgs != lua.LNil {
+		out.Messages = r.Messages
+	}
+	if tools != lua.LNil {
+		out.Tools = r.Tools
+	}
+	return out, nil
 }
 
 // luaResultTransform is a result transform: function(call, result) -> result.
@@ -381,8 +448,14 @@ func (p *luaPlugin) validateConfig(fn int, cfg any) error {
 func requestToLua(L *lua.LState, null lua.LValue, r model.Request) *lua.LTable {
 	t := L.CreateTable(0, 3)
 	t.RawSetString("messages", messagesToLua(L, null, r.Messages))
-	tools := L.CreateTable(len(r.Tools), 0)
-	for _, ts := range r.Tools {
+	t.RawSetString("tools", toolsToLua(L, null, r.Tools))
+	t.RawSetString("params", paramsToLua(L, r.Params))
+	return t
+}
+
+func toolsToLua(L *lua.LState, null lua.LValue, specs []model.ToolSpec) *lua.LTable {
+	tools := L.CreateTable(len(specs), 0)
+	for _, ts := range specs {
 		tt := L.CreateTable(0, 3)
 		tt.RawSetString("name", lua.LString(ts.Name))
 		tt.RawSetString("description", lua.LString(ts.Description))
@@ -391,25 +464,27 @@ func requestToLua(L *lua.LState, null lua.LValue, r model.Request) *lua.LTable {
 		}
 		tools.Append(tt)
 	}
-	t.RawSetString("tools", tools)
+	return tools
+}
+
+func paramsToLua(L *lua.LState, p model.Params) *lua.LTable {
 	params := L.CreateTable(0, 5)
-	if r.Params.Model != "" {
-		params.RawSetString("model", lua.LString(r.Params.Model))
+	if p.Model != "" {
+		params.RawSetString("model", lua.LString(p.Model))
 	}
-	if r.Params.Temperature != nil {
-		params.RawSetString("temperature", lua.LNumber(*r.Params.Temperature))
+	if p.Temperature != nil {
+		params.RawSetString("temperature", lua.LNumber(*p.Temperature))
 	}
-	if r.Params.MaxTokens != nil {
-		params.RawSetString("max_tokens", lua.LNumber(*r.Params.MaxTokens))
+	if p.MaxTokens != nil {
+		params.RawSetString("max_tokens", lua.LNumber(*p.MaxTokens))
 	}
-	if r.Params.TopP != nil {
-		params.RawSetString("top_p", lua.LNumber(*r.Params.TopP))
+	if p.TopP != nil {
+		params.RawSetString("top_p", lua.LNumber(*p.TopP))
 	}
-	if r.Params.ReasoningEffort != "" {
-		params.RawSetString("reasoning_effort", lua.LString(r.Params.ReasoningEffort))
+	if p.ReasoningEffort != "" {
+		params.RawSetString("reasoning_effort", lua.LString(p.ReasoningEffort))
 	}
-	t.RawSetString("params", params)
-	return t
+	return params
 }
 
 func requestFromLua(v lua.LValue, null lua.LValue) (model.Request, error) {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -70,7 +71,11 @@ func toLua(L *lua.LState, null lua.LValue, v any) lua.LValue {
 // non-string keys are errors that name the path.
 func fromLua(v lua.LValue, null lua.LValue) (any, error) {
 	c := converter{null: null}
-	return c.convert(v, "$", 0)
+	out, err := c.convert(v, 0)
+	if err != nil {
+		return nil, err.(*convError).render()
+	}
+	return out, nil
 }
 
 type converter struct {
@@ -79,7 +84,34 @@ type converter struct {
 	entries int
 }
 
-func (c *converter) convert(v lua.LValue, path string, depth int) (any, error) {
+// convError is a conversion failure; its path is built as the error
+// unwinds, so converting what succeeds builds no path strings.
+type convError struct {
+	segs []string // innermost first
+	msg  string
+}
+
+func (e *convError) Error() string { return e.render().Error() }
+
+func (e *convError) render() error {
+	var b strings.Builder
+	b.WriteByte('$')
+	for i := len(e.segs) - 1; i >= 0; i-- {
+		b.WriteString(e.segs[i])
+	}
+	return fmt.Errorf("%s: %s", b.String(), e.msg)
+}
+
+func failf(format string, args ...any) error { return &convError{msg: fmt.Sprintf(format, args...)} }
+
+// at adds a path segment to a conversion error.
+func at(err error, seg string) error {
+	e := err.(*convError)
+	e.segs = append(e.segs, seg)
+	return e
+}
+
+func (c *converter) convert(v lua.LValue, depth int) (any, error) {
 	switch x := v.(type) {
 	case *lua.LNilType:
 		return nil, nil
@@ -88,13 +120,13 @@ func (c *converter) convert(v lua.LValue, path string, depth int) (any, error) {
 	case lua.LNumber:
 		f := float64(x)
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("%s: %v is not a finite number", path, f)
+			return nil, failf("%v is not a finite number", f)
 		}
 		return f, nil
 	case lua.LString:
 		return string(x), nil
 	case *lua.LTable:
-		return c.table(x, path, depth)
+		return c.table(x, depth)
 	case *lua.LUserData:
 		if v == c.null {
 			return value.Null{}, nil
@@ -108,9 +140,9 @@ func (c *converter) convert(v lua.LValue, path string, depth int) (any, error) {
 		case *callView:
 			return map[string]any{"id": v.t.Call.ID, "name": v.t.Call.Name, "args": v.t.Call.Args}, nil
 		}
-		return nil, fmt.Errorf("%s: a %s cannot be stored; use tables, strings, numbers and booleans", path, describe(x))
+		return nil, failf("a %s cannot be stored; use tables, strings, numbers and booleans", describe(x))
 	}
-	return nil, fmt.Errorf("%s: a %s cannot be stored; use tables, strings, numbers and booleans", path, v.Type().String())
+	return nil, failf("a %s cannot be stored; use tables, strings, numbers and booleans", v.Type().String())
 }
 
 func describe(u *lua.LUserData) string {
@@ -120,13 +152,13 @@ func describe(u *lua.LUserData) string {
 	return "userdata"
 }
 
-func (c *converter) table(t *lua.LTable, path string, depth int) (any, error) {
+func (c *converter) table(t *lua.LTable, depth int) (any, error) {
 	if depth >= maxDepth {
-		return nil, fmt.Errorf("%s: tables are nested more than %d deep", path, maxDepth)
+		return nil, failf("tables are nested more than %d deep", maxDepth)
 	}
 	for _, s := range c.seen {
 		if s == t {
-			return nil, fmt.Errorf("%s: the table contains itself", path)
+			return nil, failf("the table contains itself")
 		}
 	}
 	c.seen = append(c.seen, t)
@@ -150,10 +182,10 @@ func (c *converter) table(t *lua.LTable, path string, depth int) (any, error) {
 	})
 	c.entries += count
 	if c.entries > maxEntries {
-		return nil, fmt.Errorf("%s: more than %d table entries", path, maxEntries)
+		return nil, failf("more than %d table entries", maxEntries)
 	}
 	if badKey != nil {
-		return nil, fmt.Errorf("%s: a table key of type %s cannot be stored; use string keys or a list", path, badKey.Type().String())
+		return nil, failf("a table key of type %s cannot be stored; use string keys or a list", badKey.Type().String())
 	}
 	if count == 0 {
 		return map[string]any{}, nil
@@ -161,16 +193,16 @@ func (c *converter) table(t *lua.LTable, path string, depth int) (any, error) {
 	if n == count && stringKeys == 0 {
 		out := make([]any, n)
 		for i := 1; i <= n; i++ {
-			e, err := c.convert(t.RawGetInt(i), path+"["+strconv.Itoa(i-1)+"]", depth+1)
+			e, err := c.convert(t.RawGetInt(i), depth+1)
 			if err != nil {
-				return nil, err
+				return nil, at(err, "["+strconv.Itoa(i-1)+"]")
 			}
 			out[i-1] = e
 		}
 		return out, nil
 	}
 	if stringKeys != count {
-		return nil, fmt.Errorf("%s: the table mixes list items and named fields (or has holes); use one or the other", path)
+		return nil, failf("the table mixes list items and named fields (or has holes); use one or the other")
 	}
 	out := make(map[string]any, count)
 	var err error
@@ -180,7 +212,11 @@ func (c *converter) table(t *lua.LTable, path string, depth int) (any, error) {
 		}
 		key := string(k.(lua.LString))
 		var conv any
-		conv, err = c.convert(e, path+"."+key, depth+1)
+		conv, err = c.convert(e, depth+1)
+		if err != nil {
+			err = at(err, "."+key)
+			return
+		}
 		out[key] = conv
 	})
 	if err != nil {

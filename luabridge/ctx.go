@@ -68,6 +68,8 @@ func (inst *instance) setupCtx() {
 		return 0
 	}))
 	inst.resultMeta.RawSetString("__metatable", lua.LString("protected"))
+	inst.requestMeta = L.CreateTable(0, 1)
+	inst.requestMeta.RawSetString("__index", L.NewFunction(inst.requestIndex))
 	inst.ctxMeta = L.CreateTable(0, 4)
 	inst.ctxMeta.RawSetString("__index", L.NewFunction(inst.ctxIndex))
 	inst.ctxMeta.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {

@@ -12,6 +12,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/state"
 )
@@ -35,6 +36,8 @@ type instance struct {
 	ctxMeta      *lua.LTable
 	callMeta     *lua.LTable
 	resultMeta   *lua.LTable
+	requestMeta  *lua.LTable
+	pendingReq   *model.Request // the request a transform's lazy table reads
 	decisionMeta *lua.LTable
 	handleMeta   *lua.LTable
 	pluginMeta   *lua.LTable

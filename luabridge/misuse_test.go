@@ -252,3 +252,40 @@ return p`})
 		t.Fatalf("swaps gave %q", got)
 	}
 }
+
+// A transform that only edits the tools leaves the conversation as it was
+// (it is never converted), and one that reads it sees it whole.
+func TestLazyRequestInTransforms(t *testing.T) {
+	g := mustLoad(t, map[string]string{
+		"a.lua": head + `p:transform(function(req)
+  local kept = {}
+  for _, tool in ipairs(req.tools) do if tool.name ~= "drop" then kept[#kept + 1] = tool end end
+  req.tools = kept
+  req.params.temperature = 0.5
+  return req
+end)
+return p`,
+		"b.lua": head + `p:transform(function(req)
+  req.messages[#req.messages + 1] = { role = "system", content = "seen " .. #req.messages }
+  return req
+end)
+return p`,
+	})
+	rt := runtimeFor(t, g)
+	ctx := context.Background()
+	s, _, err := rt.Start(ctx, run.StartOptions{Messages: []model.Message{{Role: "user", Content: "hi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.StepStart(ctx)
+	req, _, err := s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "keep"}, {Name: "drop"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(req.Tools) != 1 || req.Tools[0].Name != "keep" || *req.Params.Temperature != 0.5 {
+		t.Fatalf("tools %v params %+v", req.Tools, req.Params)
+	}
+	if len(req.Messages) != 2 || req.Messages[0].Content != "hi" || req.Messages[1].Content != "seen 1" {
+		t.Fatalf("messages %+v", req.Messages)
+	}
+}
