@@ -15,7 +15,35 @@ import (
 type Snapshot struct {
 	reg  *Registry
 	root unsafe.Pointer
+	over *overlay // the latest commits' values, on top of root
 	rev  uint64
+}
+
+// overlayMax bounds the overlay: past it, a commit folds the overlay into
+// the trie.
+const overlayMax = 16
+
+// overlay holds the values of the latest commits above the trie: a commit
+// copies it (a few entries) instead of copying a path of the trie for each
+// key, so committing costs the same whatever the number of keys, and the
+// trie's path copies happen once per overlayMax distinct keys (registries
+// of up to 64 keys, whose trie is one or two nodes deep, skip it). Entries are
+// unique per key index; a nil value shadows the trie (the key was reset).
+type overlay struct {
+	idx  []int
+	vals []any
+}
+
+// value reads slot i: the overlay first, then the trie.
+func (s *Snapshot) value(i int) any {
+	if o := s.over; o != nil {
+		for j, x := range o.idx {
+			if x == i {
+				return o.vals[j]
+			}
+		}
+	}
+	return get(s.root, s.reg.depth, i)
 }
 
 // Revision is the number of non-empty commits that led to this snapshot.
@@ -26,14 +54,14 @@ func (s *Snapshot) Registry() *Registry { return s.reg }
 
 // Get returns the key's value, or its default when absent.
 func (s *Snapshot) Get(k *Key) any {
-	if v := get(s.root, s.reg.depth, k.index); v != nil {
+	if v := s.value(k.index); v != nil {
 		return v
 	}
 	return k.Default
 }
 
 // Has reports whether the key holds a value (not just its default).
-func (s *Snapshot) Has(k *Key) bool { return get(s.root, s.reg.depth, k.index) != nil }
+func (s *Snapshot) Has(k *Key) bool { return s.value(k.index) != nil }
 
 // Lookup reads a key by name; an undeclared name is unknown_key.
 func (s *Snapshot) Lookup(name string) (any, error) {
@@ -51,7 +79,7 @@ func (s *Snapshot) Values(keep func(*Key) bool) map[string]any {
 		if keep != nil && !keep(k) {
 			continue
 		}
-		if v := get(s.root, s.reg.depth, k.index); v != nil {
+		if v := s.value(k.index); v != nil {
 			out[k.Name] = v
 		}
 	}
@@ -147,6 +175,19 @@ func (s *Store) Commit(base uint64, ups []Update) (*Snapshot, error) {
 	return next, nil
 }
 
+// checked is the touched key's new value, conformed to its schema.
+func (t touched) checked() (any, error) {
+	if t.v == nil || t.k.Trusted {
+		return t.v, nil
+	}
+	c, err := t.k.Schema.Conform(t.v)
+	if err != nil {
+		return nil, &errs.Error{Code: errs.SchemaViolation, Plugin: t.plugin, Key: t.k.Name,
+			Msg: fmt.Sprintf("key %q: the value does not fit the key's schema: %s", t.k.Name, messageOf(err))}
+	}
+	return c, nil
+}
+
 type touched struct {
 	k *Key
 	v any
@@ -174,7 +215,7 @@ func apply(cur *Snapshot, ups []Update) (*Snapshot, error) {
 		if i >= 0 {
 			old = tk[i].v
 		} else {
-			old = get(cur.root, reg.depth, k.index)
+			old = cur.value(k.index)
 		}
 		if old == nil {
 			old = k.Default
@@ -190,23 +231,63 @@ func apply(cur *Snapshot, ups []Update) (*Snapshot, error) {
 			tk = append(tk, touched{k: k, v: nv, plugin: u.Plugin})
 		}
 	}
-	root := cur.root
-	var fb [16]unsafe.Pointer
-	f := fresh(fb[:0])
-	track := len(tk) > 1
-	for _, t := range tk {
-		v := t.v
-		if v != nil && !t.k.Trusted {
-			c, err := t.k.Schema.Conform(v)
+	if reg.depth <= 2 {
+		// A shallow trie (up to 64 keys) is cheaper to copy than an
+		// overlay: copy the path of each touched key.
+		root := cur.root
+		var fb [16]unsafe.Pointer
+		f := fresh(fb[:0])
+		track := len(tk) > 1
+		for _, t := range tk {
+			v, err := t.checked()
 			if err != nil {
-				return nil, &errs.Error{Code: errs.SchemaViolation, Plugin: t.plugin, Key: t.k.Name,
-					Msg: fmt.Sprintf("key %q: the value does not fit the key's schema: %s", t.k.Name, messageOf(err))}
+				return nil, err
 			}
-			v = c
+			root, f = set(root, reg.depth, t.k.index, v, f, track)
 		}
-		root, f = set(root, reg.depth, t.k.index, v, f, track)
+		return &Snapshot{reg: reg, root: root, rev: cur.rev + 1}, nil
 	}
-	return &Snapshot{reg: reg, root: root, rev: cur.rev + 1}, nil
+	// The new overlay: the old one's entries for keys this commit did not
+	// touch, then the touched keys.
+	var over *overlay
+	prev := cur.over
+	n := len(tk)
+	if prev != nil {
+		n += len(prev.idx)
+	}
+	over = &overlay{idx: make([]int, 0, n), vals: make([]any, 0, n)}
+	if prev != nil {
+	outer:
+		for j, i := range prev.idx {
+			for _, t := range tk {
+				if t.k.index == i {
+					continue outer
+				}
+			}
+			over.idx = append(over.idx, i)
+			over.vals = append(over.vals, prev.vals[j])
+		}
+	}
+	for _, t := range tk {
+		v, err := t.checked()
+		if err != nil {
+			return nil, err
+		}
+		over.idx = append(over.idx, t.k.index)
+		over.vals = append(over.vals, v)
+	}
+	root := cur.root
+	if len(over.idx) > overlayMax {
+		// Fold the overlay into the trie; nodes made for one entry are
+		// written in place for the next.
+		var fb [32]unsafe.Pointer
+		f := fresh(fb[:0])
+		for j, i := range over.idx {
+			root, f = set(root, reg.depth, i, over.vals[j], f, true)
+		}
+		over = nil
+	}
+	return &Snapshot{reg: reg, root: root, over: over, rev: cur.rev + 1}, nil
 }
 
 // Fork returns a private store that starts at the current snapshot. Commits
