@@ -50,6 +50,9 @@ type Engine struct {
 	audit     plugin.AuditSink
 	clock     func() time.Time
 	observe   HookObserver
+	// cost is the observed time per hook call of each phase (ns), which
+	// decides whether a phase's hooks run in parallel.
+	cost [phase.Count + 1]atomic.Int64
 
 	effectFailures atomic.Int64
 }

@@ -145,7 +145,7 @@ func (t *txn) gather(ctx context.Context) error {
 	for i := range cmds {
 		cmds[i].Plugin = hooks[i].Plugin
 	}
-	failures := runParallel(len(hooks), func(i int) error {
+	failures := runParallel(len(hooks), &t.x.e.cost[t.p], func(i int) error {
 		return t.x.e.timed(hooks[i].Plugin, t.p, "hook", func() error { return callHook(ctx, hooks[i].Hook, in, &cmds[i]) })
 	})
 	for i, err := range failures {
@@ -462,39 +462,57 @@ func (t *txn) attribute(err error) error {
 	return err
 }
 
-// runParallel calls f(0..n-1) and returns their errors by index. The calls
-// run in parallel on up to GOMAXPROCS goroutines (the caller's included) that
-// take the next index as they finish one: more goroutines than cores would
-// only add start-up and stack-growth costs to hooks that take microseconds.
-func runParallel(n int, f func(i int) error) []error {
+// parallelMin is the expected time of a phase's hooks below which they run
+// one after the other on the caller's goroutine: waking a second goroutine
+// on another core costs microseconds, more than two short hooks save.
+const parallelMin = 40 * time.Microsecond
+
+// runParallel calls f(0..n-1) and returns their errors by index. When the
+// calls are expected to take long enough (from the observed cost of this
+// phase's hooks, cost), they run in parallel on up to GOMAXPROCS goroutines
+// (the caller's included) that take the next index as they finish one;
+// otherwise on the caller's goroutine. Either way they all read the same
+// snapshot, so the outcome is the same.
+func runParallel(n int, cost *atomic.Int64, f func(i int) error) []error {
 	out := make([]error, n)
 	helpers := min(n, runtime.GOMAXPROCS(0)) - 1
-	if helpers <= 0 {
+	start := time.Now()
+	if helpers <= 0 || time.Duration(cost.Load())*time.Duration(n) < parallelMin {
 		for i := range n {
 			out[i] = f(i)
 		}
-		return out
-	}
-	var next atomic.Int32
-	work := func() {
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= n {
-				return
+	} else {
+		var next atomic.Int32
+		work := func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				out[i] = f(i)
 			}
-			out[i] = f(i)
 		}
+		var wg sync.WaitGroup
+		wg.Add(helpers)
+		for range helpers {
+			go func() {
+				defer wg.Done()
+				work()
+			}()
+		}
+		work()
+		wg.Wait()
 	}
-	var wg sync.WaitGroup
-	wg.Add(helpers)
-	for range helpers {
-		go func() {
-			defer wg.Done()
-			work()
-		}()
+	// An exponential moving average of the time per call (wall time, so a
+	// parallel round underestimates it and keeps the next one parallel
+	// only while the calls stay long).
+	per := int64(time.Since(start)) / int64(n)
+	old := cost.Load()
+	if old == 0 {
+		cost.Store(per)
+	} else {
+		cost.Store(old + (per-old)/4)
 	}
-	work()
-	wg.Wait()
 	return out
 }
 

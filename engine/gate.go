@@ -106,7 +106,7 @@ func (x *Exec) evaluate(ctx context.Context, in *plugin.Input) (gate.Tagged, []g
 		return gate.Tagged{Decision: d, Plugin: gates[0].Plugin}, nil, nil
 	}
 	ds := make([]gate.Tagged, len(gates))
-	failures := runParallel(len(gates), func(i int) error {
+	failures := runParallel(len(gates), &x.e.cost[phase.ToolGate], func(i int) error {
 		var d gate.Decision
 		err := x.e.timed(gates[i].Plugin, phase.ToolGate, "gate", func() (err error) { d, err = callGate(ctx, gates[i].Hook, in); return err })
 		ds[i] = gate.Tagged{Decision: d, Plugin: gates[i].Plugin}
