@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -9,29 +8,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// serveBuffer is a bytes.Buffer safe for the command's goroutine and the
-// test's.
-type serveBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *serveBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *serveBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func serveProject(t *testing.T, server string) string {
 	t.Helper()
@@ -59,7 +38,7 @@ func serveProject(t *testing.T, server string) string {
 func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 	cfg := serveProject(t, "token_env = \"AWAKEN_SERVE_TEST_TOKEN\"\n")
 	t.Setenv("AWAKEN_SERVE_TEST_TOKEN", "")
-	var out, errOut serveBuffer
+	var out, errOut syncBuffer
 	code := cli(context.Background(), []string{"--config", cfg, "serve", "--addr", "0.0.0.0:0"}, strings.NewReader(""), &out, &errOut)
 	if code != exitUsage || !strings.Contains(errOut.String(), "$AWAKEN_SERVE_TEST_TOKEN") {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut.String())
@@ -76,7 +55,7 @@ func TestServeStartsAndShutsDown(t *testing.T) {
 	t.Setenv("AWAKEN_SERVE_TEST_TOKEN", "tok")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut serveBuffer
+	var out, errOut syncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- cli(ctx, []string{"--config", cfg, "serve", "--addr", "127.0.0.1:0"}, strings.NewReader(""), &out, &errOut)

@@ -68,25 +68,11 @@ func (t *readTool) Execute(_ context.Context, _ *plugin.Input, args map[string]a
 		return *bad, nil
 	}
 	limit = min(limit, t.limit)
-	rel, ok := t.w.rel(p)
-	if !ok {
-		return outside(p), nil
-	}
-	root, err := t.w.open()
-	if err != nil {
-		return model.ToolResult{}, err
-	}
-	defer root.Close()
-
-	f, err := root.Open(rel)
-	if err != nil {
-		return pathResult(p, err), nil
+	f, st, res, err := t.w.openPath(p)
+	if res != nil || err != nil {
+		return deref(res), err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return pathResult(p, err), nil
-	}
 	switch {
 	case st.IsDir():
 		return model.Error(fmt.Sprintf("path %q is a directory; use fs_list to see its entries", p)), nil
@@ -120,6 +106,41 @@ func (t *readTool) Execute(_ context.Context, _ *plugin.Input, args map[string]a
 	return model.Success(data), nil
 }
 
+// openPath opens p inside the workspace. What the model got wrong (a path
+// outside, a missing file) comes back as a result it reads; an error means
+// the workspace itself could not be opened. The file outlives the root.
+func (w workspace) openPath(p string) (*os.File, fs.FileInfo, *model.ToolResult, error) {
+	rel, ok := w.rel(p)
+	if !ok {
+		r := outside(p)
+		return nil, nil, &r, nil
+	}
+	root, err := w.open()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(rel)
+	if err != nil {
+		r := pathResult(p, err)
+		return nil, nil, &r, nil
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		r := pathResult(p, err)
+		return nil, nil, &r, nil
+	}
+	return f, st, nil, nil
+}
+
+func deref(r *model.ToolResult) model.ToolResult {
+	if r == nil {
+		return model.ToolResult{}
+	}
+	return *r
+}
+
 // listTool is fs_list.
 type listTool struct {
 	w    workspace
@@ -151,25 +172,11 @@ func (t *listTool) Execute(_ context.Context, _ *plugin.Input, args map[string]a
 	if p == "" {
 		p = "."
 	}
-	rel, ok := t.w.rel(p)
-	if !ok {
-		return outside(p), nil
-	}
-	root, err := t.w.open()
-	if err != nil {
-		return model.ToolResult{}, err
-	}
-	defer root.Close()
-
-	f, err := root.Open(rel)
-	if err != nil {
-		return pathResult(p, err), nil
+	f, st, res, err := t.w.openPath(p)
+	if res != nil || err != nil {
+		return deref(res), err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return pathResult(p, err), nil
-	}
 	if !st.IsDir() {
 		return model.Error(fmt.Sprintf("path %q is a file, not a directory; use fs_read to read it", p)), nil
 	}
