@@ -267,11 +267,11 @@ func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
 			return nil, err
 		}
 	}
-	e := &entry{gen: g, genID: g.ID, tools: req.Tools}
+	e := &entry{gen: g, genID: g.ID}
 	e.sink = runSink{log: s.log}
 	start := time.Now()
 	sess, _, err := g.Runtime.Start(ctx, run.StartOptions{Agent: req.Agent, ThreadID: req.ThreadID,
-		Messages: msgs, Events: &e.sink})
+		Messages: msgs, Tools: req.Tools, Events: &e.sink})
 	s.metrics.phase(phase.RunStart.String(), time.Since(start))
 	if sess == nil {
 		g.Release()
@@ -420,10 +420,7 @@ func (s *Server) runPhase(w http.ResponseWriter, r *http.Request) error {
 	case "before_inference":
 		req := model.Request{Messages: before.Request.Messages, Tools: before.Request.Tools, Params: before.Request.Params}
 		if req.Tools == nil {
-			if e.restored {
-				return failed(e, badRequest("run %s was restored from the store, which does not keep the tools given at creation; send request.tools", e.id))
-			}
-			req.Tools = e.tools
+			req.Tools = sess.HostTools()
 		}
 		out, o, err2 := sess.BeforeInference(ctx, req)
 		if out.Messages == nil {

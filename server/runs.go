@@ -12,7 +12,6 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/event"
-	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/run"
 	"github.com/awaken-lua/awaken-lua/host"
 )
@@ -28,10 +27,6 @@ type entry struct {
 	sess     *run.Session
 	gen      *host.Generation // pinned while the run is not done; nil once released
 	genID    string
-	// tools are the specs given at creation, offered when a before_inference
-	// request leaves its tools out. They live only in memory.
-	tools    []model.ToolSpec
-	restored bool // loaded from the store: the creation tools are unknown
 	gone     bool // dropped from the registry: a caller that waited on mu must look again
 	sink     runSink
 
@@ -134,7 +129,7 @@ func (s *Server) restore(ctx context.Context, e *entry) error {
 		g.Release()
 		return fmt.Errorf("restore run %s: %w", e.id, err)
 	}
-	e.sess, e.gen, e.genID, e.restored, e.threadID = sess, g, g.ID, true, sess.ThreadID()
+	e.sess, e.gen, e.genID, e.threadID = sess, g, g.ID, sess.ThreadID()
 	e.suspended.Store(int64(len(sess.Suspended())))
 	e.touch()
 	s.mu.Lock()

@@ -25,6 +25,7 @@ func (s *Session) Checkpoint() Checkpoint {
 	if s.offered != nil {
 		cp.Offered = append([]string{}, s.offered...)
 	}
+	cp.Tools = s.hostTools
 	for _, c := range s.calls {
 		cp.Calls = append(cp.Calls, *c)
 	}
@@ -112,7 +113,7 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 		return nil, err
 	}
 	cp = cloneCheckpoint(cp)
-	s.messages = cp.Messages
+	s.messages, s.hostTools = cp.Messages, cp.Tools
 	if cp.Offered != nil {
 		s.offered = cp.Offered
 	}

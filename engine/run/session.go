@@ -139,6 +139,9 @@ type Session struct {
 	offered  []string         // tool names offered in this step; nil: not restricted
 	tools    []model.ToolSpec // the step's tools (candidates, then offered)
 	calls    []*CallRecord
+	// hostTools are the tools the host offers unless a step names others
+	// (the sidecar's creation tools); kept in the checkpoint.
+	hostTools []model.ToolSpec
 
 	thread     Thread
 	threadSeen bool
@@ -151,10 +154,17 @@ type StartOptions struct {
 	ThreadID string // empty: a new thread
 	RunID    string // empty: a fresh id
 	Messages []model.Message
-	Events   event.Sink
+	// Tools are the tools the host offers in every step unless it names
+	// others (HostTools returns them, also after a restore).
+	Tools  []model.ToolSpec
+	Events event.Sink
 	// OnEffect, when set, sees each effect as it is dispatched.
 	OnEffect func(key string, payload any)
 }
+
+// HostTools returns the tools given in StartOptions.Tools. The caller must
+// not modify them.
+func (s *Session) HostTools() []model.ToolSpec { return s.hostTools }
 
 // Start begins a run: it loads the thread's state and runs run_start.
 func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome, error) {
@@ -189,6 +199,7 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 		return nil, Outcome{}, err
 	}
 	s.messages = cloneMessages(o.Messages)
+	s.hostTools = cloneTools(o.Tools)
 	s.events.Emit(event.RunStart{RunID: s.info.ID, ThreadID: s.info.ThreadID, Generation: r.generation})
 	if err := s.phase(ctx, phase.RunStart, plugin.Input{}); err != nil {
 		return s, s.outcome(), err

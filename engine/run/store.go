@@ -50,8 +50,10 @@ type Checkpoint struct {
 	Values      map[string]any  `json:"values"`
 	Messages    []model.Message `json:"messages"`
 	Offered     []string        `json:"offered,omitempty"`
-	Calls       []CallRecord    `json:"calls,omitempty"`
-	Revision    uint64          `json:"revision"`
+	// Tools are the host's tools (StartOptions.Tools).
+	Tools    []model.ToolSpec `json:"tools,omitempty"`
+	Calls    []CallRecord     `json:"calls,omitempty"`
+	Revision uint64           `json:"revision"`
 }
 
 // Store keeps threads and runs between runs and across restarts. The memory
@@ -160,6 +162,18 @@ func cloneCalls(cs []model.ToolCall) []model.ToolCall {
 	return out
 }
 
+func cloneTools(ts []model.ToolSpec) []model.ToolSpec {
+	if ts == nil {
+		return nil
+	}
+	out := make([]model.ToolSpec, len(ts))
+	for i, t := range ts {
+		out[i] = t
+		out[i].Parameters = cloneMap(t.Parameters)
+	}
+	return out
+}
+
 func cloneThread(t Thread) Thread {
 	t.Values = cloneMap(t.Values)
 	t.Aside = cloneMap(t.Aside)
@@ -171,6 +185,7 @@ func cloneCheckpoint(cp Checkpoint) Checkpoint {
 	cp.Values = cloneMap(cp.Values)
 	cp.Messages = cloneMessages(cp.Messages)
 	cp.Offered = append([]string(nil), cp.Offered...)
+	cp.Tools = cloneTools(cp.Tools)
 	if cp.Calls != nil {
 		calls := make([]CallRecord, len(cp.Calls))
 		for i, c := range cp.Calls {
