@@ -124,6 +124,12 @@ type Server struct {
 type Store struct {
 	Kind string // StoreMemory or StoreFile
 	Path string // the file store's directory, relative to Dir; unused by memory
+	// MaxThreads bounds the threads the memory store keeps (>= 1): past it,
+	// the least recently used thread that no run waits on is evicted, and
+	// its thread-scoped state starts fresh, as after a restart. The file
+	// store keeps every thread, so a file that sets it with kind = "file"
+	// is refused.
+	MaxThreads int
 }
 
 // Audit is [audit]: the runtime.audit sink.
@@ -161,6 +167,7 @@ type Agent struct {
 const (
 	defaultSteps        = 16
 	defaultStorePath    = ".awaken/store"
+	defaultMaxThreads   = 10000 // run.DefaultMaxThreads
 	defaultHookTimeout  = Duration(100 * time.Millisecond)
 	defaultModelTimeout = Duration(60 * time.Second)
 	defaultShellTimeout = Duration(10 * time.Second)
@@ -180,7 +187,7 @@ func Default() *Config {
 		Model: Model{Kind: ModelScripted, Script: "testdata/scenarios/demo.toml",
 			Timeout: defaultModelTimeout, MaxRetries: 3},
 		Server: Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64},
-		Store:  Store{Kind: StoreMemory, Path: defaultStorePath},
+		Store:  Store{Kind: StoreMemory, Path: defaultStorePath, MaxThreads: defaultMaxThreads},
 		Audit:  Audit{Path: "audit.jsonl"},
 		Tools:  Tools{Root: ".", ShellTimeout: defaultShellTimeout},
 		Agents: map[string]*Agent{DefaultAgent: newAgent(DefaultAgent)},

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,7 +108,7 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.Runtime.HookTimeout != Duration(100*time.Millisecond) || c.Server.BodyLimit != MiB ||
 		c.Model.Timeout != Duration(time.Minute) || c.Tools.ShellTimeout != Duration(10*time.Second) ||
-		c.Store.Kind != StoreMemory || c.Store.Path != ".awaken/store" {
+		c.Store.Kind != StoreMemory || c.Store.Path != ".awaken/store" || c.Store.MaxThreads != 10000 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	// Default returns a fresh value each time.
@@ -132,7 +133,7 @@ func TestFull(t *testing.T) {
 	if c.Server != (Server{Addr: "0.0.0.0:9000", TokenEnv: "MY_TOKEN", BodyLimit: 512 * KiB, MaxConcurrent: 8}) {
 		t.Fatalf("server: %+v", c.Server)
 	}
-	if c.Store != (Store{Kind: StoreFile, Path: ".awaken/store"}) || c.Audit.Path != "" {
+	if c.Store != (Store{Kind: StoreFile, Path: ".awaken/store", MaxThreads: 10000}) || c.Audit.Path != "" {
 		t.Fatalf("store, audit: %+v %+v", c.Store, c.Audit)
 	}
 	if c.Tools != (Tools{Root: "work", Shell: true, ShellTimeout: Duration(90 * time.Second)}) {
@@ -405,5 +406,53 @@ func TestRenderGoBuilt(t *testing.T) {
 	want := map[string]any{"n": 3.0, "list": []any{"a"}, "odd key": map[string]any{}}
 	if !reflect.DeepEqual(back.Plugins["p"], want) || !reflect.DeepEqual(back.Agents["default"].Plugins, []string{"p", "q"}) {
 		t.Fatalf("got %#v, %#v", back.Plugins["p"], back.Agents["default"].Plugins)
+	}
+}
+
+func TestStoreMaxThreads(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		toml string
+		want int    // MaxThreads when it parses
+		err  string // the error, file:line included, when it does not
+	}{
+		{"default", "", 10000, ""},
+		{"default with kind", "[store]\nkind = \"memory\"\n", 10000, ""},
+		{"set", "[store]\nmax_threads = 250\n", 250, ""},
+		{"one", "[store]\nkind = \"memory\"\nmax_threads = 1\n", 1, ""},
+		{"file store without it", "[store]\nkind = \"file\"\n", 10000, ""},
+		{"negative", "[store]\nkind = \"memory\"\nmax_threads = -5\n", 0,
+			"awaken.toml:3: config_invalid: store.max_threads: must be at least 1, got -5: it is how many threads the memory store keeps " +
+				"before evicting the least recently used; leave it out for the default 10000"},
+		{"zero", "[store]\nmax_threads = 0\n", 0, "awaken.toml:2: config_invalid: store.max_threads: must be at least 1, got 0"},
+		{"not an integer", "[store]\nmax_threads = \"many\"\n", 0, "awaken.toml:2: config_invalid: store.max_threads: expected an integer, got a string"},
+		{"too large", "[store]\nmax_threads = 9999999999\n", 0, "awaken.toml:2: config_invalid: store.max_threads: 9999999999 is too large"},
+		{"typo", "[store]\nmax_thread = 5\n", 0, `awaken.toml:2: config_invalid: unknown key "store.max_thread" (did you mean "max_threads"?)`},
+		{"file store", "[store]\nkind = \"file\"\n\nmax_threads = 500\n", 0,
+			"awaken.toml:4: config_invalid: store.max_threads: applies to the memory store only: the file store keeps every thread on disk, " +
+				"so there is nothing to bound; remove max_threads, or set kind = \"memory\""},
+		{"file store, kind after it", "[store]\nmax_threads = 500\nkind = \"file\"\n", 0,
+			"awaken.toml:2: config_invalid: store.max_threads: applies to the memory store only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.toml), "awaken.toml")
+			if tc.err != "" {
+				if err == nil || errs.CodeOf(err) != errs.ConfigInvalid || !strings.HasPrefix(err.Error(), tc.err) {
+					t.Fatalf("error = %v\nwant %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Store.MaxThreads != tc.want {
+				t.Fatalf("MaxThreads = %d, want %d", c.Store.MaxThreads, tc.want)
+			}
+			// The effective config shows the bound of a memory store only.
+			shown := strings.Contains(c.Render(), "\nmax_threads = "+strconv.Itoa(tc.want)+"\n")
+			if shown != (c.Store.Kind == StoreMemory) {
+				t.Fatalf("kind %s, max_threads shown: %v\n%s", c.Store.Kind, shown, c.Render())
+			}
+		})
 	}
 }

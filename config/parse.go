@@ -33,6 +33,8 @@ type parser struct {
 	idx  *tomlpos.Index
 	c    *Config
 	list errs.List
+
+	maxThreadsSet bool // [store] max_threads is in the file
 }
 
 func parse(data []byte, file string) (*Config, error) {
@@ -244,6 +246,7 @@ func (p *parser) top(m map[string]any) {
 		{"store", func(k toml.Key, v any) {
 			p.table(k, v, "[store]", []field{
 				{"kind", p.str(&c.Store.Kind, oneOf(StoreMemory, StoreFile))},
+				{"max_threads", p.maxThreads(&c.Store.MaxThreads)},
 				{"path", p.str(&c.Store.Path, nonEmpty(`leave path out for the default "`+defaultStorePath+`"`))},
 			})
 		}},
@@ -267,6 +270,10 @@ func (p *parser) top(m map[string]any) {
 // check does the checks that span keys, once every key is read.
 func (p *parser) check() {
 	c := p.c
+	if sk := (toml.Key{"store"}); p.maxThreadsSet && c.Store.Kind == StoreFile {
+		p.failAt(p.atFirst(key(sk, "max_threads"), sk), "store.max_threads",
+			`applies to the memory store only: the file store keeps every thread on disk, so there is nothing to bound; remove max_threads, or set kind = "memory"`)
+	}
 	mk := toml.Key{"model"}
 	switch c.Model.Kind {
 	case ModelScripted:
@@ -366,6 +373,25 @@ func (p *parser) envName(dst *string, example string) func(toml.Key, any) {
 				"export the secret in that variable", example)
 		default:
 			*dst = s
+		}
+	}
+}
+
+// maxThreads reads [store] max_threads, the memory store's bound.
+func (p *parser) maxThreads(dst *int) func(toml.Key, any) {
+	return func(k toml.Key, v any) {
+		p.maxThreadsSet = true
+		n, isInt := v.(int64)
+		switch {
+		case !isInt:
+			p.fail(k, "expected an integer, got %s", typeName(v))
+		case n < 1:
+			p.fail(k, "must be at least 1, got %d: it is how many threads the memory store keeps before evicting the least recently used; "+
+				"leave it out for the default %d", n, defaultMaxThreads)
+		case n > math.MaxInt32:
+			p.fail(k, "%d is too large (at most %d)", n, math.MaxInt32)
+		default:
+			*dst = int(n)
 		}
 	}
 }

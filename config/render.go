@@ -47,6 +47,9 @@ func (c *Config) Render() string {
 
 	w.header("store")
 	w.kv("kind", quoteString(c.Store.Kind))
+	if c.Store.Kind != StoreFile { // the file store keeps every thread, and refuses max_threads
+		w.kv("max_threads", itoa(c.Store.MaxThreads))
+	}
 	w.kv("path", quoteString(c.Store.Path))
 
 	w.header("audit")

@@ -214,7 +214,10 @@ func openStore(c *config.Config, log *slog.Logger) (run.Store, error) {
 		}
 		return s, nil
 	}
-	return run.NewMemoryStore(), nil
+	// The memory store evicts the least recently used thread past
+	// [store] max_threads (never one a run waits on); 0, from a Go-built
+	// Config, is the default bound.
+	return run.NewMemoryStore(run.WithMaxThreads(c.Store.MaxThreads)), nil
 }
 
 func (h *Host) readConfig() (*config.Config, error) {

@@ -264,3 +264,28 @@ func TestOldGenerationClosesAfterItsLastRun(t *testing.T) {
 		t.Fatalf("%d states still open after the last run released the old generation", live)
 	}
 }
+
+// TestMemoryStoreBound: the host builds the memory store with [store]
+// max_threads, and the config's default is the store's.
+func TestMemoryStoreBound(t *testing.T) {
+	for _, tc := range []struct {
+		name, store string
+		want        int
+	}{
+		{"default", "", run.DefaultMaxThreads},
+		{"set", "[store]\nmax_threads = 3\n", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := project(t, baseToml+tc.store, nil)
+			write(t, filepath.Join(dir, "script.toml"), "[[turns]]\ntext = \"done\"\n")
+			h := open(t, dir, host.Options{})
+			ms, ok := h.Store().(*run.MemoryStore)
+			if !ok {
+				t.Fatalf("store is %T", h.Store())
+			}
+			if ms.MaxThreads() != tc.want {
+				t.Fatalf("MaxThreads = %d, want %d", ms.MaxThreads(), tc.want)
+			}
+		})
+	}
+}

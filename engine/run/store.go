@@ -1,6 +1,7 @@
 package run
 
 import (
+	"container/list"
 	"context"
 	"sync"
 
@@ -74,38 +75,181 @@ type Store interface {
 	DeleteRun(ctx context.Context, id string) error
 }
 
-// MemoryStore is a Store in memory.
+// DefaultMaxThreads is how many threads a MemoryStore keeps unless
+// WithMaxThreads says otherwise ([store] max_threads).
+const DefaultMaxThreads = 10000
+
+// MemoryStore is a Store in memory. It keeps at most a bounded number of
+// threads (DefaultMaxThreads, or WithMaxThreads): a sidecar makes a thread
+// per client session, and a store that never forgot one would grow for as
+// long as the process lives. When a save would exceed the bound, the least
+// recently used thread is evicted; reading a thread (Thread) or saving it
+// (PutThread) counts as a use. An evicted thread is simply gone: the next
+// run on its id starts with fresh thread-scoped state and no conversation,
+// as after a restart with the memory store.
+//
+// Some threads are never evicted, because dropping them would lose a
+// decision or a run: a thread whose Waiting names a run (someone is to
+// decide on it), and a thread that has a saved run (PutRun; a sidecar
+// parks an idle run there). Such a thread becomes evictable again once it
+// stops waiting and its runs are deleted. If every thread is pinned that
+// way, the store keeps them all and exceeds its bound rather than drop one.
+// Saved runs are never evicted: they are deleted when they end (DeleteRun),
+// and the sidecar forgets abandoned ones.
+//
+// A run whose thread is evicted while it runs gets revision_conflict when it
+// saves, as any stale write does: see PutThread.
 type MemoryStore struct {
 	mu      sync.Mutex
-	threads map[string]Thread
+	max     int
+	threads map[string]*memThread
+	lru     *list.List // ids of the evictable threads, most recently used first
 	runs    map[string]Checkpoint
+	saved   map[string]int // thread id → how many saved runs name it
 }
 
-// NewMemoryStore makes an empty memory store.
-func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{threads: map[string]Thread{}, runs: map[string]Checkpoint{}}
+// memThread is a stored thread and its place in the LRU list, nil while
+// the thread is pinned (waiting, or with a saved run).
+type memThread struct {
+	t    Thread
+	elem *list.Element
 }
 
-// Thread implements Store.
+// MemoryStoreOption configures NewMemoryStore. (It is an option of the
+// store, not of New: pass the store to New with WithStore.)
+type MemoryStoreOption func(*MemoryStore)
+
+// WithMaxThreads bounds the threads a MemoryStore keeps to n; n <= 0 means
+// DefaultMaxThreads. There is no unbounded setting, since an unbounded
+// store is the leak the bound exists to prevent; pass math.MaxInt for a
+// bound that is never reached in practice.
+func WithMaxThreads(n int) MemoryStoreOption {
+	return func(m *MemoryStore) {
+		if n <= 0 {
+			n = DefaultMaxThreads
+		}
+		m.max = n
+	}
+}
+
+// NewMemoryStore makes an empty memory store that keeps at most
+// DefaultMaxThreads threads unless an option says otherwise.
+func NewMemoryStore(opts ...MemoryStoreOption) *MemoryStore {
+	m := &MemoryStore{max: DefaultMaxThreads, threads: map[string]*memThread{}, lru: list.New(),
+		runs: map[string]Checkpoint{}, saved: map[string]int{}}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
+
+// MaxThreads returns the bound on threads.
+func (m *MemoryStore) MaxThreads() int { return m.max }
+
+// Len returns how many threads the store keeps.
+func (m *MemoryStore) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.threads)
+}
+
+// Thread implements Store. Reading a thread counts as a use: it becomes the
+// last to be evicted.
 func (m *MemoryStore) Thread(_ context.Context, id string) (Thread, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	t, ok := m.threads[id]
-	return cloneThread(t), ok, nil
+	mt, ok := m.threads[id]
+	if !ok {
+		return Thread{}, false, nil
+	}
+	if mt.elem != nil {
+		m.lru.MoveToFront(mt.elem)
+	}
+	return cloneThread(mt.t), true, nil
 }
 
-// PutThread implements Store.
+// PutThread implements Store, then evicts the least recently used threads
+// while the store holds more than its bound (never the thread just saved,
+// nor a pinned one).
+//
+// The compare-and-swap does not change with eviction: an evicted thread is
+// absent, which is revision 0, so saving one with revision 0 makes a new
+// thread, and saving one with the non-zero revision it had is
+// revision_conflict. That is also what a run whose thread was evicted while
+// it ran gets, and on purpose: the store cannot tell an evicted thread from
+// one that was never saved at that revision, and taking the write anyway
+// would let a stale copy win over a thread that another run has since made
+// afresh under the same id. The run reports revision_conflict, and running
+// again starts from a fresh thread, as after a restart. Eviction takes the
+// least recently used thread, so this needs max_threads other threads to
+// be used while the run is going, and a run saved in the store (PutRun)
+// pins its thread for as long as it stays saved.
 func (m *MemoryStore) PutThread(_ context.Context, t Thread) (uint64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cur := m.threads[t.ID]
-	if cur.Revision != t.Revision {
-		return 0, errs.New(errs.RevisionConflict, "thread %q was saved by another run (revision %d, expected %d); run again", t.ID, cur.Revision, t.Revision)
+	mt, ok := m.threads[t.ID]
+	var cur uint64
+	if ok {
+		cur = mt.t.Revision
+	}
+	if cur != t.Revision {
+		if !ok {
+			return 0, errs.New(errs.RevisionConflict, "thread %q is not in the store (revision 0, expected %d): it was evicted "+
+				"(see [store] max_threads) or never saved at that revision; run again", t.ID, t.Revision)
+		}
+		return 0, errs.New(errs.RevisionConflict, "thread %q was saved by another run (revision %d, expected %d); run again", t.ID, cur, t.Revision)
 	}
 	t = cloneThread(t)
 	t.Revision++
-	m.threads[t.ID] = t
+	if !ok {
+		mt = &memThread{}
+		m.threads[t.ID] = mt
+	}
+	mt.t = t
+	m.place(t.ID, mt)
+	m.evict(mt)
 	return t.Revision, nil
+}
+
+// place puts a thread in the LRU list, in front, or takes it out while it
+// is pinned.
+func (m *MemoryStore) place(id string, mt *memThread) {
+	pinned := mt.t.Waiting != "" || m.saved[id] > 0
+	switch {
+	case pinned && mt.elem != nil:
+		m.lru.Remove(mt.elem)
+		mt.elem = nil
+	case !pinned && mt.elem == nil:
+		mt.elem = m.lru.PushFront(id)
+	case !pinned:
+		m.lru.MoveToFront(mt.elem)
+	}
+}
+
+// evict drops least recently used threads while there are more than the
+// bound, keeping keep. Each thread is evicted at most once per save that
+// added it, so saves cost O(1) amortized.
+func (m *MemoryStore) evict(keep *memThread) {
+	for len(m.threads) > m.max {
+		e := m.lru.Back()
+		if e == nil || e == keep.elem {
+			return // the rest are pinned, or the thread just saved
+		}
+		m.lru.Remove(e)
+		delete(m.threads, e.Value.(string))
+	}
+}
+
+// ref counts a saved run of a thread, pinning or unpinning the thread.
+func (m *MemoryStore) ref(threadID string, d int) {
+	if n := m.saved[threadID] + d; n > 0 {
+		m.saved[threadID] = n
+	} else {
+		delete(m.saved, threadID)
+	}
+	if mt, ok := m.threads[threadID]; ok {
+		m.place(threadID, mt)
+	}
 }
 
 // Run implements Store.
@@ -120,7 +264,14 @@ func (m *MemoryStore) Run(_ context.Context, id string) (Checkpoint, bool, error
 func (m *MemoryStore) PutRun(_ context.Context, cp Checkpoint) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	old, had := m.runs[cp.RunID]
 	m.runs[cp.RunID] = cloneCheckpoint(cp)
+	if !had || old.ThreadID != cp.ThreadID {
+		if had {
+			m.ref(old.ThreadID, -1)
+		}
+		m.ref(cp.ThreadID, +1)
+	}
 	return nil
 }
 
@@ -128,7 +279,10 @@ func (m *MemoryStore) PutRun(_ context.Context, cp Checkpoint) error {
 func (m *MemoryStore) DeleteRun(_ context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.runs, id)
+	if cp, ok := m.runs[id]; ok {
+		delete(m.runs, id)
+		m.ref(cp.ThreadID, -1)
+	}
 	return nil
 }
 
