@@ -78,7 +78,11 @@ return p
 }
 
 func TestReloadUnderLoad(t *testing.T) {
-	dir := project(t, baseToml, map[string]string{"stamp.lua": versioned(0)})
+	// The hook deadline is the wall clock: with 8 runners, reloads and the
+	// race detector on 2 cores, a hook can wait past the default 100ms for
+	// a core. Deadlines are tested elsewhere; here a run must not fail
+	// because of a reload.
+	dir := project(t, "[runtime]\nhook_timeout = \"30s\"\n"+baseToml, map[string]string{"stamp.lua": versioned(0)})
 	write(t, filepath.Join(dir, "script.toml"), "[[turns]]\ntext = \"done\"\n")
 	h := open(t, dir, host.Options{})
 	ctx, cancel := context.WithCancel(context.Background())

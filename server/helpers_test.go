@@ -79,7 +79,13 @@ end)
 return p
 `
 
+// The hook deadline is wall-clock time; under -race with many runs on 2
+// cores a hook may wait past the default 100ms for a core. No test here is
+// about deadlines (luabridge's hostile tests are).
 const testToml = `plugin_dir = "scripts"
+
+[runtime]
+hook_timeout = "30s"
 
 [model]
 kind = "scripted"
