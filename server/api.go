@@ -144,9 +144,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	if err != nil {
 		return err
 	}
+	return writeBody(w, status, b)
+}
+
+// writeBody writes an encoded JSON reply and its newline.
+func writeBody(w http.ResponseWriter, status int, b []byte) error {
+	// Header values are assigned, not Set: one slice for both instead of
+	// one each (a tool_gate reply is on the hot path).
+	vals := []string{"application/json", strconv.Itoa(len(b) + 1)}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	h["Content-Type"], h["Content-Length"] = vals[0:1:1], vals[1:2:2]
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 	return nil
@@ -155,8 +162,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 // stamp names the run's generation and revision on the reply.
 func stamp(w http.ResponseWriter, e *entry) {
 	h := w.Header()
-	h.Set(GenerationHeader, e.genID)
-	h.Set("ETag", etag(e.sess.Revision()))
+	h[GenerationHeader] = e.genHdr
+	h["Etag"] = []string{etag(e.sess.Revision())}
 }
 
 // ifMatch enforces "If-Match: <revision>" (quoted or not, "*" for any): a
@@ -267,7 +274,7 @@ func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
 			return nil, err
 		}
 	}
-	e := &entry{gen: g, genID: g.ID}
+	e := &entry{gen: g, genID: g.ID, genHdr: []string{g.ID}}
 	e.sink = runSink{log: s.log}
 	start := time.Now()
 	sess, _, err := g.Runtime.Start(ctx, run.StartOptions{Agent: req.Agent, ThreadID: req.ThreadID,
@@ -358,22 +365,30 @@ func (s *Server) runPhase(w http.ResponseWriter, r *http.Request) error {
 		return fail(http.StatusConflict, errs.PhaseOutOfOrder, "run_start runs when the run is created (POST /v1/runs)")
 	}
 	// Decode before locking the run: a slow upload must not hold it.
+	// Only the body this phase reads is allocated (each escapes to the
+	// decoder).
 	var (
-		empty  struct{}
-		before beforeInferenceBody
-		after  afterInferenceBody
-		call   callBody
+		before *beforeInferenceBody
+		after  *afterInferenceBody
+		call   *callBody
 	)
-	var body any = &empty
+	var body any = &struct{}{}
 	switch name {
 	case "before_inference":
-		body = &before
+		before = new(beforeInferenceBody)
+		body = before
 	case "after_inference":
-		body = &after
+		after = new(afterInferenceBody)
+		body = after
 	case "tool_gate", "before_tool_execute", "after_tool_execute":
-		body = &call
+		call = new(callBody)
+		body = call
 	}
-	if err := decodeBody(r, body); err != nil {
+	decode := decodeBody
+	if _, ok := body.(*callBody); ok {
+		decode = decodeCallBody
+	}
+	if err := decode(r, body); err != nil {
 		return err
 	}
 	switch name {
@@ -411,7 +426,11 @@ func (s *Server) runPhase(w http.ResponseWriter, r *http.Request) error {
 	sess := e.sess
 	start := time.Now()
 	defer func() { s.metrics.phase(name, time.Since(start)) }()
-	var reply any
+	var (
+		reply  any
+		gr     gateReply // tool_gate's reply, kept out of reply: boxing it costs an allocation
+		isGate bool
+	)
 	changed := true
 	switch name {
 	case "step_start":
@@ -445,7 +464,7 @@ func (s *Server) runPhase(w http.ResponseWriter, r *http.Request) error {
 		if d.Args == nil {
 			d.Args = map[string]any{}
 		}
-		reply = gateReply{Decision: d.Decision, Args: d.Args, Reason: d.Reason, Ticket: d.Ticket, Result: d.Result, Revision: o.Revision}
+		gr, isGate = gateReply{Decision: d.Decision, Args: d.Args, Reason: d.Reason, Ticket: d.Ticket, Result: d.Result, Revision: o.Revision}, true
 	case "before_tool_execute":
 		o, err2 := sess.BeforeToolExecute(ctx, *call.Call)
 		err, reply = err2, outcomeReply{Revision: o.Revision, Termination: o.Termination}
@@ -473,6 +492,13 @@ func (s *Server) runPhase(w http.ResponseWriter, r *http.Request) error {
 	stamp(w, e)
 	if err != nil {
 		return failed(e, err)
+	}
+	if isGate {
+		b, err := appendGateReply(make([]byte, 0, 256), gr)
+		if err != nil {
+			return err
+		}
+		return writeBody(w, http.StatusOK, b)
 	}
 	return writeJSON(w, http.StatusOK, reply)
 }

@@ -27,7 +27,8 @@ type entry struct {
 	sess     *run.Session
 	gen      *host.Generation // pinned while the run is not done; nil once released
 	genID    string
-	gone     bool // dropped from the registry: a caller that waited on mu must look again
+	genHdr   []string // {genID}, shared by the replies' headers (never modified)
+	gone     bool     // dropped from the registry: a caller that waited on mu must look again
 	sink     runSink
 
 	// dirty: the run changed since its last checkpoint (memory store only;
@@ -129,7 +130,7 @@ func (s *Server) restore(ctx context.Context, e *entry) error {
 		g.Release()
 		return fmt.Errorf("restore run %s: %w", e.id, err)
 	}
-	e.sess, e.gen, e.genID, e.threadID = sess, g, g.ID, sess.ThreadID()
+	e.sess, e.gen, e.genID, e.genHdr, e.threadID = sess, g, g.ID, []string{g.ID}, sess.ThreadID()
 	e.suspended.Store(int64(len(sess.Suspended())))
 	e.touch()
 	s.mu.Lock()

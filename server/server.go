@@ -102,6 +102,8 @@ type Server struct {
 
 	cc *claudeCode
 
+	curGen atomic.Pointer[[]string] // {current generation id} for reply headers
+
 	stop      chan struct{}
 	janitor   sync.WaitGroup
 	closeOnce sync.Once
@@ -322,6 +324,17 @@ func (w *recorder) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// genHeader returns the header value {id}, made once per generation: the
+// slice is shared by replies and never modified.
+func (s *Server) genHeader(id string) []string {
+	if p := s.curGen.Load(); p != nil && (*p)[0] == id {
+		return *p
+	}
+	v := []string{id}
+	s.curGen.Store(&v)
+	return v
+}
+
 // ServeHTTP is the HTTP boundary: it stamps the current generation (run
 // endpoints overwrite it with the run's), recovers panics into a 500 and
 // writes the access log line.
@@ -329,7 +342,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rw := &recorder{ResponseWriter: w}
 	if g := s.h.Current(); g != nil {
-		w.Header().Set(GenerationHeader, g.ID)
+		w.Header()[GenerationHeader] = s.genHeader(g.ID)
 	}
 	defer func() {
 		if v := recover(); v != nil {

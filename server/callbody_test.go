@@ -1,0 +1,181 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/engine/model"
+)
+
+// The call bodies decodeCallBody reads without reflection are decoded as
+// decodeBody (encoding/json) decodes them: the same accepted bodies, the
+// same values, the same refusals.
+var callBodies = []string{
+	``, ` `, `{}`, `null`, ` {"call":null} `,
+	`{"call":{"id":"c1","name":"fs_read","args":{"path":"src/main.go","line":12}}}`,
+	`{"call":{"id":"c1","name":"x","args":{"a":[1,{"b":null}],"c":true,"d":-0.5e3}}}`,
+	`{"call":{"id":"c1","name":"x","args":null}}`,
+	`{"call":{"id":null,"name":null}}`,
+	`{"call":{"ID":"c1","Name":"x","ARGS":{}}}`,
+	`{"Call":{"id":"c1"},"RESULT":{"Status":"success"}}`,
+	`{"call":{"id":"c1"},"result":{"status":"success","data":{"k":["v"]},"message":"m"}}`,
+	`{"call":{"id":"c1"},"result":{"status":"error","data":null}}`,
+	`{"call":{"id":"c1"},"result":null}`,
+	`{"call":{"id":"é\u00e9\ud83d\ude00"}}`,
+	// refused
+	`{"call":{"id":"c1"}} {}`, `{"call":{"id":"c1"}}x`, `[]`, `"call"`, `12`, `true`,
+	`{"call":[]}`, `{"call":"c1"}`, `{"call":{"id":1}}`, `{"call":{"id":"c1","name":false}}`,
+	`{"call":{"id":"c1","args":[1]}}`, `{"call":{"id":"c1","args":"a"}}`, `{"call":{"id":"c1","extra":1}}`,
+	`{"calls":{}}`, `{"call":{"id":"c1"},"result":{"status":1}}`, `{"call":{"id":"c1"},"result":{"status":"success","more":1}}`,
+	`{"call":{"id":"c1"},"result":[]}`, `{"call":{"id":"c1"},"result":{"message":{}}}`,
+	`{"call":{"id":"c1"`, `{"call":{"id":"c1",}}`, `{"call":{'id':"c1"}}`, `{"call":{"id":"c1\x01"}}`,
+	`{"call":{"args":{"n":1e400}}}`, `{"call":{"args":{"n":01}}}`, "\xef\xbb\xbf{}",
+}
+
+func TestDecodeCallBodyMatchesEncodingJSON(t *testing.T) {
+	for _, body := range callBodies {
+		compareCallBody(t, []byte(body))
+	}
+}
+
+// FuzzDecodeCallBody is the same comparison on any bytes.
+func FuzzDecodeCallBody(f *testing.F) {
+	for _, body := range callBodies {
+		f.Add([]byte(body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { compareCallBody(t, body) })
+}
+
+func compareCallBody(t *testing.T, body []byte) {
+	t.Helper()
+	var want, got callBody
+	errWant := decodeBody(httptest.NewRequest("POST", "/", bytes.NewReader(body)), &want)
+	errGot := decodeCallBody(httptest.NewRequest("POST", "/", bytes.NewReader(body)), &got)
+	if (errWant == nil) != (errGot == nil) {
+		if errGot != nil && foldDuplicates(body) {
+			return // encoding/json merges a repeated object field into the first; we keep the last
+		}
+		t.Fatalf("%q: encoding/json says %v, decodeCallBody says %v", body, errWant, errGot)
+	}
+	if errGot != nil {
+		var ae *apiError
+		if !errors.As(errGot, &ae) || ae.status != 400 || !strings.Contains(ae.detail, "JSON") {
+			t.Fatalf("%q: want a 400 that says what is wrong with the JSON, got %#v", body, errGot)
+		}
+		return
+	}
+	if !reflect.DeepEqual(want, got) && !foldDuplicates(body) {
+		t.Fatalf("%q:\nencoding/json:  %s\ndecodeCallBody: %s", body, show(want), show(got))
+	}
+}
+
+func show(c callBody) string {
+	b, _ := json.Marshal(struct {
+		Call   *model.ToolCall
+		Result *model.ToolResult
+	}{c.Call, c.Result})
+	return string(b)
+}
+
+// foldDuplicates reports whether an object in body repeats a key, exactly
+// or up to case: there encoding/json merges the values into one struct
+// and decodeCallBody keeps one of them, a difference no client relies on.
+func foldDuplicates(body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		key    bool // the next string token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				if top != nil && top.object {
+					top.key = true
+				}
+				stack = append(stack, &frame{object: true, keys: map[string]bool{}, key: true})
+			case '[':
+				if top != nil && top.object {
+					top.key = true
+				}
+				stack = append(stack, &frame{})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		case string:
+			if top != nil && top.object && top.key {
+				k := strings.ToLower(v)
+				if top.keys[k] {
+					return true
+				}
+				top.keys[k] = true
+				top.key = false
+				continue
+			}
+		}
+		if top != nil && top.object {
+			top.key = true
+		}
+	}
+}
+
+// appendGateReply writes what json.Marshal writes.
+func TestAppendGateReplyMatchesEncodingJSON(t *testing.T) {
+	res := model.ToolResult{Status: "error", Message: "secret"}
+	for _, g := range []gateReply{
+		{Decision: "allow", Args: map[string]any{}, Revision: 0},
+		{Decision: "allow", Args: map[string]any{"path": "src/main.go", "line": 12.0, "z": []any{true, nil, "<&>"}}, Revision: 7},
+		{Decision: "block", Args: map[string]any{"cmd": "rm -rf /"}, Reason: "not \"allowed\"\n\u2028", Revision: 1 << 40},
+		{Decision: "allow", Args: map[string]any{"x": map[string]any{"b": 1e21, "a": 1e-7, "c": -0.0}}, Revision: 3},
+		{Decision: "set_result", Args: map[string]any{}, Result: &res, Revision: 2},
+		{Decision: "suspend", Args: map[string]any{}, Ticket: &gate.Ticket{ID: "t1", Message: "ok?", Options: []string{"yes"}}, Revision: 2},
+	} {
+		want, err := json.Marshal(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendGateReply(nil, g)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("appendGateReply:\n got %s (%v)\nwant %s", got, err, want)
+		}
+	}
+}
+
+// A body longer than the limit is 413 on the fast path too.
+func TestDecodeCallBodyLimit(t *testing.T) {
+	body := `{"call":{"id":"c1","args":{"a":"` + strings.Repeat("x", 100) + `"}}}`
+	for _, declared := range []bool{true, false} {
+		r := httptest.NewRequest("POST", "/", strings.NewReader(body))
+		if !declared {
+			r.ContentLength = -1
+			r.Body = io.NopCloser(strings.NewReader(body))
+		}
+		r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, 64)
+		var c callBody
+		err := decodeCallBody(r, &c)
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.status != 413 {
+			t.Fatalf("declared length %v: want 413, got %v", declared, err)
+		}
+	}
+}
