@@ -40,6 +40,7 @@ func cmdServe(e *env) int {
 		return exitUsage
 	}
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: lv}))
+	defer server.TuneGC()()
 	hooks := server.NewHookMetrics()
 	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Log: log, HookObserver: hooks.Observe})
 	if err != nil {
