@@ -46,6 +46,7 @@ const clients = 16
 // load against a handler that only answers a canned decision: what loopback
 // HTTP with 16 clients in one process costs on this machine.
 func BenchmarkServeToolGate(b *testing.B) {
+	defer TuneGC()() // as awaken-lua serve runs
 	b.Run("sidecar", func(b *testing.B) { benchSidecar(b, quietLog(), 0) })
 	b.Run("sidecar-at-10k", func(b *testing.B) { benchSidecar(b, quietLog(), 10000) })
 	b.Run("sidecar+access-log-at-10k", func(b *testing.B) {
@@ -69,7 +70,6 @@ func BenchmarkServeToolGate(b *testing.B) {
 }
 
 func benchSidecar(b *testing.B, log *slog.Logger, rate float64) {
-	defer TuneGC()() // as awaken-lua serve runs
 	sc := newSidecar(b, project(b, "", map[string]string{"perm.lua": benchGateLua}), Options{Log: log, MaxConcurrent: 256})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * clients}}
 	post := func(path, body string) ([]byte, error) {
