@@ -74,6 +74,11 @@ type (
 		Result   *model.ToolResult `json:"result,omitempty"`
 		Revision uint64            `json:"revision"`
 	}
+	beforeToolReply struct {
+		Revision    uint64            `json:"revision"`
+		Termination string            `json:"termination,omitempty"`
+		Result      *model.ToolResult `json:"result,omitempty"` // the sidecar ran a plugin's tool
+	}
 	afterToolReply struct {
 		Result      model.ToolResult `json:"result"`
 		Revision    uint64           `json:"revision"`
@@ -441,6 +446,7 @@ func (s *Server) runPhase(w http.ResponseWriter, r *http.Request) error {
 		if req.Tools == nil {
 			req.Tools = sess.HostTools()
 		}
+		req.Tools = withPluginTools(req.Tools, sess.PluginToolSpecs())
 		out, o, err2 := sess.BeforeInference(ctx, req)
 		if out.Messages == nil {
 			out.Messages = []model.Message{}
@@ -467,7 +473,16 @@ func (s *Server) runPhase(w http.ResponseWriter, r *http.Request) error {
 		gr, isGate = gateReply{Decision: d.Decision, Args: d.Args, Reason: d.Reason, Ticket: d.Ticket, Result: d.Result, Revision: o.Revision}, true
 	case "before_tool_execute":
 		o, err2 := sess.BeforeToolExecute(ctx, *call.Call)
-		err, reply = err2, outcomeReply{Revision: o.Revision, Termination: o.Termination}
+		r := beforeToolReply{Revision: o.Revision, Termination: o.Termination}
+		if err2 == nil && o.Termination == "" {
+			// A plugin's tool runs here (the client cannot run it): the
+			// reply carries its result for the client to pass on to
+			// after_tool_execute.
+			if res, ran := runPluginTool(ctx, sess, call.Call.ID); ran {
+				r.Result, r.Revision = &res, sess.Revision()
+			}
+		}
+		err, reply = err2, r
 	case "after_tool_execute":
 		var res model.ToolResult
 		if call.Result != nil {
@@ -501,6 +516,42 @@ func (s *Server) runPhase(w http.ResponseWriter, r *http.Request) error {
 		return writeBody(w, http.StatusOK, b)
 	}
 	return writeJSON(w, http.StatusOK, reply)
+}
+
+// withPluginTools puts the active plugins' tools before a step's tools (the
+// order `awaken-lua run` offers them in); a plugin's tool takes the place
+// of a client tool of the same name (the sidecar runs it: runPluginTool).
+func withPluginTools(tools, plugin []model.ToolSpec) []model.ToolSpec {
+	if len(plugin) == 0 {
+		return tools
+	}
+	names := make(map[string]bool, len(plugin))
+	for _, t := range plugin {
+		names[t.Name] = true
+	}
+	out := append(make([]model.ToolSpec, 0, len(tools)+len(plugin)), plugin...)
+	for _, t := range tools {
+		if !names[t.Name] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// runPluginTool runs the plugin tool a started call names, with the
+// arguments the gate settled on; ran is false for a client's tool.
+func runPluginTool(ctx context.Context, sess *run.Session, callID string) (res model.ToolResult, ran bool) {
+	for _, c := range sess.Calls() {
+		if c.Call.ID != callID {
+			continue
+		}
+		t, ok := sess.PluginTool(c.Call.Name)
+		if !ok {
+			return res, false
+		}
+		return sess.ExecuteTool(ctx, t, c.Call), true
+	}
+	return res, false
 }
 
 func phaseList() []string {

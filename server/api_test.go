@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -435,4 +436,66 @@ func TestAbandonedRunsAreForgotten(t *testing.T) {
 	if got := sc.must(200, "GET", "/v1/runs/"+waiting, nil); got.str("status") != "waiting" {
 		t.Fatalf("a waiting run is kept: %s", got.raw)
 	}
+}
+
+// notesLua defines a tool of its own: the sidecar offers it with the
+// client's tools and runs it (the client cannot), after the gate, with the
+// arguments the gate settled on.
+const notesLua = `local awaken = require("awaken")
+local p = awaken.plugin { id = "notes" }
+local count = p:key("notes.count", { reducer = "add", default = 0 })
+p:tool {
+  id = "note",
+  description = "Takes a note",
+  parameters = { type = "object", properties = { text = { type = "string" } } },
+  execute = function(ctx, args)
+    ctx:update(count, 1)
+    return awaken.success({ noted = args.text })
+  end,
+}
+p:tool_gate(function(ctx, call)
+  if call.name == "note" and call.args.text == "draft" then return awaken.rewrite({ text = "final" }) end
+end)
+return p
+`
+
+func TestPluginToolsRunInTheSidecar(t *testing.T) {
+	sc := newSidecar(t, project(t, "", map[string]string{"notes.lua": notesLua}), Options{Log: quietLog()})
+	// The client offers fs_read and a "note" of its own: the plugin's takes
+	// its place.
+	id := sc.startRun(map[string]any{"tools": []any{map[string]any{"name": "fs_read"}, map[string]any{"name": "note", "description": "the client's"}}})
+	sc.phase(id, "step_start", nil)
+	bi := sc.phase(id, "before_inference", map[string]any{"request": map[string]any{}})
+	var offered []string
+	for _, tl := range bi.body["request"].(map[string]any)["tools"].([]any) {
+		m := tl.(map[string]any)
+		offered = append(offered, m["name"].(string)+":"+fmt.Sprint(m["description"]))
+	}
+	if fmt.Sprint(offered) != "[note:Takes a note fs_read:<nil>]" {
+		t.Fatalf("tools offered: %v", offered)
+	}
+	sc.phase(id, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{
+		call("n1", "note", map[string]any{"text": "draft"}), call("f1", "fs_read", map[string]any{"path": "a"}),
+	}}})
+	if g := sc.phase(id, "tool_gate", map[string]any{"call": call("n1", "note", map[string]any{"text": "draft"})}); g.str("decision") != "allow" {
+		t.Fatalf("gate: %s", g.raw)
+	}
+	started := sc.phase(id, "before_tool_execute", map[string]any{"call": call("n1", "note", nil)})
+	res, ok := started.body["result"].(map[string]any)
+	if !ok || res["status"] != "success" || fmt.Sprint(res["data"]) != "map[noted:final]" {
+		t.Fatalf("before_tool_execute of a plugin's tool should carry its result (run with the rewritten args): %s", started.raw)
+	}
+	// What the tool wrote is committed, and the revision says so.
+	got := sc.must(200, "GET", "/v1/runs/"+id, nil)
+	if got.body["state"].(map[string]any)["notes.count"] != 1.0 || got.num("revision") != started.num("revision") {
+		t.Fatalf("after the tool ran: %s\nbefore_tool_execute said %s", got.raw, started.raw)
+	}
+	sc.phase(id, "after_tool_execute", map[string]any{"call": call("n1", "note", nil), "result": res})
+	// A client's tool is the client's to run: no result.
+	sc.phase(id, "tool_gate", map[string]any{"call": call("f1", "fs_read", map[string]any{"path": "a"})})
+	if started := sc.phase(id, "before_tool_execute", map[string]any{"call": call("f1", "fs_read", nil)}); started.body["result"] != nil {
+		t.Fatalf("before_tool_execute of a client's tool: %s", started.raw)
+	}
+	sc.phase(id, "after_tool_execute", map[string]any{"call": call("f1", "fs_read", nil), "result": map[string]any{"status": "success", "data": "x"}})
+	sc.phase(id, "step_end", nil)
 }

@@ -78,6 +78,14 @@ var scenarios = []scenario{
 		{ToolCalls: []model.ToolCall{tc("", "echo", nil), tc("", "echo", nil), tc("", "echo", nil)}},
 		{Text: "never reached"},
 	}, false},
+	{"a plugin's own tool", "", "note it down", []model.Response{
+		{ToolCalls: []model.ToolCall{
+			tc("c1", "note", map[string]any{"text": "draft"}),
+			tc("c2", "add", map[string]any{"a": 1.0, "b": 1.0}),
+			tc("c3", "note", map[string]any{"text": "again"}),
+		}},
+		{Text: "noted"},
+	}, false},
 	{"a system prompt and a thread's second run", "prompted", "add again, and remind me", []model.Response{
 		{ToolCalls: []model.ToolCall{tc("c1", "add", map[string]any{"a": 1.0, "b": 2.0})}},
 		{Text: "3"},
@@ -88,7 +96,7 @@ var scenarios = []scenario{
 // decisions and inference requests as the same run driven in process by
 // Runtime.Run with the same turns and tools: the sidecar adds no behaviour.
 func TestHTTPRunMatchesInProcessRun(t *testing.T) {
-	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog()})
+	sc := newSidecar(t, project(t, "", map[string]string{"policy.lua": policyLua, "notes.lua": notesLua}), Options{Log: quietLog()})
 	for i, s := range scenarios {
 		t.Run(s.name, func(t *testing.T) {
 			want := inProcess(t, sc, s, fmt.Sprintf("inproc-%d", i))
@@ -212,8 +220,16 @@ func overHTTP(t *testing.T, sc *sidecar, s scenario, thread string) outcome {
 				if term != "" {
 					return
 				}
-				sc.phase(id, "before_tool_execute", map[string]any{"call": c})
-				res := byName[c.Name].fn(c.Args)
+				started := sc.phase(id, "before_tool_execute", map[string]any{"call": c})
+				if term = started.str("termination"); term != "" {
+					return
+				}
+				var res any
+				if r, ok := started.body["result"]; ok {
+					res = r // a plugin's tool: the sidecar ran it
+				} else {
+					res = byName[c.Name].fn(c.Args)
+				}
 				term = sc.phase(id, "after_tool_execute", map[string]any{"call": c, "result": res}).str("termination")
 			}
 			ready = nil

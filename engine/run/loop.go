@@ -356,6 +356,26 @@ func (s *Session) ToolNames() []string {
 	return out
 }
 
+// PluginTool returns the tool an active plugin defines under name (p:tool),
+// leaving out the agent's host tools: a sidecar's client owns every tool
+// but these.
+func (s *Session) PluginTool(name string) (plugin.Tool, bool) {
+	t, ok := s.agent.view.Tool(name)
+	if !ok {
+		return nil, false
+	}
+	return t.Tool, true
+}
+
+// PluginToolSpecs lists the active plugins' tools.
+func (s *Session) PluginToolSpecs() []model.ToolSpec {
+	var out []model.ToolSpec
+	for _, t := range s.agent.view.Tools() {
+		out = append(out, t.Tool.Spec())
+	}
+	return out
+}
+
 // ExecuteTool runs a tool for a call that passed before_tool_execute, and
 // commits what the tool wrote. A tool error or panic is an error result.
 func (s *Session) ExecuteTool(ctx context.Context, t plugin.Tool, call model.ToolCall) (res model.ToolResult) {

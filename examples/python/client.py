@@ -104,12 +104,18 @@ def show_result(result):
 
 
 def run_call(sidecar, run_id, call, decision):
-    """Executes an allowed call here; a call the gate answered goes straight
-    to after_tool_execute, which uses the gate's result."""
+    """Executes an allowed call here (or takes the result of a plugin's tool,
+    which the sidecar runs); a call the gate answered goes straight to
+    after_tool_execute, which uses the gate's result."""
     if decision["decision"] == "allow":
         call = dict(call, args=decision["args"])  # the arguments after any rewrite
-        sidecar.phase(run_id, "before_tool_execute", {"call": call})
-        result = IMPLEMENTATIONS[call["name"]](call["args"])
+        started = sidecar.phase(run_id, "before_tool_execute", {"call": call})
+        if started.get("termination"):
+            return started["termination"]  # a plugin stopped the run: the call does not run
+        if "result" in started:
+            result = started["result"]  # a plugin's own tool: the sidecar ran it
+        else:
+            result = IMPLEMENTATIONS[call["name"]](call["args"])
         reply = sidecar.phase(run_id, "after_tool_execute", {"call": call, "result": result})
     else:
         reply = sidecar.phase(run_id, "after_tool_execute", {"call": call})
