@@ -17,8 +17,10 @@ import (
 // reflection: encoding/json spent about 5 us and 26 allocations on it,
 // as much as the gate decision itself. It accepts and rejects what
 // decodeBody would (unknown fields, wrong types, trailing data; field
-// names match case-insensitively, an exact match first), with messages
-// that name the field.
+// names match case-insensitively), with messages that name the field, but
+// for one case: an object that names a field twice. A repeated key keeps
+// its last value (encoding/json would merge objects), and two spellings of
+// one field ("id" and "ID") are refused, as their order is gone.
 func decodeCallBody(r *http.Request, v any) error {
 	out := v.(*callBody)
 	data, err := readBody(r)
@@ -32,42 +34,45 @@ func decodeCallBody(r *http.Request, v any) error {
 	if err != nil {
 		return badRequest("the body is not valid JSON for this endpoint: %v", err)
 	}
-	top, err := object(doc, "the body")
+	top, err := jsonObject(doc, "the body")
 	if err != nil || top == nil {
 		return err
 	}
-	if err := onlyFields(top, "", "call", "result"); err != nil {
+	f, err := jsonFields(top, "", "call", "result")
+	if err != nil {
 		return err
 	}
-	if c, err := object(field(top, "call"), "call"); err != nil {
+	if c, err := jsonObject(f[0], "call"); err != nil {
 		return err
 	} else if c != nil {
-		if err := onlyFields(c, "call.", "id", "name", "args"); err != nil {
+		cf, err := jsonFields(c, "call.", "id", "name", "args")
+		if err != nil {
 			return err
 		}
 		call := &model.ToolCall{}
-		if call.ID, err = str(field(c, "id"), "call.id"); err != nil {
+		if call.ID, err = jsonString(cf[0], "call.id"); err != nil {
 			return err
 		}
-		if call.Name, err = str(field(c, "name"), "call.name"); err != nil {
+		if call.Name, err = jsonString(cf[1], "call.name"); err != nil {
 			return err
 		}
-		if call.Args, err = object(field(c, "args"), "call.args"); err != nil {
+		if call.Args, err = jsonObject(cf[2], "call.args"); err != nil {
 			return err
 		}
 		out.Call = call
 	}
-	if res, err := object(field(top, "result"), "result"); err != nil {
+	if res, err := jsonObject(f[1], "result"); err != nil {
 		return err
 	} else if res != nil {
-		if err := onlyFields(res, "result.", "status", "data", "message"); err != nil {
+		rf, err := jsonFields(res, "result.", "status", "data", "message")
+		if err != nil {
 			return err
 		}
-		tr := &model.ToolResult{Data: field(res, "data")}
-		if tr.Status, err = str(field(res, "status"), "result.status"); err != nil {
+		tr := &model.ToolResult{Data: rf[1]}
+		if tr.Status, err = jsonString(rf[0], "result.status"); err != nil {
 			return err
 		}
-		if tr.Message, err = str(field(res, "message"), "result.message"); err != nil {
+		if tr.Message, err = jsonString(rf[2], "result.message"); err != nil {
 			return err
 		}
 		out.Result = tr
@@ -107,44 +112,38 @@ func isBlank(b []byte) bool {
 	return true
 }
 
-// field returns m's value for name: the exact key, else one that matches
-// it case-insensitively (as encoding/json matches struct fields).
-func field(m map[string]any, name string) any {
-	if v, ok := m[name]; ok {
-		return v
-	}
-	for k, v := range m {
-		if strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	return nil
-}
-
-// onlyFields rejects a key that matches none of names.
-func onlyFields(m map[string]any, prefix string, names ...string) error {
+// jsonFields returns the values of names in m, in order (nil when
+// absent), matching keys case-insensitively as encoding/json matches
+// struct fields. A key that matches no name, or a second key for one name,
+// is an error.
+func jsonFields(m map[string]any, prefix string, names ...string) ([]any, error) {
+	out := make([]any, len(names))
+	seen := make([]string, len(names))
 next:
-	for k := range m {
-		for _, n := range names {
-			if strings.EqualFold(k, n) {
-				continue next
+	for k, v := range m {
+		for i, n := range names {
+			if !strings.EqualFold(k, n) {
+				continue
 			}
+			if seen[i] != "" {
+				a, b := min(seen[i], k), max(seen[i], k)
+				return nil, badRequest("the body is not valid JSON for this endpoint: %s is given twice (as %q and %q)", prefix+n, a, b)
+			}
+			seen[i], out[i] = k, v
+			continue next
 		}
-		return badRequest("the body is not valid JSON for this endpoint: unknown field %q; %s takes %s",
-			prefix+k, strings.TrimSuffix(prefixOr(prefix), "."), strings.Join(names, ", "))
+		what := "the body"
+		if prefix != "" {
+			what = strings.TrimSuffix(prefix, ".")
+		}
+		return nil, badRequest("the body is not valid JSON for this endpoint: unknown field %q; %s takes %s",
+			prefix+k, what, strings.Join(names, ", "))
 	}
-	return nil
+	return out, nil
 }
 
-func prefixOr(prefix string) string {
-	if prefix == "" {
-		return "the body"
-	}
-	return prefix
-}
-
-// object is v as an object; JSON null is nil.
-func object(v any, what string) (map[string]any, error) {
+// jsonObject is v as an object; JSON null is nil.
+func jsonObject(v any, what string) (map[string]any, error) {
 	switch x := v.(type) {
 	case nil:
 		return nil, nil
@@ -154,8 +153,8 @@ func object(v any, what string) (map[string]any, error) {
 	return nil, badRequest("the body is not valid JSON for this endpoint: %s must be an object, not a JSON %s", what, value.TypeName(v))
 }
 
-// str is v as a string; JSON null is "".
-func str(v any, what string) (string, error) {
+// jsonString is v as a string; JSON null is "".
+func jsonString(v any, what string) (string, error) {
 	switch x := v.(type) {
 	case nil:
 		return "", nil

@@ -106,6 +106,7 @@ type MemoryStore struct {
 	lru     *list.List // ids of the evictable threads, most recently used first
 	runs    map[string]Checkpoint
 	saved   map[string]int // thread id → how many saved runs name it
+	clock   uint64         // the last revision handed out, to any thread
 }
 
 // memThread is a stored thread and its place in the LRU list, nil while
@@ -179,7 +180,9 @@ func (m *MemoryStore) Thread(_ context.Context, id string) (Thread, bool, error)
 // it ran gets, and on purpose: the store cannot tell an evicted thread from
 // one that was never saved at that revision, and taking the write anyway
 // would let a stale copy win over a thread that another run has since made
-// afresh under the same id. The run reports revision_conflict, and running
+// afresh under the same id (revisions come from a store-wide clock, so the
+// new thread's never equals the old one's). The run reports
+// revision_conflict, and running
 // again starts from a fresh thread, as after a restart. Eviction takes the
 // least recently used thread, so this needs max_threads other threads to
 // be used while the run is going, and a run saved in the store (PutRun)
@@ -200,7 +203,11 @@ func (m *MemoryStore) PutThread(_ context.Context, t Thread) (uint64, error) {
 		return 0, errs.New(errs.RevisionConflict, "thread %q was saved by another run (revision %d, expected %d); run again", t.ID, cur, t.Revision)
 	}
 	t = cloneThread(t)
-	t.Revision++
+	// Revisions come from one clock for the whole store, so a thread that
+	// was evicted and made again never reuses a revision: a run that loaded
+	// the old thread cannot save over the new one.
+	m.clock++
+	t.Revision = m.clock
 	if !ok {
 		mt = &memThread{}
 		m.threads[t.ID] = mt

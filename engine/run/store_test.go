@@ -170,13 +170,32 @@ func TestMemoryStoreRevisionAfterEviction(t *testing.T) {
 	if _, ok, _ := s.Thread(ctx, "A"); ok {
 		t.Fatal("a refused save must not store the thread")
 	}
-	// Saved with revision 0, A is a new thread with fresh state.
-	if rev, err := s.PutThread(ctx, run.Thread{ID: "A"}); err != nil || rev != 1 {
+	// Saved with revision 0, A is a new thread with fresh state, at a
+	// revision no earlier A had.
+	rev, err := s.PutThread(ctx, run.Thread{ID: "A"})
+	if err != nil || rev <= 2 {
 		t.Fatal(rev, err)
 	}
 	th, _, _ := s.Thread(ctx, "A")
-	if th.Values != nil || th.Revision != 1 {
+	if th.Values != nil || th.Revision != rev {
 		t.Fatalf("re-created thread = %+v", th)
+	}
+	// Made again and saved up to the revision the old A had, the new A
+	// still refuses the old A's stale writer.
+	s2 := run.NewMemoryStore(run.WithMaxThreads(1))
+	old, _ := s2.PutThread(ctx, run.Thread{ID: "T", Values: map[string]any{"who": "old"}}) // a run loads T here
+	if _, err := s2.PutThread(ctx, run.Thread{ID: "U"}); err != nil {                      // evicts T
+		t.Fatal(err)
+	}
+	fresh, _ := s2.PutThread(ctx, run.Thread{ID: "T", Values: map[string]any{"who": "new"}})
+	for fresh < old {
+		fresh, _ = s2.PutThread(ctx, run.Thread{ID: "T", Revision: fresh, Values: map[string]any{"who": "new"}})
+	}
+	if _, err := s2.PutThread(ctx, run.Thread{ID: "T", Revision: old, Values: map[string]any{"who": "stale"}}); errs.CodeOf(err) != errs.RevisionConflict {
+		t.Fatalf("the stale writer of an evicted thread saved over its successor: %v", err)
+	}
+	if th, _, _ := s2.Thread(ctx, "T"); th.Values["who"] != "new" {
+		t.Fatalf("T = %+v", th)
 	}
 	// A stale write to a present thread keeps its message.
 	_, err = s.PutThread(ctx, run.Thread{ID: "A", Revision: 5})
