@@ -399,6 +399,7 @@ func TestRenderGoBuilt(t *testing.T) {
 	c.Plugins = map[string]any{"p": map[string]any{"n": 3, "list": []string{"a"}, "gone": nil, "odd key": map[string]any{}}}
 	c.Agents["default"].PluginConfigs = map[string]any{"p": map[string]any{"x": int64(1)}}
 	c.Agents["default"].Plugins = []string{"p", "q"}
+	c.Store.MaxThreads = 0 // the store's default
 	back, err := Parse([]byte(c.Render()), "")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, c.Render())
@@ -406,6 +407,9 @@ func TestRenderGoBuilt(t *testing.T) {
 	want := map[string]any{"n": 3.0, "list": []any{"a"}, "odd key": map[string]any{}}
 	if !reflect.DeepEqual(back.Plugins["p"], want) || !reflect.DeepEqual(back.Agents["default"].Plugins, []string{"p", "q"}) {
 		t.Fatalf("got %#v, %#v", back.Plugins["p"], back.Agents["default"].Plugins)
+	}
+	if back.Store.MaxThreads != defaultMaxThreads {
+		t.Fatalf("max_threads = %d", back.Store.MaxThreads)
 	}
 }
 

@@ -48,7 +48,11 @@ func (c *Config) Render() string {
 	w.header("store")
 	w.kv("kind", quoteString(c.Store.Kind))
 	if c.Store.Kind != StoreFile { // the file store keeps every thread, and refuses max_threads
-		w.kv("max_threads", itoa(c.Store.MaxThreads))
+		n := c.Store.MaxThreads
+		if n <= 0 { // a Config built in Go: the store applies the default
+			n = defaultMaxThreads
+		}
+		w.kv("max_threads", itoa(n))
 	}
 	w.kv("path", quoteString(c.Store.Path))
 

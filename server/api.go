@@ -472,17 +472,22 @@ func (s *Server) runPhase(w http.ResponseWriter, r *http.Request) error {
 		}
 		gr, isGate = gateReply{Decision: d.Decision, Args: d.Args, Reason: d.Reason, Ticket: d.Ticket, Result: d.Result, Revision: o.Revision}, true
 	case "before_tool_execute":
+		// A plugin's tool runs here (the client cannot run it): the reply
+		// carries its result for the client to pass on to
+		// after_tool_execute. A retry gets the same result, and changes
+		// nothing.
+		if res, ran := sess.RunPluginTool(ctx, call.Call.ID); ran {
+			changed, reply = false, beforeToolReply{Revision: sess.Revision(), Result: &res}
+			break
+		}
 		o, err2 := sess.BeforeToolExecute(ctx, *call.Call)
-		r := beforeToolReply{Revision: o.Revision, Termination: o.Termination}
+		out := beforeToolReply{Revision: o.Revision, Termination: o.Termination}
 		if err2 == nil && o.Termination == "" {
-			// A plugin's tool runs here (the client cannot run it): the
-			// reply carries its result for the client to pass on to
-			// after_tool_execute.
-			if res, ran := runPluginTool(ctx, sess, call.Call.ID); ran {
-				r.Result, r.Revision = &res, sess.Revision()
+			if res, ran := sess.RunPluginTool(ctx, call.Call.ID); ran {
+				out.Result, out.Revision = &res, sess.Revision()
 			}
 		}
-		err, reply = err2, r
+		err, reply = err2, out
 	case "after_tool_execute":
 		var res model.ToolResult
 		if call.Result != nil {
@@ -520,7 +525,7 @@ func (s *Server) runPhase(w http.ResponseWriter, r *http.Request) error {
 
 // withPluginTools puts the active plugins' tools before a step's tools (the
 // order `awaken-lua run` offers them in); a plugin's tool takes the place
-// of a client tool of the same name (the sidecar runs it: runPluginTool).
+// of a client tool of the same name (the sidecar runs it).
 func withPluginTools(tools, plugin []model.ToolSpec) []model.ToolSpec {
 	if len(plugin) == 0 {
 		return tools
@@ -536,22 +541,6 @@ func withPluginTools(tools, plugin []model.ToolSpec) []model.ToolSpec {
 		}
 	}
 	return out
-}
-
-// runPluginTool runs the plugin tool a started call names, with the
-// arguments the gate settled on; ran is false for a client's tool.
-func runPluginTool(ctx context.Context, sess *run.Session, callID string) (res model.ToolResult, ran bool) {
-	for _, c := range sess.Calls() {
-		if c.Call.ID != callID {
-			continue
-		}
-		t, ok := sess.PluginTool(c.Call.Name)
-		if !ok {
-			return res, false
-		}
-		return sess.ExecuteTool(ctx, t, c.Call), true
-	}
-	return res, false
 }
 
 func phaseList() []string {

@@ -485,7 +485,12 @@ func TestPluginToolsRunInTheSidecar(t *testing.T) {
 	if !ok || res["status"] != "success" || fmt.Sprint(res["data"]) != "map[noted:final]" {
 		t.Fatalf("before_tool_execute of a plugin's tool should carry its result (run with the rewritten args): %s", started.raw)
 	}
-	// What the tool wrote is committed, and the revision says so.
+	// A retry (the client lost the reply) gets the same result; the tool
+	// does not run again.
+	if again := sc.phase(id, "before_tool_execute", map[string]any{"call": call("n1", "note", nil)}); string(again.raw) != string(started.raw) {
+		t.Fatalf("retry:\n%s\nfirst:\n%s", again.raw, started.raw)
+	}
+	// What the tool wrote is committed once, and the revision says so.
 	got := sc.must(200, "GET", "/v1/runs/"+id, nil)
 	if got.body["state"].(map[string]any)["notes.count"] != 1.0 || got.num("revision") != started.num("revision") {
 		t.Fatalf("after the tool ran: %s\nbefore_tool_execute said %s", got.raw, started.raw)

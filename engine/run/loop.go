@@ -376,6 +376,29 @@ func (s *Session) PluginToolSpecs() []model.ToolSpec {
 	return out
 }
 
+// RunPluginTool runs, for a host that owns every other tool (the sidecar),
+// the plugin tool that a call started by BeforeToolExecute names, with the
+// arguments the gate settled on, and keeps its result: asked again before
+// after_tool_execute (a host's retry), it returns the kept result without
+// running the tool twice. ran is false for a call that names no plugin
+// tool, or that is not started and waiting for its result.
+func (s *Session) RunPluginTool(ctx context.Context, callID string) (res model.ToolResult, ran bool) {
+	c := s.call(callID)
+	if c == nil || !c.Started || c.Status != CallRunning {
+		return res, false
+	}
+	if c.Ran != nil {
+		return *c.Ran, true
+	}
+	t, ok := s.PluginTool(c.Call.Name)
+	if !ok {
+		return res, false
+	}
+	res = s.ExecuteTool(ctx, t, c.Call)
+	c.Ran = &res
+	return res, true
+}
+
 // ExecuteTool runs a tool for a call that passed before_tool_execute, and
 // commits what the tool wrote. A tool error or panic is an error result.
 func (s *Session) ExecuteTool(ctx context.Context, t plugin.Tool, call model.ToolCall) (res model.ToolResult) {

@@ -34,6 +34,9 @@ type CallRecord struct {
 	Result  *model.ToolResult `json:"result,omitempty"`
 	Resume  *ResumeRecord     `json:"resume,omitempty"`
 	Started bool              `json:"started,omitempty"`
+	// Ran is what a plugin's tool answered when the runtime ran it for a
+	// host (RunPluginTool), kept so a retry gets it again.
+	Ran *model.ToolResult `json:"ran,omitempty"`
 }
 
 // Checkpoint is a run as a store keeps it: enough to continue it in another
@@ -366,6 +369,11 @@ func cloneCheckpoint(cp Checkpoint) Checkpoint {
 				r := *c.Resume
 				r.Result = value.Clone(r.Result)
 				calls[i].Resume = &r
+			}
+			if c.Ran != nil {
+				r := *c.Ran
+				r.Data = value.Clone(r.Data)
+				calls[i].Ran = &r
 			}
 		}
 		cp.Calls = calls

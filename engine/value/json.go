@@ -500,8 +500,11 @@ func (p *parser) hex4(i int) (rune, error) {
 // AppendJSON appends the JSON encoding of the canonical value v (Null and nil
 // encode as null) to dst, producing exactly the bytes json.Marshal produces:
 // sorted keys, HTML-safe string escaping, encoding/json's number format, null
-// for nil slices and maps. NaN, infinities, non-canonical types and nesting
-// deeper than 10000 are errors; on error dst is returned unextended.
+// for nil slices and maps. NaN, infinities and non-canonical types are
+// errors, as they are for json.Marshal; so is nesting deeper than 10000,
+// which json.Marshal would encode but neither decoder reads back (and
+// which stops a value that contains itself). On error dst is returned
+// unextended.
 func AppendJSON(dst []byte, v any) ([]byte, error) {
 	n := len(dst)
 	out, err := appendJSON(dst, v, 0)
