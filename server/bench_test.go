@@ -64,7 +64,7 @@ func BenchmarkServeToolGate(b *testing.B) {
 				_, _ = w.Write([]byte(`{"decision":"allow","args":{"path":"src/main.go","line":12},"revision":3}` + "\n"))
 			}))
 			defer ts.Close()
-			loadAt(b, ts.URL, rate, func(c, i int) string { return "/v1/runs/x/phases/tool_gate" })
+			loadAt(b, ts.URL, rate, func(c, i int) string { return "/v1/runs/x/phases/tool_gate" }, endRun(func(c, i int) string { return "x" }))
 		})
 	}
 }
@@ -118,7 +118,20 @@ func benchSidecar(b *testing.B, log *slog.Logger, rate float64) {
 	default:
 	}
 	client.CloseIdleConnections()
-	loadAt(b, sc.ts.URL, rate, func(c, i int) string { return "/v1/runs/" + runs[c][i/callsPerRun] + "/phases/tool_gate" })
+	loadAt(b, sc.ts.URL, rate, func(c, i int) string { return "/v1/runs/" + runs[c][i/callsPerRun] + "/phases/tool_gate" },
+		endRun(func(c, i int) string { return runs[c][i/callsPerRun] }))
+}
+
+// endRun says when a client is done with a run: after its last call it
+// deletes it, as an agent ends its runs, so the sidecar holds the runs in
+// progress rather than every run the benchmark made.
+func endRun(id func(c, i int) string) func(c, i int) string {
+	return func(c, i int) string {
+		if (i+1)%callsPerRun != 0 {
+			return ""
+		}
+		return "/v1/runs/" + id(c, i)
+	}
 }
 
 // loadAt sends b.N tool_gate requests from 16 clients, each on its own
@@ -130,7 +143,7 @@ func benchSidecar(b *testing.B, log *slog.Logger, rate float64) {
 // each of them), on the timeline the client would have kept had its timers
 // been exact: its sleeps overshoot (by 0.6 ms median and up to a few ms on
 // this VM), and that lateness is the client's, not the server's.
-func loadAt(b *testing.B, base string, rate float64, path func(client, i int) string) {
+func loadAt(b *testing.B, base string, rate float64, path, end func(client, i int) string) {
 	addr := strings.TrimPrefix(base, "http://")
 	per := (b.N + clients - 1) / clients
 	lat := make([][]time.Duration, clients)
@@ -184,7 +197,7 @@ func loadAt(b *testing.B, base string, rate float64, path func(client, i int) st
 				body = append(body, arg...)
 				body = append(body, `}}`...)
 				sent := time.Now()
-				status, err := rc.post(path(c, i), body)
+				status, err := rc.do("POST", path(c, i), body)
 				if err != nil {
 					errc <- err
 					return
@@ -196,6 +209,12 @@ func loadAt(b *testing.B, base string, rate float64, path func(client, i int) st
 				took := time.Since(sent)
 				if period == 0 {
 					lat[c] = append(lat[c], took)
+					if del := end(c, i); del != "" {
+						if status, err := rc.do("DELETE", del, nil); err != nil || status/100 != 2 {
+							errc <- fmt.Errorf("DELETE %s: %d %v", del, status, err)
+							return
+						}
+					}
 					continue
 				}
 				// On the client's ideal timeline the request goes out when it
@@ -208,6 +227,16 @@ func loadAt(b *testing.B, base string, rate float64, path func(client, i int) st
 				}
 				ready = out.Add(took)
 				lat[c] = append(lat[c], ready.Sub(at))
+				if del := end(c, i); del != "" {
+					// Not a decision: not counted, but it holds the client
+					// up like one.
+					t0 := time.Now()
+					if status, err := rc.do("DELETE", del, nil); err != nil || status/100 != 2 {
+						errc <- fmt.Errorf("DELETE %s: %d %v", del, status, err)
+						return
+					}
+					ready = ready.Add(time.Since(t0))
+				}
 			}
 		}(c, n)
 	}
@@ -254,9 +283,10 @@ func dialRaw(addr string) (*rawConn, error) {
 	return &rawConn{Conn: c, r: bufio.NewReaderSize(c, 4096), req: make([]byte, 0, 512)}, nil
 }
 
-// post sends one request and reads its reply; it returns the status.
-func (rc *rawConn) post(path string, body []byte) (int, error) {
-	q := append(rc.req[:0], "POST "...)
+// do sends one request and reads its reply; it returns the status.
+func (rc *rawConn) do(method, path string, body []byte) (int, error) {
+	q := append(rc.req[:0], method...)
+	q = append(q, ' ')
 	q = append(q, path...)
 	q = append(q, " HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: "...)
 	q = strconv.AppendInt(q, int64(len(body)), 10)
@@ -283,6 +313,9 @@ func (rc *rawConn) post(path string, body []byte) (int, error) {
 				return 0, fmt.Errorf("bad status line %q", line)
 			}
 		case len(line) == 0:
+			if status == http.StatusNoContent {
+				return status, nil
+			}
 			if length < 0 {
 				return 0, fmt.Errorf("reply without Content-Length")
 			}
