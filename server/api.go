@@ -171,6 +171,20 @@ func stamp(w http.ResponseWriter, e *entry) {
 	h["Etag"] = []string{etag(e.sess.Revision())}
 }
 
+// lockMatching locks the run the request names (see lockRun) and checks
+// its If-Match; the caller unlocks.
+func (s *Server) lockMatching(ctx context.Context, r *http.Request) (*entry, error) {
+	e, err := s.lockRun(ctx, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	if err := ifMatch(r, e.sess.Revision()); err != nil {
+		s.unlock(e)
+		return nil, err
+	}
+	return e, nil
+}
+
 // ifMatch enforces "If-Match: <revision>" (quoted or not, "*" for any): a
 // client that saw an older revision gets 409 instead of acting on state it
 // has not seen.
@@ -420,14 +434,11 @@ func (s *Server) runPhase(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	ctx := context.WithoutCancel(r.Context()) // a phase that started finishes, whatever the client does
-	e, err := s.lockRun(ctx, r.PathValue("id"))
+	e, err := s.lockMatching(ctx, r)
 	if err != nil {
 		return err
 	}
 	defer s.unlock(e)
-	if err := ifMatch(r, e.sess.Revision()); err != nil {
-		return err
-	}
 	sess := e.sess
 	start := time.Now()
 	defer func() { s.metrics.phase(name, time.Since(start)) }()
@@ -580,14 +591,11 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	ctx := context.WithoutCancel(r.Context())
-	e, err := s.lockRun(ctx, r.PathValue("id"))
+	e, err := s.lockMatching(ctx, r)
 	if err != nil {
 		return err
 	}
 	defer s.unlock(e)
-	if err := ifMatch(r, e.sess.Revision()); err != nil {
-		return err
-	}
 	start := time.Now()
 	calls, o, err := e.sess.Resume(ctx, body.Decisions)
 	s.metrics.phase("resume", time.Since(start))
@@ -628,14 +636,11 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 // is forgotten without saving its thread. Then it leaves memory and store.
 func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) error {
 	ctx := context.WithoutCancel(r.Context())
-	e, err := s.lockRun(ctx, r.PathValue("id"))
+	e, err := s.lockMatching(ctx, r)
 	if err != nil {
 		return err
 	}
 	defer s.unlock(e)
-	if err := ifMatch(r, e.sess.Revision()); err != nil {
-		return err
-	}
 	stamp(w, e)
 	sess := e.sess
 	var endErr error

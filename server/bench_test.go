@@ -64,7 +64,7 @@ func BenchmarkServeToolGate(b *testing.B) {
 				_, _ = w.Write([]byte(`{"decision":"allow","args":{"path":"src/main.go","line":12},"revision":3}` + "\n"))
 			}))
 			defer ts.Close()
-			loadAt(b, ts.URL, rate, func(c, i int) string { return "/v1/runs/x/phases/tool_gate" }, endRun(func(c, i int) string { return "x" }))
+			loadAt(b, ts.URL, rate, func(c, i int) string { return "/v1/runs/x/phases/tool_gate" }, runEnds(func(c, i int) string { return "x" }))
 		})
 	}
 }
@@ -119,13 +119,13 @@ func benchSidecar(b *testing.B, log *slog.Logger, rate float64) {
 	}
 	client.CloseIdleConnections()
 	loadAt(b, sc.ts.URL, rate, func(c, i int) string { return "/v1/runs/" + runs[c][i/callsPerRun] + "/phases/tool_gate" },
-		endRun(func(c, i int) string { return runs[c][i/callsPerRun] }))
+		runEnds(func(c, i int) string { return runs[c][i/callsPerRun] }))
 }
 
-// endRun says when a client is done with a run: after its last call it
+// runEnds says when a client is done with a run: after its last call it
 // deletes it, as an agent ends its runs, so the sidecar holds the runs in
 // progress rather than every run the benchmark made.
-func endRun(id func(c, i int) string) func(c, i int) string {
+func runEnds(id func(c, i int) string) func(c, i int) string {
 	return func(c, i int) string {
 		if (i+1)%callsPerRun != 0 {
 			return ""
@@ -209,11 +209,9 @@ func loadAt(b *testing.B, base string, rate float64, path, end func(client, i in
 				took := time.Since(sent)
 				if period == 0 {
 					lat[c] = append(lat[c], took)
-					if del := end(c, i); del != "" {
-						if status, err := rc.do("DELETE", del, nil); err != nil || status/100 != 2 {
-							errc <- fmt.Errorf("DELETE %s: %d %v", del, status, err)
-							return
-						}
+					if _, err := endRun(rc, end(c, i)); err != nil {
+						errc <- err
+						return
 					}
 					continue
 				}
@@ -227,16 +225,14 @@ func loadAt(b *testing.B, base string, rate float64, path, end func(client, i in
 				}
 				ready = out.Add(took)
 				lat[c] = append(lat[c], ready.Sub(at))
-				if del := end(c, i); del != "" {
-					// Not a decision: not counted, but it holds the client
-					// up like one.
-					t0 := time.Now()
-					if status, err := rc.do("DELETE", del, nil); err != nil || status/100 != 2 {
-						errc <- fmt.Errorf("DELETE %s: %d %v", del, status, err)
-						return
-					}
-					ready = ready.Add(time.Since(t0))
+				// Not a decision: not counted, but it holds the client up
+				// like one.
+				took, err = endRun(rc, end(c, i))
+				if err != nil {
+					errc <- err
+					return
 				}
+				ready = ready.Add(took)
 			}
 		}(c, n)
 	}
@@ -281,6 +277,18 @@ func dialRaw(addr string) (*rawConn, error) {
 		return nil, err
 	}
 	return &rawConn{Conn: c, r: bufio.NewReaderSize(c, 4096), req: make([]byte, 0, 512)}, nil
+}
+
+// endRun deletes the run at path ("" for none) and says how long it took.
+func endRun(rc *rawConn, path string) (time.Duration, error) {
+	if path == "" {
+		return 0, nil
+	}
+	t0 := time.Now()
+	if status, err := rc.do("DELETE", path, nil); err != nil || status/100 != 2 {
+		return 0, fmt.Errorf("DELETE %s: %d %v", path, status, err)
+	}
+	return time.Since(t0), nil
 }
 
 // do sends one request and reads its reply; it returns the status.
