@@ -28,15 +28,15 @@ import (
 	"github.com/awaken-lua/awaken-lua/config"
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
-	"github.com/awaken-lua/awaken-lua/engine/model"
-	"github.com/awaken-lua/awaken-lua/engine/model/openai"
-	"github.com/awaken-lua/awaken-lua/engine/model/scripted"
-	"github.com/awaken-lua/awaken-lua/engine/persist"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
-	"github.com/awaken-lua/awaken-lua/engine/run"
-	"github.com/awaken-lua/awaken-lua/engine/tools"
 	"github.com/awaken-lua/awaken-lua/luabridge"
+	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/model/openai"
+	"github.com/awaken-lua/awaken-lua/model/scripted"
+	"github.com/awaken-lua/awaken-lua/run"
 	"github.com/awaken-lua/awaken-lua/stdlib"
+	"github.com/awaken-lua/awaken-lua/store/filestore"
+	"github.com/awaken-lua/awaken-lua/tools"
 )
 
 // DefaultConfig is the configuration file used when none is named.
@@ -208,7 +208,7 @@ func Open(ctx context.Context, o Options) (*Host, error) {
 
 func openStore(c *config.Config, log *slog.Logger) (run.Store, error) {
 	if c.Store.Kind == config.StoreFile {
-		s, err := persist.OpenFile(c.Path(c.Store.Path), log)
+		s, err := filestore.Open(c.Path(c.Store.Path), log)
 		if err != nil {
 			return nil, errs.Wrap(errs.ConfigInvalid, err, "cannot open the file store at %s", c.Path(c.Store.Path))
 		}

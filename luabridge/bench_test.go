@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/awaken-lua/awaken-lua/engine"
-	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/state"
 	"github.com/awaken-lua/awaken-lua/luabridge"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // BenchmarkGateHookLua is one gate decision by one Lua gate hook for a call

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine"
-	"github.com/awaken-lua/awaken-lua/engine/model"
-	"github.com/awaken-lua/awaken-lua/engine/run"
 	"github.com/awaken-lua/awaken-lua/luabridge"
+	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/run"
 )
 
 // load builds a generation from in-memory plugin files.

@@ -12,9 +12,9 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
-	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/state"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // errHookBudget is what an instance's deadline fires with when a call runs

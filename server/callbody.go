@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/value"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // decodeCallBody reads {"call": {id, name, args}, "result"?: {status,

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/awaken-lua/awaken-lua/engine/gate"
-	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // The call bodies decodeCallBody reads without reflection are decoded as

@@ -20,9 +20,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/awaken-lua/awaken-lua/engine"
-	"github.com/awaken-lua/awaken-lua/engine/model"
-	"github.com/awaken-lua/awaken-lua/engine/run"
 	"github.com/awaken-lua/awaken-lua/engine/value"
+	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/run"
 )
 
 // The Claude Code adapter (POST /v1/hooks/claude-code) turns the hook

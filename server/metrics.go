@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/awaken-lua/awaken-lua/engine/persist"
+	"github.com/awaken-lua/awaken-lua/store/filestore"
 )
 
 // The Prometheus text exposition is written by hand: the sidecar needs two
@@ -232,7 +232,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 			fmt.Fprintf(bw, "awaken_lua_states%s %d\n", labelSet([]string{"plugin", "state"}, []string{id, "free"}), stats[id][1])
 		}
 	}
-	if fs, ok := s.h.Store().(*persist.FileStore); ok {
+	if fs, ok := s.h.Store().(*filestore.Store); ok {
 		gauge(bw, "awaken_store_corrupt_files", "Corrupt store files set aside since the start (GET /v1/plugins lists them).", int64(len(fs.Problems())))
 	}
 	_ = bw.Flush() // a scraper that hung up has nothing to read an error in

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
-	"github.com/awaken-lua/awaken-lua/engine/persist"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/store/filestore"
 )
 
 // pluginsReply is GET /v1/plugins: what the current generation holds, and
@@ -26,11 +26,11 @@ type pluginsReply struct {
 type storeReport struct {
 	Kind string `json:"kind"`
 	// Problems are corrupt files the file store set aside (never dropped).
-	Problems []persist.Problem `json:"problems,omitempty"`
+	Problems []filestore.Problem `json:"problems,omitempty"`
 }
 
 func (s *Server) storeReport() storeReport {
-	if fs, ok := s.h.Store().(*persist.FileStore); ok {
+	if fs, ok := s.h.Store().(*filestore.Store); ok {
 		return storeReport{Kind: "file", Problems: fs.Problems()}
 	}
 	return storeReport{Kind: "memory"}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/awaken-lua/awaken-lua/engine/event"
-	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // trace prints run events as a readable trace, one line per event, with

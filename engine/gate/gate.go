@@ -3,7 +3,7 @@
 package gate
 
 import (
-	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // Kind is a decision kind; its value is its priority.

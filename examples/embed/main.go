@@ -15,11 +15,11 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/command"
 	"github.com/awaken-lua/awaken-lua/engine/event"
-	"github.com/awaken-lua/awaken-lua/engine/model"
-	"github.com/awaken-lua/awaken-lua/engine/model/scripted"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
-	"github.com/awaken-lua/awaken-lua/engine/run"
 	"github.com/awaken-lua/awaken-lua/luabridge"
+	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/model/scripted"
+	"github.com/awaken-lua/awaken-lua/run"
 )
 
 // A policy in Lua: refunds above a limit wait for a human.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
-	"github.com/awaken-lua/awaken-lua/engine/model"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // reply is one canned HTTP answer of the fake server.

@@ -1,4 +1,4 @@
-package persist
+package filestore
 
 import (
 	"bytes"
@@ -63,7 +63,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ctx := context.Background()
-		s, err := OpenFile(t.TempDir(), nil)
+		s, err := Open(t.TempDir(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

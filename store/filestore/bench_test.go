@@ -1,11 +1,11 @@
-package persist
+package filestore
 
 import (
 	"context"
 	"fmt"
 	"testing"
 
-	"github.com/awaken-lua/awaken-lua/engine/run"
+	"github.com/awaken-lua/awaken-lua/run"
 )
 
 func benchThread() run.Thread {

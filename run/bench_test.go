@@ -7,11 +7,11 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine/command"
 	"github.com/awaken-lua/awaken-lua/engine/gate"
-	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
-	"github.com/awaken-lua/awaken-lua/engine/run"
 	"github.com/awaken-lua/awaken-lua/engine/state"
+	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/run"
 )
 
 // BenchmarkStep measures one whole step through the Session API: step_start,

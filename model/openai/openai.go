@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
-	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/value"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // Defaults for Config fields left zero.

@@ -1,8 +1,8 @@
-// Package persist holds durable implementations of run.Store. FileStore
+// Package filestore holds durable implementations of run.Store. Store
 // keeps each thread and run in its own JSON file, written so that a crash
 // never loses or tears a save (SPEC §13, §14), and reports corrupt files
 // instead of dropping them.
-package persist
+package filestore
 
 import (
 	"bytes"
@@ -22,22 +22,22 @@ import (
 	"unicode/utf8"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
-	"github.com/awaken-lua/awaken-lua/engine/run"
+	"github.com/awaken-lua/awaken-lua/run"
 )
 
 const (
 	threadsDir = "threads"
 	runsDir    = "runs"
 	ext        = ".json"
-	// tempPrefix starts every temp file, so OpenFile can tell a write a crash
+	// tempPrefix starts every temp file, so Open can tell a write a crash
 	// interrupted from a record; a leading dot also keeps it out of plain ls.
 	tempPrefix    = ".tmp-"
 	corruptSuffix = ".corrupt-"
 )
 
-var _ run.Store = (*FileStore)(nil)
+var _ run.Store = (*Store)(nil)
 
-// FileStore is a run.Store that keeps threads and runs as JSON files under
+// Store is a run.Store that keeps threads and runs as JSON files under
 // a directory: threads/<stem>.json and runs/<stem>.json, where the stem
 // escapes the id (see stemOf). One file per record keeps a save O(record)
 // and lets an operator read, copy or delete one thread with plain tools.
@@ -48,8 +48,8 @@ var _ run.Store = (*FileStore)(nil)
 //
 // Operations on one record are serialized; different records proceed in
 // parallel. The revision compare-and-swap holds within one process, so one
-// directory must have one FileStore (one sidecar) at a time.
-type FileStore struct {
+// directory must have one Store (one sidecar) at a time.
+type Store struct {
 	dir   string
 	log   *slog.Logger
 	locks keyedMutex
@@ -68,13 +68,13 @@ type Problem struct {
 	At           time.Time `json:"at"`
 }
 
-// OpenFile opens (creating if needed, mode 0o700) a file store in dir and
+// Open opens (creating if needed, mode 0o700) a file store in dir and
 // removes temp files left by a crash. A nil log discards.
-func OpenFile(dir string, log *slog.Logger) (*FileStore, error) {
+func Open(dir string, log *slog.Logger) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &FileStore{dir: dir, log: log}
+	s := &Store{dir: dir, log: log}
 	for _, sub := range []string{threadsDir, runsDir} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("open file store: %w", err)
@@ -101,7 +101,7 @@ func OpenFile(dir string, log *slog.Logger) (*FileStore, error) {
 
 // removeTemps deletes the temp files of writes a crash interrupted. Their
 // record was never renamed into place, so nothing saved is lost.
-func (s *FileStore) removeTemps(dir string) error {
+func (s *Store) removeTemps(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
@@ -124,14 +124,14 @@ func (s *FileStore) removeTemps(dir string) error {
 }
 
 // Problems returns the corrupt files found so far, oldest first.
-func (s *FileStore) Problems() []Problem {
+func (s *Store) Problems() []Problem {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Problem(nil), s.problems...)
 }
 
 // Thread implements run.Store.
-func (s *FileStore) Thread(ctx context.Context, id string) (run.Thread, bool, error) {
+func (s *Store) Thread(ctx context.Context, id string) (run.Thread, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return run.Thread{}, false, err
 	}
@@ -146,7 +146,7 @@ func (s *FileStore) Thread(ctx context.Context, id string) (run.Thread, bool, er
 // PutThread implements run.Store: the compare-and-swap reads the saved
 // revision under the record's lock, so of many saves on one base exactly one
 // wins.
-func (s *FileStore) PutThread(ctx context.Context, t run.Thread) (uint64, error) {
+func (s *Store) PutThread(ctx context.Context, t run.Thread) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -170,7 +170,7 @@ func (s *FileStore) PutThread(ctx context.Context, t run.Thread) (uint64, error)
 }
 
 // Run implements run.Store.
-func (s *FileStore) Run(ctx context.Context, id string) (run.Checkpoint, bool, error) {
+func (s *Store) Run(ctx context.Context, id string) (run.Checkpoint, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return run.Checkpoint{}, false, err
 	}
@@ -183,7 +183,7 @@ func (s *FileStore) Run(ctx context.Context, id string) (run.Checkpoint, bool, e
 }
 
 // PutRun implements run.Store.
-func (s *FileStore) PutRun(ctx context.Context, cp run.Checkpoint) error {
+func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ func (s *FileStore) PutRun(ctx context.Context, cp run.Checkpoint) error {
 
 // DeleteRun implements run.Store. Deleting a missing run succeeds, so a
 // retried delete is harmless.
-func (s *FileStore) DeleteRun(ctx context.Context, id string) error {
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (s *FileStore) DeleteRun(ctx context.Context, id string) error {
 	return nil
 }
 
-func (s *FileStore) path(sub, id string) string {
+func (s *Store) path(sub, id string) string {
 	return filepath.Join(s.dir, sub, stemOf(id)+ext)
 }
 
@@ -242,7 +242,7 @@ func runID(cp *run.Checkpoint) string { return cp.RunID }
 // corrupt one is set aside and reported, then treated as missing, so one bad
 // file never blocks its thread forever; an I/O error is returned as is,
 // because the record may well be fine.
-func load[T any](ctx context.Context, s *FileStore, path, id string, idFn func(*T) string) (T, bool, error) {
+func load[T any](ctx context.Context, s *Store, path, id string, idFn func(*T) string) (T, bool, error) {
 	var v T
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -274,7 +274,7 @@ func decode[T any](data []byte, v *T, id string, idFn func(*T) string) error {
 // setAside renames a corrupt file to "<name>.corrupt-<unix nanos>", which no
 // lookup reads, and reports it. If the rename fails the error is returned:
 // treating the record as missing would let the next save overwrite it.
-func (s *FileStore) setAside(ctx context.Context, path string, cause error) error {
+func (s *Store) setAside(ctx context.Context, path string, cause error) error {
 	at := time.Now()
 	aside := ""
 	for n := at.UnixNano(); ; n++ { // a coarse clock must not make two set-asides collide
@@ -306,7 +306,7 @@ func (s *FileStore) setAside(ctx context.Context, path string, cause error) erro
 // over the target, fsync the directory (so the rename itself survives a
 // crash). If only the last fsync fails the new record is in place but may
 // not survive a crash; the error says so and a retry sees the new revision.
-func (s *FileStore) write(path string, v any) error {
+func (s *Store) write(path string, v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // readable "<" and "&" in messages; same bytes back

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
-	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/value"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // Thread is what a thread keeps across runs: its thread-scoped state, its

@@ -10,9 +10,9 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
-	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/value"
 	"github.com/awaken-lua/awaken-lua/internal/tomlpos"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // The file shapes. Decoding into typed structs (rather than maps) lets

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
-	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/schema"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // fixture is a workspace with files, links inside and out, and a secret

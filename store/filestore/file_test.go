@@ -1,4 +1,4 @@
-package persist
+package filestore
 
 import (
 	"bytes"
@@ -16,13 +16,13 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/gate"
-	"github.com/awaken-lua/awaken-lua/engine/model"
-	"github.com/awaken-lua/awaken-lua/engine/run"
+	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/run"
 )
 
-func open(t testing.TB, dir string) *FileStore {
+func open(t testing.TB, dir string) *Store {
 	t.Helper()
-	s, err := OpenFile(dir, nil)
+	s, err := Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestCorruptThread(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			var logs bytes.Buffer
-			s, err := OpenFile(t.TempDir(), slog.New(slog.NewJSONHandler(&logs, nil)))
+			s, err := Open(t.TempDir(), slog.New(slog.NewJSONHandler(&logs, nil)))
 			if err != nil {
 				t.Fatal(err)
 			}

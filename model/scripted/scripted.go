@@ -10,8 +10,8 @@ import (
 	"sync"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
-	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/value"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // Turn is one scripted model reply. A tool call without an ID keeps it

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
-	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/internal/tomlpos"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 const demo = `# a demo

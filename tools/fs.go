@@ -14,8 +14,8 @@ import (
 	"strings"
 
 	"github.com/awaken-lua/awaken-lua/engine/command"
-	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // maxEntries caps fs_list, so one huge directory cannot flood the context.

@@ -23,8 +23,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
-	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // Defaults for Options fields left zero.

@@ -11,8 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/awaken-lua/awaken-lua/engine/command"
-	"github.com/awaken-lua/awaken-lua/engine/model"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // waitDelay bounds how long a finished command may keep its output open
