@@ -1,0 +1,460 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/value"
+	"github.com/awaken-lua/awaken-lua/model"
+)
+
+// The interrupted-call result text of SPEC §5.
+const interruptedText = "[tool execution was interrupted]"
+
+// recordCalls mirrors the step's tool calls into __runtime.tool_calls: only
+// the given calls when some are given (the others' records are shared from
+// the current value), every call otherwise.
+func (s *Session) recordCalls(ctx context.Context, p phase.Phase, only ...*CallRecord) error {
+	var m map[string]any
+	calls := s.calls
+	if len(only) > 0 {
+		cur, _ := s.store.Snapshot().Lookup(KeyToolCalls)
+		old, _ := cur.(map[string]any)
+		m = make(map[string]any, len(old)+len(only))
+		for k, v := range old {
+			m[k] = v
+		}
+		calls = only
+	} else {
+		m = make(map[string]any, len(s.calls))
+	}
+	for _, c := range calls {
+		rec := map[string]any{"id": c.Call.ID, "name": c.Call.Name, "args": c.Call.Args,
+			"status": string(c.Status), "step": float64(s.info.Step)}
+		if c.Gate != nil {
+			rec["decision"] = c.Gate.Decision
+			if c.Gate.Plugin != "" {
+				rec["plugin"] = c.Gate.Plugin
+			}
+			if c.Gate.Reason != "" {
+				rec["reason"] = c.Gate.Reason
+			}
+			if c.Gate.RewrittenBy != "" {
+				rec["rewritten_by"] = c.Gate.RewrittenBy
+			}
+			if c.Gate.Ticket != nil {
+				rec["ticket"] = c.Gate.Ticket.ID
+			}
+		}
+		if c.Result != nil {
+			rec["result"] = (*c.Result).Value()
+		}
+		m[c.Call.ID] = rec
+	}
+	return s.record(ctx, p, KeyToolCalls, m)
+}
+
+func (s *Session) call(id string) *CallRecord {
+	for _, c := range s.calls {
+		if c.Call.ID == id {
+			return c
+		}
+	}
+	return nil
+}
+
+func (s *Session) move(c *CallRecord, to CallStatus) error {
+	if c.Status == to {
+		return nil
+	}
+	if !allowed(callMoves, c.Status, to) {
+		return invalid("tool call %s cannot go from %s to %s", c.Call.ID, c.Status, to)
+	}
+	c.Status = to
+	return nil
+}
+
+// Decision is the gate's answer for one call, as drivers report it.
+type Decision struct {
+	Decision string            `json:"decision"` // allow, block, suspend or set_result
+	Args     map[string]any    `json:"args"`
+	Plugin   string            `json:"plugin,omitempty"`
+	Reason   string            `json:"reason,omitempty"`
+	Ticket   *gate.Ticket      `json:"ticket,omitempty"`
+	Result   *model.ToolResult `json:"result,omitempty"`
+}
+
+func (g *GateRecord) decision() Decision {
+	return Decision{Decision: g.Decision, Args: g.Args, Plugin: g.Plugin, Reason: g.Reason, Ticket: g.Ticket, Result: g.Result}
+}
+
+// ToolGate decides about one call of this step (a call the model did not
+// make in this step is added). The decision is kept: gating the same call
+// again returns it and changes nothing. Allow leaves the call for
+// before_tool_execute; block and set_result leave it for after_tool_execute;
+// suspend ends its part of the step. A call to a tool that was not offered in
+// this step fails with an error result without running.
+func (s *Session) ToolGate(ctx context.Context, call model.ToolCall) (Decision, Outcome, error) {
+	if err := s.expect(phase.ToolGate, stageInferred); err != nil {
+		return Decision{}, s.outcome(), err
+	}
+	c, err := s.callFor(call)
+	if err != nil {
+		return Decision{}, s.outcome(), err
+	}
+	if c.Gate != nil && c.Status != CallResuming {
+		return c.Gate.decision(), s.outcome(), nil
+	}
+	res, err := s.evaluate(ctx, c)
+	if err != nil {
+		return Decision{}, s.outcome(), s.fail(ctx, err)
+	}
+	if err := s.applyGate(ctx, c, res); err != nil {
+		return Decision{}, s.outcome(), err
+	}
+	return c.Gate.decision(), s.outcome(), nil
+}
+
+func (s *Session) callFor(call model.ToolCall) (*CallRecord, error) {
+	c := s.call(call.ID)
+	if c != nil {
+		return c, nil
+	}
+	if call.ID == "" {
+		return nil, errs.New(errs.BadRequest, "a tool call needs an id")
+	}
+	args, err := value.Normalize(call.Args)
+	if err != nil {
+		return nil, errs.New(errs.BadRequest, "tool call %q: arguments: %v", call.ID, err)
+	}
+	call.Args, _ = args.(map[string]any)
+	if call.Args == nil {
+		call.Args = map[string]any{}
+	}
+	c = &CallRecord{Call: call, Status: CallNew}
+	s.calls = append(s.calls, c)
+	return c, nil
+}
+
+// offeredTool reports whether the tool was offered in this step.
+func (s *Session) offeredTool(name string) bool {
+	if s.offered == nil {
+		return true
+	}
+	for _, n := range s.offered {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// evaluate runs the gate for c without recording anything.
+func (s *Session) evaluate(ctx context.Context, c *CallRecord) (*GateRecord, error) {
+	if !s.offeredTool(c.Call.Name) {
+		msg := fmt.Sprintf("tool %q is not available in this step", c.Call.Name)
+		if len(s.offered) > 0 {
+			msg += "; available: " + strings.Join(s.offered, ", ")
+		}
+		r := model.Error(msg)
+		return &GateRecord{Decision: "set_result", Plugin: "runtime", Reason: msg, Result: &r, Args: c.Call.Args}, nil
+	}
+	in := s.input()
+	info := &plugin.ToolInfo{Call: c.Call}
+	if c.Resume != nil {
+		info.Resume = &gate.Resume{Target: c.Call.ID, Action: c.Resume.Action, Result: c.Resume.Result, Reason: c.Resume.Reason}
+	}
+	in.Tool = info
+	res, err := s.x.Gate(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	d := res.Decision
+	g := &GateRecord{Decision: d.Kind.String(), Plugin: d.Plugin, Args: res.Args, RewrittenBy: res.RewrittenBy}
+	switch d.Kind {
+	case gate.Allow:
+		if res.RewrittenBy != "" {
+			g.Plugin = res.RewrittenBy
+		}
+	case gate.Block:
+		g.Reason = d.Reason
+		if g.Reason == "" {
+			g.Reason = "blocked by " + d.Plugin
+		}
+		r := model.ToolResult{Status: model.StatusError, Message: g.Reason, Data: map[string]any{"rejected": true}}
+		g.Result = &r
+	case gate.Suspend:
+		t := gate.Ticket{}
+		if d.Ticket != nil {
+			t = *d.Ticket
+		}
+		if t.ID == "" {
+			t.ID = "ticket_" + c.Call.ID
+		}
+		t.CallID = c.Call.ID
+		if t.ResumeMode == "" {
+			t.ResumeMode = gate.Replay
+		}
+		if !t.ResumeMode.Valid() {
+			return nil, &errs.Error{Code: errs.HookFailed, Plugin: d.Plugin, Phase: "tool_gate",
+				Msg: fmt.Sprintf("suspend: resume_mode %q is not one of replay, use_decision_as_result, pass_decision_to_tool", t.ResumeMode)}
+		}
+		g.Ticket, g.Reason = &t, t.Message
+	case gate.SetResult:
+		r := model.Success(nil)
+		if d.Result != nil {
+			r = *d.Result
+		}
+		if r.Status == "" {
+			r.Status = model.StatusSuccess
+		}
+		g.Result = &r
+	}
+	return g, nil
+}
+
+// applyGate records a decision: the call's status, its result where the
+// decision gives one, the event and the mirrored state.
+func (s *Session) applyGate(ctx context.Context, c *CallRecord, g *GateRecord) error {
+	resuming := c.Status == CallResuming
+	if !resuming {
+		if err := s.move(c, CallRunning); err != nil {
+			return err
+		}
+	}
+	if resuming && c.Resume != nil && g.Decision == "allow" {
+		switch gate.ResumeMode(c.Resume.Mode) {
+		case gate.UseDecisionAsResult:
+			r := model.Success(c.Resume.Result)
+			g.Decision, g.Result = "set_result", &r
+		case gate.PassDecisionToTool:
+			args := copyMap(g.Args)
+			args["decision"] = c.Resume.Result
+			g.Args = args
+		}
+	}
+	c.Gate = g
+	c.Call.Args = g.Args
+	if resuming && g.Decision != "suspend" {
+		if err := s.move(c, CallRunning); err != nil {
+			return err
+		}
+	}
+	if g.Decision != "allow" || g.RewrittenBy != "" {
+		name := g.Decision
+		if name == "allow" {
+			name = "rewrite"
+		}
+		s.events.Emit(event.GateDecision{CallID: c.Call.ID, Decision: name, Plugin: g.Plugin, Reason: g.Reason})
+	}
+	switch g.Decision {
+	case "suspend":
+		if err := s.move(c, CallSuspended); err != nil {
+			return err
+		}
+		pending := model.ToolResult{Status: model.StatusPending, Message: g.Ticket.Message, Data: (*g.Ticket).Value()}
+		s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(CallSuspended), Result: &pending})
+	}
+	return s.recordCalls(ctx, phase.ToolGate, c)
+}
+
+// BeforeToolExecute runs before_tool_execute for a call the gate allowed.
+func (s *Session) BeforeToolExecute(ctx context.Context, call model.ToolCall) (Outcome, error) {
+	if err := s.expect(phase.BeforeToolExecute, stageInferred); err != nil {
+		return s.outcome(), err
+	}
+	c := s.call(call.ID)
+	if c == nil {
+		return s.outcome(), invalid("before_tool_execute: tool call %q has not passed the gate", call.ID)
+	}
+	if c.Gate == nil || c.Gate.Decision != "allow" || c.Status != CallRunning || c.Started {
+		return s.outcome(), invalid("before_tool_execute: tool call %s is %s (gate: %s); only a call the gate allowed runs, once",
+			c.Call.ID, c.Status, gateName(c.Gate))
+	}
+	c.Started = true
+	if err := s.phase(ctx, phase.BeforeToolExecute, plugin.Input{Tool: &plugin.ToolInfo{Call: c.Call, Resume: resumeOf(c), Gate: gateInfo(c)}}); err != nil {
+		return s.outcome(), err
+	}
+	s.checkStop()
+	if s.termination != "" {
+		// Stopped before the tool ran: this call and the ones after it are
+		// interrupted.
+		s.interrupt()
+		return s.outcome(), s.recordCalls(ctx, phase.BeforeToolExecute)
+	}
+	s.events.Emit(event.ToolCallStart{CallID: c.Call.ID, Name: c.Call.Name, Args: c.Call.Args})
+	return s.outcome(), nil
+}
+
+func gateInfo(c *CallRecord) *plugin.GateInfo {
+	if c.Gate == nil {
+		return nil
+	}
+	return &plugin.GateInfo{Decision: c.Gate.Decision, Plugin: c.Gate.Plugin, Reason: c.Gate.Reason, RewrittenBy: c.Gate.RewrittenBy}
+}
+
+func gateName(g *GateRecord) string {
+	if g == nil {
+		return "not gated"
+	}
+	return g.Decision
+}
+
+func resumeOf(c *CallRecord) *gate.Resume {
+	if c.Resume == nil {
+		return nil
+	}
+	return &gate.Resume{Target: c.Call.ID, Action: c.Resume.Action, Result: c.Resume.Result, Reason: c.Resume.Reason}
+}
+
+// AfterToolExecute runs after_tool_execute for a call that ran (with its
+// result), or that the gate blocked or answered (with the gate's result,
+// whatever the host sends), then the result transforms in registration
+// order, and returns the result the model will see. A result with status
+// "pending" suspends the call instead. After a block, the calls of the step
+// that have not run are interrupted and the run ends "blocked:<reason>".
+func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, result model.ToolResult) (model.ToolResult, Outcome, error) {
+	if err := s.expect(phase.AfterToolExecute, stageInferred); err != nil {
+		return result, s.outcome(), err
+	}
+	c := s.call(call.ID)
+	if c == nil || c.Gate == nil {
+		return result, s.outcome(), invalid("after_tool_execute: tool call %q has not passed the gate", call.ID)
+	}
+	if c.Status != CallRunning || (c.Gate.Decision == "allow" && !c.Started) || c.Gate.Decision == "suspend" {
+		return result, s.outcome(), invalid("after_tool_execute: tool call %s is %s (gate: %s, started: %v)", c.Call.ID, c.Status, c.Gate.Decision, c.Started)
+	}
+	if c.Gate.Result != nil {
+		result = *c.Gate.Result
+	}
+	if result.Status == "" {
+		result.Status = model.StatusSuccess
+	}
+	if result.Status != model.StatusSuccess && result.Status != model.StatusError && result.Status != model.StatusPending {
+		return result, s.outcome(), errs.New(errs.BadRequest, "a tool result status is success, error or pending, not %q", result.Status)
+	}
+	if d, err := value.Normalize(result.Data); err == nil {
+		result.Data = d
+	} else {
+		result = model.Error("the tool returned data that is not a value: " + err.Error())
+	}
+	if result.Status == model.StatusPending {
+		return s.suspendByTool(ctx, c, result)
+	}
+	r := result
+	if err := s.phase(ctx, phase.AfterToolExecute, plugin.Input{Tool: &plugin.ToolInfo{Call: c.Call, Result: &r, Resume: resumeOf(c), Gate: gateInfo(c)}}); err != nil {
+		return result, s.outcome(), err
+	}
+	in := s.input()
+	in.Phase, in.Snap, in.Configs = phase.AfterToolExecute, s.store.Snapshot(), s.agent.Configs
+	in.Tool = &plugin.ToolInfo{Call: c.Call, Result: &r}
+	for _, t := range s.agent.view.ResultTransforms() {
+		start := time.Now()
+		next, err := callResultTransform(ctx, t, &in, c.Call, result)
+		s.rt.eng.Observe(t.Plugin, phase.AfterToolExecute, "result_transform", start, err)
+		if err != nil {
+			return result, s.outcome(), s.fail(ctx, err)
+		}
+		result = next
+	}
+	to := CallSucceeded
+	if result.Status != model.StatusSuccess {
+		to = CallFailed
+	}
+	if err := s.move(c, to); err != nil {
+		return result, s.outcome(), err
+	}
+	res := result
+	c.Result = &res
+	s.messages = append(s.messages, ToolMessage(c.Call, result))
+	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(to), Result: &res})
+	if c.Gate.Decision == "block" {
+		s.termination = "blocked:" + c.Gate.Reason
+	}
+	s.checkStop()
+	var err error
+	if s.termination != "" {
+		// A block or a stop ends the batch: the calls that have not run
+		// get an interrupted result, so every call has its tool message.
+		s.interrupt()
+		err = s.recordCalls(ctx, phase.AfterToolExecute)
+	} else {
+		err = s.recordCalls(ctx, phase.AfterToolExecute, c)
+	}
+	if err != nil {
+		return result, s.outcome(), err
+	}
+	return result, s.outcome(), nil
+}
+
+func callResultTransform(ctx context.Context, t plugin.ResultTransformEntry, in *plugin.Input, call model.ToolCall, res model.ToolResult) (out model.ToolResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v", v)
+		}
+		if err != nil {
+			err = engine.HookError(err, t.Plugin, phase.AfterToolExecute, t.Pos)
+		}
+	}()
+	return t.Transform.TransformResult(ctx, in, call, res)
+}
+
+// suspendByTool suspends a call whose tool answered "pending": the ticket is
+// the result's data.
+func (s *Session) suspendByTool(ctx context.Context, c *CallRecord, result model.ToolResult) (model.ToolResult, Outcome, error) {
+	t := gate.Ticket{ID: "ticket_" + c.Call.ID, Message: result.Message, ResumeMode: gate.UseDecisionAsResult}
+	if m, ok := result.Data.(map[string]any); ok {
+		if v, ok := m["id"].(string); ok && v != "" {
+			t.ID = v
+		}
+		if v, ok := m["message"].(string); ok {
+			t.Message = v
+		}
+		if v, ok := m["action"].(string); ok {
+			t.Action = v
+		}
+		if v, ok := m["resume_mode"].(string); ok && gate.ResumeMode(v).Valid() && v != "" {
+			t.ResumeMode = gate.ResumeMode(v)
+		}
+		t.Parameters = m["parameters"]
+		t.ResponseSchema = m["response_schema"]
+		if opts, ok := m["options"].([]any); ok {
+			for _, o := range opts {
+				if s, ok := o.(string); ok {
+					t.Options = append(t.Options, s)
+				}
+			}
+		}
+	}
+	t.CallID = c.Call.ID
+	c.Gate = &GateRecord{Decision: "suspend", Plugin: "tool", Reason: t.Message, Ticket: &t, Args: c.Call.Args}
+	if err := s.move(c, CallSuspended); err != nil {
+		return result, s.outcome(), err
+	}
+	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(CallSuspended), Result: &result})
+	if err := s.recordCalls(ctx, phase.AfterToolExecute); err != nil {
+		return result, s.outcome(), err
+	}
+	return result, s.outcome(), nil
+}
+
+// interrupt fails every call of the step that has not run yet.
+func (s *Session) interrupt() {
+	for _, c := range s.calls {
+		if c.Status == CallNew || c.Status == CallResuming || (c.Status == CallRunning && c.Result == nil) {
+			c.Status = CallFailed
+			r := model.Error(interruptedText)
+			c.Result = &r
+			s.messages = append(s.messages, ToolMessage(c.Call, r))
+			s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(CallFailed), Result: &r})
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine"
+	"github.com/awaken-lua/awaken-lua/engine/command"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/value"
+	"github.com/awaken-lua/awaken-lua/model"
+)
+
+// BeforeInference runs before_inference and returns the request the model
+// must receive: context messages placed, tools filtered, the inference
+// override applied, then the request transforms in registration order.
+// req.Messages, when not empty, replaces the session's conversation (a host
+// that keeps the conversation sends it each time).
+func (s *Session) BeforeInference(ctx context.Context, req model.Request) (model.Request, Outcome, error) {
+	if err := s.expect(phase.BeforeInference, stageStepStarted); err != nil {
+		return req, s.outcome(), err
+	}
+	if len(req.Messages) > 0 {
+		s.messages = cloneMessages(req.Messages)
+	}
+	s.tools = req.Tools
+	if err := s.phase(ctx, phase.BeforeInference, plugin.Input{}); err != nil {
+		return req, s.outcome(), err
+	}
+	snap := s.store.Snapshot()
+	out := model.Request{Params: req.Params}
+	cms := readContextMessages(snap)
+	out.Messages = placeContextMessages(cloneMessages(s.messages), cms)
+	if len(cms) > 0 {
+		ev := event.ContextMessages{Step: s.info.Step}
+		for _, c := range cms {
+			ev.Messages = append(ev.Messages, event.ContextMessage{Key: c.key, Target: c.target, Kind: c.kind, Role: c.role, Content: c.content})
+		}
+		s.events.Emit(ev)
+	}
+	filter, _ := snap.Lookup(KeyToolFilter)
+	out.Tools = filterTools(req.Tools, filter)
+	override, _ := snap.Lookup(KeyInferenceOverride)
+	applyOverride(&out.Params, override)
+
+	// Ephemeral and throttled messages are used once; the filter and the
+	// override hold for this step only.
+	cmd := command.Command{Plugin: "runtime"}
+	keep := map[string]any{}
+	used := false
+	for _, c := range cms {
+		if c.kind == "persistent" {
+			v, _ := snap.Lookup(KeyContextMessages)
+			keep[c.key] = v.(map[string]any)[c.key]
+		} else {
+			used = true
+		}
+	}
+	if used {
+		cmd.Update(KeyContextMessages, keep)
+	}
+	if filter != nil {
+		cmd.Update(KeyToolFilter, nil)
+	}
+	if override != nil {
+		cmd.Update(KeyInferenceOverride, nil)
+	}
+	if !cmd.Empty() {
+		if err := s.x.Apply(ctx, phase.BeforeInference, s.input(), &cmd); err != nil {
+			return req, s.outcome(), s.fail(ctx, err)
+		}
+	}
+	in := s.input()
+	in.Phase, in.Snap, in.Configs = phase.BeforeInference, s.store.Snapshot(), s.agent.Configs
+	for _, t := range s.agent.view.Transforms() {
+		start := time.Now()
+		next, err := callTransform(ctx, t, &in, out)
+		s.rt.eng.Observe(t.Plugin, phase.BeforeInference, "transform", start, err)
+		if err != nil {
+			return req, s.outcome(), s.fail(ctx, err)
+		}
+		out = next
+	}
+	s.offered = make([]string, 0, len(out.Tools))
+	for _, t := range out.Tools {
+		s.offered = append(s.offered, t.Name)
+	}
+	s.tools = out.Tools
+	s.stage = stageInferenceReady
+	s.checkStop()
+	return out, s.outcome(), nil
+}
+
+func callTransform(ctx context.Context, t plugin.TransformEntry, in *plugin.Input, req model.Request) (out model.Request, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v", v)
+		}
+		if err != nil {
+			err = engine.HookError(err, t.Plugin, phase.BeforeInference, t.Pos)
+		}
+	}()
+	return t.Transform.TransformRequest(ctx, in, req)
+}
+
+func filterTools(tools []model.ToolSpec, filter any) []model.ToolSpec {
+	f, _ := filter.(map[string]any)
+	if f == nil {
+		return append([]model.ToolSpec(nil), tools...)
+	}
+	in := func(list any, name string) bool {
+		l, _ := list.([]any)
+		for _, x := range l {
+			if x == name {
+				return true
+			}
+		}
+		return false
+	}
+	only, restricted := f["include_only"]
+	out := make([]model.ToolSpec, 0, len(tools))
+	for _, t := range tools {
+		if restricted && !in(only, t.Name) {
+			continue
+		}
+		if in(f["exclude"], t.Name) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func applyOverride(p *model.Params, override any) {
+	o, _ := override.(map[string]any)
+	if o == nil {
+		return
+	}
+	if v, ok := o["model"].(string); ok {
+		p.Model = v
+	}
+	if v, ok := o["temperature"].(float64); ok {
+		p.Temperature = &v
+	}
+	if v, ok := o["max_tokens"].(float64); ok {
+		n := int(v)
+		p.MaxTokens = &n
+	}
+	if v, ok := o["top_p"].(float64); ok {
+		p.TopP = &v
+	}
+	if v, ok := o["reasoning_effort"].(string); ok {
+		p.ReasoningEffort = v
+	}
+}
+
+// AfterInference records the model's answer and runs after_inference. Tool
+// calls without an id get "call_<step>_<index>" (index from 1). An answer
+// without tool calls ends the run "natural" after step_end.
+func (s *Session) AfterInference(ctx context.Context, resp model.Response) (Outcome, error) {
+	if err := s.expect(phase.AfterInference, stageInferenceReady); err != nil {
+		return s.outcome(), err
+	}
+	resp.ToolCalls = cloneCalls(resp.ToolCalls)
+	seen := map[string]bool{}
+	for i := range resp.ToolCalls {
+		c := &resp.ToolCalls[i]
+		if c.ID == "" {
+			c.ID = "call_" + strconv.Itoa(s.info.Step) + "_" + strconv.Itoa(i+1)
+		}
+		if seen[c.ID] {
+			return s.outcome(), errs.New(errs.BadRequest, "the response has two tool calls with id %q", c.ID)
+		}
+		seen[c.ID] = true
+		if c.Args == nil {
+			c.Args = map[string]any{}
+		}
+		n, err := value.Normalize(c.Args)
+		if err != nil {
+			return s.outcome(), errs.New(errs.BadRequest, "tool call %q: arguments: %v", c.ID, err)
+		}
+		c.Args = n.(map[string]any)
+	}
+	s.stage = stageInferred
+	s.calls = nil
+	for _, c := range resp.ToolCalls {
+		s.calls = append(s.calls, &CallRecord{Call: c, Status: CallNew})
+	}
+	s.messages = append(s.messages, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: cloneCalls(resp.ToolCalls)})
+	s.events.Emit(event.InferenceComplete{Text: resp.Text, ToolCalls: cloneCalls(resp.ToolCalls), Usage: resp.Usage})
+	r := resp
+	if err := s.phase(ctx, phase.AfterInference, plugin.Input{Response: &r}); err != nil {
+		return s.outcome(), err
+	}
+	if err := s.recordCalls(ctx, phase.AfterInference); err != nil {
+		return s.outcome(), err
+	}
+	s.natural = len(resp.ToolCalls) == 0
+	s.checkStop()
+	return s.outcome(), nil
+}

@@ -1,0 +1,160 @@
+package run
+
+import (
+	"context"
+
+	"github.com/awaken-lua/awaken-lua/engine/command"
+	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/model"
+)
+
+// StepStart opens the next step.
+func (s *Session) StepStart(ctx context.Context) (Outcome, error) {
+	if err := s.expect(phase.StepStart, stageRunStarted, stageStepEnded); err != nil {
+		return s.outcome(), err
+	}
+	s.info.Step++
+	s.stage = stageStepStarted
+	s.calls, s.offered, s.tools, s.natural = nil, nil, nil, false
+	s.events.Emit(event.StepStart{Step: s.info.Step})
+	if err := s.record(ctx, phase.StepStart, KeyRun, s.runRecord()); err != nil {
+		return s.outcome(), err
+	}
+	if err := s.phase(ctx, phase.StepStart, plugin.Input{}); err != nil {
+		return s.outcome(), err
+	}
+	s.checkStop()
+	return s.outcome(), nil
+}
+
+func (s *Session) runRecord() map[string]any {
+	return map[string]any{"id": s.info.ID, "thread_id": s.info.ThreadID, "agent_id": s.info.AgentID,
+		"status": string(s.status), "step": float64(s.info.Step), "termination": s.termination,
+		"generation": s.rt.generation}
+}
+
+// record commits one runtime-owned value.
+func (s *Session) record(ctx context.Context, p phase.Phase, key string, v any) error {
+	cmd := command.Command{Plugin: "runtime"}
+	cmd.UpdateValue(key, v)
+	if err := s.x.Apply(ctx, p, s.input(), &cmd); err != nil {
+		return s.fail(ctx, err)
+	}
+	return nil
+}
+
+// StepEnd closes the step. With suspended calls the run waits instead: the
+// step stays open until they are resumed or cancelled.
+func (s *Session) StepEnd(ctx context.Context) (Outcome, error) {
+	if err := s.expect(phase.StepEnd, stageInferred); err != nil {
+		return s.outcome(), err
+	}
+	for _, c := range s.calls {
+		if !c.Status.Terminal() && c.Status != CallSuspended {
+			return s.outcome(), invalid("step_end: tool call %s is %s; finish it first (tool_gate, before_tool_execute, after_tool_execute)", c.Call.ID, c.Status)
+		}
+	}
+	if len(s.Suspended()) > 0 {
+		return s.wait(ctx)
+	}
+	if err := s.phase(ctx, phase.StepEnd, plugin.Input{}); err != nil {
+		return s.outcome(), err
+	}
+	s.stage = stageStepEnded
+	s.events.Emit(event.StepEnd{Step: s.info.Step})
+	s.checkStop()
+	if s.termination == "" && s.natural {
+		s.termination = "natural"
+	}
+	if s.termination == "" && s.info.Step >= s.agent.MaxSteps {
+		s.termination = "stopped:max_steps"
+	}
+	return s.outcome(), nil
+}
+
+func (s *Session) wait(ctx context.Context) (Outcome, error) {
+	if !allowed(runMoves, s.status, Waiting) {
+		return s.outcome(), invalid("the run cannot wait from %s", s.status)
+	}
+	s.status = Waiting
+	s.termination = "suspended"
+	if err := s.record(ctx, phase.StepEnd, KeyRun, s.runRecord()); err != nil {
+		return s.outcome(), err
+	}
+	s.events.Emit(event.RunFinish{Termination: "suspended"})
+	if err := s.save(ctx); err != nil {
+		return s.outcome(), err
+	}
+	return s.outcome(), nil
+}
+
+// RunEnd closes the run: queued actions are dropped except run_end's, the
+// run_end hooks run, thread state is saved and the run is done.
+func (s *Session) RunEnd(ctx context.Context) (Outcome, error) {
+	if s.status == Done {
+		return s.outcome(), invalid("run_end: the run is done (%s)", s.termination)
+	}
+	if s.status == Waiting {
+		return s.outcome(), invalid("run_end: the run is waiting for decisions on %s; resume or cancel them first", s.suspendedIDs())
+	}
+	if s.termination == "" {
+		return s.outcome(), invalid("run_end: the run has not ended; it ends when the model answers without tool calls, a plugin stops it, or a call is blocked")
+	}
+	if s.termination == "cancelled" {
+		ctx = context.WithoutCancel(ctx)
+	}
+	if err := s.x.DropPending(ctx, phase.RunEnd); err != nil {
+		return s.outcome(), s.fail(ctx, err)
+	}
+	if err := s.record(ctx, phase.RunEnd, KeyRun, s.runRecord()); err != nil {
+		return s.outcome(), err
+	}
+	if err := s.phase(ctx, phase.RunEnd, plugin.Input{}); err != nil {
+		return s.outcome(), err
+	}
+	s.finish(ctx)
+	return s.outcome(), nil
+}
+
+// finish marks the run done and saves the thread.
+func (s *Session) finish(ctx context.Context) {
+	s.status = Done
+	s.stage = stageRunEnded
+	s.events.Emit(event.RunFinish{Termination: s.termination})
+	if err := s.save(ctx); err != nil {
+		s.rt.log.Error("saving the thread failed", "thread_id", s.info.ThreadID, "error", err.Error())
+	}
+}
+
+// Cancel ends a waiting run: its suspended calls are cancelled and run_end
+// runs. The termination is "cancelled".
+func (s *Session) Cancel(ctx context.Context, reason string) (Outcome, error) {
+	if s.status != Waiting {
+		return s.outcome(), invalid("cancel: only a waiting run can be cancelled; this one is %s", s.status)
+	}
+	for _, c := range s.calls {
+		if c.Status == CallSuspended {
+			s.cancelCall(c, reason)
+		}
+	}
+	s.status = Running
+	s.termination = "cancelled"
+	if err := s.recordCalls(ctx, phase.RunEnd); err != nil {
+		return s.outcome(), err
+	}
+	return s.RunEnd(ctx)
+}
+
+func (s *Session) cancelCall(c *CallRecord, reason string) {
+	c.Status = CallCancelled
+	msg := "the call was cancelled"
+	if reason != "" {
+		msg += ": " + reason
+	}
+	r := model.Error(msg)
+	c.Result = &r
+	s.messages = append(s.messages, ToolMessage(c.Call, r))
+	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(CallCancelled), Result: &r})
+}

@@ -1,0 +1,83 @@
+package run
+
+import (
+	"context"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/engine/phase"
+	"github.com/awaken-lua/awaken-lua/engine/value"
+)
+
+// ResumeDecision is a host's decision for a suspended call.
+type ResumeDecision = gate.Resume
+
+// Resume applies decisions to suspended calls, addressed by call id or
+// ticket id: "resume" makes the call pass the gate again (with call.resume
+// set), "cancel" cancels it without running it. Every target is checked
+// first; an unknown one is unknown_resume_target and nothing changes. The run
+// is running again afterwards: the host gates and runs the resumed calls,
+// then ends the step.
+func (s *Session) Resume(ctx context.Context, decisions []ResumeDecision) ([]CallRecord, Outcome, error) {
+	if s.status != Waiting {
+		return nil, s.outcome(), invalid("resume: the run is %s, not waiting", s.status)
+	}
+	targets := make([]*CallRecord, len(decisions))
+	for i, d := range decisions {
+		var hit *CallRecord
+		for _, c := range s.calls {
+			if c.Status == CallSuspended && (c.Call.ID == d.Target || (c.Gate != nil && c.Gate.Ticket != nil && c.Gate.Ticket.ID == d.Target)) {
+				hit = c
+				break
+			}
+		}
+		if hit == nil {
+			return nil, s.outcome(), errs.New(errs.UnknownResumeTarget,
+				"%q is not a suspended call or ticket of run %s; suspended: %s", d.Target, s.info.ID, s.suspendedIDs())
+		}
+		if d.Action != "resume" && d.Action != "cancel" {
+			return nil, s.outcome(), errs.New(errs.BadRequest, "decision for %q: action is \"resume\" or \"cancel\", not %q", d.Target, d.Action)
+		}
+		for _, t := range targets[:i] {
+			if t == hit {
+				return nil, s.outcome(), errs.New(errs.BadRequest, "two decisions target call %s", hit.Call.ID)
+			}
+		}
+		targets[i] = hit
+	}
+	if !allowed(runMoves, s.status, Running) {
+		return nil, s.outcome(), invalid("resume: the run cannot go from %s to running", s.status)
+	}
+	s.status = Running
+	s.termination = ""
+	var out []CallRecord
+	for i, d := range decisions {
+		c := targets[i]
+		if d.Action == "cancel" {
+			s.cancelCall(c, d.Reason)
+		} else {
+			mode := string(gate.Replay)
+			if c.Gate != nil && c.Gate.Ticket != nil {
+				mode = string(c.Gate.Ticket.ResumeMode)
+			}
+			c.Resume = &ResumeRecord{Action: d.Action, Result: value.MustNormalize(d.Result), Reason: d.Reason, Mode: mode}
+			if c.Gate != nil && c.Gate.Ticket != nil {
+				c.Resume.TicketID = c.Gate.Ticket.ID
+			}
+			if err := s.move(c, CallResuming); err != nil {
+				return nil, s.outcome(), err
+			}
+			c.Started = false
+			s.events.Emit(event.ToolCallResumed{CallID: c.Call.ID, Result: c.Resume.Result})
+		}
+		out = append(out, *c)
+	}
+	if err := s.record(ctx, phase.StepEnd, KeyRun, s.runRecord()); err != nil {
+		return nil, s.outcome(), err
+	}
+	if err := s.recordCalls(ctx, phase.ToolGate); err != nil {
+		return nil, s.outcome(), err
+	}
+	return out, s.outcome(), nil
+}
