@@ -78,6 +78,13 @@ type Store interface {
 	DeleteRun(ctx context.Context, id string) error
 }
 
+// Prober is a Store that can tell whether a save would succeed now,
+// without changing what it keeps. A sidecar's readiness asks it while the
+// store fails, so it recovers by itself once the store can write again.
+type Prober interface {
+	Probe(ctx context.Context) error
+}
+
 // DefaultMaxThreads is how many threads a MemoryStore keeps unless
 // WithMaxThreads says otherwise ([store] max_threads).
 const DefaultMaxThreads = 10000

@@ -12,9 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,7 +33,10 @@ const (
 	corruptSuffix = ".corrupt-"
 )
 
-var _ run.Store = (*Store)(nil)
+var (
+	_ run.Store  = (*Store)(nil)
+	_ run.Prober = (*Store)(nil)
+)
 
 // Store is a run.Store that keeps threads and runs as JSON files under
 // a directory: threads/<stem>.json and runs/<stem>.json, where the stem
@@ -52,6 +53,7 @@ var _ run.Store = (*Store)(nil)
 type Store struct {
 	dir   string
 	log   *slog.Logger
+	fs    fileSystem
 	locks keyedMutex
 
 	mu       sync.Mutex
@@ -71,23 +73,28 @@ type Problem struct {
 // Open opens (creating if needed, mode 0o700) a file store in dir and
 // removes temp files left by a crash. A nil log discards.
 func Open(dir string, log *slog.Logger) (*Store, error) {
+	return openFS(dir, log, osFS{})
+}
+
+// openFS is Open on a given file system (tests record or fail its steps).
+func openFS(dir string, log *slog.Logger, fsys fileSystem) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{dir: dir, log: log}
+	s := &Store{dir: dir, log: log, fs: fsys}
 	for _, sub := range []string{threadsDir, runsDir} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+		if err := fsys.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("open file store: %w", err)
 		}
 	}
 	// Make the new directories themselves durable, so the first save cannot
 	// vanish with a directory entry that was never synced. The parent may be
 	// one this process cannot open (mode 0o711), hence only a warning there.
-	if err := syncDir(dir); err != nil {
+	if err := fsys.SyncDir(dir); err != nil {
 		return nil, fmt.Errorf("open file store: sync %s: %w", dir, err)
 	}
 	if parent := filepath.Dir(filepath.Clean(dir)); parent != dir {
-		if err := syncDir(parent); err != nil {
+		if err := fsys.SyncDir(parent); err != nil {
 			log.Warn("could not sync the store's parent directory", "dir", parent, "err", err)
 		}
 	}
@@ -102,7 +109,7 @@ func Open(dir string, log *slog.Logger) (*Store, error) {
 // removeTemps deletes the temp files of writes a crash interrupted. Their
 // record was never renamed into place, so nothing saved is lost.
 func (s *Store) removeTemps(dir string) error {
-	entries, err := os.ReadDir(dir)
+	entries, err := s.fs.ReadDir(dir)
 	if err != nil {
 		return err
 	}
@@ -111,14 +118,14 @@ func (s *Store) removeTemps(dir string) error {
 		if !strings.HasPrefix(e.Name(), tempPrefix) || e.IsDir() {
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.fs.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		removed++
 	}
 	if removed > 0 {
 		s.log.Info("removed temp files of interrupted writes", "dir", dir, "count", removed)
-		return syncDir(dir)
+		return s.fs.SyncDir(dir)
 	}
 	return nil
 }
@@ -209,14 +216,14 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	}
 	path := s.path(runsDir, id)
 	defer s.locks.lock(path)()
-	if err := os.Remove(path); err != nil {
+	if err := s.fs.Remove(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		return fmt.Errorf("delete run %q: %w", id, err)
 	}
 	// Synced like a save, so a crash cannot bring back a finished run.
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := s.fs.SyncDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("delete run %q: %w", id, err)
 	}
 	return nil
@@ -244,7 +251,7 @@ func runID(cp *run.Checkpoint) string { return cp.RunID }
 // because the record may well be fine.
 func load[T any](ctx context.Context, s *Store, path, id string, idFn func(*T) string) (T, bool, error) {
 	var v T
-	data, err := os.ReadFile(path)
+	data, err := s.fs.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return v, false, nil
 	}
@@ -279,16 +286,16 @@ func (s *Store) setAside(ctx context.Context, path string, cause error) error {
 	aside := ""
 	for n := at.UnixNano(); ; n++ { // a coarse clock must not make two set-asides collide
 		aside = path + corruptSuffix + strconv.FormatInt(n, 10)
-		if _, err := os.Lstat(aside); errors.Is(err, fs.ErrNotExist) {
+		if _, err := s.fs.Lstat(aside); errors.Is(err, fs.ErrNotExist) {
 			break
 		}
 	}
-	if err := os.Rename(path, aside); err != nil {
+	if err := s.fs.Rename(path, aside); err != nil {
 		s.log.LogAttrs(ctx, slog.LevelError, "corrupt store file could not be set aside",
 			slog.String("path", path), slog.String("err", cause.Error()), slog.String("rename_err", err.Error()))
 		return fmt.Errorf("set aside corrupt %s (%v): %w", path, cause, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := s.fs.SyncDir(filepath.Dir(path)); err != nil {
 		// The file is set aside in this process either way; a crash may only
 		// bring it back, to be found and set aside again.
 		s.log.LogAttrs(ctx, slog.LevelWarn, "sync after setting aside", slog.String("path", path), slog.String("err", err.Error()))
@@ -314,49 +321,65 @@ func (s *Store) write(path string, v any) error {
 		return err
 	}
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, tempPrefix+"*")
+	f, err := s.fs.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
 	if _, err := f.Write(buf.Bytes()); err != nil {
 		f.Close()
-		os.Remove(tmp)
+		s.fs.Remove(tmp)
 		return err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		os.Remove(tmp)
+		s.fs.Remove(tmp)
 		return err
 	}
 	if err := f.Close(); err != nil {
-		os.Remove(tmp)
+		s.fs.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := s.fs.Rename(tmp, path); err != nil {
+		s.fs.Remove(tmp)
 		return err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := s.fs.SyncDir(dir); err != nil {
 		return fmt.Errorf("written but not synced: %w", err)
 	}
 	return nil
 }
 
-// syncDir fsyncs a directory, making renames and removals in it durable.
-// Windows cannot fsync a directory opened this way, so there it is skipped
-// and the rename is as durable as the file system makes it.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
+// Probe implements run.Prober: it writes, fsyncs and removes a temp file in
+// each directory the store writes to, so a sidecar can tell whether saves
+// would succeed now (its /readyz) without touching a record.
+func (s *Store) Probe(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	d, err := os.Open(dir)
+	for _, sub := range []string{threadsDir, runsDir} {
+		if err := s.probe(filepath.Join(s.dir, sub)); err != nil {
+			return fmt.Errorf("the file store cannot write in %s: %w", filepath.Join(s.dir, sub), err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) probe(dir string) error {
+	f, err := s.fs.CreateTemp(dir, tempPrefix+"probe-*")
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
+	tmp := f.Name()
+	_, err = f.Write([]byte("probe\n"))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if rerr := s.fs.Remove(tmp); err == nil {
+		err = rerr
 	}
 	return err
 }

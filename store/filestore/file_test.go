@@ -13,12 +13,26 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
 )
+
+// waitAll waits for wg, and fails the test if that takes a minute: a
+// goroutine stuck on a regression must fail the test, not hang it.
+func waitAll(t testing.TB, wg *sync.WaitGroup) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("goroutines did not finish within a minute")
+	}
+}
 
 func open(t testing.TB, dir string) *Store {
 	t.Helper()
@@ -561,9 +575,11 @@ func TestConcurrentSameBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 32
+	const n, readers = 32, 4
 	var wg sync.WaitGroup
-	errc := make(chan error, n)
+	// Room for every send: a reader that fails must report, not block
+	// (which would hang the test instead of failing it).
+	errc := make(chan error, n+readers)
 	for i := range n {
 		wg.Go(func() {
 			_, err := s.PutThread(ctx, run.Thread{ID: "t", Values: map[string]any{"by": float64(i)}, Revision: base})
@@ -571,7 +587,7 @@ func TestConcurrentSameBase(t *testing.T) {
 		})
 	}
 	// Readers racing the writers never see a torn record.
-	for range 4 {
+	for range readers {
 		wg.Go(func() {
 			for range 20 {
 				if _, ok, err := s.Thread(ctx, "t"); err != nil || !ok {
@@ -581,7 +597,7 @@ func TestConcurrentSameBase(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitAll(t, &wg)
 	close(errc)
 	wins := 0
 	for err := range errc {
@@ -629,7 +645,7 @@ func TestConcurrentDifferentIDs(t *testing.T) {
 			errc <- s.DeleteRun(ctx, id+"-run")
 		})
 	}
-	wg.Wait()
+	waitAll(t, &wg)
 	close(errc)
 	for err := range errc {
 		if err != nil {

@@ -1,0 +1,326 @@
+package filestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/awaken-lua/awaken-lua/run"
+)
+
+// recFS is the real file system with every step of a Store recorded, paths
+// relative to the store, and one kind of step made to fail on demand.
+type recFS struct {
+	root string
+	mu   sync.Mutex
+	ops  []string
+	temp map[string]string // temp file path -> "<tmpN>"
+	// fail makes the next step of this kind fail (then it is cleared).
+	fail string
+	// written holds what was written to each temp file.
+	written map[string][]byte
+}
+
+var errInjected = errors.New("injected failure")
+
+func newRecFS(root string) *recFS {
+	return &recFS{root: root, temp: map[string]string{}, written: map[string][]byte{}}
+}
+
+// step records op on the paths and reports whether it must fail.
+func (r *recFS) step(op string, paths ...string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	line := op
+	for _, p := range paths {
+		line += " " + r.rel(p)
+	}
+	r.ops = append(r.ops, line)
+	if r.fail == op {
+		r.fail = ""
+		return fmt.Errorf("%s: %w", op, errInjected)
+	}
+	return nil
+}
+
+// rel names a path relative to the store; temp files by their order of
+// creation, with their directory, so a test sees where they were made.
+func (r *recFS) rel(p string) string {
+	if t, ok := r.temp[p]; ok {
+		return t
+	}
+	if rel, err := filepath.Rel(r.root, p); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return "OUTSIDE:" + p
+}
+
+func (r *recFS) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ops := r.ops
+	r.ops = nil
+	return ops
+}
+
+func (r *recFS) arm(op string) {
+	r.mu.Lock()
+	r.fail = op
+	r.mu.Unlock()
+}
+
+func (r *recFS) MkdirAll(path string, perm fs.FileMode) error {
+	if err := r.step("mkdir", path); err != nil {
+		return err
+	}
+	return osFS{}.MkdirAll(path, perm)
+}
+
+func (r *recFS) ReadDir(dir string) ([]fs.DirEntry, error) {
+	if err := r.step("readdir", dir); err != nil {
+		return nil, err
+	}
+	return osFS{}.ReadDir(dir)
+}
+
+func (r *recFS) ReadFile(path string) ([]byte, error) {
+	if err := r.step("read", path); err != nil {
+		return nil, err
+	}
+	return osFS{}.ReadFile(path)
+}
+
+func (r *recFS) Lstat(path string) (fs.FileInfo, error) { return osFS{}.Lstat(path) }
+
+func (r *recFS) CreateTemp(dir, pattern string) (tempFile, error) {
+	if err := r.step("create-temp", dir); err != nil {
+		return nil, err
+	}
+	f, err := osFS{}.CreateTemp(dir, pattern)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	rel, _ := filepath.Rel(r.root, filepath.Dir(f.Name()))
+	r.temp[f.Name()] = fmt.Sprintf("%s/<tmp%d>", filepath.ToSlash(rel), len(r.temp)+1)
+	r.mu.Unlock()
+	return &recFile{r: r, f: f}, nil
+}
+
+func (r *recFS) Rename(from, to string) error {
+	if err := r.step("rename", from, to); err != nil {
+		return err
+	}
+	return osFS{}.Rename(from, to)
+}
+
+func (r *recFS) Remove(path string) error {
+	if err := r.step("remove", path); err != nil {
+		return err
+	}
+	return osFS{}.Remove(path)
+}
+
+func (r *recFS) SyncDir(dir string) error {
+	if err := r.step("sync-dir", dir); err != nil {
+		return err
+	}
+	return osFS{}.SyncDir(dir)
+}
+
+type recFile struct {
+	r *recFS
+	f tempFile
+}
+
+func (f *recFile) Name() string { return f.f.Name() }
+
+func (f *recFile) Write(b []byte) (int, error) {
+	if err := f.r.step("write", f.f.Name()); err != nil {
+		return 0, err
+	}
+	f.r.mu.Lock()
+	f.r.written[f.f.Name()] = append(f.r.written[f.f.Name()], b...)
+	f.r.mu.Unlock()
+	return f.f.Write(b)
+}
+
+func (f *recFile) Sync() error {
+	if err := f.r.step("sync", f.f.Name()); err != nil {
+		return err
+	}
+	return f.f.Sync()
+}
+
+func (f *recFile) Close() error {
+	err := f.f.Close()
+	if serr := f.r.step("close", f.f.Name()); serr != nil {
+		return serr
+	}
+	return err
+}
+
+func openRec(t *testing.T) (*Store, *recFS, string) {
+	t.Helper()
+	dir := t.TempDir()
+	rec := newRecFS(dir)
+	s, err := openFS(dir, nil, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.take()
+	return s, rec, dir
+}
+
+// Every save is: a temp file in the record's own directory, the whole
+// record written to it, fsync, close, rename over the record, fsync of the
+// directory; in that order. Writing in place, skipping either fsync,
+// renaming before the fsync or making the temp file in another directory
+// changes the sequence.
+func TestSaveSteps(t *testing.T) {
+	ctx := context.Background()
+	s, rec, dir := openRec(t)
+
+	if _, err := s.PutThread(ctx, sampleThread("t")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"read threads/t.json", // the compare-and-swap reads the saved revision
+		"create-temp threads",
+		"write threads/<tmp1>",
+		"sync threads/<tmp1>",
+		"close threads/<tmp1>",
+		"rename threads/<tmp1> threads/t.json",
+		"sync-dir threads",
+	}
+	if got := rec.take(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("PutThread steps:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The temp file got the whole record: what was written is what is read.
+	onDisk, err := os.ReadFile(filepath.Join(dir, "threads", "t.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range rec.written {
+		if string(b) != string(onDisk) {
+			t.Fatalf("the temp file got %d bytes, the record has %d", len(b), len(onDisk))
+		}
+	}
+
+	if err := s.PutRun(ctx, sampleCheckpoint("r", "t")); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{
+		"create-temp runs",
+		"write runs/<tmp2>",
+		"sync runs/<tmp2>",
+		"close runs/<tmp2>",
+		"rename runs/<tmp2> runs/r.json",
+		"sync-dir runs",
+	}
+	if got := rec.take(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("PutRun steps:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	if err := s.DeleteRun(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"remove runs/r.json", "sync-dir runs"}
+	if got := rec.take(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("DeleteRun steps:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A save that fails at any step before the rename leaves the old record as
+// it was and no temp file behind; one that fails at the directory's fsync
+// says so (the new record is in place but may not survive a crash).
+func TestSaveFailsAtEachStep(t *testing.T) {
+	ctx := context.Background()
+	for _, step := range []string{"create-temp", "write", "sync", "close", "rename", "sync-dir"} {
+		t.Run(step, func(t *testing.T) {
+			s, rec, dir := openRec(t)
+			old := run.Thread{ID: "t", Values: map[string]any{"v": "old"}}
+			rev, err := s.PutThread(ctx, old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec.arm(step)
+			_, perr := s.PutThread(ctx, run.Thread{ID: "t", Values: map[string]any{"v": "new"}, Revision: rev})
+			if !errors.Is(perr, errInjected) {
+				t.Fatalf("PutThread with %s failing: %v", step, perr)
+			}
+			got, ok, err := s.Thread(ctx, "t")
+			if err != nil || !ok {
+				t.Fatalf("Thread: %v %v", ok, err)
+			}
+			if step == "sync-dir" {
+				if !strings.Contains(perr.Error(), "not synced") || got.Values["v"] != "new" {
+					t.Fatalf("a failed directory fsync: %v; the renamed record is read: %+v", perr, got)
+				}
+			} else if got.Revision != rev || got.Values["v"] != "old" {
+				t.Fatalf("a save that failed at %s changed the record: %+v", step, got)
+			}
+			entries, err := os.ReadDir(filepath.Join(dir, "threads"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if strings.HasPrefix(e.Name(), tempPrefix) {
+					t.Fatalf("a save that failed at %s left %s behind", step, e.Name())
+				}
+			}
+		})
+	}
+}
+
+// Probe writes, fsyncs and removes a temp file in each directory the store
+// writes to, and reports the first step that fails.
+func TestProbe(t *testing.T) {
+	ctx := context.Background()
+	s, rec, dir := openRec(t)
+	if err := s.Probe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"create-temp threads", "write threads/<tmp1>", "sync threads/<tmp1>", "close threads/<tmp1>", "remove threads/<tmp1>",
+		"create-temp runs", "write runs/<tmp2>", "sync runs/<tmp2>", "close runs/<tmp2>", "remove runs/<tmp2>",
+	}
+	if got := rec.take(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Probe steps:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, step := range []string{"create-temp", "write", "sync", "close", "remove"} {
+		rec.arm(step)
+		if err := s.Probe(ctx); !errors.Is(err, errInjected) {
+			t.Fatalf("Probe with %s failing: %v", step, err)
+		}
+		rec.arm("")
+	}
+	// A directory that cannot hold files (here: replaced by a file, which
+	// fails for root too) fails the probe; put back, it passes again.
+	runs := filepath.Join(dir, "runs")
+	if err := os.Rename(runs, runs+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(runs, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Probe(ctx); err == nil {
+		t.Fatal("Probe passed with runs/ replaced by a file")
+	}
+	if err := os.Remove(runs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(runs+".away", runs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Probe(ctx); err != nil {
+		t.Fatalf("Probe after the directory came back: %v", err)
+	}
+}
