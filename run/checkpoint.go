@@ -2,7 +2,9 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/event"
@@ -18,9 +20,21 @@ func (s *Session) Checkpoint() Checkpoint {
 		RunID: s.info.ID, ThreadID: s.info.ThreadID, AgentID: s.info.AgentID,
 		Generation: s.rt.generation, Status: s.status, Stage: string(s.stage), Step: s.info.Step,
 		Termination: s.termination, Natural: s.natural,
-		Values:   snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeRun && !k.Transient }),
-		Messages: cloneMessages(s.messages),
-		Revision: snap.Revision(),
+		Values:       snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeRun && !k.Transient }),
+		ThreadValues: snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeThread && !k.Transient }),
+		Messages:     cloneMessages(s.messages),
+		Revision:     snap.Revision(),
+	}
+	// A declared thread key the run has not set is saved as null, so a
+	// restore does not take the thread's value for it (after a crash
+	// between saving the thread and forgetting the run, that value is the
+	// run's own, counted once already).
+	for _, k := range s.rt.set.Registry().Keys() {
+		if k.Scope == state.ScopeThread && !k.Transient {
+			if _, set := cp.ThreadValues[k.Name]; !set {
+				cp.ThreadValues[k.Name] = nil
+			}
+		}
 	}
 	if s.offered != nil {
 		cp.Offered = append([]string{}, s.offered...)
@@ -34,6 +48,14 @@ func (s *Session) Checkpoint() Checkpoint {
 
 // save writes the thread (its thread-scoped values, its conversation once
 // the run is done, and the waiting marker) and, while the run waits, the run.
+//
+// The order keeps the store consistent at every point a crash may stop it:
+// a waiting run is written before the thread names it (and removed again if
+// the thread cannot be saved); a finished run's thread is written before
+// the run is forgotten, so its last checkpoint stays until its values are in
+// the thread, and a retried run_end (restored from that checkpoint) finds
+// them. Every failure is a *SaveError; s.thread changes only with a saved
+// thread.
 func (s *Session) save(ctx context.Context) error {
 	st := s.rt.store
 	th := s.thread
@@ -54,23 +76,108 @@ func (s *Session) save(ctx context.Context) error {
 	switch s.status {
 	case Waiting:
 		th.Waiting = s.info.ID
-		if err := st.PutRun(ctx, s.Checkpoint()); err != nil {
-			return fmt.Errorf("save run %s: %w", s.info.ID, err)
+		prev, had, err := st.Run(ctx, s.info.ID)
+		if err != nil {
+			return &SaveError{Op: "read run " + s.info.ID, Err: err}
 		}
+		if err := st.PutRun(ctx, s.Checkpoint()); err != nil {
+			return &SaveError{Op: "save run " + s.info.ID, Err: err}
+		}
+		rev, err := st.PutThread(ctx, th)
+		if err != nil {
+			// The run must not stay saved as waiting on a thread that
+			// does not say so: put back what was saved before.
+			takeBack := st.DeleteRun
+			if had {
+				takeBack = func(ctx context.Context, _ string) error { return st.PutRun(ctx, prev) }
+			}
+			if uerr := takeBack(ctx, s.info.ID); uerr != nil {
+				s.rt.log.Error("cannot take back a waiting run whose thread was not saved", "run_id", s.info.ID, "error", uerr.Error())
+			}
+			return &SaveError{Op: "save thread " + th.ID, Err: err}
+		}
+		th.Revision = rev
+		s.thread = th
 	case Done:
 		th.Waiting = ""
 		th.Messages = cloneMessages(s.messages)
-		if err := st.DeleteRun(ctx, s.info.ID); err != nil {
-			return fmt.Errorf("forget run %s: %w", s.info.ID, err)
+		rev, err := st.PutThread(ctx, th)
+		if err != nil {
+			return &SaveError{Op: "save thread " + th.ID, Err: err}
 		}
+		th.Revision = rev
+		s.thread = th
+		if err := st.DeleteRun(ctx, s.info.ID); err != nil {
+			return &SaveError{Op: "forget run " + s.info.ID + " (its thread is saved)", Err: err}
+		}
+	default:
+		rev, err := st.PutThread(ctx, th)
+		if err != nil {
+			return &SaveError{Op: "save thread " + th.ID, Err: err}
+		}
+		th.Revision = rev
+		s.thread = th
 	}
-	rev, err := st.PutThread(ctx, th)
-	if err != nil {
-		return fmt.Errorf("save thread %s: %w", th.ID, err)
-	}
-	th.Revision = rev
-	s.thread = th
 	return nil
+}
+
+// SaveError is a failure to write a run's thread or checkpoint to the
+// store. The call that saved changed nothing in the session; the cause
+// keeps its code (revision_conflict), and a cause without one is an I/O
+// failure of the store.
+type SaveError struct {
+	Op  string
+	Err error
+}
+
+func (e *SaveError) Error() string { return e.Op + ": " + e.Err.Error() }
+func (e *SaveError) Unwrap() error { return e.Err }
+
+func isSaveError(err error) bool {
+	var se *SaveError
+	return errors.As(err, &se)
+}
+
+// undo is what a call that saves needs to put the session back when the
+// save fails: the state as it was (a snapshot is immutable, so keeping it
+// copies nothing) and the session's own fields.
+type undo struct {
+	snap        *state.Snapshot
+	status      Status
+	stage       stage
+	termination string
+	natural     bool
+	aborted     bool
+	messages    []model.Message
+	calls       []CallRecord
+}
+
+func (s *Session) mark() undo {
+	u := undo{snap: s.store.Snapshot(), status: s.status, stage: s.stage, termination: s.termination,
+		natural: s.natural, aborted: s.aborted, messages: s.messages[:len(s.messages):len(s.messages)]}
+	u.calls = make([]CallRecord, len(s.calls))
+	for i, c := range s.calls {
+		u.calls[i] = *c
+	}
+	return u
+}
+
+// rollback puts the session back as mark found it. The state store is
+// rebuilt from the snapshot at its revision, as a restore would; values of
+// transient keys start from their defaults, as after a restore.
+func (s *Session) rollback(u undo) {
+	keep := func(scope state.Scope) map[string]any {
+		return u.snap.Values(func(k *state.Key) bool { return k.Scope == scope })
+	}
+	if err := s.open(keep(state.ScopeThread), keep(state.ScopeRun), u.snap.Revision()); err != nil {
+		s.rt.log.Error("cannot put the run's state back after a failed save", "run_id", s.info.ID, "error", err.Error())
+	}
+	s.status, s.stage, s.termination, s.natural, s.aborted = u.status, u.stage, u.termination, u.natural, u.aborted
+	s.messages = u.messages
+	s.calls = make([]*CallRecord, len(u.calls))
+	for i := range u.calls {
+		s.calls[i] = &u.calls[i]
+	}
 }
 
 // Restore continues a run saved in the runtime's store (a waiting run, or a
@@ -109,7 +216,17 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 		th = Thread{ID: cp.ThreadID}
 	}
 	s.thread, s.threadSeen = th, ok
-	if err := s.open(th.Values, cp.Values, cp.Revision); err != nil {
+	// The run's own thread-scoped values (null: not set) win over the
+	// thread's: they are what the run's acknowledged calls wrote, and reach
+	// the thread only when the run waits or ends. Keys the run's generation
+	// did not declare keep the thread's values.
+	threadValues := th.Values
+	if len(cp.ThreadValues) > 0 {
+		threadValues = make(map[string]any, len(th.Values)+len(cp.ThreadValues))
+		maps.Copy(threadValues, th.Values)
+		maps.Copy(threadValues, cp.ThreadValues)
+	}
+	if err := s.open(threadValues, cp.Values, cp.Revision); err != nil {
 		return nil, err
 	}
 	cp = cloneCheckpoint(cp)

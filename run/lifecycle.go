@@ -78,21 +78,37 @@ func (s *Session) wait(ctx context.Context) (Outcome, error) {
 	if !allowed(runMoves, s.status, Waiting) {
 		return s.outcome(), invalid("the run cannot wait from %s", s.status)
 	}
+	u := s.mark()
 	s.status = Waiting
 	s.termination = "suspended"
 	if err := s.record(ctx, phase.StepEnd, KeyRun, s.runRecord()); err != nil {
 		return s.outcome(), err
 	}
-	s.events.Emit(event.RunFinish{Termination: "suspended"})
 	if err := s.save(ctx); err != nil {
+		// Nobody was told the run waits: it is as it was, and step_end
+		// can be called again.
+		s.rollback(u)
 		return s.outcome(), err
 	}
+	s.events.Emit(event.RunFinish{Termination: "suspended"})
 	return s.outcome(), nil
 }
 
 // RunEnd closes the run: queued actions are dropped except run_end's, the
-// run_end hooks run, thread state is saved and the run is done.
+// run_end hooks run, thread state is saved and the run is done. If the
+// thread cannot be saved the error is a *SaveError and the session is as it
+// was before the call (a retry runs run_end again).
 func (s *Session) RunEnd(ctx context.Context) (Outcome, error) {
+	u := s.mark()
+	o, err := s.runEnd(ctx)
+	if isSaveError(err) {
+		s.rollback(u)
+		o = s.outcome()
+	}
+	return o, err
+}
+
+func (s *Session) runEnd(ctx context.Context) (Outcome, error) {
 	if s.status == Done {
 		return s.outcome(), invalid("run_end: the run is done (%s)", s.termination)
 	}
@@ -114,26 +130,33 @@ func (s *Session) RunEnd(ctx context.Context) (Outcome, error) {
 	if err := s.phase(ctx, phase.RunEnd, plugin.Input{}); err != nil {
 		return s.outcome(), err
 	}
-	s.finish(ctx)
+	if err := s.finish(ctx); err != nil {
+		return s.outcome(), err
+	}
 	return s.outcome(), nil
 }
 
-// finish marks the run done and saves the thread.
-func (s *Session) finish(ctx context.Context) {
+// finish marks the run done and saves the thread. A failed save is logged
+// and returned; RunEnd then puts the session back as it was.
+func (s *Session) finish(ctx context.Context) error {
 	s.status = Done
 	s.stage = stageRunEnded
-	s.events.Emit(event.RunFinish{Termination: s.termination})
 	if err := s.save(ctx); err != nil {
-		s.rt.log.Error("saving the thread failed", "thread_id", s.info.ThreadID, "error", err.Error())
+		s.rt.log.Error("saving the thread failed", "thread_id", s.info.ThreadID, "run_id", s.info.ID, "error", err.Error())
+		return err
 	}
+	s.events.Emit(event.RunFinish{Termination: s.termination})
+	return nil
 }
 
 // Cancel ends a waiting run: its suspended calls are cancelled and run_end
-// runs. The termination is "cancelled".
+// runs. The termination is "cancelled". If the thread cannot be saved the
+// session is as it was before the call, still waiting.
 func (s *Session) Cancel(ctx context.Context, reason string) (Outcome, error) {
 	if s.status != Waiting {
 		return s.outcome(), invalid("cancel: only a waiting run can be cancelled; this one is %s", s.status)
 	}
+	u := s.mark()
 	for _, c := range s.calls {
 		if c.Status == CallSuspended {
 			s.cancelCall(c, reason)
@@ -144,7 +167,12 @@ func (s *Session) Cancel(ctx context.Context, reason string) (Outcome, error) {
 	if err := s.recordCalls(ctx, phase.RunEnd); err != nil {
 		return s.outcome(), err
 	}
-	return s.RunEnd(ctx)
+	o, err := s.runEnd(ctx)
+	if isSaveError(err) {
+		s.rollback(u)
+		o = s.outcome()
+	}
+	return o, err
 }
 
 func (s *Session) cancelCall(c *CallRecord, reason string) {

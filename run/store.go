@@ -42,18 +42,23 @@ type CallRecord struct {
 // Checkpoint is a run as a store keeps it: enough to continue it in another
 // process, under the same or a newer plugin generation.
 type Checkpoint struct {
-	RunID       string          `json:"run_id"`
-	ThreadID    string          `json:"thread_id"`
-	AgentID     string          `json:"agent_id"`
-	Generation  string          `json:"generation"`
-	Status      Status          `json:"status"`
-	Stage       string          `json:"stage"`
-	Step        int             `json:"step"`
-	Termination string          `json:"termination,omitempty"`
-	Natural     bool            `json:"natural,omitempty"`
-	Values      map[string]any  `json:"values"`
-	Messages    []model.Message `json:"messages"`
-	Offered     []string        `json:"offered,omitempty"`
+	RunID       string `json:"run_id"`
+	ThreadID    string `json:"thread_id"`
+	AgentID     string `json:"agent_id"`
+	Generation  string `json:"generation"`
+	Status      Status `json:"status"`
+	Stage       string `json:"stage"`
+	Step        int    `json:"step"`
+	Termination string `json:"termination,omitempty"`
+	Natural     bool   `json:"natural,omitempty"`
+	// Values are the run-scoped values.
+	Values map[string]any `json:"values"`
+	// ThreadValues are the thread-scoped values as the run has them: its
+	// calls' writes reach the thread only when it waits or ends, so a run
+	// restored after a crash or a restart continues from these.
+	ThreadValues map[string]any  `json:"thread_values,omitempty"`
+	Messages     []model.Message `json:"messages"`
+	Offered      []string        `json:"offered,omitempty"`
 	// Tools are the host's tools (StartOptions.Tools).
 	Tools    []model.ToolSpec `json:"tools,omitempty"`
 	Calls    []CallRecord     `json:"calls,omitempty"`
@@ -354,6 +359,7 @@ func cloneThread(t Thread) Thread {
 
 func cloneCheckpoint(cp Checkpoint) Checkpoint {
 	cp.Values = cloneMap(cp.Values)
+	cp.ThreadValues = cloneMap(cp.ThreadValues)
 	cp.Messages = cloneMessages(cp.Messages)
 	cp.Offered = append([]string(nil), cp.Offered...)
 	cp.Tools = cloneTools(cp.Tools)
