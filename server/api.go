@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -164,11 +165,15 @@ func writeBody(w http.ResponseWriter, status int, b []byte) error {
 	return nil
 }
 
-// stamp names the run's generation and revision on the reply.
+// stamp names the run's generation and revision on the reply; a run
+// dropped from memory by a failed save has no revision to show (the store
+// keeps the one before the call).
 func stamp(w http.ResponseWriter, e *entry) {
 	h := w.Header()
 	h[GenerationHeader] = e.genHdr
-	h["Etag"] = []string{etag(e.sess.Revision())}
+	if !e.gone {
+		h["Etag"] = []string{etag(e.sess.Revision())}
+	}
 }
 
 // lockMatching locks the run the request names (see lockRun) and checks
@@ -206,13 +211,17 @@ func ifMatch(r *http.Request, rev uint64) error {
 }
 
 // failed decorates an error from a session call with where the run stands,
-// so a driver learns from the problem itself that a hook ended the run.
+// so a driver learns from the problem itself that a hook ended the run. A
+// failed save changed nothing: it names the run only.
 func failed(e *entry, err error) error {
 	var ae *apiError
 	if !errors.As(err, &ae) {
 		ae = classify(err)
 	}
 	ae.runID = e.id
+	if ae.code == codeStoreUnavailable {
+		return ae
+	}
 	ae.termination = e.sess.Termination()
 	rev := e.sess.Revision()
 	ae.revision = &rev
@@ -650,11 +659,19 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) error {
 	case sess.Status() == run.Running && sess.Termination() != "":
 		_, endErr = sess.RunEnd(ctx)
 	}
+	var se *run.SaveError
+	if errors.As(endErr, &se) {
+		// The thread was not saved (the session is as it was): deleting
+		// the run now would leave its thread naming a run that is gone.
+		return failed(e, endErr)
+	}
 	if endErr != nil {
 		// A failing run_end hook ends the run in error; it is deleted all the same.
 		s.log.LogAttrs(ctx, slog.LevelWarn, "run_end failed while deleting a run", slog.String("run_id", e.id), slog.String("error", endErr.Error()))
 	}
 	if err := s.h.Store().DeleteRun(ctx, e.id); err != nil {
+		err = storeUnavailable(fmt.Errorf("delete run %s: %w", e.id, err))
+		s.drop(e) // the store still has the run: the next call restores it
 		return failed(e, err)
 	}
 	s.finish(e)

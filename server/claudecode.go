@@ -243,6 +243,7 @@ func guessEvent(body []byte) string {
 // fails closed (deny, with the error as the reason Claude reads); other
 // events carry on with {}.
 func (c *claudeCode) failure(eventName string, err error) ccOutput {
+	c.s.noteStore(err)
 	c.s.log.LogAttrs(context.Background(), slog.LevelError, "Claude Code hook failed", slog.String("event", eventName),
 		slog.String("error", err.Error()))
 	if eventName == evPreToolUse {

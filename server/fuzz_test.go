@@ -49,6 +49,7 @@ var knownCodes = map[string]int{
 	"overloaded": 429, "not_ready": 503, "schema_violation": 400, "unknown_resume_target": 400, "revision_conflict": 409,
 	"hook_failed": 500, "hook_timeout": 500, "phase_run_loop_exceeded": 500, "unknown_key": 500,
 	"unknown_action_handler": 500, "unknown_effect_handler": 500,
+	"store_unavailable": 503,
 }
 
 // FuzzSidecarBody posts arbitrary bytes to every endpoint that reads a

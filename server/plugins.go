@@ -60,7 +60,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz is ready once a generation is loaded and until the server drains.
+// readyz is ready once a generation is loaded and until the server drains,
+// while the store can write.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	if s.draining.Load() {
 		return fail(http.StatusServiceUnavailable, errs.NotReady, "the sidecar is shutting down")
@@ -68,6 +69,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	g := s.h.Current()
 	if g == nil {
 		return notReady()
+	}
+	if err := s.health.check(r.Context(), s.h.Store()); err != nil {
+		return fail(http.StatusServiceUnavailable, errs.NotReady,
+			"the store cannot write, so calls that change a run fail (503 store_unavailable): %v", err)
 	}
 	return writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "generation": g.ID})
 }

@@ -9,11 +9,18 @@ import (
 	"strconv"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/run"
 )
 
-// codeInternal marks an error that carries no code of SPEC §11: a bug or an
-// I/O failure, never something the client can fix.
-const codeInternal errs.Code = "internal"
+// Codes of the sidecar's own (README.md, Errors).
+const (
+	// codeInternal marks an error that carries no code: a bug, never
+	// something the client can fix.
+	codeInternal errs.Code = "internal"
+	// codeStoreUnavailable: the store could not save what a call did, so
+	// the call changed nothing; retry it.
+	codeStoreUnavailable errs.Code = "store_unavailable"
+)
 
 // statusOf is the one table from codes to HTTP statuses (OPA's ErrorAuto).
 //
@@ -34,6 +41,7 @@ var statusOf = map[errs.Code]int{
 	errs.PayloadTooLarge:     http.StatusRequestEntityTooLarge,
 	errs.Overloaded:          http.StatusTooManyRequests,
 	errs.NotReady:            http.StatusServiceUnavailable,
+	codeStoreUnavailable:     http.StatusServiceUnavailable,
 }
 
 // problem is an RFC 9457 problem+json body with OPA's stable code, plus
@@ -112,6 +120,9 @@ func classify(err error) *apiError {
 	if errors.As(err, &mbe) {
 		return tooLarge(mbe.Limit)
 	}
+	if isStoreFailure(err) {
+		return storeUnavailable(err)
+	}
 	code := errs.CodeOf(err)
 	detail := err.Error()
 	var e *errs.Error
@@ -132,6 +143,22 @@ func classify(err error) *apiError {
 		}
 	}
 	return &apiError{status: status, code: code, detail: detail, err: err}
+}
+
+// storeUnavailable is a store that failed to save or load a run: nothing of
+// the call was kept, and nothing in memory shows it; the client retries.
+func storeUnavailable(err error) *apiError {
+	e := fail(http.StatusServiceUnavailable, codeStoreUnavailable,
+		"the store failed, so this call changed nothing; retry it (/readyz fails until the store writes again): %v", err)
+	e.err, e.retryAfter = err, "1"
+	return e
+}
+
+// isStoreFailure reports whether err is a save the store could not do (an
+// I/O failure, not a refusal such as revision_conflict).
+func isStoreFailure(err error) bool {
+	var se *run.SaveError
+	return errors.As(err, &se) && errs.CodeOf(err) == ""
 }
 
 func tooLarge(limit int64) *apiError {

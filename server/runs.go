@@ -118,7 +118,7 @@ func (s *Server) unlock(e *entry) {
 func (s *Server) restore(ctx context.Context, e *entry) error {
 	cp, ok, err := s.h.Store().Run(ctx, e.id)
 	if err != nil {
-		return fmt.Errorf("load run %s: %w", e.id, err)
+		return storeUnavailable(fmt.Errorf("load run %s: %w", e.id, err))
 	}
 	if !ok {
 		return runNotFound(e.id)
@@ -210,14 +210,24 @@ func (s *Server) settle(ctx context.Context, e *entry, changed bool) error {
 		e.dirty = true
 		return nil
 	}
-	return s.checkpoint(ctx, e)
+	if err := s.checkpoint(ctx, e); err != nil {
+		// The session holds what the call did, the store what was there
+		// before, and the store is the truth: the run leaves memory and
+		// the next call restores it, so a retry runs the call again (and a
+		// new run's thread is free again).
+		s.drop(e)
+		return err
+	}
+	return nil
 }
 
+// checkpoint saves the run; a failure is store_unavailable.
 func (s *Server) checkpoint(ctx context.Context, e *entry) error {
 	if err := s.h.Store().PutRun(context.WithoutCancel(ctx), e.sess.Checkpoint()); err != nil {
-		return fmt.Errorf("the call ran but run %s could not be saved: %w", e.id, err)
+		return storeUnavailable(fmt.Errorf("save run %s: %w", e.id, err))
 	}
 	e.dirty = false
+	s.health.wrote()
 	return nil
 }
 
@@ -297,6 +307,7 @@ func (s *Server) sweep(now time.Time) {
 			// Written before the run leaves the map, so a call that
 			// restores it finds the latest state.
 			if err := s.checkpoint(context.Background(), e); err != nil {
+				s.health.failed(err)
 				s.log.LogAttrs(context.Background(), slog.LevelError, "cannot save an idle run; it stays in memory",
 					slog.String("run_id", id), slog.String("error", err.Error()))
 				e.mu.Unlock()

@@ -18,6 +18,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -94,6 +95,7 @@ type Server struct {
 	mux       *http.ServeMux
 	volatile  bool // the store is the in-process memory store
 	draining  atomic.Bool
+	health    storeHealth
 
 	mu      sync.Mutex
 	runs    map[string]*entry
@@ -251,6 +253,7 @@ func (s *Server) endpoint(label string, a access, fn handlerFunc) http.Handler {
 		err := s.admit(w, r, a, fn)
 		outcome := "ok"
 		if err != nil {
+			s.noteStore(err)
 			s.writeProblem(w, r, err)
 			p, _ := toProblem(err)
 			outcome = p.Code
@@ -282,6 +285,14 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, a access, fn hand
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.bodyLimit)
 	return fn(w, r)
+}
+
+// noteStore makes /readyz fail after a save the store could not do.
+func (s *Server) noteStore(err error) {
+	var ae *apiError
+	if isStoreFailure(err) || (errors.As(err, &ae) && ae.code == codeStoreUnavailable) {
+		s.health.failed(err)
+	}
 }
 
 // authorize compares the bearer token in constant time. Both sides are
