@@ -296,7 +296,7 @@ func (rc *rawConn) do(method, path string, body []byte) (int, error) {
 	q := append(rc.req[:0], method...)
 	q = append(q, ' ')
 	q = append(q, path...)
-	q = append(q, " HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: "...)
+	q = append(q, " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "...)
 	q = strconv.AppendInt(q, int64(len(body)), 10)
 	q = append(q, "\r\n\r\n"...)
 	q = append(q, body...)
@@ -346,7 +346,9 @@ func BenchmarkToolGateHandler(b *testing.B) {
 	h := sc.srv.Handler()
 	send := func(path, body string) []byte {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("POST", path, strings.NewReader(body)))
+		req := httptest.NewRequest("POST", "http://127.0.0.1"+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(rec, req)
 		if rec.Code/100 != 2 {
 			b.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
 		}
@@ -370,8 +372,9 @@ func BenchmarkToolGateHandler(b *testing.B) {
 			b.StartTimer()
 		}
 		rec := httptest.NewRecorder()
-		req := httptest.NewRequest("POST", "/v1/runs/"+id+"/phases/tool_gate",
+		req := httptest.NewRequest("POST", "http://127.0.0.1/v1/runs/"+id+"/phases/tool_gate",
 			strings.NewReader(`{"call":{"id":"c`+strconv.Itoa(i%callsPerRun)+`","name":"fs_read","args":{"path":"src/main.go","line":12}}}`))
+		req.Header.Set("Content-Type", "application/json")
 		h.ServeHTTP(rec, req)
 		if rec.Code != 200 {
 			b.Fatalf("%d %s", rec.Code, rec.Body)

@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -80,19 +79,13 @@ func decodeCallBody(r *http.Request, v any) error {
 	return nil
 }
 
-// readBody reads the whole body, in one allocation when its length is
-// declared (and small).
+// readBody returns the body admit read (see readRequestBody), or reads it
+// (a handler called without admit, as in tests).
 func readBody(r *http.Request) ([]byte, error) {
-	var (
-		data []byte
-		err  error
-	)
-	if n := r.ContentLength; n > 0 && n <= 64<<10 {
-		data = make([]byte, n)
-		_, err = io.ReadFull(r.Body, data) // net/http ends the body at Content-Length
-	} else {
-		data, err = io.ReadAll(r.Body)
+	if b, ok := r.Body.(*bodyBytes); ok {
+		return b.data, nil
 	}
+	data, err := readAllBody(r.Body, r.ContentLength)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

@@ -49,6 +49,7 @@ var knownCodes = map[string]int{
 	"overloaded": 429, "not_ready": 503, "schema_violation": 400, "unknown_resume_target": 400, "revision_conflict": 409,
 	"hook_failed": 500, "hook_timeout": 500, "phase_run_loop_exceeded": 500, "unknown_key": 500,
 	"unknown_action_handler": 500, "unknown_effect_handler": 500,
+	"unsupported_media_type": 415, "host_not_allowed": 403, "origin_not_allowed": 403, "request_timeout": 408,
 	"store_unavailable": 503,
 }
 
@@ -85,7 +86,8 @@ func FuzzSidecarBody(f *testing.F) {
 		IdleTimeout: 200 * time.Millisecond, DoneRetention: 200 * time.Millisecond, AbandonAfter: 200 * time.Millisecond})
 	h := sc.srv.Handler()
 	send := func(method, path string, body []byte) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, "http://sidecar"+path, bytes.NewReader(body))
+		req := httptest.NewRequest(method, "http://127.0.0.1"+path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec

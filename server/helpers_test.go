@@ -213,7 +213,14 @@ func (sc *sidecar) call(method, path string, body any, hdr ...string) reply {
 	if sc.token != "" {
 		req.Header.Set("Authorization", "Bearer "+sc.token)
 	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		if hdr[i+1] == "" {
 			req.Header.Del(hdr[i])
 		} else {

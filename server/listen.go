@@ -2,6 +2,8 @@ package server
 
 import (
 	"net"
+	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -35,4 +37,75 @@ func Loopback(addr string) bool {
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback()
+}
+
+// Codes of requests a browser page may have sent (README.md, Security).
+const (
+	codeHostNotAllowed   errs.Code = "host_not_allowed"
+	codeOriginNotAllowed errs.Code = "origin_not_allowed"
+)
+
+// hostRule decides which Host and Origin headers a request may carry.
+//
+// Host: a page on an attacker's domain can make a browser send requests to
+// the loopback sidecar by pointing its name at 127.0.0.1 (DNS rebinding);
+// the browser then names the attacker's domain in Host. So Host must be
+// localhost, a loopback address or the listen address's host. A server
+// that listens on every address (0.0.0.0, ::, which CheckListen allows only
+// with a token) has no one name to check; there any Host is accepted and
+// the token, which a page cannot send, protects it.
+//
+// Origin: browsers name the page's origin on cross-site requests. The
+// sidecar serves no pages, so a request that carries an Origin other than
+// its own (scheme://Host) comes from a page on another site (CSRF), and is
+// refused.
+type hostRule struct {
+	listen string // the listen address's host, lower case
+	any    bool   // listening on every address
+}
+
+func newHostRule(addr string) hostRule {
+	if addr == "" {
+		return hostRule{}
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if host == "" {
+		return hostRule{any: true}
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return hostRule{any: true}
+	}
+	return hostRule{listen: host}
+}
+
+func (h hostRule) check(r *http.Request) error {
+	if !h.any {
+		name := hostName(r.Host)
+		ip := net.ParseIP(name)
+		if name != "" && name != "localhost" && name != h.listen && (ip == nil || !ip.IsLoopback()) {
+			return fail(http.StatusForbidden, codeHostNotAllowed,
+				"Host %q is not this sidecar's address; call it as localhost, a loopback address or its listen address", r.Host)
+		}
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Host, r.Host) {
+			return fail(http.StatusForbidden, codeOriginNotAllowed,
+				"a request from the web page at %q is refused: the sidecar is not for browsers", o)
+		}
+	}
+	return nil
+}
+
+// hostName is a Host header's name without its port, lower case.
+func hostName(hostport string) string {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	return strings.ToLower(strings.Trim(host, "[]"))
 }

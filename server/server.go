@@ -20,6 +20,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"path"
@@ -53,8 +54,17 @@ type Options struct {
 	// Token is the bearer token every request but /healthz and /readyz must
 	// carry; "" accepts every request.
 	Token string
-	// BodyLimit bounds a request body in bytes (413 past it).
+	// BodyLimit bounds a request body in bytes (413 past it; default 1 MiB).
 	BodyLimit int64
+	// BodyTimeout bounds how long a client may take to send a body (408
+	// past it; default DefaultBodyTimeout). The body is read before the
+	// request takes a concurrency slot.
+	BodyTimeout time.Duration
+	// Addr is the address the server listens on (host:port). Requests
+	// must name it, localhost or a loopback address in Host (DNS
+	// rebinding); when it listens on every address (0.0.0.0, ::, which
+	// needs a token) any Host is accepted. "" accepts loopback only.
+	Addr string
 	// MaxConcurrent bounds the API requests served at once (429 past it).
 	MaxConcurrent int
 	// Log receives the access log (Info), failures (Error) and run events
@@ -86,6 +96,8 @@ type Server struct {
 	token     [sha256.Size]byte
 	hasToken  bool
 	bodyLimit int64
+	bodyWait  time.Duration
+	hosts     hostRule
 	sem       chan struct{}
 	idle      time.Duration
 	retain    time.Duration
@@ -126,6 +138,11 @@ func New(h *host.Host, o Options) *Server {
 	if s.bodyLimit <= 0 {
 		s.bodyLimit = DefaultBodyLimit
 	}
+	s.bodyWait = o.BodyTimeout
+	if s.bodyWait <= 0 {
+		s.bodyWait = DefaultBodyTimeout
+	}
+	s.hosts = newHostRule(o.Addr)
 	n := o.MaxConcurrent
 	if n <= 0 {
 		n = DefaultMaxConcurrent
@@ -264,6 +281,10 @@ func (s *Server) endpoint(label string, a access, fn handlerFunc) http.Handler {
 	})
 }
 
+// admit runs what an endpoint's access calls for, in order: the token, a
+// JSON content type on POST, the body read in full (bounded in size and
+// time), and only then a concurrency slot, so a slow client cannot hold
+// one.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, a access, fn handlerFunc) error {
 	if a == probe {
 		return fn(w, r)
@@ -271,9 +292,28 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, a access, fn hand
 	if err := s.authorize(r); err != nil {
 		return err
 	}
-	if a != api {
+	if r.Method == http.MethodPost {
+		if err := jsonContent(r); err != nil {
+			return err
+		}
+	}
+	if a == meta {
 		return fn(w, r)
 	}
+	if a == hook {
+		// The adapter answers 200 to a body too large, too slow or
+		// malformed, and takes a slot after reading it: it gets the body
+		// read the same way, with what went wrong, and one byte over the
+		// limit to tell a body that is too large.
+		data, err := s.readWithin(w, io.LimitReader(r.Body, s.bodyLimit+1), min(r.ContentLength, s.bodyLimit+1))
+		r.Body = &bodyBytes{data: data, err: err}
+		return fn(w, r)
+	}
+	body, err := s.readRequestBody(w, r)
+	if err != nil {
+		return err
+	}
+	r.Body = body
 	select {
 	case s.sem <- struct{}{}:
 		defer func() { <-s.sem }()
@@ -283,7 +323,6 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, a access, fn hand
 		e.retryAfter = "1"
 		return e
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.bodyLimit)
 	return fn(w, r)
 }
 
@@ -327,6 +366,10 @@ func (w *recorder) WriteHeader(status int) {
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
+
+// Unwrap lets http.ResponseController reach the connection (read
+// deadlines).
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *recorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
@@ -373,6 +416,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				slog.Duration("took", time.Since(start)), slog.String("remote", r.RemoteAddr))
 		}
 	}()
+	if err := s.hosts.check(r); err != nil {
+		s.writeProblem(rw, r, err)
+		return
+	}
 	// The mux would redirect a path with "." or ".." segments or "//" to
 	// its clean form; an API client is better told than redirected.
 	if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {
