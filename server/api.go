@@ -116,8 +116,8 @@ type (
 )
 
 // decodeBody reads one JSON object into v. Unknown fields are an error (a
-// typo such as "tool_call" must not silently mean "no calls"); an empty
-// body reads as {}.
+// typo such as "tool_call" must not silently mean "no calls"), and so is a
+// key given twice; an empty body reads as {}.
 func decodeBody(r *http.Request, v any) error {
 	data, err := readBody(r)
 	if err != nil {
@@ -125,6 +125,9 @@ func decodeBody(r *http.Request, v any) error {
 	}
 	if isBlank(data) {
 		return nil
+	}
+	if err := duplicateKey(data); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

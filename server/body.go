@@ -1,10 +1,12 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,3 +118,168 @@ func jsonContent(r *http.Request) error {
 
 // codeUnsupportedMediaType: a POST body not declared as application/json.
 const codeUnsupportedMediaType errs.Code = "unsupported_media_type"
+
+// duplicateKey checks a valid JSON document for an object that names a
+// key twice (after unescaping) and returns a 400 naming the key's path
+// ("call.args.path", "request.messages[2].role"), or nil. Every endpoint
+// refuses such a body: decoders disagree on which value wins (the last,
+// or a merge of both), so a second "cmd" must not be able to hide behind
+// the first. It runs in one pass without allocating for keys without
+// escapes, and objects with many keys are checked with a map, so a body
+// of many keys costs linear time.
+func duplicateKey(data []byte) error {
+	var (
+		stackBuf  [16]dupFrame
+		keysBuf   [64][]byte
+		stack     = stackBuf[:0]
+		keys      = keysBuf[:0]
+		expectKey bool
+	)
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '{':
+			if len(stack) >= maxScanDepth {
+				return nil // deeper than the decoders accept: they refused it already
+			}
+			stack = append(stack, dupFrame{first: len(keys)})
+			expectKey = true
+		case '[':
+			if len(stack) >= maxScanDepth {
+				return nil
+			}
+			stack = append(stack, dupFrame{array: true})
+			expectKey = false
+		case '}', ']':
+			if len(stack) == 0 {
+				return nil // not valid JSON: the decoder reports it
+			}
+			top := &stack[len(stack)-1]
+			if !top.array {
+				keys = keys[:top.first]
+			}
+			stack = stack[:len(stack)-1]
+		case ',':
+			if len(stack) == 0 {
+				return nil
+			}
+			if top := &stack[len(stack)-1]; top.array {
+				top.index++
+			} else {
+				expectKey = true
+			}
+		case '"':
+			end, escaped := stringEnd(data, i+1)
+			if end < 0 {
+				return nil
+			}
+			if expectKey && len(stack) > 0 {
+				key := data[i+1 : end]
+				if escaped {
+					var s string
+					if json.Unmarshal(data[i:end+1], &s) != nil {
+						return nil
+					}
+					key = []byte(s)
+				}
+				top := &stack[len(stack)-1]
+				if top.has(keys, key) {
+					path := dupPath(stack, key)
+					return badRequest("the body is not valid JSON for this endpoint: %s is given twice; give each field once", path).withField(path)
+				}
+				keys = top.add(keys, key)
+				top.key = key
+				expectKey = false
+			}
+			i = end
+		}
+	}
+	return nil
+}
+
+// maxScanDepth is encoding/json's nesting limit.
+const maxScanDepth = 10000
+
+// linearKeys is how many keys an object compares one by one before it
+// switches to a map.
+const linearKeys = 16
+
+type dupFrame struct {
+	array bool
+	index int    // array: the element being read
+	key   []byte // object: the member being read
+	first int    // object: where its keys start in the shared slice
+	n     int    // object: how many keys it has
+	many  map[string]struct{}
+}
+
+func (f *dupFrame) has(keys [][]byte, key []byte) bool {
+	if f.many != nil {
+		_, ok := f.many[string(key)]
+		return ok
+	}
+	for _, k := range keys[f.first:] {
+		if string(k) == string(key) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *dupFrame) add(keys [][]byte, key []byte) [][]byte {
+	f.n++
+	if f.many != nil {
+		f.many[string(key)] = struct{}{}
+		return keys
+	}
+	if f.n <= linearKeys {
+		return append(keys, key)
+	}
+	f.many = make(map[string]struct{}, 2*linearKeys)
+	for _, k := range keys[f.first:] {
+		f.many[string(k)] = struct{}{}
+	}
+	f.many[string(key)] = struct{}{}
+	return keys[:f.first]
+}
+
+// stringEnd returns the index of the quote that ends the string starting
+// at from (after its opening quote), and whether it holds escapes; -1 if
+// it does not end.
+func stringEnd(data []byte, from int) (int, bool) {
+	escaped := false
+	for j := from; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j, escaped
+		}
+	}
+	return -1, escaped
+}
+
+// dupPath names key in the object on top of stack: its members' keys
+// joined with dots, array elements as [i].
+func dupPath(stack []dupFrame, key []byte) string {
+	var b strings.Builder
+	for i, f := range stack {
+		switch {
+		case f.array:
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(f.index))
+			b.WriteByte(']')
+		case i == len(stack)-1:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.Write(key)
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.Write(f.key)
+		}
+	}
+	return b.String()
+}

@@ -17,9 +17,9 @@ import (
 // as much as the gate decision itself. It accepts and rejects what
 // decodeBody would (unknown fields, wrong types, trailing data; field
 // names match case-insensitively), with messages that name the field, but
-// for one case: an object that names a field twice. A repeated key keeps
-// its last value (encoding/json would merge objects), and two spellings of
-// one field ("id" and "ID") are refused, as their order is gone.
+// for one case: two spellings of one field ("id" and "ID"), which
+// encoding/json lets the last win, are refused, as their order is gone. A
+// key given twice is refused by both (duplicateKey).
 func decodeCallBody(r *http.Request, v any) error {
 	out := v.(*callBody)
 	data, err := readBody(r)
@@ -28,6 +28,9 @@ func decodeCallBody(r *http.Request, v any) error {
 	}
 	if isBlank(data) {
 		return nil // an empty body reads as {}
+	}
+	if err := duplicateKey(data); err != nil {
+		return err
 	}
 	doc, err := value.ParseJSON(data)
 	if err != nil {

@@ -219,6 +219,14 @@ func (c *claudeCode) handle(w http.ResponseWriter, r *http.Request) (err error) 
 			out = c.failure(guessEvent(body), fmt.Errorf("the hook input is not valid JSON: %v", jerr))
 			break
 		}
+		if derr := duplicateKey(body); derr != nil {
+			ev := in.HookEventName
+			if guessEvent(body) == evPreToolUse {
+				ev = evPreToolUse // fail closed, whichever name came last
+			}
+			out = c.failure(ev, derr)
+			break
+		}
 		select {
 		case c.s.sem <- struct{}{}:
 			out = c.dispatch(context.WithoutCancel(r.Context()), in, r.URL.Query().Get("agent"))

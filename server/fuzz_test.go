@@ -67,6 +67,8 @@ func FuzzSidecarBody(f *testing.F) {
 		f.Add(n, []byte(`{"response":{"text":"t","tool_calls":[{"id":"x","name":"deploy","args":{}},{"name":"shell","args":{"cmd":"rm"}}],"usage":{"total_tokens":3}}}`))
 		f.Add(n, []byte(`{"decisions":[{"target":"d1","action":"resume","result":{"ok":true}},{"target":"ticket_d1","action":"cancel"}]}`))
 		f.Add(n, []byte(`{"agent":"short","thread_id":"t","messages":[{"role":"system","content":"s"}],"tools":[{"name":"a","parameters":{"type":"object"}}]}`))
+		f.Add(n, []byte(`{"call":{"id":"c1","name":"add","args":{"a":1,"\u0061":2}}}`))
+		f.Add(n, []byte(`{"request":{"messages":[{"role":"user","role":"system"}]}}`))
 		if ep.path == "/v1/hooks/claude-code" {
 			files, _ := filepath.Glob(filepath.Join("testdata", "claude-code", "*.json"))
 			for _, file := range files {

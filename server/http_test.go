@@ -3,11 +3,13 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,6 +164,186 @@ func TestJSONContentType(t *testing.T) {
 		problemOK(t, sc.call("POST", "/v1/hooks/claude-code", body, "Content-Type", tc.ct), tc.status, "unsupported_media_type")
 	}
 	sc.must(200, "POST", "/v1/plugins/reload", nil, "Content-Type", "")
+}
+
+// A key given twice is refused the same way on every endpoint: 400
+// bad_request naming the field's path, and the run does not change.
+func TestDuplicateKeysAreRefused(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog()})
+	id := toGate(sc, "dup")
+	rev := sc.must(200, "GET", "/v1/runs/"+id, nil).num("revision")
+	for _, tc := range []struct {
+		path, body, field string
+	}{
+		{"/v1/runs", `{"thread_id":"a","thread_id":"b"}`, "thread_id"},
+		{"/v1/runs", `{"tools":[{"name":"a"},{"name":"b","name":"c"}]}`, "tools[1].name"},
+		{"/v1/runs/" + id + "/phases/step_start", `{"a":1,"a":2}`, "a"},
+		{"/v1/runs/" + id + "/phases/before_inference", `{"request":{"messages":[{"role":"user","content":"a","content":"b"}]}}`, "request.messages[0].content"},
+		{"/v1/runs/" + id + "/phases/after_inference", `{"response":{"text":"a","text":"b"}}`, "response.text"},
+		{"/v1/runs/" + id + "/phases/tool_gate", `{"call":{"id":"c1","name":"add","args":{"cmd":"ls","cmd":"rm -rf /"}}}`, "call.args.cmd"},
+		{"/v1/runs/" + id + "/phases/before_tool_execute", `{"call":{"id":"c1","\u0069d":"c2"}}`, "call.id"},
+		{"/v1/runs/" + id + "/phases/after_tool_execute", `{"call":{"id":"c1"},"result":{"status":"success","status":"error"}}`, "result.status"},
+		{"/v1/runs/" + id + "/resume", `{"decisions":[{"target":"d1","action":"resume","action":"cancel"}]}`, "decisions[0].action"},
+	} {
+		r := sc.call("POST", tc.path, tc.body)
+		problemOK(t, r, 400, "bad_request")
+		if r.str("field") != tc.field || !strings.Contains(r.str("detail"), tc.field+" is given twice") {
+			t.Errorf("%s %s: field %q, want %q: %s", tc.path, tc.body, r.str("field"), tc.field, r.raw)
+		}
+	}
+	if got := sc.must(200, "GET", "/v1/runs/"+id, nil).num("revision"); got != rev {
+		t.Fatalf("a refused body changed the run: revision %v, was %v", got, rev)
+	}
+	// The Claude Code adapter answers 200 and, for PreToolUse, denies.
+	r := sc.must(200, "POST", "/v1/hooks/claude-code",
+		`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls","command":"rm -rf /"}}`)
+	out, _ := r.body["hookSpecificOutput"].(map[string]any)
+	if out["permissionDecision"] != "deny" || !strings.Contains(fmt.Sprint(out["permissionDecisionReason"]), "tool_input.command is given twice") {
+		t.Fatalf("Claude Code with a key given twice: %s", r.raw)
+	}
+}
+
+func TestDuplicateKey(t *testing.T) {
+	many := func(n int, dup string) string {
+		var b strings.Builder
+		b.WriteString(`{"args":{`)
+		for i := range n {
+			fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+		}
+		b.WriteString(dup + `}}`)
+		return b.String()
+	}
+	for _, tc := range []struct{ body, path string }{
+		{`{}`, ""},
+		{`{"a":1,"b":2}`, ""},
+		{`{"a":1,"a":1}`, "a"},
+		{`{"a":{"b":1},"c":{"b":2}}`, ""},
+		{`{"a":{"b":1,"b":2}}`, "a.b"},
+		{`{"a":[{"x":1},{"x":1,"y":2,"y":3}]}`, "a[1].y"},
+		{`[{"a":1},[{"b":1,"b":2}]]`, "[1][0].b"},
+		{`{"a":"\"b\":1,\"b\":2","b":1}`, ""},
+		{`{"\u0061":1,"a":2}`, "a"},
+		{`{"a\\b":1,"a\\b":2}`, `a\b`},
+		{`{"A":1,"a":2}`, ""},
+		{`{"x":{"a":1},"a":{"a":1}}`, ""},
+		{many(100, `"k5":1`), "args.k5"},
+		{many(100, `"k99":1`), "args.k99"},
+		{many(100, `"k100":1`), ""},
+		{many(10, `"k3":1`), "args.k3"},
+	} {
+		err := duplicateKey([]byte(tc.body))
+		got := ""
+		if ae, ok := err.(*apiError); ok {
+			got = ae.field
+		} else if err != nil {
+			t.Fatalf("%s: %v", tc.body, err)
+		}
+		if got != tc.path {
+			t.Errorf("%.80s: %q, want %q", tc.body, got, tc.path)
+		}
+		if ref := refDuplicate([]byte(tc.body)); ref != tc.path {
+			t.Errorf("%.80s: the reference says %q", tc.body, ref)
+		}
+	}
+}
+
+// FuzzDuplicateKey compares duplicateKey with encoding/json's tokenizer on
+// any valid JSON.
+func FuzzDuplicateKey(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"a":[{"b":1},{"b":1,"b":2}]}`, `{"\u0061":1,"a":1}`, `[1,{"x":{"y":[]}}]`, `"a"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			_ = duplicateKey(data) // must not panic
+			return
+		}
+		got := ""
+		if err := duplicateKey(data); err != nil {
+			got = err.(*apiError).field
+		}
+		if want := refDuplicate(data); got != want {
+			t.Fatalf("%q: duplicateKey says %q, encoding/json's tokens say %q", data, got, want)
+		}
+	})
+}
+
+// refDuplicate finds the first key an object repeats with encoding/json's
+// tokenizer, and its path as duplicateKey names it.
+func refDuplicate(data []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		array bool
+		index int
+		key   string
+		seen  map[string]bool
+		inKey bool
+	}
+	var stack []*frame
+	path := func(last string) string {
+		var b strings.Builder
+		for i, f := range stack {
+			switch {
+			case f.array:
+				fmt.Fprintf(&b, "[%d]", f.index)
+			default:
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				if i == len(stack)-1 {
+					b.WriteString(last)
+				} else {
+					b.WriteString(f.key)
+				}
+			}
+		}
+		return b.String()
+	}
+	// value marks that a value ended in the top frame.
+	value := func() {
+		if len(stack) == 0 {
+			return
+		}
+		if top := stack[len(stack)-1]; top.array {
+			top.index++
+		} else {
+			top.inKey = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				stack = append(stack, &frame{seen: map[string]bool{}, inKey: true})
+			case '[':
+				stack = append(stack, &frame{array: true})
+			default:
+				stack = stack[:len(stack)-1]
+				value()
+			}
+		case string:
+			if top != nil && !top.array && top.inKey {
+				if top.seen[v] {
+					return path(v)
+				}
+				top.seen[v] = true
+				top.key, top.inKey = v, false
+				continue
+			}
+			value()
+		default:
+			value()
+		}
+	}
 }
 
 // The default body limit is 1 MiB: a body of exactly 1 MiB is read, one

@@ -60,6 +60,8 @@ type problem struct {
 	Plugin      string  `json:"plugin,omitempty"`
 	Phase       string  `json:"phase,omitempty"`
 	Pos         string  `json:"pos,omitempty"`
+	// Field is the path of the field a 400 is about ("call.args.path").
+	Field string `json:"field,omitempty"`
 }
 
 // apiError is an error a handler returns with its status and code decided.
@@ -74,10 +76,17 @@ type apiError struct {
 	revision    *uint64
 	retryAfter  string
 	allow       string
+	field       string
 }
 
 func (e *apiError) Error() string { return string(e.code) + ": " + e.detail }
 func (e *apiError) Unwrap() error { return e.err }
+
+// withField names the field the error is about.
+func (e *apiError) withField(path string) *apiError {
+	e.field = path
+	return e
+}
 
 func fail(status int, code errs.Code, format string, args ...any) *apiError {
 	return &apiError{status: status, code: code, detail: fmt.Sprintf(format, args...)}
@@ -100,7 +109,7 @@ func toProblem(err error) (problem, *apiError) {
 		ae = classify(err)
 	}
 	p := problem{Status: ae.status, Code: string(ae.code), Detail: ae.detail, RunID: ae.runID,
-		Termination: ae.termination, Revision: ae.revision}
+		Termination: ae.termination, Revision: ae.revision, Field: ae.field}
 	p.Type = "urn:awaken-lua:problem:" + p.Code
 	p.Title = http.StatusText(p.Status)
 	var e *errs.Error
