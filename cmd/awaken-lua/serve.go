@@ -65,9 +65,10 @@ func cmdServe(e *env) int {
 		return exitFailed
 	}
 	srv := server.New(h, server.Options{Hooks: hooks, Token: token, BodyLimit: int64(cfg.Server.BodyLimit),
-		MaxConcurrent: cfg.Server.MaxConcurrent, Log: log})
-	// A slow client must not hold a concurrency slot for long: bodies are
-	// small (body_limit), so 30 s to read one is generous.
+		MaxConcurrent: cfg.Server.MaxConcurrent, Log: log, Addr: listen})
+	// The server reads each body before it takes a concurrency slot, under
+	// its own deadline (server.DefaultBodyTimeout); ReadTimeout bounds the
+	// requests it never reads a body for.
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	auth := "no token (loopback only)"
