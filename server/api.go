@@ -25,7 +25,7 @@ import (
 // store).
 const maxIDLen = 256
 
-// The request and reply shapes of SPEC §13.
+// The request and reply shapes (server/README.md, Endpoints).
 type (
 	createRequest struct {
 		Agent    string           `json:"agent"`

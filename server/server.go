@@ -1,4 +1,4 @@
-// Package server is the sidecar of SPEC §13: an HTTP+JSON driver over
+// Package server is the sidecar (see README.md): an HTTP+JSON driver over
 // run.Session, so an agent written in any language can call the runtime at
 // each phase while the runtime keeps the run's state, pins its plugin
 // generation and enforces the phase order.

@@ -19,7 +19,7 @@ import (
 // shutdownGrace bounds how long SIGTERM waits for requests in flight.
 const shutdownGrace = 30 * time.Second
 
-// cmdServe runs the sidecar (SPEC §13) until SIGINT or SIGTERM, reloading
+// cmdServe runs the sidecar (server/README.md) until SIGINT or SIGTERM, reloading
 // plugins on save like dev. It logs JSON lines to stderr and prints the
 // address it listens on to stdout (useful with --addr 127.0.0.1:0).
 func cmdServe(e *env) int {

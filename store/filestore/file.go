@@ -1,7 +1,7 @@
 // Package filestore holds durable implementations of run.Store. Store
 // keeps each thread and run in its own JSON file, written so that a crash
-// never loses or tears a save (SPEC §13, §14), and reports corrupt files
-// instead of dropping them.
+// never loses or tears a save (server/README.md, Stores), and reports
+// corrupt files instead of dropping them.
 package filestore
 
 import (
