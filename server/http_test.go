@@ -378,3 +378,14 @@ func TestDefaultBodyLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestHostName(t *testing.T) {
+	for in, want := range map[string]string{
+		"localhost:7878": "localhost", "LocalHost": "localhost", "127.0.0.1": "127.0.0.1", "127.0.0.1:80": "127.0.0.1",
+		"[::1]:7878": "::1", "[::1]": "::1", "::1": "::1", "": "", "a.b:": "a.b",
+	} {
+		if got := hostName(in); got != want {
+			t.Errorf("hostName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -101,11 +101,17 @@ func (h hostRule) check(r *http.Request) error {
 	return nil
 }
 
-// hostName is a Host header's name without its port, lower case.
+// hostName is a Host header's name without its port or brackets, lower
+// case ("[::1]:7878" is "::1"). It allocates only for upper-case names
+// (net.SplitHostPort allocates an error for a Host without a port).
 func hostName(hostport string) string {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = hostport
+	host := hostport
+	if strings.HasPrefix(host, "[") {
+		if end := strings.IndexByte(host, ']'); end > 0 {
+			host = host[1:end]
+		}
+	} else if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host, ':') == i {
+		host = host[:i]
 	}
-	return strings.ToLower(strings.Trim(host, "[]"))
+	return strings.ToLower(host)
 }
