@@ -20,10 +20,11 @@ func (s *Session) Checkpoint() Checkpoint {
 		RunID: s.info.ID, ThreadID: s.info.ThreadID, AgentID: s.info.AgentID,
 		Generation: s.rt.generation, Status: s.status, Stage: string(s.stage), Step: s.info.Step,
 		Termination: s.termination, Natural: s.natural,
-		Values:       snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeRun && !k.Transient }),
-		ThreadValues: snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeThread && !k.Transient }),
-		Messages:     cloneMessages(s.messages),
-		Revision:     snap.Revision(),
+		Values:         snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeRun && !k.Transient }),
+		ThreadValues:   snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeThread && !k.Transient }),
+		Messages:       cloneMessages(s.messages),
+		Revision:       snap.Revision(),
+		ThreadRevision: s.thread.Revision,
 	}
 	// A declared thread key the run has not set is saved as null, so a
 	// restore does not take the thread's value for it (after a crash
@@ -73,6 +74,7 @@ func (s *Session) save(ctx context.Context) error {
 		values[name] = v
 	}
 	th.Values = values
+	th.SavedBy = s.info.ID
 	switch s.status {
 	case Waiting:
 		th.Waiting = s.info.ID
@@ -215,17 +217,26 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 	if !ok {
 		th = Thread{ID: cp.ThreadID}
 	}
-	s.thread, s.threadSeen = th, ok
 	// The run's own thread-scoped values (null: not set) win over the
 	// thread's: they are what the run's acknowledged calls wrote, and reach
 	// the thread only when the run waits or ends. Keys the run's generation
 	// did not declare keep the thread's values.
 	threadValues := th.Values
-	if len(cp.ThreadValues) > 0 {
+	if cp.ThreadValues != nil {
 		threadValues = make(map[string]any, len(th.Values)+len(cp.ThreadValues))
 		maps.Copy(threadValues, th.Values)
 		maps.Copy(threadValues, cp.ThreadValues)
+		// The run saves the thread on the revision it builds on, as it
+		// would have without the restore: if another run saved the thread
+		// since, this run's save is revision_conflict instead of writing
+		// over the other's values and conversation. A save by this run
+		// itself (its run_end, when a crash came before the run was
+		// forgotten) is the base.
+		if th.Revision != cp.ThreadRevision && th.SavedBy != cp.RunID {
+			th.Revision = cp.ThreadRevision
+		}
 	}
+	s.thread, s.threadSeen = th, ok
 	if err := s.open(threadValues, cp.Values, cp.Revision); err != nil {
 		return nil, err
 	}

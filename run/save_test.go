@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/awaken-lua/awaken-lua/engine/command"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/state"
@@ -271,5 +272,51 @@ func TestWaitSaveFailureChangesNothing(t *testing.T) {
 	th, _, err := st.Thread(ctx, "T")
 	if err != nil || th.Waiting != s.RunID() {
 		t.Fatalf("the thread does not name the waiting run: %+v %v", th, err)
+	}
+}
+
+// A restored run saves its thread on the revision it built on, as it
+// would have without the restore: when another run saved the thread
+// meanwhile, run_end is revision_conflict, and the other run's values and
+// conversation stay.
+func TestRestoredRunDoesNotWriteOverANewerThread(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := fileStore(t, dir)
+	rt := newRuntime(t, []run.Option{run.WithStore(st)}, counting(phase.StepStart)...)
+	a, _, err := rt.Start(ctx, run.StartOptions{ThreadID: "T"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.StepStart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutRun(ctx, a.Checkpoint()); err != nil {
+		t.Fatal(err)
+	}
+	// Another process: a second run on the thread ends while the first
+	// is only in the store.
+	st2 := fileStore(t, dir)
+	rt2 := newRuntime(t, []run.Option{run.WithStore(st2)}, counting(phase.StepStart)...)
+	b, _, err := rt2.Start(ctx, run.StartOptions{RunID: "other", ThreadID: "T", Messages: []model.Message{{Role: model.RoleUser, Content: "b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toEnd(t, b)
+	if _, err := b.RunEnd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	saved, _, _ := st2.Thread(ctx, "T")
+
+	a2, err := rt2.Restore(ctx, a.RunID(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toEnd(t, a2)
+	if _, err := a2.RunEnd(ctx); errs.CodeOf(err) != errs.RevisionConflict {
+		t.Fatalf("run_end over a thread another run saved: %v, want revision_conflict", err)
+	}
+	if now, _, _ := st2.Thread(ctx, "T"); !reflect.DeepEqual(now, saved) {
+		t.Fatalf("the thread changed:\n%+v\nwas\n%+v", now, saved)
 	}
 }

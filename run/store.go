@@ -22,6 +22,8 @@ type Thread struct {
 	Aside map[string]any `json:"aside,omitempty"`
 	// Waiting is the id of the run that waits for decisions, if any.
 	Waiting string `json:"waiting,omitempty"`
+	// SavedBy is the id of the run that saved the thread last.
+	SavedBy string `json:"saved_by,omitempty"`
 	// Revision counts saves; PutThread compares it (compare-and-swap).
 	Revision uint64 `json:"revision"`
 }
@@ -53,12 +55,18 @@ type Checkpoint struct {
 	Natural     bool   `json:"natural,omitempty"`
 	// Values are the run-scoped values.
 	Values map[string]any `json:"values"`
-	// ThreadValues are the thread-scoped values as the run has them: its
-	// calls' writes reach the thread only when it waits or ends, so a run
-	// restored after a crash or a restart continues from these.
-	ThreadValues map[string]any  `json:"thread_values,omitempty"`
-	Messages     []model.Message `json:"messages"`
-	Offered      []string        `json:"offered,omitempty"`
+	// ThreadValues are the thread-scoped values as the run has them (null
+	// for a declared key it has not set): its calls' writes reach the
+	// thread only when it waits or ends, so a run restored after a crash
+	// or a restart continues from these. Absent in a checkpoint written
+	// before they were kept.
+	ThreadValues map[string]any `json:"thread_values"`
+	// ThreadRevision is the revision of the thread the run builds on: its
+	// next save of the thread expects it, unless this run saved the thread
+	// since (see RestoreCheckpoint).
+	ThreadRevision uint64          `json:"thread_revision,omitempty"`
+	Messages       []model.Message `json:"messages"`
+	Offered        []string        `json:"offered,omitempty"`
 	// Tools are the host's tools (StartOptions.Tools).
 	Tools    []model.ToolSpec `json:"tools,omitempty"`
 	Calls    []CallRecord     `json:"calls,omitempty"`
