@@ -15,7 +15,6 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/host"
-	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
@@ -239,8 +238,6 @@ func BenchmarkReload(b *testing.B) {
 		}
 	}
 }
-
-var _ = model.Request{}
 
 func TestOldGenerationClosesAfterItsLastRun(t *testing.T) {
 	dir := project(t, baseToml, map[string]string{"stamp.lua": versioned(1)})
