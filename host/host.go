@@ -321,7 +321,11 @@ func (h *Host) Reload(ctx context.Context) Status {
 			h.status.Errors = append(h.status.Errors, e.Error())
 			h.status.Problems = append(h.status.Problems, *e)
 		}
-		h.log.Error("reload failed; the previous generation stays current", "errors", strings.Join(h.status.Errors, "; "))
+		msg := "reload failed; the previous generation stays current"
+		if h.current.Load() == nil {
+			msg = "loading failed"
+		}
+		h.log.Error(msg, "errors", strings.Join(h.status.Errors, "; "))
 	case g == nil:
 		h.status.LastResult = "unchanged"
 		h.status.Errors, h.status.Problems = nil, nil

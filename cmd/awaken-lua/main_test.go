@@ -357,3 +357,20 @@ func TestCheckReportsWhatRunRefuses(t *testing.T) {
 		})
 	}
 }
+
+// serve, run and dev refuse to start without their plugin directory: a
+// policy that is not there must not be served as "allow everything".
+func TestStartWithoutPluginDir(t *testing.T) {
+	dir := project(t, "plugin_dir = \"policies\"\n[model]\nscript = \"script.toml\"\n[audit]\npath = \"\"\n",
+		map[string]string{"script.toml": "[[turns]]\ntext = \"done\"\n"})
+	cfg := filepath.Join(dir, "awaken.toml")
+	for _, args := range [][]string{{"serve", "--addr", "127.0.0.1:0"}, {"run", "hi"}, {"dev"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var out, errOut syncBuffer
+		code := cli(ctx, append([]string{"--config", cfg}, args...), strings.NewReader(""), &out, &errOut)
+		cancel()
+		if code != exitUsage || !strings.Contains(errOut.String(), "awaken.toml:1: config_invalid: plugin_dir: the plugin directory") {
+			t.Errorf("%s: exit %d, want %d with plugin_dir at awaken.toml:1:\n%s%s", args[0], code, exitUsage, out.String(), errOut.String())
+		}
+	}
+}
