@@ -39,9 +39,11 @@ bench-smoke:
 # staticcheck, and deadcode -test: a function no test or binary reaches is
 # a finding too (deadcode itself exits 0 on findings).
 lint: $(STATICCHECK) $(DEADCODE)
-	$(STATICCHECK) $(PKGS)
-	@out="$$($(DEADCODE) -test $(PKGS))" || exit 1; \
-	if [ -n "$$out" ]; then echo "deadcode: unreachable functions:"; echo "$$out"; exit 1; fi
+	@status=0; \
+	$(STATICCHECK) $(PKGS) || status=1; \
+	out="$$($(DEADCODE) -test $(PKGS))" || status=1; \
+	if [ -n "$$out" ]; then echo "deadcode: unreachable functions:"; echo "$$out"; status=1; fi; \
+	exit $$status
 
 $(STATICCHECK):
 	GOBIN=$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
