@@ -1,10 +1,18 @@
-# awaken-lua: make test runs everything CI runs.
+# awaken-lua: make ci runs everything CI runs (.ci/run): make test (gofmt,
+# vet, the race tests, every benchmark once) and make lint.
 GO       ?= go
 PKGS     := ./...
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 
-.PHONY: all build test vet fmt-check bench fuzz run check clean
+# The linters, pinned to versions that build with the go.mod Go version,
+# installed into bin/tools/<version>/ on first use.
+STATICCHECK_VERSION ?= v0.8.2
+DEADCODE_VERSION    ?= v0.52.0
+STATICCHECK := $(CURDIR)/bin/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+DEADCODE    := $(CURDIR)/bin/tools/deadcode-$(DEADCODE_VERSION)/deadcode
+
+.PHONY: all build ci test vet fmt-check lint bench bench-smoke fuzz run check clean
 
 all: build
 
@@ -18,8 +26,30 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
+ci: test lint
+
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	@$(MAKE) --no-print-directory bench-smoke
+
+# Every benchmark once, so none rots between `make bench` runs.
+bench-smoke:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 10m $(PKGS)
+
+# staticcheck, and deadcode -test: a function no test or binary reaches is
+# a finding too (deadcode itself exits 0 on findings).
+lint: $(STATICCHECK) $(DEADCODE)
+	@status=0; \
+	$(STATICCHECK) $(PKGS) || status=1; \
+	out="$$($(DEADCODE) -test $(PKGS))" || status=1; \
+	if [ -n "$$out" ]; then echo "deadcode: unreachable functions:"; echo "$$out"; status=1; fi; \
+	exit $$status
+
+$(STATICCHECK):
+	GOBIN=$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+$(DEADCODE):
+	GOBIN=$(dir $@) $(GO) install golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION)
 
 # Benchmarks print each figure next to SPEC.md section 14's targets (see README).
 bench:

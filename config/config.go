@@ -53,6 +53,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/BurntSushi/toml"
+
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/internal/tomlpos"
 )
@@ -229,6 +231,28 @@ func (c *Config) Path(rel string) string {
 		return rel
 	}
 	return filepath.Join(c.Dir, rel)
+}
+
+// Pos is where the file writes the value at path, a key split at its dots
+// ("agents", "ops", "tools"), or else the nearest table above it that the
+// file writes, so a problem found after parsing (a tool run would refuse, a
+// path it cannot write) still names awaken.toml:line. It is the file alone
+// when none of them is written, and the zero Pos for a Config that no file
+// made.
+func (c *Config) Pos(path ...string) errs.Pos {
+	for n := len(path); n > 0; n-- {
+		if line := c.idx.Line(toml.Key(path[:n]).String(), 0); line > 0 {
+			return errs.Pos{File: c.File, Line: line}
+		}
+	}
+	return errs.Pos{File: c.File}
+}
+
+// Invalid is a config_invalid problem with the value at path, placed as Pos
+// places it: "<path>: <message>".
+func (c *Config) Invalid(path []string, format string, args ...any) *errs.Error {
+	name := toml.Key(path).String()
+	return c.errorAt(c.Pos(path...), name, format, args...)
 }
 
 // Enabled lists, sorted and once each, every plugin id the file names:

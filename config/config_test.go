@@ -460,3 +460,57 @@ func TestStoreMaxThreads(t *testing.T) {
 		})
 	}
 }
+
+// TestDurationsAndSizesAreBounded: every duration and size awaken.toml
+// accepts refuses NaN, infinities, negatives, zero and absurdly large
+// values at load, as config_invalid at the value's line, and keeps the
+// largest sensible values.
+func TestDurationsAndSizesAreBounded(t *testing.T) {
+	durations := []struct{ table, key string }{
+		{"runtime", "hook_timeout"}, {"model", "timeout"}, {"tools", "shell_timeout"},
+	}
+	badDurations := []string{`"NaN"`, `nan`, `"inf"`, `inf`, `-inf`, `"-1s"`, `"-100ms"`, `"0s"`, `"0"`, `0`,
+		`"1h1ns"`, `"2h"`, `"100000h"`, `"9999999999h"`, `1e300`, `100`}
+	sizes := []struct{ table, key string }{{"server", "body_limit"}}
+	badSizes := []string{`"NaN"`, `nan`, `inf`, `-1`, `"-1MiB"`, `0`, `"0"`, `"1GiB1"`, `"2GiB"`, `1073741825`,
+		`9223372036854775807`, `1e300`, `"1.5MiB"`}
+	type tc struct{ table, key, value string }
+	var bad []tc
+	for _, d := range durations {
+		for _, v := range badDurations {
+			bad = append(bad, tc{d.table, d.key, v})
+		}
+	}
+	for _, s := range sizes {
+		for _, v := range badSizes {
+			bad = append(bad, tc{s.table, s.key, v})
+		}
+	}
+	for _, c := range bad {
+		src := "# a comment\n[" + c.table + "]\n" + c.key + " = " + c.value + "\n"
+		_, err := Parse([]byte(src), "awaken.toml")
+		var list errs.List
+		list.Add(err)
+		if len(list) != 1 || list[0].Code != errs.ConfigInvalid || list[0].Pos.String() != "awaken.toml:3" ||
+			!strings.Contains(list[0].Msg, c.table+"."+c.key) {
+			t.Errorf("%s.%s = %s: want one config_invalid at awaken.toml:3 naming the key, got %v", c.table, c.key, c.value, err)
+		}
+	}
+	// The bounds themselves load.
+	for _, d := range durations {
+		for _, v := range []string{`"1h"`, `"60m"`, `"1ns"`} {
+			src := "[" + d.table + "]\n" + d.key + " = " + v + "\n"
+			if _, err := Parse([]byte(src), "awaken.toml"); err != nil {
+				t.Errorf("%s.%s = %s: %v", d.table, d.key, v, err)
+			}
+		}
+	}
+	for _, s := range sizes {
+		for _, v := range []string{`"1GiB"`, `1073741824`, `1`} {
+			src := "[" + s.table + "]\n" + s.key + " = " + v + "\n"
+			if _, err := Parse([]byte(src), "awaken.toml"); err != nil {
+				t.Errorf("%s.%s = %s: %v", s.table, s.key, v, err)
+			}
+		}
+	}
+}

@@ -424,7 +424,18 @@ func (p *parser) boolean(dst *bool) func(toml.Key, any) {
 	}
 }
 
-// duration reads a positive duration string.
+// Bounds of every duration and size in the file. Nothing awaken.toml times
+// (a hook call, a model call, a shell command) should take an hour, and
+// nothing it sizes (a request body, a state value) should take a gigabyte: a
+// value past these is a typo or a unit slip, and a limit that large does not
+// bound anything.
+const (
+	maxDuration = Duration(time.Hour)
+	maxSize     = GiB
+)
+
+// duration reads a duration string in (0, maxDuration]. NaN, infinities
+// and numbers without a unit are not durations, so they fail too.
 func (p *parser) duration(dst *Duration) func(toml.Key, any) {
 	return func(k toml.Key, v any) {
 		s, isStr := v.(string)
@@ -437,15 +448,19 @@ func (p *parser) duration(dst *Duration) func(toml.Key, any) {
 			p.fail(k, "%v", err)
 			return
 		}
-		if d <= 0 {
+		switch {
+		case d <= 0:
 			p.fail(k, "must be positive, got %q", s)
+			return
+		case d > maxDuration:
+			p.fail(k, "must be at most %s, got %q; a wait that long is a mistake (did you mean ms or s?)", maxDuration, s)
 			return
 		}
 		*dst = d
 	}
 }
 
-// size reads a positive size, as a string with a unit or an integer.
+// size reads a size in (0, maxSize], as a string with a unit or an integer.
 func (p *parser) size(dst *Size) func(toml.Key, any) {
 	return func(k toml.Key, v any) {
 		var s Size
@@ -461,8 +476,12 @@ func (p *parser) size(dst *Size) func(toml.Key, any) {
 			p.fail(k, "expected a size such as \"1MiB\" or a number of bytes, got %s", typeName(v))
 			return
 		}
-		if s <= 0 {
+		switch {
+		case s <= 0:
 			p.fail(k, "must be positive, got %d", s)
+			return
+		case s > maxSize:
+			p.fail(k, "must be at most %s, got %s", maxSize, s)
 			return
 		}
 		*dst = s

@@ -8,9 +8,9 @@ import (
 // ForceReload builds and swaps a generation even if nothing changed.
 func ForceReload(h *Host, i int) error {
 	h.opts.Model = ""
-	h.reloadMu.Lock()
+	h.reloading <- struct{}{}
 	cur := h.current.Load()
-	h.reloadMu.Unlock()
+	<-h.reloading
 	cur.Hash = fmt.Sprintf("forced-%d", i)
 	st := h.Reload(context.Background())
 	if st.LastResult != "loaded" {

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -34,9 +35,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/model/openai"
 	"github.com/awaken-lua/awaken-lua/model/scripted"
 	"github.com/awaken-lua/awaken-lua/run"
-	"github.com/awaken-lua/awaken-lua/stdlib"
 	"github.com/awaken-lua/awaken-lua/store/filestore"
-	"github.com/awaken-lua/awaken-lua/tools"
 )
 
 // DefaultConfig is the configuration file used when none is named.
@@ -72,9 +71,10 @@ type Generation struct {
 	Lua      *luabridge.Generation
 	Runtime  *run.Runtime
 
-	override string
-	modelMu  sync.Mutex
-	model    model.Model // an openai client, shared by runs
+	override  string
+	pluginDir string // the plugin directory it loaded from ("" for none)
+	modelMu   sync.Mutex
+	model     model.Model // an openai client, shared by runs
 }
 
 // Release unpins the generation; call it once per Acquire.
@@ -112,15 +112,10 @@ func newModel(c *config.Config, override string) (model.Model, error) {
 	}
 	switch kind {
 	case config.ModelScripted:
-		path := c.Path(c.Model.Script)
 		if arg != "" {
-			path = arg
+			return scripted.Open(arg)
 		}
-		m, err := scripted.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		return m, nil
+		return openScript(c)
 	case config.ModelOpenAI:
 		cfg := openai.Config{BaseURL: c.Model.BaseURL, Model: c.Model.Model, APIKeyEnv: c.Model.APIKeyEnv,
 			Timeout: time.Duration(c.Model.Timeout), MaxRetries: c.Model.MaxRetries}
@@ -152,6 +147,7 @@ type Status struct {
 	Reloads     int          `json:"reloads"`
 	Failures    int          `json:"failures"`
 	Took        Duration     `json:"took"`
+	Removed     []string     `json:"removed,omitempty"` // plugins the current generation dropped from its predecessor (files deleted), sorted
 	Problems    []errs.Error `json:"-"`
 }
 
@@ -170,15 +166,19 @@ type Host struct {
 	audit      *auditFile
 	seq        atomic.Int64
 
-	reloadMu sync.Mutex // one build at a time
-	current  atomic.Pointer[Generation]
-	mu       sync.Mutex
-	status   Status
+	// reloading holds a token while a build runs: one build at a time, and
+	// a caller waiting for its turn gives up when its context ends rather
+	// than queue behind a build that hangs.
+	reloading chan struct{}
+	current   atomic.Pointer[Generation]
+	mu        sync.Mutex
+	status    Status
+	closed    bool // Close ran: a build that finishes later is dropped
 }
 
 // Open loads the first generation; it fails if that does not load.
 func Open(ctx context.Context, o Options) (*Host, error) {
-	h := &Host{opts: o, log: o.Log}
+	h := &Host{opts: o, log: o.Log, reloading: make(chan struct{}, 1)}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -210,7 +210,7 @@ func openStore(c *config.Config, log *slog.Logger) (run.Store, error) {
 	if c.Store.Kind == config.StoreFile {
 		s, err := filestore.Open(c.Path(c.Store.Path), log)
 		if err != nil {
-			return nil, errs.Wrap(errs.ConfigInvalid, err, "cannot open the file store at %s", c.Path(c.Store.Path))
+			return nil, storeError(c, err)
 		}
 		return s, nil
 	}
@@ -281,16 +281,34 @@ func (h *Host) lastError() error {
 // Reload builds a generation from the files as they are now. If it loads
 // and differs from the current one, it becomes current and the old one is
 // retired; if it fails, the current one stays and the status carries every
-// problem with its file:line.
+// problem with its file:line. Builds run one at a time; a caller whose ctx
+// ends while another build runs gets a failed status and changes nothing.
 func (h *Host) Reload(ctx context.Context) Status {
-	h.reloadMu.Lock()
-	defer h.reloadMu.Unlock()
+	select {
+	case h.reloading <- struct{}{}:
+	default:
+		select {
+		case h.reloading <- struct{}{}:
+		case <-ctx.Done():
+			st := h.Status()
+			st.LastResult = "failed"
+			st.Errors = []string{"another reload is still running; try again once it ends (" + ctx.Err().Error() + ")"}
+			return st
+		}
+	}
+	defer func() { <-h.reloading }()
 	start := time.Now()
 	g, err := h.build(ctx)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.status.LastAttempt = start
 	h.status.Took = Duration(time.Since(start))
+	if h.closed && err == nil && g != nil {
+		// Close ran while this build did: nothing will retire g.
+		g.Lua.Close()
+		h.audit.close()
+		err, g = errors.New("the host is closed"), nil
+	}
 	switch {
 	case err != nil:
 		h.status.LastResult = "failed"
@@ -303,7 +321,11 @@ func (h *Host) Reload(ctx context.Context) Status {
 			h.status.Errors = append(h.status.Errors, e.Error())
 			h.status.Problems = append(h.status.Problems, *e)
 		}
-		h.log.Error("reload failed; the previous generation stays current", "errors", strings.Join(h.status.Errors, "; "))
+		msg := "reload failed; the previous generation stays current"
+		if h.current.Load() == nil {
+			msg = "loading failed"
+		}
+		h.log.Error(msg, "errors", strings.Join(h.status.Errors, "; "))
 	case g == nil:
 		h.status.LastResult = "unchanged"
 		h.status.Errors, h.status.Problems = nil, nil
@@ -311,15 +333,38 @@ func (h *Host) Reload(ctx context.Context) Status {
 		old := h.current.Swap(g)
 		h.status.Generation, h.status.Hash, h.status.LoadedAt = g.ID, g.Hash, g.LoadedAt
 		h.status.LastResult = "loaded"
-		h.status.Errors, h.status.Problems = nil, nil
+		h.status.Errors, h.status.Problems, h.status.Removed = nil, nil, nil
 		h.status.Reloads++
 		h.log.Info("generation loaded", "generation", g.ID, "hash", g.Hash[:12], "plugins", strings.Join(g.Lua.PluginIDs(), ","),
 			"took", time.Since(start).String())
 		if old != nil {
+			if gone := removed(old, g); len(gone) > 0 {
+				h.status.Removed = gone
+				// Deleting a plugin file is a change the user may intend, but
+				// it also drops whatever that plugin enforced: say so loudly.
+				files := make([]string, len(gone))
+				for i, id := range gone {
+					files[i] = old.Lua.PluginFileOf(id)
+				}
+				h.log.Warn("plugins left with this generation; what they enforced no longer applies",
+					"generation", g.ID, "removed", strings.Join(gone, ","), "files", strings.Join(files, ","))
+			}
 			old.Lua.Retire()
 		}
 	}
 	return h.status
+}
+
+// removed lists the Lua plugins of old that cur lacks, sorted.
+func removed(old, cur *Generation) []string {
+	var out []string
+	for _, id := range old.Lua.PluginIDs() {
+		if !slices.Contains(cur.Lua.PluginIDs(), id) {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // build loads a generation; nil without error means nothing changed.
@@ -328,27 +373,15 @@ func (h *Host) build(ctx context.Context) (*Generation, error) {
 	if err != nil {
 		return nil, err
 	}
-	pluginDir := cfg.Path(cfg.PluginDir)
-	var pluginFS fs.FS
-	if fi, err := os.Stat(pluginDir); err == nil && fi.IsDir() {
-		pluginFS = os.DirFS(pluginDir)
-	} else if cfg.PluginDir != "scripts" || err == nil {
-		return nil, errs.New(errs.ConfigInvalid, "plugin_dir %q is not a directory", pluginDir).At(errs.Pos{File: cfg.File})
+	cur, had := h.current.Load(), ""
+	if cur != nil {
+		had = cur.pluginDir
 	}
-	std := h.opts.Stdlib
-	if std == nil {
-		std = stdlib.FS
+	src, err := pluginSource(cfg, had)
+	if err != nil {
+		return nil, err
 	}
-	loader := &luabridge.Loader{
-		Plugins:  luabridge.Source{FS: pluginFS, Name: filepath.ToSlash(cfg.PluginDir)},
-		Stdlib:   luabridge.Source{FS: std, Name: "stdlib"},
-		Enable:   cfg.Enabled(),
-		Go:       h.opts.Go,
-		Limits:   luabridge.Limits{HookTimeout: time.Duration(cfg.Runtime.HookTimeout)},
-		Log:      h.log,
-		PoolSize: h.opts.PoolSize,
-	}
-	lg, err := loader.Load(ctx)
+	lg, err := h.opts.loader(cfg, src, h.log).Load(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +393,7 @@ func (h *Host) build(ctx context.Context) (*Generation, error) {
 	}
 	sum.Write([]byte(h.opts.Model))
 	hash := hex.EncodeToString(sum.Sum(nil))
-	if cur := h.current.Load(); cur != nil && cur.Hash == hash {
+	if cur != nil && cur.Hash == hash {
 		lg.Close()
 		return nil, nil
 	}
@@ -369,14 +402,14 @@ func (h *Host) build(ctx context.Context) (*Generation, error) {
 		lg.Close()
 		return nil, err
 	}
+	if src.FS != nil {
+		g.pluginDir = cfg.Path(cfg.PluginDir)
+	}
 	return g, nil
 }
 
 func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash string) (*Generation, error) {
 	id := fmt.Sprintf("g%d", h.seq.Add(1))
-	if err := h.audit.open(cfg.Path(cfg.Audit.Path)); err != nil {
-		return nil, err
-	}
 	opts := []engine.Option{engine.WithMaxRounds(cfg.Runtime.MaxPhaseRounds), engine.WithLogger(h.log)}
 	if cfg.Audit.Path != "" {
 		opts = append(opts, engine.WithAudit(h.audit))
@@ -389,7 +422,8 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 	}
 	eng := engine.New(lg.Set, opts...)
 	var list errs.List
-	toolset := map[string]plugin.Tool{}
+	toolset, err := hostTools(cfg, lg.Set)
+	list.Add(err)
 	var agents []run.Agent
 	for _, aid := range cfg.AgentIDs() {
 		a := cfg.Agents[aid]
@@ -398,36 +432,25 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 			list.Add(err)
 			continue
 		}
-		for _, name := range a.Tools {
-			if _, ok := toolset[name]; ok {
-				continue
-			}
-			if _, isPlugin := lg.Set.All().Tool(name); isPlugin {
-				continue
-			}
-			t, err := tools.New(name, tools.Options{Root: cfg.Path(cfg.Tools.Root), ShellEnabled: cfg.Tools.Shell,
-				ShellTimeout: time.Duration(cfg.Tools.ShellTimeout)})
-			if err != nil {
-				list.Add(errs.Wrap(errs.ConfigInvalid, err, "agent %q, tool %q", aid, name).At(errs.Pos{File: cfg.File}))
-				continue
-			}
-			toolset[name] = t
-		}
 		maxSteps := a.MaxSteps
 		if maxSteps == 0 {
 			maxSteps = cfg.Runtime.MaxSteps
 		}
-		var hostTools []string
+		var own []string // the host's tools, not a plugin's
 		for _, name := range a.Tools {
 			if _, isPlugin := lg.Set.All().Tool(name); !isPlugin {
-				hostTools = append(hostTools, name)
+				own = append(own, name)
 			}
 		}
-		agents = append(agents, run.Agent{ID: aid, SystemPrompt: a.SystemPrompt, Plugins: a.Plugins, Tools: hostTools,
+		agents = append(agents, run.Agent{ID: aid, SystemPrompt: a.SystemPrompt, Plugins: a.Plugins, Tools: own,
 			MaxSteps: maxSteps, Configs: configs, Params: run.ModelParams{Model: a.Model, Temperature: a.Temperature}})
 	}
 	if err := list.Err(); err != nil {
 		return nil, err
+	}
+	// Last, so that a build failing for another reason keeps the audit file.
+	if err := h.audit.open(cfg.Path(cfg.Audit.Path)); err != nil {
+		return nil, auditError(cfg, err)
 	}
 	var ts []plugin.Tool
 	names := make([]string, 0, len(toolset))
@@ -448,8 +471,12 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 	return &Generation{ID: id, Hash: hash, LoadedAt: time.Now(), Config: cfg, Lua: lg, Runtime: rt, override: h.opts.Model}, nil
 }
 
-// Close releases the current generation and the audit file.
+// Close releases the current generation and the audit file. It does not
+// wait for a reload in flight; that build is dropped when it ends.
 func (h *Host) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
 	if g := h.current.Load(); g != nil {
 		g.Lua.Retire()
 	}
@@ -483,7 +510,8 @@ func (a *auditFile) open(path string) error {
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return errs.Wrap(errs.ConfigInvalid, err, "cannot open the audit file %s", path)
+		a.path = "" // try again on the next reload
+		return err
 	}
 	a.f = f
 	return nil

@@ -19,6 +19,12 @@ const Debounce = 100 * time.Millisecond
 // Watch reloads when a file of the plugin directory (recursively, new
 // subdirectories included) or the configuration file changes, and calls
 // notify with each reload's status. It returns when ctx ends.
+//
+// A reload runs beside the loop, so a slow or stuck build neither stops the
+// loop from seeing changes (a change during a build reloads again once it
+// ends) nor keeps Watch from returning when ctx ends. A watched directory
+// that is moved away or deleted is forgotten, so it is watched again when
+// it comes back.
 func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -28,6 +34,17 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 	watched := map[string]bool{}
 	var pluginDir, configFile string
 	sync := func() {
+		// fsnotify drops the watch of a directory moved away; forget it too,
+		// or it would never be watched again.
+		live := map[string]bool{}
+		for _, d := range w.WatchList() {
+			live[d] = true
+		}
+		for d := range watched {
+			if !live[d] {
+				delete(watched, d)
+			}
+		}
 		g := h.current.Load()
 		cfg := g.Config
 		dir := cfg.Path(cfg.PluginDir)
@@ -40,18 +57,25 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 		}
 		if dir != pluginDir {
 			for d := range watched {
-				if pluginDir != "" && (d == pluginDir || strings.HasPrefix(d, pluginDir+string(filepath.Separator))) {
+				if pluginDir != "" && within(d, pluginDir) {
 					_ = w.Remove(d)
 					delete(watched, d)
 				}
 			}
 			pluginDir = dir
 		}
+		// The parent too, so the plugin directory is seen when it comes
+		// back, or appears for the first time.
+		h.add(w, watched, filepath.Dir(pluginDir))
 		h.addTree(w, watched, pluginDir)
 	}
 	sync()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	// done carries the status of the reload in flight; buffered, so a
+	// reload that ends after Watch returned does not block.
+	done := make(chan Status, 1)
+	reloading, again := false, false
 	for {
 		select {
 		case <-ctx.Done():
@@ -61,9 +85,17 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 				return nil
 			}
 			name, _ := filepath.Abs(ev.Name)
-			inPlugins := name == pluginDir || strings.HasPrefix(name, pluginDir+string(filepath.Separator))
+			inPlugins := within(name, pluginDir)
 			if !(inPlugins || name == configFile) || ignored(filepath.Base(name)) || ev.Op == fsnotify.Chmod {
 				continue
+			}
+			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+				for d := range watched {
+					if within(d, name) {
+						_ = w.Remove(d)
+						delete(watched, d)
+					}
+				}
 			}
 			if inPlugins && ev.Has(fsnotify.Create) {
 				if fi, err := os.Stat(name); err == nil && fi.IsDir() {
@@ -77,13 +109,29 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 			}
 			h.log.Warn("watching for changes failed", "error", err.Error())
 		case <-timer.C:
-			st := h.Reload(ctx)
+			if reloading {
+				again = true
+				continue
+			}
+			reloading = true
+			go func() { done <- h.Reload(ctx) }()
+		case st := <-done:
+			reloading = false
 			sync()
 			if notify != nil {
 				notify(st)
 			}
+			if again {
+				again = false
+				timer.Reset(Debounce)
+			}
 		}
 	}
+}
+
+// within reports whether path is dir or inside it.
+func within(path, dir string) bool {
+	return dir != "" && (path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)))
 }
 
 func (h *Host) add(w *fsnotify.Watcher, watched map[string]bool, dir string) {

@@ -29,7 +29,7 @@ return p
 func TestPythonClient(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 is not on PATH; install Python 3 to run examples/python/client.py against the sidecar")
+		t.Fatal("python3 is not on PATH; install Python 3 (.ci/run does) to run examples/python/client.py against the sidecar")
 	}
 	script, err := filepath.Abs(filepath.Join("..", "examples", "python", "client.py"))
 	if err != nil {

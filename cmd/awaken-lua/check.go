@@ -9,9 +9,8 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/config"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/host"
-	"github.com/awaken-lua/awaken-lua/luabridge"
-	"github.com/awaken-lua/awaken-lua/stdlib"
 )
 
 // cmdCheck loads everything a run would and reports every problem it finds,
@@ -29,9 +28,9 @@ func cmdCheck(e *env) int {
 		}
 	}
 	var problems errs.List
-	cfg, err := config.Load(path)
-	if err != nil {
-		problems.Add(err)
+	cfg, cfgErr := config.Load(path)
+	if cfgErr != nil {
+		problems.Add(cfgErr)
 		// Keep checking the plugins with the default plugin directory
 		// next to the file, so one run reports every kind of problem.
 		cfg = config.Default()
@@ -42,22 +41,27 @@ func cmdCheck(e *env) int {
 		cfg.Dir, _ = os.Getwd()
 	}
 	if *showConfig {
-		if err != nil {
-			return e.fail(err, exitFailed)
+		if cfgErr != nil {
+			return e.fail(cfgErr, exitFailed)
 		}
 		fmt.Fprint(e.stdout, cfg.Render())
 		return exitOK
 	}
-	dir := cfg.Path(cfg.PluginDir)
-	loader := &luabridge.Loader{Stdlib: luabridge.Source{FS: stdlib.FS, Name: "stdlib"}, Enable: cfg.Enabled()}
-	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-		loader.Plugins = luabridge.Source{FS: os.DirFS(dir), Name: filepath.ToSlash(cfg.PluginDir)}
-	}
-	g, err := loader.Load(context.Background())
+	// Everything a start and a run would refuse, at its awaken.toml line;
+	// with a configuration that did not load, only the plugins (the
+	// defaults' paths are not what the user wrote).
+	g, err := host.LoadPlugins(context.Background(), cfg, host.Options{})
+	var set *plugin.Set
 	if err != nil {
 		problems.Add(err)
 	} else {
 		defer g.Close()
+		set = g.Set
+	}
+	if cfgErr == nil {
+		problems.Add(host.Preflight(cfg, set))
+	}
+	if g != nil {
 		if err := cfg.CheckPlugins(g.Set); err != nil {
 			problems.Add(err)
 		}

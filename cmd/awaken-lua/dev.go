@@ -58,6 +58,9 @@ func status(w io.Writer, h *host.Host, st host.Status) {
 		line += fmt.Sprintf(" · %d passed, %d failed", sum.Passed, sum.Failed)
 	}
 	fmt.Fprintln(w, line)
+	if len(st.Removed) > 0 && st.LastResult == "loaded" {
+		fmt.Fprintf(w, "  removed: %s (their files are gone; what they enforced no longer applies)\n", strings.Join(st.Removed, ", "))
+	}
 	for _, r := range sum.Results {
 		if !r.Passed {
 			fmt.Fprintf(w, "  FAIL %s: %s\n    %s\n", r.Pos, r.Name, strings.ReplaceAll(r.Message, "\n", "\n    "))

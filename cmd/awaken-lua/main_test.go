@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -228,6 +229,7 @@ func TestDevPrintsOneLinePerGeneration(t *testing.T) {
 	plugin := "local awaken = require('awaken')\nlocal p = awaken.plugin {}\np:on('step_start', function() end)\nreturn p\n"
 	dir := project(t, "", map[string]string{
 		"scripts/a.lua":      plugin,
+		"scripts/b.lua":      plugin,
 		"scripts/a_test.lua": "local t = require('awaken.testing')\nt.test('loads', function() t.harness { plugins = { 'a' } } end)\n",
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -238,11 +240,11 @@ func TestDevPrintsOneLinePerGeneration(t *testing.T) {
 	}()
 	waitFor := func(want string, again func()) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
+		deadline := time.Now().Add(20 * time.Second)
 		last := time.Now()
 		for !strings.Contains(out.String(), want) {
 			if time.Now().After(deadline) {
-				t.Fatalf("no %q within 15s:\n%s", want, out.String())
+				t.Fatalf("no %q within 20s:\n%s", want, out.String())
 			}
 			time.Sleep(20 * time.Millisecond)
 			// The watcher may have started after the first write: save
@@ -253,7 +255,7 @@ func TestDevPrintsOneLinePerGeneration(t *testing.T) {
 			}
 		}
 	}
-	waitFor("g1 loaded (1 plugin", nil)
+	waitFor("g1 loaded (2 plugins", nil)
 	waitFor("1 passed, 0 failed", nil)
 	broken := "local awaken = require('awaken')\nlocal p = awaken.plugin {}\np:on('step_strat', function() end)\nreturn p\n"
 	writeFile := func(src string) func() {
@@ -264,6 +266,18 @@ func TestDevPrintsOneLinePerGeneration(t *testing.T) {
 	waitFor("scripts/a.lua:3", nil)
 	writeFile(plugin + "-- changed\n")()
 	waitFor("g2 loaded", writeFile(plugin+"-- changed\n"))
+	// A deleted plugin file loads a generation without it, and says so.
+	if err := os.Remove(filepath.Join(dir, "scripts", "b.lua")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("g3 loaded (1 plugin", nil)
+	waitFor("  removed: b (their files are gone", nil)
+	// The plugin directory moved away is a failed reload.
+	if err := os.Rename(filepath.Join(dir, "scripts"), filepath.Join(dir, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("reload failed; g3 stays current", nil)
+	waitFor("plugin_dir: the plugin directory", nil)
 	cancel()
 	if code := <-done; code != exitOK {
 		t.Fatalf("dev exited %d", code)
@@ -288,9 +302,75 @@ func TestReadmeExamplesLoad(t *testing.T) {
 		all.WriteString(b[1])
 		all.WriteString("\n")
 	}
-	dir := project(t, all.String(), nil)
+	// check also wants the default model script that a run would read.
+	dir := project(t, all.String(), map[string]string{"testdata/scenarios/demo.toml": "[[turns]]\ntext = \"done\"\n"})
 	code, out, errOut := awaken(t, "", "--config", filepath.Join(dir, "awaken.toml"), "check")
 	if code != exitOK {
 		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+}
+
+// TestCheckReportsWhatRunRefuses runs check on each project of
+// testdata/check/ (in place: check writes nothing) and compares its output
+// with testdata/check/NAME.golden; then runs `run` on a copy of the
+// project, which must refuse it, with problems that check reported at the
+// same awaken.toml line and key.
+func TestCheckReportsWhatRunRefuses(t *testing.T) {
+	cases, err := filepath.Glob(filepath.Join("testdata", "check", "*", "awaken.toml"))
+	if err != nil || len(cases) < 10 {
+		t.Fatalf("found %d check cases (%v)", len(cases), err)
+	}
+	// "awaken.toml:12: config_invalid: audit.path:": where, what and which
+	// key, without the message (run meets the real error; check probes).
+	problem := regexp.MustCompile(`awaken\.toml:\d+: [a-z_]+: [a-z_.]+:`)
+	for _, cfg := range cases {
+		dir := filepath.Dir(cfg)
+		name := filepath.Base(dir)
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := awaken(t, "", "--config", cfg, "check")
+			if code != exitFailed {
+				t.Errorf("check: exit %d, want %d\n%s%s", code, exitFailed, out, errOut)
+			}
+			golden(t, filepath.Join("check", name+".golden"), out)
+			reported := problem.FindAllString(out, -1)
+			if len(reported) == 0 {
+				t.Fatalf("check reported no problem with awaken.toml:line, key:\n%s", out)
+			}
+
+			tmp := t.TempDir()
+			if err := os.CopyFS(tmp, os.DirFS(dir)); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut = awaken(t, "", "--config", filepath.Join(tmp, "awaken.toml"), "run", "hi")
+			if code == exitOK {
+				t.Fatalf("run accepted what check refused:\n%s%s", out, errOut)
+			}
+			refused := problem.FindAllString(errOut, -1)
+			if len(refused) == 0 {
+				t.Fatalf("run: exit %d without awaken.toml:line, key:\n%s", code, errOut)
+			}
+			for _, p := range refused {
+				if !slices.Contains(reported, p) {
+					t.Errorf("run refused %q, which check did not report (check reported %q)", p, reported)
+				}
+			}
+		})
+	}
+}
+
+// serve, run and dev refuse to start without their plugin directory: a
+// policy that is not there must not be served as "allow everything".
+func TestStartWithoutPluginDir(t *testing.T) {
+	dir := project(t, "plugin_dir = \"policies\"\n[model]\nscript = \"script.toml\"\n[audit]\npath = \"\"\n",
+		map[string]string{"script.toml": "[[turns]]\ntext = \"done\"\n"})
+	cfg := filepath.Join(dir, "awaken.toml")
+	for _, args := range [][]string{{"serve", "--addr", "127.0.0.1:0"}, {"run", "hi"}, {"dev"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var out, errOut syncBuffer
+		code := cli(ctx, append([]string{"--config", cfg}, args...), strings.NewReader(""), &out, &errOut)
+		cancel()
+		if code != exitUsage || !strings.Contains(errOut.String(), "awaken.toml:1: config_invalid: plugin_dir: the plugin directory") {
+			t.Errorf("%s: exit %d, want %d with plugin_dir at awaken.toml:1:\n%s%s", args[0], code, exitUsage, out.String(), errOut.String())
+		}
 	}
 }
