@@ -109,14 +109,6 @@ func TestGlob(t *testing.T) {
 	}
 }
 
-func TestCheckFormat(t *testing.T) {
-	for f, ok := range map[string]bool{"%d": true, "%5.2f": true, "%-10s": true, "%%": true, "%100d": false, "%.100f": false, "%99d": true} {
-		if err := checkFormat(f); (err == nil) != ok {
-			t.Errorf("checkFormat(%q) = %v", f, err)
-		}
-	}
-}
-
 // FuzzLuaToCommand feeds arbitrary Lua expressions through the conversion
 // a hook's writes take into a command: nothing panics, errors render, and a
 // converted value survives the trip back to Lua and again to Go unchanged.

@@ -429,7 +429,7 @@ func (inst *instance) ctxUpdate(L *lua.LState) int {
 			raise(L, errs.UnknownKey, "%s", trimCode(err))
 		}
 	}
-	v, err := fromLua(L.Get(3), inst.null)
+	v, err := fromLuaIn(L, L.Get(3), inst.null)
 	if err != nil {
 		raise(L, errs.SchemaViolation, "ctx:update(%q): %v", name, err)
 	}
@@ -457,7 +457,7 @@ func (inst *instance) ctxSchedule(L *lua.LState) int {
 			raise(L, errs.UnknownActionHandler, "no handler is registered for action %q%s", key, errs.DidYouMean(key, set.ActionKeys()))
 		}
 	}
-	v, err := fromLua(L.Get(3), inst.null)
+	v, err := fromLuaIn(L, L.Get(3), inst.null)
 	if err != nil {
 		raise(L, errs.SchemaViolation, "ctx:schedule(%q): %v", key, err)
 	}
@@ -475,7 +475,7 @@ func (inst *instance) ctxEmit(L *lua.LState) int {
 			raise(L, errs.UnknownEffectHandler, "no handler is registered for effect %q%s", key, errs.DidYouMean(key, set.EffectKeys()))
 		}
 	}
-	v, err := fromLua(L.Get(3), inst.null)
+	v, err := fromLuaIn(L, L.Get(3), inst.null)
 	if err != nil {
 		raise(L, errs.SchemaViolation, "ctx:emit(%q): %v", key, err)
 	}

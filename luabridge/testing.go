@@ -268,7 +268,7 @@ func (tr *testRun) module(L *lua.LState) lua.LValue {
 	for name, fn := range fns {
 		m.RawSetString(name, L.NewFunction(fn))
 	}
-	return readOnly(L, m, "awaken.testing")
+	return newView(L, m, "awaken.testing")
 }
 
 // testingFuncs lists the functions of awaken.testing (for the stub test).
@@ -402,7 +402,8 @@ func render(v lua.LValue, null lua.LValue) string {
 		if v == null {
 			return "awaken.null"
 		}
-		g, err := fromLua(x, null)
+		c := converter{null: null, maxEntries: 4096, maxBytes: 64 << 10}
+		g, err := c.run(x)
 		if err != nil {
 			return x.String()
 		}

@@ -1,0 +1,189 @@
+package luabridge_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/luabridge"
+	"github.com/awaken-lua/awaken-lua/run"
+)
+
+// lateBy is how far past its budget a stopped call may end. A budget
+// enforced ten times late (1s for 100ms) is well past it; a loaded 2-core
+// machine under -race is well within it.
+const lateBy = 400 * time.Millisecond
+
+// within runs f and fails the test if it has not returned after d: a
+// regression must fail fast, not hang the test binary until its timeout.
+func within[T any](t testing.TB, d time.Duration, f func() T) T {
+	t.Helper()
+	done := make(chan T, 1)
+	go func() { done <- f() }()
+	select {
+	case v := <-done:
+		return v
+	case <-time.After(d):
+		t.Fatalf("still running after %s", d)
+		panic("unreachable")
+	}
+}
+
+// allocated is the bytes allocated by the process so far.
+func allocated() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
+}
+
+// captureLog keeps the length of the longest message logged.
+type captureLog struct {
+	mu      sync.Mutex
+	longest int
+	records int
+}
+
+func (c *captureLog) Enabled(context.Context, slog.Level) bool { return true }
+func (c *captureLog) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.records++
+	n := len(r.Message)
+	r.Attrs(func(a slog.Attr) bool { n += len(a.Key) + len(a.Value.String()); return true })
+	c.longest = max(c.longest, n)
+	return nil
+}
+func (c *captureLog) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *captureLog) WithGroup(string) slog.Handler      { return c }
+
+// Every Lua-reachable function that builds a value checks its size first,
+// and long work stops at the budget: none of these hooks, each of which
+// took seconds and gigabytes (or killed the process) before, allocates more
+// than its bound or writes more than 64 KiB to the log, and those stopped
+// by the deadline end within lateBy of their 100ms budget. The cases that
+// show a size check get a budget far above what they take (copying 16 MiB
+// under the race detector on a busy machine can take 100ms), so the test
+// shows which mechanism stopped them.
+func TestBuildersAreBounded(t *testing.T) {
+	const budget = 100 * time.Millisecond
+	const wide = 5 * time.Second
+	big := `local s = string.rep("x", 8388608); local t = {}; for i = 1, 1000 do t[i] = s end
+`
+	tests := []struct {
+		name  string
+		load  string // at the top of the file
+		hook  string
+		codes []errs.Code // nil: the hook succeeds
+		want  string      // in the message
+		alloc uint64      // bytes at most; 0: 256 MiB
+		wide  bool        // a size check stops it, not the deadline
+	}{
+		{"json.encode of shared large strings", "", big + `local r, err = awaken.json.encode(t); error(err)`,
+			[]errs.Code{errs.HookFailed}, "more than 67108864 bytes of strings", 0, true},
+		{"json.encode whose escapes pass 16 MiB", "", `local r, err = awaken.json.encode(string.rep("<", 3145728)); error(err)`,
+			[]errs.Code{errs.HookFailed}, "over the limit of 16777216 bytes", 64 << 20, true},
+		{"string.format of large arguments", "", big + `string.format(string.rep("%s", 200), unpack(t, 1, 200))`,
+			[]errs.Code{errs.HookFailed}, "string.format: the result would be over the limit", 0, true},
+		{"glob with many wildcards", "", `awaken.glob(string.rep("*a", 2000) .. "b", string.rep("a", 1048576))`,
+			[]errs.Code{errs.HookTimeout}, "budget", 0, false},
+		{"unpack of a large range", "", `local n = select("#", unpack({}, 1, 250000))`,
+			[]errs.Code{errs.HookFailed}, "too many results", 16 << 20, false},
+		{"string.byte of a large range", "", `local n = select("#", string.byte(string.rep("x", 250000), 1, -1))`,
+			[]errs.Code{errs.HookFailed}, "too many results", 16 << 20, false},
+		{"json.decode of a large document", "", `local v, err = awaken.json.decode("[" .. string.rep("1,", 4194304) .. "1]"); error(err)`,
+			[]errs.Code{errs.HookFailed, errs.HookTimeout}, "", 0, false},
+		{"print of many large values", "", big + `print(unpack(t, 1, 100))`, nil, "", 0, true},
+		{"awaken.log of large fields", "", big + `awaken.log.info(s, {a = t, b = s})`, nil, "", 0, true},
+		{"error with a huge message", "", `error(string.rep("x", 16777000))`, []errs.Code{errs.HookFailed}, "more bytes", 0, true},
+		{"table.concat of many numbers", "", `local t = {}; for i = 1, 100000 do t[i] = 1e15 + i end; for i = 1, 1000 do table.concat(t, ",") end`,
+			[]errs.Code{errs.HookTimeout}, "budget", 0, false},
+		{"concatenation through __concat", "", `local s = string.rep("x", 16777000); local o = setmetatable({}, {__concat = function() return "y" end}); local u = s .. s .. o`,
+			[]errs.Code{errs.HookFailed}, "over the limit", 40 << 20, true},
+		{"table.sort of a large list", `local big = {}; local x = 1; for i = 1, 500000 do x = (x * 1103515245 + 12345) % 2147483648; big[i] = x end`,
+			`for i = 1, 100 do table.sort(big); table.sort(big, function(a, b) return a > b end) end`, []errs.Code{errs.HookTimeout}, "budget", 0, false},
+		{"table.insert far past the end", "", `table.insert({}, 67108863, true)`, []errs.Code{errs.HookFailed}, "out of bounds", 16 << 20, false},
+		{"upper, lower and reverse of 16 MiB", "", `local s = string.rep("x", 16777000); for i = 1, 100 do s = s:upper():lower():reverse() end`,
+			[]errs.Code{errs.HookTimeout}, "budget", 0, false},
+		{"unpack feeding string.char", "", `string.char(unpack({}, 1, 100000))`, []errs.Code{errs.HookFailed}, "too many results", 16 << 20, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &captureLog{}
+			src := head + tc.load + "\np:on(\"step_start\", function(ctx)\n" + tc.hook + "\nend)\nreturn p"
+			b := budget
+			if tc.wide {
+				b = wide
+			}
+			g := mustLoad(t, map[string]string{"x.lua": src}, withTimeout(b), func(l *luabridge.Loader) {
+				l.Log = slog.New(logs)
+				l.Limits.LoadTimeout = 20 * time.Second
+			})
+			rt := runtimeFor(t, g)
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+			defer cancel()
+			s, _, err := rt.Start(ctx, run.StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runtime.GC()
+			before := allocated()
+			start := time.Now()
+			err = within(t, 10*time.Second, func() error { _, err := s.StepStart(ctx); return err })
+			elapsed := time.Since(start)
+			used := allocated() - before
+			msg := fmt.Sprint(err)
+			t.Logf("%s after %s, %d MiB allocated", msg[:min(len(msg), 300)], elapsed, used>>20)
+			if !tc.wide && elapsed > budget+lateBy {
+				t.Errorf("took %s, budget %s", elapsed, budget)
+			}
+			limit := tc.alloc
+			if limit == 0 {
+				limit = 256 << 20
+			}
+			if used > limit {
+				t.Errorf("allocated %d MiB, at most %d MiB expected", used>>20, limit>>20)
+			}
+			if logs.longest > 70<<10 {
+				t.Errorf("a log record of %d bytes", logs.longest)
+			}
+			if tc.codes == nil {
+				if err != nil {
+					t.Fatalf("err = %v", err)
+				}
+				if logs.records == 0 {
+					t.Fatal("nothing was logged")
+				}
+				return
+			}
+			var e *errs.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v, want one of %v", err, tc.codes)
+			}
+			if !containsCode(tc.codes, e.Code) || !strings.Contains(e.Msg, tc.want) {
+				t.Fatalf("err = %v, want one of %v with %q", err, tc.codes, tc.want)
+			}
+			if len(e.Msg) > 9<<10 {
+				t.Errorf("a message of %d bytes", len(e.Msg))
+			}
+			if e.Pos.File != "scripts/x.lua" || e.Pos.Line == 0 {
+				t.Errorf("no file:line: %#v", e.Pos)
+			}
+		})
+	}
+}
+
+func containsCode(codes []errs.Code, c errs.Code) bool {
+	for _, x := range codes {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
