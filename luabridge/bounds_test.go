@@ -13,6 +13,7 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/luabridge"
+	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
@@ -186,4 +187,114 @@ func containsCode(codes []errs.Code, c errs.Code) bool {
 		}
 	}
 	return false
+}
+
+// Nothing a hook touches outlives its call: on a pooled state (one state,
+// so every call reuses it), a gate hook on thread a tries every way to
+// change the string metatable, the libraries, the awaken module and
+// ctx.config; each raises with file:line, and thread b's hook finds
+// everything as it was (its decision is the policy's).
+func TestNothingOutlivesACall(t *testing.T) {
+	attempts := []string{
+		`("").__index.upper = evil`,
+		`string.__index.upper = evil`,
+		`getmetatable("").__index.upper = evil`,
+		`string.upper = evil`,
+		`string.evil = evil`,
+		`rawset(string, "upper", evil)`,
+		`setmetatable(string, {})`,
+		`table.insert(string, evil)`,
+		`table.insert = evil`,
+		`math.floor = evil`,
+		`awaken.block = evil`,
+		`awaken.json.encode = evil`,
+		`awaken.log.info = evil`,
+		`awaken.evil = evil`,
+		`string = {}`,
+		`ctx.config.deny[1] = "x"`,
+		`ctx.config.deny[2] = "x"`,
+		`ctx.config.evil = 1`,
+		`table.insert(ctx.config.deny, "x")`,
+		`table.remove(ctx.config.deny)`,
+		`table.sort(ctx.config.deny, function(a, b) return a > b end)`,
+		`rawset(ctx.config, "deny", {})`,
+		`rawset(ctx.config.deny, 1, "x")`,
+		`setmetatable(ctx.config, nil)`,
+		`local d = ctx.config.deny; while #d > 0 do table.remove(d) end`,
+	}
+	var b strings.Builder
+	b.WriteString(head[:len(head)-3] + `{ config = { deny = { type = "array", items = { type = "string" } } } }
+local function evil() return "evil" end
+local attempts = {
+`)
+	for _, a := range attempts {
+		b.WriteString("  function(ctx) " + a + " end,\n")
+	}
+	b.WriteString(`}
+p:tool_gate(function(ctx, call)
+  if ctx.run.thread_id == "a" then
+    local out = {}
+    for i, f in ipairs(attempts) do
+      local ok, err = pcall(f, ctx)
+      out[#out + 1] = ok and ("attempt " .. i .. " succeeded") or tostring(err)
+    end
+    return awaken.block(table.concat(out, "\n"))
+  end
+  -- Reading through the views works as on plain tables.
+  local d = ctx.config.deny
+  local n = 0
+  for _ in pairs(ctx.config) do n = n + 1 end
+  local items = {}
+  for i, w in ipairs(d) do items[i] = w end
+  local checks = {
+    ("x"):upper() == "X", string.upper("y") == "Y", string.evil == nil, awaken.evil == nil,
+    type(string) == "table", type(ctx.config) == "table", #d == 1, d[1] == "rm", n == 1,
+    next(ctx.config) == "deny", rawget(ctx.config, "deny") == d, unpack(d) == "rm", table.concat(d, ",") == "rm",
+    #items == 1, awaken.json.encode(ctx.config) == '{"deny":["rm"]}', table.getn(d) == 1, table.maxn(d) == 1,
+  }
+  for i = 1, 17 do
+    if not checks[i] then return awaken.block("check " .. i .. " failed") end
+  end
+  for _, w in ipairs(d) do
+    if tostring(call.args.cmd):find(w, 1, true) then return awaken.block("no " .. w) end
+  end
+end)
+return p`)
+	g := mustLoad(t, map[string]string{"x.lua": b.String()}, func(l *luabridge.Loader) { l.PoolSize = 1 })
+	rt := runtimeFor(t, g, run.WithAgents(run.Agent{ID: "default", Configs: map[string]any{"x": map[string]any{"deny": []any{"rm"}}}}))
+	ctx := context.Background()
+	gate := func(thread string) run.Decision {
+		t.Helper()
+		s, _, err := rt.Start(ctx, run.StartOptions{ThreadID: thread})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := model.ToolCall{ID: "call_1_1", Name: "shell", Args: map[string]any{"cmd": "rm -rf /"}}
+		_, _ = s.StepStart(ctx)
+		_, _, _ = s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "shell"}}})
+		_, _ = s.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{call}})
+		d, _, err := s.ToolGate(ctx, call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d := gate("a")
+	lines := strings.Split(d.Reason, "\n")
+	if len(lines) != len(attempts) {
+		t.Fatalf("reason: %s", d.Reason)
+	}
+	for i, line := range lines {
+		if !strings.HasPrefix(line, "scripts/x.lua:") || strings.Contains(line, "succeeded") {
+			t.Errorf("%s: %s", attempts[i], line)
+		}
+	}
+	for _, th := range []string{"b", "c"} {
+		if d := gate(th); d.Decision != "block" || d.Reason != "no rm" {
+			t.Fatalf("thread %s after thread a: %s %q", th, d.Decision, d.Reason)
+		}
+	}
+	if st := g.Stats()["x"]; st[0] != 1 {
+		t.Fatalf("%d states: the test needs every call on one state", st[0])
+	}
 }

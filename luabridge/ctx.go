@@ -188,8 +188,8 @@ type callView struct {
 // immutable for a generation and an agent, so its Lua table is kept per
 // state and handed to every call with the same config: converting a
 // permission plugin's rules on every gate decision cost more than the
-// decision. The contract (stdlib/types/awaken.lua): ctx.config is
-// read-only; a plugin that modifies it only confuses its own later calls.
+// decision. Every table in it is a read-only view, so no call can change
+// what a later call (another thread's) sees.
 func (inst *instance) configTable(in *plugin.Input) lua.LValue {
 	cfg := in.Config(inst.p.id)
 	if cfg == nil {
@@ -203,9 +203,9 @@ func (inst *instance) configTable(in *plugin.Input) lua.LValue {
 			return inst.cfgVal
 		}
 	}
-	v := toLua(inst.L, inst.null, cfg)
+	v := deepView(inst.L, inst.null, cfg, "ctx.config")
 	if v == lua.LNil {
-		v = inst.L.CreateTable(0, 0)
+		v = newView(inst.L, inst.L.CreateTable(0, 0), "ctx.config")
 	}
 	if id != nil {
 		inst.cfgID, inst.cfgVal = id, v

@@ -163,10 +163,17 @@ func newState(lim Limits) *lua.LState {
 	lpattern.OpenWith(L, lpattern.Options{Budget: func() int64 { return steps },
 		StepsPerByte: lpattern.DefaultStepsPerByte, MaxResult: lim.StringMax})
 
-	// Hide the string metatable, so string methods cannot be replaced.
-	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
-		mt.RawSetString("__metatable", lua.LString("protected"))
-	}
+	// gopher-lua makes the string library its own metatable for strings
+	// (string.__index == string), so ("").__index was the library table
+	// itself, writable from any hook, and a change stayed on the pooled
+	// state for the next thread's run. Strings get a metatable of their
+	// own, hidden by __metatable; the library no longer refers to itself.
+	str := g.RawGetString(lua.StringLibName).(*lua.LTable)
+	str.RawSetString("__index", lua.LNil)
+	smt := L.CreateTable(0, 2)
+	smt.RawSetString("__index", str)
+	smt.RawSetString("__metatable", lua.LString("protected"))
+	L.SetMetatable(lua.LString(""), smt)
 	return L
 }
 

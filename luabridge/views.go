@@ -85,6 +85,33 @@ func viewLen(L *lua.LState) int {
 	return 1
 }
 
+// deepView converts a canonical value into Lua with every table behind a
+// read-only view (ctx.config): a hook can read it like plain tables but
+// cannot change what the next call on this state sees.
+func deepView(L *lua.LState, null lua.LValue, v any, what string) lua.LValue {
+	switch x := v.(type) {
+	case []any:
+		t := L.CreateTable(len(x), 0)
+		for i, e := range x {
+			t.Append(deepView(L, null, e, what+"["+itoa(i+1)+"]"))
+		}
+		return newView(L, t, what)
+	case map[string]any:
+		t := L.CreateTable(0, len(x))
+		for k, e := range x {
+			t.RawSetString(k, deepView(L, null, e, what+"."+k))
+		}
+		return newView(L, t, what)
+	case []string:
+		t := L.CreateTable(len(x), 0)
+		for _, e := range x {
+			t.Append(lua.LString(e))
+		}
+		return newView(L, t, what)
+	}
+	return toLua(L, null, v)
+}
+
 // truncate shortens s to at most n bytes for a message.
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -155,7 +155,7 @@
 ---@class awaken.Context
 ---@field phase awaken.Phase
 ---@field run awaken.Run
----@field config table this plugin's config for the running agent: read-only, shared by the calls with the same config
+---@field config table this plugin's config for the running agent: read-only (a write, table.insert or table.remove on it raises), shared by the calls with the same config
 ---@field messages awaken.Message[]
 ---@field tool? awaken.ToolCall in tool phases
 ---@field response? awaken.Response in after_inference
