@@ -9,7 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
+
+	lua "github.com/yuin/gopher-lua"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/luabridge"
@@ -189,6 +192,54 @@ func containsCode(codes []errs.Code, c errs.Code) bool {
 	return false
 }
 
+// Loading a plugin is bounded in time: glob at load time stops at the load
+// budget, and a Go function that never returns cannot hold the load (nor
+// check, the watcher or a reload, which all load).
+func TestLoadIsBounded(t *testing.T) {
+	const budget = 200 * time.Millisecond
+	t.Run("glob", func(t *testing.T) {
+		start := time.Now()
+		err := within(t, 10*time.Second, func() error {
+			_, err := load(t, map[string]string{"x.lua": head + `awaken.glob(string.rep("*a", 2000) .. "b", string.rep("a", 1048576))
+return p`}, func(l *luabridge.Loader) { l.Limits.LoadTimeout = budget })
+			return err
+		})
+		elapsed := time.Since(start)
+		if !errors.Is(err, errs.PluginLoadFailed) || !strings.Contains(err.Error(), "scripts/x.lua") || !strings.Contains(err.Error(), "longer than 200ms") {
+			t.Fatalf("err = %v", err)
+		}
+		if elapsed > budget+lateBy {
+			t.Fatalf("the load took %s, budget %s", elapsed, budget)
+		}
+	})
+	t.Run("a Go function that hangs", func(t *testing.T) {
+		release := make(chan struct{})
+		t.Cleanup(func() { close(release) })
+		hang := func(L *lua.LState, _ *luabridge.Instance) lua.LValue {
+			m := L.NewTable()
+			m.RawSetString("wait", L.NewFunction(func(L *lua.LState) int { <-release; return 0 }))
+			return m
+		}
+		start := time.Now()
+		err := within(t, 10*time.Second, func() error {
+			_, err := load(t, map[string]string{"x.lua": head + `require("hang").wait()
+return p`}, func(l *luabridge.Loader) {
+				l.Limits.LoadTimeout = budget
+				l.Preload = map[string]func(*lua.LState, *luabridge.Instance) lua.LValue{"hang": hang}
+			})
+			return err
+		})
+		elapsed := time.Since(start)
+		if !errors.Is(err, errs.PluginLoadFailed) || !strings.Contains(err.Error(), "scripts/x.lua") || !strings.Contains(err.Error(), "has not returned") {
+			t.Fatalf("err = %v", err)
+		}
+		// The budget, the grace a load gets to come back, and the margin.
+		if elapsed > budget+250*time.Millisecond+lateBy {
+			t.Fatalf("the load took %s, budget %s", elapsed, budget)
+		}
+	})
+}
+
 // Nothing a hook touches outlives its call: on a pooled state (one state,
 // so every call reuses it), a gate hook on thread a tries every way to
 // change the string metatable, the libraries, the awaken module and
@@ -297,4 +348,30 @@ return p`)
 	if st := g.Stats()["x"]; st[0] != 1 {
 		t.Fatalf("%d states: the test needs every call on one state", st[0])
 	}
+}
+
+// A Lua test that loops fails at the test budget.
+func TestLuaTestBudgetHolds(t *testing.T) {
+	src := `local t = require("awaken.testing")
+t.test("spins", function() while true do end end)
+t.test("passes", function() t.eq(1, 1) end)
+`
+	sum := within(t, 10*time.Second, func() luabridge.TestSummary {
+		files, _ := luabridge.FindTests(luabridge.Source{FS: mapFS(map[string]string{"spin_test.lua": src}), Name: "scripts"})
+		return luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Timeout: 200 * time.Millisecond})
+	})
+	if sum.Failed != 1 || !strings.Contains(sum.Results[0].Message, "ran longer than 200ms") {
+		t.Fatalf("%+v", sum.Results)
+	}
+	if d := sum.Results[0].Duration; d > 200*time.Millisecond+lateBy {
+		t.Fatalf("the test was stopped after %s", d)
+	}
+}
+
+func mapFS(files map[string]string) fstest.MapFS {
+	fsys := fstest.MapFS{}
+	for name, src := range files {
+		fsys[name] = &fstest.MapFile{Data: []byte(src)}
+	}
+	return fsys
 }

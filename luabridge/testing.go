@@ -146,8 +146,9 @@ type testRun struct {
 	harness  []*harness
 	gen      *Generation
 	ctx      context.Context
-	dir      Source // the test file's directory
-	registry bool   // t.test calls allowed (while the file loads)
+	cctx     context.Context // the running test's: it ends with the test's budget
+	dir      Source          // the test file's directory
+	registry bool            // t.test calls allowed (while the file loads)
 }
 
 func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
@@ -176,20 +177,30 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
 		}}
 	p := &luaPlugin{gen: tr.gen, id: "test", file: f.Chunk(), root: tr.dir, timeout: o.Timeout, keys: map[string]*state.Key{}}
 	L := newState(lim)
-	defer L.Close()
+	abandoned := false
+	defer func() {
+		if !abandoned {
+			L.Close()
+		}
+	}()
 	inst := &instance{L: L, p: p, dl: newDeadline(), handles: map[string]*lua.LUserData{}, modules: map[string]lua.LValue{}, testing: true}
 	inst.setupAPI()
 	tr.inst = inst
-	defer tr.closeHarnesses()
+	defer func() {
+		if !abandoned {
+			tr.closeHarnesses()
+		}
+	}()
 
 	fn := L.NewFunctionFromProto(proto)
 	fn.Env = inst.newEnv()
 	L.SetContext(inst.dl)
 	tr.registry = true
 	L.Push(fn)
-	inst.dl.arm(lim.LoadTimeout)
-	err = L.PCall(0, 0, nil)
-	if inst.dl.disarm() {
+	var fired bool
+	tr.cctx = ctx
+	err, fired, abandoned = inst.callBounded(ctx, lim.LoadTimeout, 0, 0)
+	if fired {
 		return fail(errs.New(errs.HookTimeout, "loading the test file took longer than %s", lim.LoadTimeout))
 	}
 	tr.registry = false
@@ -201,7 +212,13 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
 		if o.Filter != nil && !o.Filter.MatchString(f.Chunk()+" "+c.name) && !o.Filter.MatchString(c.name) {
 			continue
 		}
-		out = append(out, tr.runCase(c))
+		r, ok := tr.runCase(c)
+		out = append(out, r)
+		if !ok {
+			// The test did not come back; its state belongs to it now.
+			abandoned = true
+			break
+		}
 		if inst.dl.fired() {
 			// The state timed out mid-test; the others cannot run on it.
 			break
@@ -210,15 +227,26 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
 	return out
 }
 
-func (tr *testRun) runCase(c testCase) TestResult {
+// runCase runs one test under the test budget. Harnesses the test drives
+// get a context that ends with the budget, and the test runs as a load
+// does (callBounded): it reports false if the test did not come back, and
+// then the state and its harnesses must be left alone.
+func (tr *testRun) runCase(c testCase) (TestResult, bool) {
 	L := tr.inst.L
 	r := TestResult{File: tr.file.Chunk(), Name: c.name, Pos: c.pos}
 	start := time.Now()
+	cctx, cancel := context.WithCancel(tr.ctx)
+	defer cancel()
+	stop := context.AfterFunc(tr.inst.dl, cancel)
+	defer stop()
+	tr.cctx = cctx
 	L.Push(c.fn)
-	tr.inst.dl.arm(tr.o.Timeout)
-	err := L.PCall(0, 0, nil)
-	fired := tr.inst.dl.disarm()
+	err, fired, abandoned := tr.inst.callBounded(cctx, tr.o.Timeout, 0, 0)
 	r.Duration = time.Since(start)
+	if abandoned {
+		r.Message = fmt.Sprintf("%s: the test ran longer than %s and did not stop", c.pos, tr.o.Timeout)
+		return r, false
+	}
 	tr.closeHarnesses()
 	L.SetTop(0)
 	switch {
@@ -229,7 +257,7 @@ func (tr *testRun) runCase(c testCase) TestResult {
 	default:
 		r.Passed = true
 	}
-	return r
+	return r, true
 }
 
 // failureText renders a failed test's error with its position first.
