@@ -130,6 +130,16 @@ func TestLongWorkPollsTheDeadline(t *testing.T) {
 			L.SetTop(0)
 		})
 	}
+	// t.eq's comparison polls too.
+	L.SetContext(ctx)
+	defer L.SetContext(m.inst.dl)
+	err := callWithin(t, L, L.NewFunction(func(L *lua.LState) int {
+		L.Push(lua.LBool(luaEqual(L, bigTable(1<<17, func(int) lua.LValue { return lua.LString("x") }), strs)))
+		return 1
+	}), 1)
+	if err == nil {
+		t.Fatal("t.eq's comparison ran to its end with the deadline fired")
+	}
 }
 
 // Results are checked before they are built: asking for more than the limit
@@ -472,6 +482,47 @@ func FuzzGlob(f *testing.F) {
 			t.Fatalf("Glob(%q, %q) = %v, the regular expression says %v", pattern, s, got, want)
 		}
 	})
+}
+
+// t.eq on tables that share subtables compares each pair of tables once:
+// two DAGs of 2^60 paths are equal, and differ once a leaf differs; cycles
+// compare too.
+func TestEqualityMemoises(t *testing.T) {
+	L := lua.NewState()
+	defer L.Close()
+	dag := func(leaf lua.LValue) *lua.LTable {
+		t := L.CreateTable(0, 0)
+		t.RawSetString("leaf", leaf)
+		for i := 0; i < 60; i++ {
+			n := L.CreateTable(2, 0)
+			n.Append(t)
+			n.Append(t)
+			t = n
+		}
+		return t
+	}
+	done := make(chan [2]bool, 1)
+	go func() {
+		done <- [2]bool{luaEqual(nil, dag(lua.LString("x")), dag(lua.LString("x"))), luaEqual(nil, dag(lua.LString("x")), dag(lua.LString("y")))}
+	}()
+	select {
+	case got := <-done:
+		if !got[0] || got[1] {
+			t.Fatalf("equal DAGs: %v, different DAGs: %v", got[0], got[1])
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("t.eq did not finish on two DAGs of 60 levels")
+	}
+	cyc := func(v string) *lua.LTable {
+		a, b := L.CreateTable(0, 0), L.CreateTable(0, 0)
+		a.RawSetString("next", b)
+		b.RawSetString("next", a)
+		a.RawSetString("v", lua.LString(v))
+		return a
+	}
+	if !luaEqual(nil, cyc("x"), cyc("x")) || luaEqual(nil, cyc("x"), cyc("y")) {
+		t.Fatal("cycles compare wrong")
+	}
 }
 
 func TestClip(t *testing.T) {

@@ -350,6 +350,41 @@ return p`)
 	}
 }
 
+// t.eq on tables with heavy sharing (2^60 paths) and on cycles finishes,
+// within the test budget.
+func TestLuaTestEqOnSharedTables(t *testing.T) {
+	src := `local t = require("awaken.testing")
+local function dag(leaf)
+  local x = {leaf = leaf}
+  for i = 1, 60 do x = {x, x} end
+  return x
+end
+local function ring(v)
+  local a, b = {v = v}, {}
+  a.next, b.next = b, a
+  return a
+end
+t.test("equal DAGs", function() t.eq(dag("x"), dag("x")) end)
+t.test("different DAGs", function() t.neq(dag("x"), dag("y")) end)
+t.test("rings", function() t.eq(ring(1), ring(1)); t.neq(ring(1), ring(2)) end)
+`
+	sum := within(t, 10*time.Second, func() luabridge.TestSummary {
+		files, err := luabridge.FindTests(luabridge.Source{FS: mapFS(map[string]string{"eq_test.lua": src}), Name: "scripts"})
+		if err != nil {
+			t.Error(err)
+		}
+		var out strings.Builder
+		sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Out: &out, Timeout: time.Second})
+		if sum.Passed != 3 {
+			t.Error(out.String())
+		}
+		return sum
+	})
+	if sum.Passed != 3 || sum.Failed != 0 {
+		t.Fatalf("passed %d, failed %d", sum.Passed, sum.Failed)
+	}
+}
+
 // A Lua test that loops fails at the test budget.
 func TestLuaTestBudgetHolds(t *testing.T) {
 	src := `local t = require("awaken.testing")

@@ -316,7 +316,7 @@ func (tr *testRun) test(L *lua.LState) int {
 
 func (tr *testRun) eq(L *lua.LState) int {
 	got, want := L.Get(1), L.Get(2)
-	if !luaEqual(got, want, tr.inst.null, 0) {
+	if !luaEqual(L, got, want) {
 		msg := "t.eq: expected " + render(want, tr.inst.null) + ", got " + render(got, tr.inst.null)
 		if extra := L.OptString(3, ""); extra != "" {
 			msg += " (" + extra + ")"
@@ -327,7 +327,7 @@ func (tr *testRun) eq(L *lua.LState) int {
 }
 
 func (tr *testRun) neq(L *lua.LState) int {
-	if luaEqual(L.Get(1), L.Get(2), tr.inst.null, 0) {
+	if luaEqual(L, L.Get(1), L.Get(2)) {
 		L.RaiseError("t.neq: both are %s", render(L.Get(1), tr.inst.null))
 	}
 	return 0
@@ -383,8 +383,23 @@ func (tr *testRun) raises(L *lua.LState) int {
 	return 1
 }
 
-// luaEqual compares deeply: tables by their contents.
-func luaEqual(a, b, null lua.LValue, depth int) bool {
+// luaEqual compares deeply: tables by their contents. Each pair of tables
+// is compared once (a pair met again is taken as equal while its first
+// comparison decides), so tables that share subtables, or contain
+// themselves, compare in time proportional to the pairs they hold, not to
+// the paths through them. With L set, the call's deadline is polled.
+func luaEqual(L *lua.LState, a, b lua.LValue) bool {
+	e := equality{L: L, seen: map[[2]*lua.LTable]struct{}{}}
+	return e.equal(a, b, 0)
+}
+
+type equality struct {
+	L     *lua.LState
+	seen  map[[2]*lua.LTable]struct{}
+	steps int
+}
+
+func (e *equality) equal(a, b lua.LValue, depth int) bool {
 	if depth > 100 {
 		return false
 	}
@@ -402,22 +417,30 @@ func luaEqual(a, b, null lua.LValue, depth int) bool {
 		}
 		return a == b
 	}
+	ta, tb = viewed(ta), viewed(tb)
 	if ta == tb {
 		return true
 	}
-	equal := true
+	pair := [2]*lua.LTable{ta, tb}
+	if _, ok := e.seen[pair]; ok {
+		return true
+	}
+	e.seen[pair] = struct{}{}
 	n := 0
-	ta.ForEach(func(k, v lua.LValue) {
+	for k, v := ta.Next(lua.LNil); k != lua.LNil; k, v = ta.Next(k) {
 		n++
-		if equal && !luaEqual(v, tb.RawGet(k), null, depth+1) {
-			equal = false
+		e.steps++
+		if e.L != nil && e.steps%pollEvery == 0 {
+			checkDone(e.L)
 		}
-	})
-	if !equal {
-		return false
+		if !e.equal(v, tb.RawGet(k), depth+1) {
+			return false
+		}
 	}
 	m := 0
-	tb.ForEach(func(_, _ lua.LValue) { m++ })
+	for k, _ := tb.Next(lua.LNil); k != lua.LNil; k, _ = tb.Next(k) {
+		m++
+	}
 	return n == m
 }
 
