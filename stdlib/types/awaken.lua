@@ -44,7 +44,7 @@
 ---@field description? string
 ---@field config? table<string, awaken.Schema> the schema of each config field
 ---@field validate? fun(config: table): string|string[]|nil checks beyond the schema; return messages
----@field hook_timeout? string|number the time budget of each call, e.g. "250ms" (default 100ms)
+---@field hook_timeout? string|number the time budget of each call, e.g. "250ms" or 250 (milliseconds); default 100ms, at most 1h
 
 ---@class awaken.KeySpec
 ---@field scope? awaken.Scope "run" (default: fresh every run) or "thread" (kept across runs)
