@@ -240,6 +240,29 @@ return p`}, func(l *luabridge.Loader) {
 	})
 }
 
+// The default hook budget is 100ms: a plugin that sets none is stopped
+// after 100ms, not before and not much later.
+func TestDefaultHookBudget(t *testing.T) {
+	g := mustLoad(t, map[string]string{"x.lua": head + `p:on("step_start", function() while true do end end)
+return p`})
+	rt := runtimeFor(t, g)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	s, _, err := rt.Start(ctx, run.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = within(t, 10*time.Second, func() error { _, err := s.StepStart(ctx); return err })
+	elapsed := time.Since(start)
+	if !errors.Is(err, errs.HookTimeout) || !strings.Contains(err.Error(), "longer than its 100ms budget") {
+		t.Fatalf("err = %v", err)
+	}
+	if elapsed < 100*time.Millisecond || elapsed > 100*time.Millisecond+lateBy {
+		t.Fatalf("stopped after %s, the default budget is 100ms", elapsed)
+	}
+}
+
 // Nothing a hook touches outlives its call: on a pooled state (one state,
 // so every call reuses it), a gate hook on thread a tries every way to
 // change the string metatable, the libraries, the awaken module and
