@@ -446,14 +446,6 @@ func (p *luaPlugin) validateConfig(fn int, cfg any) error {
 	return nil
 }
 
-func requestToLua(L *lua.LState, null lua.LValue, r model.Request) *lua.LTable {
-	t := L.CreateTable(0, 3)
-	t.RawSetString("messages", messagesToLua(L, null, r.Messages))
-	t.RawSetString("tools", toolsToLua(L, null, r.Tools))
-	t.RawSetString("params", paramsToLua(L, r.Params))
-	return t
-}
-
 func toolsToLua(L *lua.LState, null lua.LValue, specs []model.ToolSpec) *lua.LTable {
 	tools := L.CreateTable(len(specs), 0)
 	for _, ts := range specs {

@@ -79,7 +79,7 @@ func (p *luaPlugin) newInstance(ctx context.Context, reg *plugin.Registrar) (ins
 	fn.Env = inst.newEnv()
 	inst.loading = true
 	L.Push(fn)
-	callErr, fired, abandoned := inst.callBounded(ctx, lim.LoadTimeout, 0, 1)
+	fired, abandoned, callErr := inst.callBounded(ctx, lim.LoadTimeout, 0, 1)
 	if abandoned {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("loading %s: %w", p.file, ctx.Err())
@@ -133,7 +133,7 @@ const loadGrace = 250 * time.Millisecond
 // budget (or after ctx ended), the state is abandoned to the goroutine,
 // which closes it if the call ever returns; the caller must not touch the
 // instance again.
-func (inst *instance) callBounded(ctx context.Context, budget time.Duration, nargs, nret int) (callErr error, fired, abandoned bool) {
+func (inst *instance) callBounded(ctx context.Context, budget time.Duration, nargs, nret int) (fired, abandoned bool, callErr error) {
 	L := inst.L
 	done := make(chan error, 1)
 	stop := inst.watch(ctx)
@@ -149,7 +149,7 @@ func (inst *instance) callBounded(ctx context.Context, budget time.Duration, nar
 			if stop != nil {
 				stop()
 			}
-			return callErr, fired, false
+			return fired, false, callErr
 		case <-ctxDone:
 			// The deadline has fired (watch); give the call its grace.
 			ctxDone = nil
@@ -167,7 +167,7 @@ func (inst *instance) callBounded(ctx context.Context, budget time.Duration, nar
 		<-done
 		L.Close()
 	}()
-	return nil, true, true
+	return true, true, nil
 }
 
 func isLoadCode(c errs.Code) bool {

@@ -30,7 +30,7 @@ func OpenModule(src Source, name string) (*Module, error) {
 	inst.loading = true
 	L.Push(L.NewFunction(inst.require))
 	L.Push(lua.LString(name))
-	err, fired, abandoned := inst.callBounded(context.Background(), lim.LoadTimeout, 1, 1)
+	fired, abandoned, err := inst.callBounded(context.Background(), lim.LoadTimeout, 1, 1)
 	if abandoned {
 		return nil, fmt.Errorf("loading %s took too long", name)
 	}

@@ -199,7 +199,7 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
 	L.Push(fn)
 	var fired bool
 	tr.cctx = ctx
-	err, fired, abandoned = inst.callBounded(ctx, lim.LoadTimeout, 0, 0)
+	fired, abandoned, err = inst.callBounded(ctx, lim.LoadTimeout, 0, 0)
 	if fired {
 		return fail(errs.New(errs.HookTimeout, "loading the test file took longer than %s", lim.LoadTimeout))
 	}
@@ -241,7 +241,7 @@ func (tr *testRun) runCase(c testCase) (TestResult, bool) {
 	defer stop()
 	tr.cctx = cctx
 	L.Push(c.fn)
-	err, fired, abandoned := tr.inst.callBounded(cctx, tr.o.Timeout, 0, 0)
+	fired, abandoned, err := tr.inst.callBounded(cctx, tr.o.Timeout, 0, 0)
 	r.Duration = time.Since(start)
 	if abandoned {
 		r.Message = fmt.Sprintf("%s: the test ran longer than %s and did not stop", c.pos, tr.o.Timeout)
