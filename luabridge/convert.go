@@ -200,13 +200,18 @@ func (c *converter) table(t *lua.LTable, depth int) (any, error) {
 	n := t.MaxN()
 	count := 0
 	var badKey lua.LValue
-	stringKeys := 0
+	stringKeys, listKeys := 0, 0
 	t.ForEach(func(k, _ lua.LValue) {
 		count++
-		switch k.(type) {
+		switch k := k.(type) {
 		case lua.LString:
 			stringKeys++
 		case lua.LNumber:
+			// A list's keys are exactly 1..n: 0, 1.5 or a key past a hole
+			// is not one of them.
+			if f := float64(k); f >= 1 && f <= float64(n) && f == math.Trunc(f) {
+				listKeys++
+			}
 		default:
 			if badKey == nil {
 				badKey = k
@@ -227,7 +232,7 @@ func (c *converter) table(t *lua.LTable, depth int) (any, error) {
 	if count == 0 {
 		return map[string]any{}, nil
 	}
-	if n == count && stringKeys == 0 {
+	if n == count && listKeys == count {
 		out := make([]any, n)
 		for i := 1; i <= n; i++ {
 			e, err := c.convert(t.RawGetInt(i), depth+1)

@@ -48,6 +48,8 @@ func TestFromLua(t *testing.T) {
 		{`{a = null}`, map[string]any{"a": value.Null{}}, ""},
 		{`{[1] = "a", [3] = "c"}`, nil, "holes"},
 		{`{1, x = 2}`, nil, "mixes"},
+		{`{[0] = 1, [2] = 0}`, nil, "holes"},
+		{`{1, [1.5] = 2}`, nil, "holes"},
 		{`{[true] = 1}`, nil, "boolean"},
 		{`function() end`, nil, "function cannot be stored"},
 		{`0/0`, nil, "finite"},
