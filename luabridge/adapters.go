@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -445,14 +446,6 @@ func (p *luaPlugin) validateConfig(fn int, cfg any) error {
 	return nil
 }
 
-func requestToLua(L *lua.LState, null lua.LValue, r model.Request) *lua.LTable {
-	t := L.CreateTable(0, 3)
-	t.RawSetString("messages", messagesToLua(L, null, r.Messages))
-	t.RawSetString("tools", toolsToLua(L, null, r.Tools))
-	t.RawSetString("params", paramsToLua(L, r.Params))
-	return t
-}
-
 func toolsToLua(L *lua.LState, null lua.LValue, specs []model.ToolSpec) *lua.LTable {
 	tools := L.CreateTable(len(specs), 0)
 	for _, ts := range specs {
@@ -565,17 +558,29 @@ func asList(v any) ([]any, bool) {
 	return nil, v == nil
 }
 
+// maxHookTimeout bounds a plugin's hook_timeout, as awaken.toml bounds
+// durations: a larger value (or NaN, or infinity) would overflow the
+// timer into a budget that fires at once.
+const maxHookTimeout = time.Hour
+
 func parseDurationValue(v lua.LValue) (time.Duration, error) {
 	switch x := v.(type) {
 	case lua.LNumber:
-		if x <= 0 {
-			return 0, fmt.Errorf("must be positive")
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
+			return 0, fmt.Errorf("%v is not a positive number of milliseconds", f)
 		}
-		return time.Duration(float64(x) * float64(time.Millisecond)), nil
+		if f > float64(maxHookTimeout/time.Millisecond) {
+			return 0, fmt.Errorf("%v ms is more than the %s a hook may have", f, maxHookTimeout)
+		}
+		return time.Duration(f * float64(time.Millisecond)), nil
 	case lua.LString:
 		d, err := time.ParseDuration(string(x))
 		if err != nil || d <= 0 {
 			return 0, fmt.Errorf("%q is not a duration such as \"250ms\"", string(x))
+		}
+		if d > maxHookTimeout {
+			return 0, fmt.Errorf("%s is more than the %s a hook may have", d, maxHookTimeout)
 		}
 		return d, nil
 	}

@@ -2,13 +2,13 @@ package luabridge
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
+	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
-
-	"github.com/awaken-lua/awaken-lua/engine/value"
 )
 
 // sandboxed names what plugins cannot use, and why.
@@ -43,7 +43,7 @@ func (inst *instance) setupAPI() {
 	globals := L.CreateTable(0, 24)
 	g.ForEach(func(k, v lua.LValue) {
 		if t, ok := v.(*lua.LTable); ok {
-			v = readOnly(L, t, k.String())
+			v = newView(L, t, k.String())
 		}
 		globals.RawSet(k, v)
 	})
@@ -115,7 +115,7 @@ func (inst *instance) setupAPI() {
 	jsonT := L.CreateTable(0, 2)
 	jsonT.RawSetString("encode", L.NewFunction(inst.jsonEncode))
 	jsonT.RawSetString("decode", L.NewFunction(inst.jsonDecode))
-	m.RawSetString("json", readOnly(L, jsonT, "awaken.json"))
+	m.RawSetString("json", newView(L, jsonT, "awaken.json"))
 	logT := L.CreateTable(0, 4)
 	for _, lv := range []struct {
 		name  string
@@ -124,30 +124,87 @@ func (inst *instance) setupAPI() {
 		level := lv.level
 		logT.RawSetString(lv.name, L.NewFunction(func(L *lua.LState) int { return inst.log(L, level) }))
 	}
-	m.RawSetString("log", readOnly(L, logT, "awaken.log"))
-	inst.awaken = readOnly(L, m, "awaken")
+	m.RawSetString("log", newView(L, logT, "awaken.log"))
+	inst.awaken = newView(L, m, "awaken")
+}
+
+// logMax bounds what one print or awaken.log call writes: a longer message
+// is cut (saying how many bytes were left out), and fields past the bound
+// are replaced by a note.
+const logMax = 64 << 10
+
+// logFieldsMax bounds the fields of one awaken.log call.
+const logFieldsMax = 64
+
+// clip cuts s to at most n bytes (at a character boundary) and says how
+// much was left out.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n < 0 {
+		n = 0
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "... (" + strconv.Itoa(len(s)-n) + " more bytes)"
 }
 
 func (inst *instance) print(L *lua.LState) int {
 	top := L.GetTop()
-	parts := make([]string, top)
+	var b strings.Builder
 	for i := 1; i <= top; i++ {
-		parts[i-1] = L.ToStringMeta(L.Get(i)).String()
+		if i > 1 {
+			b.WriteByte('\t')
+		}
+		s := L.ToStringMeta(L.Get(i)).String()
+		if room := logMax - b.Len(); len(s) > room {
+			b.WriteString(clip(s, room))
+			if i < top {
+				b.WriteString(" (and " + strconv.Itoa(top-i) + " more values)")
+			}
+			break
+		}
+		b.WriteString(s)
 	}
-	inst.p.gen.log.Info(strings.Join(parts, "\t"), "plugin", inst.p.id, "source", "print")
+	inst.p.gen.log.Info(b.String(), "plugin", inst.p.id, "source", "print")
 	return 0
 }
 
 func (inst *instance) log(L *lua.LState, level slog.Level) int {
-	msg := L.CheckString(1)
+	msg := clip(L.CheckString(1), logMax)
 	attrs := []any{"plugin", inst.p.id}
 	if t, ok := L.Get(2).(*lua.LTable); ok {
-		for _, k := range sortedLuaKeys(t) {
-			v, err := fromLua(t.RawGetString(k), inst.null)
-			if err != nil {
-				v = t.RawGetString(k).String()
+		t = viewed(t)
+		var keys []string
+		omitted := 0
+		m := meter{L: L}
+		for k, _ := t.Next(lua.LNil); k != lua.LNil; k, _ = t.Next(k) {
+			m.add(1)
+			s, ok := k.(lua.LString)
+			if !ok {
+				continue
 			}
-			attrs = append(attrs, k, v)
+			if len(keys) == logFieldsMax {
+				omitted++
+				continue
+			}
+			keys = append(keys, string(s))
+		}
+		sort.Strings(keys)
+		room := logMax - len(msg)
+		for _, k := range keys {
+			c := converter{null: inst.null, maxEntries: 1024, maxBytes: max(room, 0), L: L}
+			v, err := c.run(t.RawGetString(k))
+			if err != nil {
+				v = "(not logged: " + err.Error() + ")"
+			}
+			room -= c.bytes
+			attrs = append(attrs, clip(k, 256), v)
+		}
+		if omitted > 0 {
+			attrs = append(attrs, "fields_omitted", omitted)
 		}
 	}
 	if inst.call != nil && inst.call.in != nil {
@@ -158,55 +215,39 @@ func (inst *instance) log(L *lua.LState, level slog.Level) int {
 }
 
 func (inst *instance) jsonEncode(L *lua.LState) int {
-	v, err := fromLua(L.CheckAny(1), inst.null)
+	v, err := fromLuaIn(L, L.CheckAny(1), inst.null)
 	if err != nil {
 		L.Push(lua.LNil)
 		L.Push(lua.LString("json: " + err.Error()))
 		return 2
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	e := jsonEncoder{max: inst.p.gen.limits.StringMax, L: L}
+	if err := e.encode(v); err != nil {
 		L.Push(lua.LNil)
 		L.Push(lua.LString("json: " + err.Error()))
 		return 2
 	}
-	L.Push(lua.LString(b))
+	L.Push(lua.LString(e.buf))
 	return 1
 }
 
 func (inst *instance) jsonDecode(L *lua.LState) int {
-	s := L.CheckString(1)
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
+	d := jsonDecoder{L: L, null: inst.null, s: L.CheckString(1), max: maxEntries}
+	v, err := d.decode()
+	if err != nil {
 		L.Push(lua.LNil)
 		L.Push(lua.LString("json: " + err.Error()))
 		return 2
 	}
-	L.Push(toLua(L, inst.null, nullsToSentinel(v)))
+	L.Push(v)
 	return 1
 }
 
-// nullsToSentinel keeps JSON nulls inside arrays visible as awaken.null
-// (a nil would end the Lua list).
-func nullsToSentinel(v any) any {
-	switch x := v.(type) {
-	case []any:
-		for i, e := range x {
-			if e == nil {
-				x[i] = value.Null{}
-			} else {
-				x[i] = nullsToSentinel(e)
-			}
-		}
-	case map[string]any:
-		for k, e := range x {
-			x[k] = nullsToSentinel(e)
-		}
-	}
-	return v
-}
-
 func (inst *instance) glob(L *lua.LState) int {
-	L.Push(lua.LBool(inst.p.gen.globs.match(L.CheckString(1), L.CheckString(2))))
+	g, err := inst.p.gen.globs.compile(L.CheckString(1))
+	if err != nil {
+		L.RaiseError("awaken.glob: %v", err)
+	}
+	L.Push(lua.LBool(g.match(L, L.CheckString(2))))
 	return 1
 }

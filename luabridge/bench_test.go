@@ -44,6 +44,39 @@ return p`})
 	}
 }
 
+// BenchmarkGateHookLuaConfig is BenchmarkGateHookLua with a hook that reads
+// its config as the README's example does (a list walked with ipairs): the
+// config is handed out behind read-only views.
+func BenchmarkGateHookLuaConfig(b *testing.B) {
+	g := mustLoad(b, map[string]string{"guard.lua": `
+local awaken = require("awaken")
+local p = awaken.plugin { config = { deny = { type = "array", items = { type = "string" }, default = { "rm", "mkfs" } } } }
+p:tool_gate(function(ctx, call)
+  for _, word in ipairs(ctx.config.deny) do
+    if call.name == "shell" and call.args.cmd == word then
+      return awaken.block("no")
+    end
+  end
+end)
+return p`})
+	eng := engine.New(g.Set)
+	st, _ := state.NewStore(g.Set.Registry(), nil)
+	x, err := eng.Exec(engine.ExecConfig{Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := plugin.Input{Tool: &plugin.ToolInfo{Call: model.ToolCall{ID: "c1", Name: "shell",
+		Args: map[string]any{"cmd": "ls -la", "cwd": "/tmp", "timeout": 30.0, "env": "prod", "shell": "bash"}}}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := x.Gate(ctx, in)
+		if err != nil || res.Decision.Plugin != "" {
+			b.Fatal(res, err)
+		}
+	}
+}
+
 // BenchmarkPhaseLua8 is one phase with 8 Lua hooks, each reading 2 keys and
 // writing 1 (SPEC §14: <= 30us/op and <= 5x BenchmarkPhaseGo8).
 func BenchmarkPhaseLua8(b *testing.B) {

@@ -17,6 +17,10 @@ import (
 const (
 	maxDepth   = 64
 	maxEntries = 1 << 20
+	// maxBytes bounds the string bytes (keys and values) of one value;
+	// each use of a shared string counts, so a table of a thousand
+	// references to one 8 MiB string is 8 GB, and refused.
+	maxBytes = 64 << 20
 )
 
 // toLua converts a canonical value into a fresh Lua value: tables are plain
@@ -70,7 +74,19 @@ func toLua(L *lua.LState, null lua.LValue, v any) lua.LValue {
 // one). Functions, userdata other than awaken.null, cycles, mixed or
 // non-string keys are errors that name the path.
 func fromLua(v lua.LValue, null lua.LValue) (any, error) {
-	c := converter{null: null}
+	c := converter{null: null, maxEntries: maxEntries, maxBytes: maxBytes}
+	return c.run(v)
+}
+
+// fromLuaIn is fromLua for a Go function called from Lua: a long
+// conversion raises the deadline's error once the call's deadline has
+// fired.
+func fromLuaIn(L *lua.LState, v lua.LValue, null lua.LValue) (any, error) {
+	c := converter{null: null, maxEntries: maxEntries, maxBytes: maxBytes, L: L}
+	return c.run(v)
+}
+
+func (c *converter) run(v lua.LValue) (any, error) {
 	out, err := c.convert(v, 0)
 	if err != nil {
 		return nil, err.(*convError).render()
@@ -79,9 +95,23 @@ func fromLua(v lua.LValue, null lua.LValue) (any, error) {
 }
 
 type converter struct {
-	null    lua.LValue
-	seen    []*lua.LTable
-	entries int
+	null       lua.LValue
+	seen       []*lua.LTable
+	entries    int
+	bytes      int
+	maxEntries int
+	maxBytes   int
+	L          *lua.LState // when set, its deadline is polled (and raises)
+	nextPoll   int         // entries at which the deadline is polled next
+}
+
+// addBytes counts n bytes of strings.
+func (c *converter) addBytes(n int) error {
+	c.bytes += n
+	if c.bytes > c.maxBytes {
+		return failf("more than %d bytes of strings", c.maxBytes)
+	}
+	return nil
 }
 
 // convError is a conversion failure; its path is built as the error
@@ -124,9 +154,12 @@ func (c *converter) convert(v lua.LValue, depth int) (any, error) {
 		}
 		return f, nil
 	case lua.LString:
+		if err := c.addBytes(len(x)); err != nil {
+			return nil, err
+		}
 		return string(x), nil
 	case *lua.LTable:
-		return c.table(x, depth)
+		return c.table(viewed(x), depth)
 	case *lua.LUserData:
 		if v == c.null {
 			return value.Null{}, nil
@@ -167,13 +200,18 @@ func (c *converter) table(t *lua.LTable, depth int) (any, error) {
 	n := t.MaxN()
 	count := 0
 	var badKey lua.LValue
-	stringKeys := 0
+	stringKeys, listKeys := 0, 0
 	t.ForEach(func(k, _ lua.LValue) {
 		count++
-		switch k.(type) {
+		switch k := k.(type) {
 		case lua.LString:
 			stringKeys++
 		case lua.LNumber:
+			// A list's keys are exactly 1..n: 0, 1.5 or a key past a hole
+			// is not one of them.
+			if f := float64(k); f >= 1 && f <= float64(n) && f == math.Trunc(f) {
+				listKeys++
+			}
 		default:
 			if badKey == nil {
 				badKey = k
@@ -181,8 +219,12 @@ func (c *converter) table(t *lua.LTable, depth int) (any, error) {
 		}
 	})
 	c.entries += count
-	if c.entries > maxEntries {
-		return nil, failf("more than %d table entries", maxEntries)
+	if c.entries > c.maxEntries {
+		return nil, failf("more than %d table entries", c.maxEntries)
+	}
+	if c.L != nil && c.entries >= c.nextPoll {
+		c.nextPoll = c.entries + pollEvery/16
+		checkDone(c.L)
 	}
 	if badKey != nil {
 		return nil, failf("a table key of type %s cannot be stored; use string keys or a list", badKey.Type().String())
@@ -190,7 +232,7 @@ func (c *converter) table(t *lua.LTable, depth int) (any, error) {
 	if count == 0 {
 		return map[string]any{}, nil
 	}
-	if n == count && stringKeys == 0 {
+	if n == count && listKeys == count {
 		out := make([]any, n)
 		for i := 1; i <= n; i++ {
 			e, err := c.convert(t.RawGetInt(i), depth+1)
@@ -211,6 +253,9 @@ func (c *converter) table(t *lua.LTable, depth int) (any, error) {
 			return
 		}
 		key := string(k.(lua.LString))
+		if err = c.addBytes(len(key)); err != nil {
+			return
+		}
 		var conv any
 		conv, err = c.convert(e, depth+1)
 		if err != nil {

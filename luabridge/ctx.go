@@ -188,8 +188,8 @@ type callView struct {
 // immutable for a generation and an agent, so its Lua table is kept per
 // state and handed to every call with the same config: converting a
 // permission plugin's rules on every gate decision cost more than the
-// decision. The contract (stdlib/types/awaken.lua): ctx.config is
-// read-only; a plugin that modifies it only confuses its own later calls.
+// decision. Every table in it is a read-only view, so no call can change
+// what a later call (another thread's) sees.
 func (inst *instance) configTable(in *plugin.Input) lua.LValue {
 	cfg := in.Config(inst.p.id)
 	if cfg == nil {
@@ -203,9 +203,9 @@ func (inst *instance) configTable(in *plugin.Input) lua.LValue {
 			return inst.cfgVal
 		}
 	}
-	v := toLua(inst.L, inst.null, cfg)
+	v := deepView(inst.L, inst.null, cfg, "ctx.config")
 	if v == lua.LNil {
-		v = inst.L.CreateTable(0, 0)
+		v = newView(inst.L, inst.L.CreateTable(0, 0), "ctx.config")
 	}
 	if id != nil {
 		inst.cfgID, inst.cfgVal = id, v
@@ -429,7 +429,7 @@ func (inst *instance) ctxUpdate(L *lua.LState) int {
 			raise(L, errs.UnknownKey, "%s", trimCode(err))
 		}
 	}
-	v, err := fromLua(L.Get(3), inst.null)
+	v, err := fromLuaIn(L, L.Get(3), inst.null)
 	if err != nil {
 		raise(L, errs.SchemaViolation, "ctx:update(%q): %v", name, err)
 	}
@@ -457,7 +457,7 @@ func (inst *instance) ctxSchedule(L *lua.LState) int {
 			raise(L, errs.UnknownActionHandler, "no handler is registered for action %q%s", key, errs.DidYouMean(key, set.ActionKeys()))
 		}
 	}
-	v, err := fromLua(L.Get(3), inst.null)
+	v, err := fromLuaIn(L, L.Get(3), inst.null)
 	if err != nil {
 		raise(L, errs.SchemaViolation, "ctx:schedule(%q): %v", key, err)
 	}
@@ -475,7 +475,7 @@ func (inst *instance) ctxEmit(L *lua.LState) int {
 			raise(L, errs.UnknownEffectHandler, "no handler is registered for effect %q%s", key, errs.DidYouMean(key, set.EffectKeys()))
 		}
 	}
-	v, err := fromLua(L.Get(3), inst.null)
+	v, err := fromLuaIn(L, L.Get(3), inst.null)
 	if err != nil {
 		raise(L, errs.SchemaViolation, "ctx:emit(%q): %v", key, err)
 	}

@@ -62,7 +62,7 @@ func (inst *instance) block(L *lua.LState) int {
 
 func (inst *instance) rewrite(L *lua.LState) int {
 	t := L.CheckTable(1)
-	v, err := fromLua(t, inst.null)
+	v, err := fromLuaIn(L, t, inst.null)
 	if err != nil {
 		L.ArgError(1, err.Error())
 	}
@@ -86,7 +86,7 @@ var ticketFields = map[string]bool{"id": true, "action": true, "message": true, 
 
 func (inst *instance) suspend(L *lua.LState) int {
 	t := L.OptTable(1, L.CreateTable(0, 0))
-	v, err := fromLua(t, inst.null)
+	v, err := fromLuaIn(L, t, inst.null)
 	if err != nil {
 		L.ArgError(1, err.Error())
 	}
@@ -151,7 +151,7 @@ func ticketFrom(v any) (gate.Ticket, error) {
 }
 
 func (inst *instance) success(L *lua.LState) int {
-	v, err := fromLua(L.Get(1), inst.null)
+	v, err := fromLuaIn(L, L.Get(1), inst.null)
 	if err != nil {
 		L.ArgError(1, err.Error())
 	}
@@ -165,7 +165,7 @@ func (inst *instance) errorResult(L *lua.LState) int {
 }
 
 func (inst *instance) pending(L *lua.LState) int {
-	v, err := fromLua(L.OptTable(1, L.CreateTable(0, 0)), inst.null)
+	v, err := fromLuaIn(L, L.OptTable(1, L.CreateTable(0, 0)), inst.null)
 	if err != nil {
 		L.ArgError(1, err.Error())
 	}

@@ -31,6 +31,9 @@ func parseWhere(w string) errs.Pos {
 	return p
 }
 
+// maxErrorMessage bounds the message of an error raised by Lua code.
+const maxErrorMessage = 8 << 10
+
 // luaError turns an error from calling Lua into an *errs.Error with the
 // given code, the position of the Lua code that raised it, and its message.
 // A message that already starts with a known code (raised by the runtime,
@@ -61,6 +64,9 @@ func luaError(err error, code errs.Code) *errs.Error {
 		}
 		trace = api.StackTrace
 	}
+	// A hook can raise a 16 MiB message; what the runtime keeps, logs and
+	// answers is its start.
+	msg = clip(msg, maxErrorMessage)
 	pos, rest := splitWhere(msg)
 	// Errors raised by Go functions deeper in the stack carry their own
 	// position first; keep the innermost one that names a plugin file.

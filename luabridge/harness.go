@@ -114,7 +114,7 @@ func (tr *testRun) newHarness(L *lua.LState) int {
 		ids = append(ids, id)
 	}
 	l := &Loader{Plugins: tr.o.Plugins, Stdlib: tr.o.Stdlib, Limits: tr.o.Limits, Log: tr.o.Log}
-	gen, err := l.LoadFiles(tr.ctx, files)
+	gen, err := l.LoadFiles(tr.cctx, files)
 	if err != nil {
 		raiseCode(L, err)
 	}
@@ -295,7 +295,7 @@ func (h *harness) gate(L *lua.LState) int {
 		raiseCode(L, err)
 	}
 	in := plugin.Input{Run: h.info(o), Tool: &plugin.ToolInfo{Call: call.Call, Resume: call.Resume}}
-	res, err := x.Gate(h.tr.ctx, in)
+	res, err := x.Gate(h.tr.cctx, in)
 	if err != nil {
 		raiseCode(L, err)
 	}
@@ -445,7 +445,7 @@ func (h *harness) phase(L *lua.LState) int {
 		raiseCode(L, err)
 	}
 	in.Run = h.info(o)
-	if err := x.Phase(h.tr.ctx, p, in); err != nil {
+	if err := x.Phase(h.tr.cctx, p, in); err != nil {
 		raiseCode(L, err)
 	}
 	h.saveThread(o.thread, st)
@@ -515,7 +515,7 @@ func (h *harness) run(L *lua.LState) int {
 	}
 	rec := &event.Recorder{}
 	var effects []any
-	res, err := h.rt.Run(h.tr.ctx, run.Request{ThreadID: thread, Prompt: prompt, Messages: msgs, Model: m, Tools: tools, Events: rec,
+	res, err := h.rt.Run(h.tr.cctx, run.Request{ThreadID: thread, Prompt: prompt, Messages: msgs, Model: m, Tools: tools, Events: rec,
 		OnEffect: recordEffect(&effects)})
 	if err != nil {
 		raiseCode(L, err)
@@ -552,7 +552,7 @@ func (h *harness) resume(L *lua.LState) int {
 	}
 	rec := &event.Recorder{}
 	var effects []any
-	res, err := h.rt.ResumeRun(h.tr.ctx, run.ResumeRequest{ThreadID: thread, Decisions: ds, Model: m, Tools: tools, Events: rec,
+	res, err := h.rt.ResumeRun(h.tr.cctx, run.ResumeRequest{ThreadID: thread, Decisions: ds, Model: m, Tools: tools, Events: rec,
 		OnEffect: recordEffect(&effects)})
 	if err != nil {
 		raiseCode(L, err)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"time"
 	"unsafe"
 
 	lua "github.com/yuin/gopher-lua"
@@ -60,13 +61,14 @@ type instance struct {
 
 // newInstance makes a state, runs the plugin's file in it and collects the
 // registered functions. With reg set, registrations are recorded into it.
-func (p *luaPlugin) newInstance(reg *plugin.Registrar) (inst *instance, err error) {
+func (p *luaPlugin) newInstance(ctx context.Context, reg *plugin.Registrar) (inst *instance, err error) {
 	lim := p.gen.limits
 	L := newState(lim)
 	inst = &instance{L: L, p: p, dl: newDeadline(), handles: map[string]*lua.LUserData{},
 		modules: map[string]lua.LValue{}, registrar: reg}
+	abandoned := false
 	defer func() {
-		if err != nil {
+		if err != nil && !abandoned {
 			L.Close()
 		}
 	}()
@@ -77,10 +79,18 @@ func (p *luaPlugin) newInstance(reg *plugin.Registrar) (inst *instance, err erro
 	fn.Env = inst.newEnv()
 	inst.loading = true
 	L.Push(fn)
-	inst.dl.arm(lim.LoadTimeout)
-	callErr := L.PCall(0, 1, nil)
-	fired := inst.dl.disarm()
+	fired, abandoned, callErr := inst.callBounded(ctx, lim.LoadTimeout, 0, 1)
+	if abandoned {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("loading %s: %w", p.file, ctx.Err())
+		}
+		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: p.file},
+			Msg: fmt.Sprintf("loading took longer than %s and a function it called has not returned; a plugin file should only register hooks", lim.LoadTimeout)}
+	}
 	inst.loading = false
+	if fired && ctx.Err() != nil {
+		return nil, fmt.Errorf("loading %s: %w", p.file, ctx.Err())
+	}
 	if fired {
 		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: p.file},
 			Msg: fmt.Sprintf("loading took longer than %s; a plugin file should only register hooks (an endless loop at load time?)", lim.LoadTimeout)}
@@ -109,6 +119,55 @@ func (p *luaPlugin) newInstance(reg *plugin.Registrar) (inst *instance, err erro
 			Msg: fmt.Sprintf("the plugin registered %d functions on a second load and %d on the first; registrations must not depend on run-time data", len(inst.fns), p.nfns)}
 	}
 	return inst, nil
+}
+
+// loadGrace is how long past its budget a load may take to come back
+// before its caller stops waiting for it.
+const loadGrace = 250 * time.Millisecond
+
+// callBounded calls the function on top of the stack (below its nargs
+// arguments) with the budget armed, as a load does: in a goroutine of its
+// own, so that a Go function that neither returns nor looks at the
+// deadline (a host's preloaded module, a bug) cannot hold check, the
+// watcher or a reload. If the call has not come back loadGrace after its
+// budget (or after ctx ended), the state is abandoned to the goroutine,
+// which closes it if the call ever returns; the caller must not touch the
+// instance again.
+func (inst *instance) callBounded(ctx context.Context, budget time.Duration, nargs, nret int) (fired, abandoned bool, callErr error) {
+	L := inst.L
+	done := make(chan error, 1)
+	stop := inst.watch(ctx)
+	inst.dl.arm(budget)
+	go func() { done <- L.PCall(nargs, nret, nil) }()
+	hard := time.NewTimer(budget + loadGrace)
+	defer hard.Stop()
+	ctxDone := ctx.Done()
+	for {
+		select {
+		case callErr = <-done:
+			fired = inst.dl.disarm()
+			if stop != nil {
+				stop()
+			}
+			return fired, false, callErr
+		case <-ctxDone:
+			// The deadline has fired (watch); give the call its grace.
+			ctxDone = nil
+			hard.Reset(loadGrace)
+			continue
+		case <-hard.C:
+		}
+		break
+	}
+	inst.dl.fire(errHookBudget)
+	if stop != nil {
+		stop()
+	}
+	go func() {
+		<-done
+		L.Close()
+	}()
+	return true, true, nil
 }
 
 func isLoadCode(c errs.Code) bool {

@@ -235,13 +235,13 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 		p := &luaPlugin{gen: g, id: f.ID, file: f.Chunk(), root: f.Source, proto: proto, timeout: lim.HookTimeout,
 			keys: map[string]*state.Key{}}
 		reg := plugin.NewRegistrar(f.ID, errs.Pos{File: f.Chunk()})
-		inst, err := p.newInstance(reg)
+		inst, err := p.newInstance(ctx, reg)
 		if err != nil {
 			list.Add(err)
 			continue
 		}
 		p.nfns = len(inst.fns)
-		p.pool = newPool(poolSize, func() (*instance, error) { return p.newInstance(nil) })
+		p.pool = newPool(poolSize, func() (*instance, error) { return p.newInstance(context.Background(), nil) })
 		firsts[p] = inst
 		g.plugins = append(g.plugins, p)
 		regs = append(regs, reg)
@@ -266,7 +266,6 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 	}
 	g.Hash = hex.EncodeToString(h.Sum(nil))
 	g.ID = g.Hash[:12]
-	_ = ctx
 	return g, nil
 }
 

@@ -48,6 +48,13 @@ func TestMisuseFailsAtLoad(t *testing.T) {
 		{"tool without id", head + "p:tool { execute = function() end }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "id is required"},
 		{"bad config schema", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { config = { n = { type = 1 } } }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "config schema"},
 		{"bad hook_timeout", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { hook_timeout = 'soon' }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "hook_timeout"},
+		{"hook_timeout NaN", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { hook_timeout = 0/0 }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "hook_timeout"},
+		{"hook_timeout infinite", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { hook_timeout = 1/0 }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "hook_timeout"},
+		{"hook_timeout negative", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { hook_timeout = -5 }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "hook_timeout"},
+		{"hook_timeout zero", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { hook_timeout = 0 }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "hook_timeout"},
+		{"hook_timeout absurd", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { hook_timeout = 1e300 }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "hook_timeout"},
+		{"hook_timeout absurd string", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { hook_timeout = '100h' }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "hook_timeout"},
+		{"hook_timeout negative string", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { hook_timeout = '-1s' }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "hook_timeout"},
 		{"bad argument type", head + "p:key({})\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "string expected, got table"},
 	}
 	for _, tc := range tests {

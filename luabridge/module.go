@@ -1,6 +1,7 @@
 package luabridge
 
 import (
+	"context"
 	"fmt"
 
 	lua "github.com/yuin/gopher-lua"
@@ -29,9 +30,10 @@ func OpenModule(src Source, name string) (*Module, error) {
 	inst.loading = true
 	L.Push(L.NewFunction(inst.require))
 	L.Push(lua.LString(name))
-	inst.dl.arm(lim.LoadTimeout)
-	err := L.PCall(1, 1, nil)
-	fired := inst.dl.disarm()
+	fired, abandoned, err := inst.callBounded(context.Background(), lim.LoadTimeout, 1, 1)
+	if abandoned {
+		return nil, fmt.Errorf("loading %s took too long", name)
+	}
 	inst.loading = false
 	if fired || err != nil {
 		L.Close()

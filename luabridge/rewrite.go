@@ -224,11 +224,11 @@ func concat(max int) lua.LGFunction {
 		for i := n - 1; i >= 1; i-- {
 			lhs := L.Get(i)
 			if lua.LVCanConvToString(lhs) && lua.LVCanConvToString(rhs) {
-				s := lua.LVAsString(lhs) + lua.LVAsString(rhs)
-				if len(s) > max {
+				a, b := lua.LVAsString(lhs), lua.LVAsString(rhs)
+				if len(a) > max-len(b) {
 					L.RaiseError("string concatenation: the result would be over the limit of %d bytes", max)
 				}
-				rhs = lua.LString(s)
+				rhs = lua.LString(a + b)
 				continue
 			}
 			mm := L.GetMetaField(lhs, "__concat")

@@ -2,9 +2,7 @@ package luabridge
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,8 +21,8 @@ type Limits struct {
 	CallStackSize int
 	// RegistryMaxSize bounds the value stack, in slots (default 1<<18).
 	RegistryMaxSize int
-	// StringMax bounds strings built by string.rep, string.format, gsub and
-	// table.concat (default 16 MiB).
+	// StringMax bounds every string a plugin can build: string functions,
+	// "..", table.concat, awaken.json.encode (default 16 MiB).
 	StringMax int
 	// PatternSteps bounds one call of find, match, gmatch or gsub (default
 	// 1,000,000 steps): the deadline does not interrupt them.
@@ -160,120 +158,23 @@ func newState(lim Limits) *lua.LState {
 	math.RawSetString("random", lua.LNil)
 	math.RawSetString("randomseed", lua.LNil)
 
-	str := g.RawGetString(lua.StringLibName).(*lua.LTable)
-	str.RawSetString("dump", lua.LNil)
-	max := lim.StringMax
-	str.RawSetString("rep", L.NewFunction(func(L *lua.LState) int {
-		s := L.CheckString(1)
-		n := L.CheckInt(2)
-		if n <= 0 || s == "" {
-			L.Push(lua.LString(""))
-			return 1
-		}
-		if n > max/len(s) {
-			L.RaiseError("string.rep: the result would be %d bytes, over the limit of %d", int64(len(s))*int64(n), max)
-		}
-		L.Push(lua.LString(strings.Repeat(s, n)))
-		return 1
-	}))
-	format := str.RawGetString("format").(*lua.LFunction)
-	str.RawSetString("format", L.NewFunction(func(L *lua.LState) int {
-		f := L.CheckString(1)
-		if err := checkFormat(f); err != nil {
-			L.RaiseError("string.format: %v", err)
-		}
-		L.Push(format)
-		top := L.GetTop()
-		for i := 1; i < top; i++ {
-			L.Push(L.Get(i))
-		}
-		L.Call(top-1, 1)
-		s := L.Get(-1)
-		if len(lua.LVAsString(s)) > max {
-			L.RaiseError("string.format: the result is over the limit of %d bytes", max)
-		}
-		return 1
-	}))
-	tbl := g.RawGetString(lua.TabLibName).(*lua.LTable)
-	concat := tbl.RawGetString("concat").(*lua.LFunction)
-	tbl.RawSetString("concat", L.NewFunction(func(L *lua.LState) int {
-		t := L.CheckTable(1)
-		sep := len(L.OptString(2, ""))
-		total := 0
-		n := t.Len()
-		for i := 1; i <= n; i++ {
-			total += len(lua.LVAsString(t.RawGetInt(i))) + sep
-			if total > max {
-				L.RaiseError("table.concat: the result would be over the limit of %d bytes", max)
-			}
-		}
-		L.Push(concat)
-		top := L.GetTop()
-		for i := 1; i < top; i++ {
-			L.Push(L.Get(i))
-		}
-		L.Call(top-1, 1)
-		return 1
-	}))
+	openBounded(L, lim)
 	steps := lim.PatternSteps
-	lpattern.Open(L, func() int64 { return steps })
+	lpattern.OpenWith(L, lpattern.Options{Budget: func() int64 { return steps },
+		StepsPerByte: lpattern.DefaultStepsPerByte, MaxResult: lim.StringMax})
 
-	// Hide the string metatable, so string methods cannot be replaced.
-	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
-		mt.RawSetString("__metatable", lua.LString("protected"))
-	}
+	// gopher-lua makes the string library its own metatable for strings
+	// (string.__index == string), so ("").__index was the library table
+	// itself, writable from any hook, and a change stayed on the pooled
+	// state for the next thread's run. Strings get a metatable of their
+	// own, hidden by __metatable; the library no longer refers to itself.
+	str := g.RawGetString(lua.StringLibName).(*lua.LTable)
+	str.RawSetString("__index", lua.LNil)
+	smt := L.CreateTable(0, 2)
+	smt.RawSetString("__index", str)
+	smt.RawSetString("__metatable", lua.LString("protected"))
+	L.SetMetatable(lua.LString(""), smt)
 	return L
-}
-
-// checkFormat refuses format widths and precisions of more than two digits,
-// as Lua 5.1 does, so "%999999999d" cannot allocate gigabytes.
-func checkFormat(f string) error {
-	for i := 0; i < len(f); i++ {
-		if f[i] != '%' {
-			continue
-		}
-		i++
-		if i < len(f) && f[i] == '%' {
-			continue
-		}
-		for i < len(f) && strings.IndexByte("-+ #0", f[i]) >= 0 {
-			i++
-		}
-		digits := 0
-		for i < len(f) && f[i] >= '0' && f[i] <= '9' {
-			digits++
-			i++
-		}
-		if digits > 2 {
-			return fmt.Errorf("invalid format (width too long)")
-		}
-		if i < len(f) && f[i] == '.' {
-			i++
-			digits = 0
-			for i < len(f) && f[i] >= '0' && f[i] <= '9' {
-				digits++
-				i++
-			}
-			if digits > 2 {
-				return fmt.Errorf("invalid format (precision too long)")
-			}
-		}
-	}
-	return nil
-}
-
-// readOnly returns a proxy that reads through to t and refuses writes.
-func readOnly(L *lua.LState, t *lua.LTable, what string) *lua.LTable {
-	p := L.CreateTable(0, 0)
-	mt := L.CreateTable(0, 3)
-	mt.RawSetString("__index", t)
-	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
-		L.RaiseError("%s is read-only: cannot set %q", what, L.Get(2).String())
-		return 0
-	}))
-	mt.RawSetString("__metatable", lua.LString("protected"))
-	p.Metatable = mt
-	return p
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }

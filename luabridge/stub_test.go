@@ -67,10 +67,7 @@ func TestStubMatchesAPI(t *testing.T) {
 
 	idx := inst.pluginMeta.RawGetString("__index").(*lua.LFunction)
 	_ = idx
-	var pm []string
-	for _, k := range pluginMethodNames() {
-		pm = append(pm, k)
-	}
+	pm := append([]string(nil), pluginMethodNames()...)
 	compare(t, "plugin methods", pm, stubNames(src, `(?m)^function Plugin:(\w+)\(`))
 	var specFields []string
 	for k := range pluginFields {

@@ -146,8 +146,9 @@ type testRun struct {
 	harness  []*harness
 	gen      *Generation
 	ctx      context.Context
-	dir      Source // the test file's directory
-	registry bool   // t.test calls allowed (while the file loads)
+	cctx     context.Context // the running test's: it ends with the test's budget
+	dir      Source          // the test file's directory
+	registry bool            // t.test calls allowed (while the file loads)
 }
 
 func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
@@ -176,20 +177,30 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
 		}}
 	p := &luaPlugin{gen: tr.gen, id: "test", file: f.Chunk(), root: tr.dir, timeout: o.Timeout, keys: map[string]*state.Key{}}
 	L := newState(lim)
-	defer L.Close()
+	abandoned := false
+	defer func() {
+		if !abandoned {
+			L.Close()
+		}
+	}()
 	inst := &instance{L: L, p: p, dl: newDeadline(), handles: map[string]*lua.LUserData{}, modules: map[string]lua.LValue{}, testing: true}
 	inst.setupAPI()
 	tr.inst = inst
-	defer tr.closeHarnesses()
+	defer func() {
+		if !abandoned {
+			tr.closeHarnesses()
+		}
+	}()
 
 	fn := L.NewFunctionFromProto(proto)
 	fn.Env = inst.newEnv()
 	L.SetContext(inst.dl)
 	tr.registry = true
 	L.Push(fn)
-	inst.dl.arm(lim.LoadTimeout)
-	err = L.PCall(0, 0, nil)
-	if inst.dl.disarm() {
+	var fired bool
+	tr.cctx = ctx
+	fired, abandoned, err = inst.callBounded(ctx, lim.LoadTimeout, 0, 0)
+	if fired {
 		return fail(errs.New(errs.HookTimeout, "loading the test file took longer than %s", lim.LoadTimeout))
 	}
 	tr.registry = false
@@ -201,7 +212,13 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
 		if o.Filter != nil && !o.Filter.MatchString(f.Chunk()+" "+c.name) && !o.Filter.MatchString(c.name) {
 			continue
 		}
-		out = append(out, tr.runCase(c))
+		r, ok := tr.runCase(c)
+		out = append(out, r)
+		if !ok {
+			// The test did not come back; its state belongs to it now.
+			abandoned = true
+			break
+		}
 		if inst.dl.fired() {
 			// The state timed out mid-test; the others cannot run on it.
 			break
@@ -210,15 +227,26 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
 	return out
 }
 
-func (tr *testRun) runCase(c testCase) TestResult {
+// runCase runs one test under the test budget. Harnesses the test drives
+// get a context that ends with the budget, and the test runs as a load
+// does (callBounded): it reports false if the test did not come back, and
+// then the state and its harnesses must be left alone.
+func (tr *testRun) runCase(c testCase) (TestResult, bool) {
 	L := tr.inst.L
 	r := TestResult{File: tr.file.Chunk(), Name: c.name, Pos: c.pos}
 	start := time.Now()
+	cctx, cancel := context.WithCancel(tr.ctx)
+	defer cancel()
+	stop := context.AfterFunc(tr.inst.dl, cancel)
+	defer stop()
+	tr.cctx = cctx
 	L.Push(c.fn)
-	tr.inst.dl.arm(tr.o.Timeout)
-	err := L.PCall(0, 0, nil)
-	fired := tr.inst.dl.disarm()
+	fired, abandoned, err := tr.inst.callBounded(cctx, tr.o.Timeout, 0, 0)
 	r.Duration = time.Since(start)
+	if abandoned {
+		r.Message = fmt.Sprintf("%s: the test ran longer than %s and did not stop", c.pos, tr.o.Timeout)
+		return r, false
+	}
 	tr.closeHarnesses()
 	L.SetTop(0)
 	switch {
@@ -229,7 +257,7 @@ func (tr *testRun) runCase(c testCase) TestResult {
 	default:
 		r.Passed = true
 	}
-	return r
+	return r, true
 }
 
 // failureText renders a failed test's error with its position first.
@@ -268,7 +296,7 @@ func (tr *testRun) module(L *lua.LState) lua.LValue {
 	for name, fn := range fns {
 		m.RawSetString(name, L.NewFunction(fn))
 	}
-	return readOnly(L, m, "awaken.testing")
+	return newView(L, m, "awaken.testing")
 }
 
 // testingFuncs lists the functions of awaken.testing (for the stub test).
@@ -288,7 +316,7 @@ func (tr *testRun) test(L *lua.LState) int {
 
 func (tr *testRun) eq(L *lua.LState) int {
 	got, want := L.Get(1), L.Get(2)
-	if !luaEqual(got, want, tr.inst.null, 0) {
+	if !luaEqual(L, got, want) {
 		msg := "t.eq: expected " + render(want, tr.inst.null) + ", got " + render(got, tr.inst.null)
 		if extra := L.OptString(3, ""); extra != "" {
 			msg += " (" + extra + ")"
@@ -299,7 +327,7 @@ func (tr *testRun) eq(L *lua.LState) int {
 }
 
 func (tr *testRun) neq(L *lua.LState) int {
-	if luaEqual(L.Get(1), L.Get(2), tr.inst.null, 0) {
+	if luaEqual(L, L.Get(1), L.Get(2)) {
 		L.RaiseError("t.neq: both are %s", render(L.Get(1), tr.inst.null))
 	}
 	return 0
@@ -355,8 +383,23 @@ func (tr *testRun) raises(L *lua.LState) int {
 	return 1
 }
 
-// luaEqual compares deeply: tables by their contents.
-func luaEqual(a, b, null lua.LValue, depth int) bool {
+// luaEqual compares deeply: tables by their contents. Each pair of tables
+// is compared once (a pair met again is taken as equal while its first
+// comparison decides), so tables that share subtables, or contain
+// themselves, compare in time proportional to the pairs they hold, not to
+// the paths through them. With L set, the call's deadline is polled.
+func luaEqual(L *lua.LState, a, b lua.LValue) bool {
+	e := equality{L: L, seen: map[[2]*lua.LTable]struct{}{}}
+	return e.equal(a, b, 0)
+}
+
+type equality struct {
+	L     *lua.LState
+	seen  map[[2]*lua.LTable]struct{}
+	steps int
+}
+
+func (e *equality) equal(a, b lua.LValue, depth int) bool {
 	if depth > 100 {
 		return false
 	}
@@ -374,22 +417,30 @@ func luaEqual(a, b, null lua.LValue, depth int) bool {
 		}
 		return a == b
 	}
+	ta, tb = viewed(ta), viewed(tb)
 	if ta == tb {
 		return true
 	}
-	equal := true
+	pair := [2]*lua.LTable{ta, tb}
+	if _, ok := e.seen[pair]; ok {
+		return true
+	}
+	e.seen[pair] = struct{}{}
 	n := 0
-	ta.ForEach(func(k, v lua.LValue) {
+	for k, v := ta.Next(lua.LNil); k != lua.LNil; k, v = ta.Next(k) {
 		n++
-		if equal && !luaEqual(v, tb.RawGet(k), null, depth+1) {
-			equal = false
+		e.steps++
+		if e.L != nil && e.steps%pollEvery == 0 {
+			checkDone(e.L)
 		}
-	})
-	if !equal {
-		return false
+		if !e.equal(v, tb.RawGet(k), depth+1) {
+			return false
+		}
 	}
 	m := 0
-	tb.ForEach(func(_, _ lua.LValue) { m++ })
+	for k, _ := tb.Next(lua.LNil); k != lua.LNil; k, _ = tb.Next(k) {
+		m++
+	}
 	return n == m
 }
 
@@ -402,7 +453,8 @@ func render(v lua.LValue, null lua.LValue) string {
 		if v == null {
 			return "awaken.null"
 		}
-		g, err := fromLua(x, null)
+		c := converter{null: null, maxEntries: 4096, maxBytes: 64 << 10}
+		g, err := c.run(x)
 		if err != nil {
 			return x.String()
 		}

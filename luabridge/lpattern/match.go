@@ -136,14 +136,14 @@ func Anchored(pattern string) (string, bool) {
 // characters (^$*+?.([%-). string.find does a plain substring search for a
 // pattern without them.
 func HasSpecials(pattern string) bool {
-	return strings.IndexAny(pattern, "^$*+?.([%-") >= 0
+	return strings.ContainsAny(pattern, "^$*+?.([%-")
 }
 
 // isLiteral reports whether the matcher would treat every byte of pat as
 // itself (so a substring search gives the same answer). ')' is not special
 // for HasSpecials but is an error for the matcher.
 func isLiteral(pat string) bool {
-	return strings.IndexAny(pat, "^$*+?.([%-)") < 0
+	return !strings.ContainsAny(pat, "^$*+?.([%-)")
 }
 
 // reset prepares a match of pat against s. Every reset is followed by a

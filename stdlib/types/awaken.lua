@@ -44,7 +44,7 @@
 ---@field description? string
 ---@field config? table<string, awaken.Schema> the schema of each config field
 ---@field validate? fun(config: table): string|string[]|nil checks beyond the schema; return messages
----@field hook_timeout? string|number the time budget of each call, e.g. "250ms" (default 100ms)
+---@field hook_timeout? string|number the time budget of each call, e.g. "250ms" or 250 (milliseconds); default 100ms, at most 1h
 
 ---@class awaken.KeySpec
 ---@field scope? awaken.Scope "run" (default: fresh every run) or "thread" (kept across runs)
@@ -155,7 +155,7 @@
 ---@class awaken.Context
 ---@field phase awaken.Phase
 ---@field run awaken.Run
----@field config table this plugin's config for the running agent: read-only, shared by the calls with the same config
+---@field config table this plugin's config for the running agent: read-only (a write, table.insert or table.remove on it raises), shared by the calls with the same config
 ---@field messages awaken.Message[]
 ---@field tool? awaken.ToolCall in tool phases
 ---@field response? awaken.Response in after_inference
@@ -241,13 +241,18 @@ function Plugin:result_transform(fn) end
 ---@class awaken.json
 local json = {}
 
----Encodes a value as JSON.
+---Encodes a value as JSON (keys sorted, as encoding/json does). Fails with
+---an error message when the value cannot be stored (a function, a cycle),
+---holds more than 64 MiB of strings or 1,048,576 table entries, or when the
+---result would pass 16 MiB.
 ---@param value any
 ---@return string|nil json
 ---@return string|nil err
 function json.encode(value) end
 
----Decodes JSON.
+---Decodes JSON: null is awaken.null in an array and absent in an object.
+---Fails with an error message on invalid JSON, more than 1,048,576 values or
+---nesting deeper than 512.
 ---@param s string
 ---@return any value
 ---@return string|nil err
@@ -326,7 +331,8 @@ function awaken.error(message) end
 function awaken.pending(ticket) end
 
 ---Matches a glob: "*" (within a path segment when the pattern has "/"),
----"**" (across segments), "?", "[...]".
+---"**" (across segments), "?", "[...]". Linear in s for a given pattern,
+---and stopped by the hook budget; a pattern longer than 64 KiB raises.
 ---@param pattern string
 ---@param s string
 ---@return boolean
