@@ -48,6 +48,8 @@ func (inst *instance) setupAPI() {
 		globals.RawSet(k, v)
 	})
 	globals.RawSetString(concatName, L.NewFunction(concat(inst.p.gen.limits.StringMax)))
+	globals.RawSetString(setIndexName, L.NewFunction(setIndex))
+	globals.RawSetString(tableName, L.NewFunction(newTable))
 	globals.RawSetString("require", L.NewFunction(inst.require))
 	globals.RawSetString("print", L.NewFunction(inst.print))
 	globals.RawSetString("rawset", L.NewFunction(func(L *lua.LState) int {

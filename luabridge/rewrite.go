@@ -1,6 +1,8 @@
 package luabridge
 
 import (
+	"math"
+	"strconv"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
@@ -19,22 +21,41 @@ const concatName = "awaken concat"
 func rewriteConcat(chunk []ast.Stmt) []ast.Stmt {
 	r := rewriter{}
 	r.stmts(chunk)
-	if !r.changed {
+	// Bind each function once as a local of the chunk: every use is then an
+	// upvalue read, not a global lookup.
+	var names []string
+	if r.changed {
+		names = append(names, concatName)
+	}
+	if r.indexed {
+		names = append(names, setIndexName, tableName)
+	}
+	if len(names) == 0 {
 		return chunk
 	}
-	// Bind the function once as a local of the chunk: every use is then an
-	// upvalue read, not a global lookup.
-	local := &ast.LocalAssignStmt{Names: []string{concatName}, Exprs: []ast.Expr{&ast.IdentExpr{Value: concatName}}}
+	exprs := make([]ast.Expr, len(names))
+	for i, n := range names {
+		exprs[i] = &ast.IdentExpr{Value: n}
+	}
+	local := &ast.LocalAssignStmt{Names: names, Exprs: exprs}
 	return append([]ast.Stmt{local}, chunk...)
 }
 
-type rewriter struct{ changed bool }
+type rewriter struct{ changed, indexed bool }
 
 func (r *rewriter) stmts(ss []ast.Stmt) {
 	for i, s := range ss {
 		r.stmt(s)
-		if a, ok := s.(*ast.AssignStmt); ok && len(a.Lhs) > 1 {
-			ss[i] = multipleAssign(a)
+		a, ok := s.(*ast.AssignStmt)
+		switch {
+		case ok && len(a.Lhs) > 1:
+			block := multipleAssign(a)
+			for j, one := range block.Stmts {
+				block.Stmts[j] = r.guardIndex(one)
+			}
+			ss[i] = block
+		case ok:
+			ss[i] = r.guardIndex(a)
 		}
 	}
 }
@@ -47,7 +68,7 @@ func (r *rewriter) stmts(ss []ast.Stmt) {
 // end up equal); through temporaries every right-hand side is evaluated
 // before any assignment, as Lua requires. The temporaries' names are not
 // valid identifiers, so no plugin variable can clash with them.
-func multipleAssign(a *ast.AssignStmt) ast.Stmt {
+func multipleAssign(a *ast.AssignStmt) *ast.DoBlockStmt {
 	names := make([]string, len(a.Lhs))
 	for i := range names {
 		names[i] = "awaken tmp " + itoa(i)
@@ -163,6 +184,7 @@ func (r *rewriter) expr(e ast.Expr) ast.Expr {
 			}
 			f.Value = r.expr(f.Value)
 		}
+		return r.guardTable(x)
 	case *ast.FuncCallExpr:
 		if x.Func != nil {
 			x.Func = r.expr(x.Func)
@@ -251,5 +273,127 @@ func concat(max int) lua.LGFunction {
 		}
 		L.Push(rhs)
 		return 1
+	}
+}
+
+// setIndexName and tableName are the functions that t[k] = v and a table
+// constructor with computed keys call instead of the VM's own writes (see
+// guardIndex); like concatName, they are not valid identifiers.
+const (
+	setIndexName = "awaken setindex"
+	tableName    = "awaken table"
+)
+
+// sparseGap is how far past the end of a list an integer key may land. A
+// write further out would make gopher-lua fill the gap with nils one slot
+// at a time, inside one VM instruction the hook budget cannot interrupt
+// (t[67108863] = 1: 13 s and 5.9 GB); it raises instead. Filling 65,536
+// slots costs about 4 ms.
+const sparseGap = 1 << 16
+
+// guardIndex turns t[k] = v, where k is not a string constant or a small
+// number, into setIndexName(t, k, v). t.name = v and t["name"] = v stay
+// as they are: a string key never lands in the array part.
+func (r *rewriter) guardIndex(s ast.Stmt) ast.Stmt {
+	a, ok := s.(*ast.AssignStmt)
+	if !ok || len(a.Lhs) != 1 {
+		return s
+	}
+	get, ok := a.Lhs[0].(*ast.AttrGetExpr)
+	if !ok || safeKey(get.Key) {
+		return s
+	}
+	r.indexed = true
+	fn := &ast.IdentExpr{Value: setIndexName}
+	fn.SetLine(a.Line())
+	call := &ast.FuncCallExpr{Func: fn, Args: []ast.Expr{get.Object, get.Key, a.Rhs[0]}}
+	call.SetLine(a.Line())
+	call.SetLastLine(a.LastLine())
+	out := &ast.FuncCallStmt{Expr: call}
+	out.SetLine(a.Line())
+	out.SetLastLine(a.LastLine())
+	return out
+}
+
+// guardTable turns a constructor with computed keys, {[k] = v, ...}, into
+// tableName({...}, k, v, ...): the constructor keeps its list items and
+// named fields, and the computed keys are set through the same check as
+// t[k] = v.
+func (r *rewriter) guardTable(x *ast.TableExpr) ast.Expr {
+	var keep []*ast.Field
+	var args []ast.Expr
+	for _, f := range x.Fields {
+		if f.Key == nil || safeKey(f.Key) {
+			keep = append(keep, f)
+			continue
+		}
+		args = append(args, f.Key, f.Value)
+	}
+	if args == nil {
+		return x
+	}
+	r.indexed = true
+	x.Fields = keep
+	fn := &ast.IdentExpr{Value: tableName}
+	fn.SetLine(x.Line())
+	call := &ast.FuncCallExpr{Func: fn, Args: append([]ast.Expr{x}, args...)}
+	call.SetLine(x.Line())
+	call.SetLastLine(x.LastLine())
+	return call
+}
+
+// safeKey reports whether a key expression can never land far past the end
+// of a list: a string constant, or a number constant below sparseGap.
+func safeKey(k ast.Expr) bool {
+	switch k := k.(type) {
+	case *ast.StringExpr:
+		return true
+	case *ast.NumberExpr:
+		n, err := strconv.ParseFloat(k.Value, 64)
+		return err == nil && n < sparseGap
+	}
+	return false
+}
+
+// setIndex implements t[k] = v for computed keys: an integer key past the
+// end of a list by more than sparseGap raises; everything else is the VM's
+// own assignment, metamethods included.
+func setIndex(L *lua.LState) int {
+	t, k, v := L.Get(1), L.Get(2), L.Get(3)
+	checkSparse(L, t, k)
+	L.SetTable(t, k, v)
+	return 0
+}
+
+// newTable implements a constructor with computed keys.
+func newTable(L *lua.LState) int {
+	t := L.CheckTable(1)
+	for i := 2; i+1 <= L.GetTop(); i += 2 {
+		k := L.Get(i)
+		checkSparse(L, t, k)
+		if k == lua.LNil {
+			L.RaiseError("table index is nil")
+		}
+		L.SetTable(t, k, L.Get(i+1))
+	}
+	L.SetTop(1)
+	return 1
+}
+
+func checkSparse(L *lua.LState, t, k lua.LValue) {
+	n, ok := k.(lua.LNumber)
+	if !ok || n < sparseGap || n >= lua.LNumber(lua.MaxArrayIndex) || float64(n) != math.Trunc(float64(n)) {
+		return
+	}
+	tb, ok := t.(*lua.LTable)
+	if !ok {
+		return
+	}
+	if tb.RawGetInt(int(n)-sparseGap) != lua.LNil {
+		return // the list reaches that far: O(1) for the common case
+	}
+	if l := tb.MaxN(); int(n) > l+sparseGap {
+		L.RaiseError("t[%d] = v: the key is %d past the end of the list (%d items); integer keys grow a list one item at a time, so use a string key (tostring(id)) for sparse ids",
+			int64(n), int(n)-l, l)
 	}
 }
