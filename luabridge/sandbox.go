@@ -15,7 +15,9 @@ import (
 type Limits struct {
 	// HookTimeout is the time budget of one hook call (default 100ms).
 	HookTimeout time.Duration
-	// LoadTimeout is the budget for running a plugin file (default 2s).
+	// LoadTimeout is the budget for running a plugin file (default 10s: a
+	// load only registers, so the bound is there to stop a hang, and it must
+	// not fail a sound plugin on a machine that is busy).
 	LoadTimeout time.Duration
 	// CallStackSize bounds nested calls (default 200).
 	CallStackSize int
@@ -34,7 +36,7 @@ func (l Limits) withDefaults() Limits {
 		l.HookTimeout = 100 * time.Millisecond
 	}
 	if l.LoadTimeout <= 0 {
-		l.LoadTimeout = 2 * time.Second
+		l.LoadTimeout = 10 * time.Second
 	}
 	if l.CallStackSize <= 0 {
 		l.CallStackSize = 200
