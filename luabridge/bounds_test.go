@@ -436,3 +436,21 @@ func mapFS(files map[string]string) fstest.MapFS {
 	}
 	return fsys
 }
+
+// A call on a generation that was closed fails at once: it must not wait
+// for a Lua state that will never come back (run_end runs without the
+// caller's cancellation, so such a wait would never end).
+func TestCallOnAClosedGenerationFails(t *testing.T) {
+	g := mustLoad(t, map[string]string{"x.lua": head + `p:on("step_start", function(ctx) end)
+return p`})
+	rt := runtimeFor(t, g)
+	s, _, err := rt.Start(context.Background(), run.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	err = within(t, 10*time.Second, func() error { _, err := s.StepStart(context.Background()); return err })
+	if err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("err = %v, want the generation-closed error", err)
+	}
+}

@@ -2,6 +2,7 @@ package luabridge
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -14,15 +15,21 @@ type pool struct {
 	mu   sync.Mutex
 	live int // instances in existence (free or in use)
 	max  int
-	// closed pools close instances as they come back.
+	// closed pools close instances as they come back; done is closed with
+	// them, so a caller waiting for a free instance fails instead of
+	// waiting forever.
 	closed bool
+	done   chan struct{}
 }
+
+// errPoolClosed is what a call on a closed generation gets.
+var errPoolClosed = errors.New("the plugin generation was closed while the call waited for a Lua state")
 
 func newPool(max int, mk func() (*instance, error)) *pool {
 	if max < 1 {
 		max = 1
 	}
-	return &pool{mk: mk, free: make(chan *instance, max), max: max}
+	return &pool{mk: mk, free: make(chan *instance, max), max: max, done: make(chan struct{})}
 }
 
 // add puts an existing instance (the one that registered the plugin) in.
@@ -41,7 +48,11 @@ func (p *pool) get(ctx context.Context) (*instance, error) {
 	default:
 	}
 	p.mu.Lock()
-	if p.live < p.max && !p.closed {
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errPoolClosed
+	}
+	if p.live < p.max {
 		p.live++
 		p.mu.Unlock()
 		inst, err := p.mk()
@@ -59,6 +70,8 @@ func (p *pool) get(ctx context.Context) (*instance, error) {
 		return inst, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-p.done:
+		return nil, errPoolClosed
 	}
 }
 
@@ -86,7 +99,10 @@ func (p *pool) put(inst *instance, discard bool) {
 // close closes the free instances now and the others when they return.
 func (p *pool) close() {
 	p.mu.Lock()
-	p.closed = true
+	if !p.closed {
+		p.closed = true
+		close(p.done)
+	}
 	p.mu.Unlock()
 	for {
 		select {
