@@ -37,6 +37,10 @@ const (
 	ConfigInvalid            Code = "config_invalid"
 	RevisionConflict         Code = "revision_conflict"
 
+	// StateTooLarge: a value or a run's state would pass [runtime]
+	// max_value_size or max_state_size; nothing is committed.
+	StateTooLarge Code = "state_too_large"
+
 	// ModelFailed: a model executor could not produce a reply (a scripted
 	// model ran out of turns, an endpoint kept failing or sent a bad reply).
 	ModelFailed Code = "model_failed"

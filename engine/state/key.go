@@ -99,6 +99,10 @@ type Key struct {
 	Pos    errs.Pos // where it was declared
 	index  int
 	reduce ReduceFunc
+	// appends is set for the built-in append reducer, whose result's size
+	// a commit derives from the current value's and the items' (so it
+	// measures only them).
+	appends bool
 }
 
 // Index is the key's position in its registry.
@@ -129,6 +133,7 @@ func NewKey(spec Spec, plugin string, pos errs.Pos) (*Key, error) {
 				strings.Join(ReducerNames(), ", "))
 		}
 		k.reduce = r
+		k.appends = spec.Reducer == "append"
 	}
 	if spec.Default != nil {
 		d, err := spec.Schema.Conform(spec.Default)

@@ -1,13 +1,14 @@
 package state
 
 import (
-	"unsafe"
-
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/value"
 )
 
 // Snapshot is an immutable view of a store at one revision. Taking one costs
@@ -17,6 +18,7 @@ type Snapshot struct {
 	root unsafe.Pointer
 	over *overlay // the latest commits' values, on top of root
 	rev  uint64
+	size int // the encoded size of every value, summed (see Limits)
 }
 
 // overlayMax bounds the overlay: past it, a commit folds the overlay into
@@ -31,11 +33,11 @@ const overlayMax = 16
 // unique per key index; a nil value shadows the trie (the key was reset).
 type overlay struct {
 	idx  []int
-	vals []any
+	vals []slot
 }
 
-// value reads slot i: the overlay first, then the trie.
-func (s *Snapshot) value(i int) any {
+// slot reads slot i: the overlay first, then the trie.
+func (s *Snapshot) slot(i int) slot {
 	if o := s.over; o != nil {
 		for j, x := range o.idx {
 			if x == i {
@@ -45,6 +47,9 @@ func (s *Snapshot) value(i int) any {
 	}
 	return get(s.root, s.reg.depth, i)
 }
+
+// value reads the value of slot i.
+func (s *Snapshot) value(i int) any { return s.slot(i).v }
 
 // Revision is the number of non-empty commits that led to this snapshot.
 func (s *Snapshot) Revision() uint64 { return s.rev }
@@ -62,6 +67,12 @@ func (s *Snapshot) Get(k *Key) any {
 
 // Has reports whether the key holds a value (not just its default).
 func (s *Snapshot) Has(k *Key) bool { return s.value(k.index) != nil }
+
+// Size is the length of the state's values, each encoded as JSON, summed.
+func (s *Snapshot) Size() int { return s.size }
+
+// SizeOf is the length of the key's value encoded as JSON (0 when absent).
+func (s *Snapshot) SizeOf(k *Key) int { return s.slot(k.index).n }
 
 // Lookup reads a key by name; an undeclared name is unknown_key.
 func (s *Snapshot) Lookup(name string) (any, error) {
@@ -86,6 +97,167 @@ func (s *Snapshot) Values(keep func(*Key) bool) map[string]any {
 	return out
 }
 
+// Limits bound a store's state, each value measured as the length of its
+// JSON encoding. A commit measures only the values it touches: the store
+// keeps each key's size and their sum.
+type Limits struct {
+	// MaxValue bounds one key's value (0: DefaultMaxValue). The runtime's
+	// own keys (Spec.Trusted) are bounded by MaxState only: they grow with
+	// the work (the step's tool calls), not with what a plugin keeps.
+	MaxValue int
+	// MaxState bounds the sum of every key's value (0: DefaultMaxState).
+	MaxState int
+}
+
+// The default limits ([runtime] max_value_size and max_state_size), and
+// the largest a limit may be.
+const (
+	DefaultMaxValue = 1 << 20
+	DefaultMaxState = 16 << 20
+	MaxLimit        = 1 << 30
+)
+
+// WithDefaults fills the defaults in, and lowers a limit past MaxLimit to
+// it.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxValue <= 0 {
+		l.MaxValue = DefaultMaxValue
+	}
+	if l.MaxState <= 0 {
+		l.MaxState = DefaultMaxState
+	}
+	l.MaxValue, l.MaxState = min(l.MaxValue, MaxLimit), min(l.MaxState, MaxLimit)
+	return l
+}
+
+// measure returns the encoded size of k's value v, counting no further than
+// past what the limits allow k.
+func (l Limits) measure(k *Key, plugin string, v any) (int, error) {
+	if v == nil {
+		return 0, nil
+	}
+	limit := l.MaxState
+	if !k.Trusted {
+		limit = min(limit, l.MaxValue)
+	}
+	n, err := value.EncodedSize(v, limit)
+	if err != nil && k.Trusted {
+		// The runtime's values may hold Go numbers that encoding/json
+		// writes and the canonical encoder refuses (a Go gate's result).
+		b, jerr := json.Marshal(v)
+		if jerr == nil {
+			return len(b), nil
+		}
+	}
+	if err != nil {
+		return 0, &errs.Error{Code: errs.SchemaViolation, Plugin: plugin, Key: k.Name,
+			Msg: fmt.Sprintf("key %q: the value cannot be stored as JSON: %v", k.Name, err)}
+	}
+	return n, nil
+}
+
+// appendBase returns the length of the list the append reducer appends to
+// (old, the current value or the default) and its encoded size, or -1 when
+// the commit must measure the whole result.
+func appendBase(cur *Snapshot, k *Key, old any) (from, base int) {
+	switch x := old.(type) {
+	case nil:
+		from = 0
+	case []any:
+		from = len(x)
+	case map[string]any: // an empty table reads as an empty list
+		if len(x) != 0 {
+			return -1, 0
+		}
+	default:
+		return -1, 0
+	}
+	switch s := cur.slot(k.index); {
+	case s.v != nil:
+		base = s.n
+	case k.Default != nil:
+		n, err := value.EncodedSize(k.Default, MaxLimit)
+		if err != nil {
+			return -1, 0
+		}
+		base = n
+	default:
+		base = 2 // []
+	}
+	return from, base
+}
+
+// measureTouched measures t's new value v: for the append reducer, from
+// the size before the commit and the appended items alone, so appending to
+// a long list does not walk it.
+func (l Limits) measureTouched(t *touched, v any) (int, error) {
+	list, ok := v.([]any)
+	if t.from < 0 || !ok || len(list) < t.from {
+		return l.measure(t.k, t.plugin, v)
+	}
+	limit := l.MaxState
+	if !t.k.Trusted {
+		limit = min(limit, l.MaxValue)
+	}
+	n := t.base
+	added := list[t.from:]
+	for _, it := range added {
+		m, err := value.EncodedSize(it, max(limit-n, 0))
+		if err != nil {
+			return l.measure(t.k, t.plugin, v) // the whole value's error
+		}
+		if n += m; n > limit {
+			return n, nil
+		}
+	}
+	switch {
+	case len(added) > 0 && t.from > 0:
+		n += len(added) // a comma before each
+	case len(added) > 0:
+		n += len(added) - 1
+	}
+	return n, nil
+}
+
+// tooLarge is the state_too_large error for key k written by plugin: its
+// value is n bytes (past MaxValue), or the state would be total bytes (past
+// MaxState). stored says the value was loaded, not committed.
+func (l Limits) tooLarge(k *Key, plugin string, n, total int, stored bool) error {
+	e := &errs.Error{Code: errs.StateTooLarge, Plugin: plugin, Key: k.Name}
+	switch {
+	case n > l.MaxValue && !k.Trusted && stored:
+		e.Msg = fmt.Sprintf("the stored value of key %q is %s encoded, past the %s of [runtime] max_value_size (it was saved under a larger limit): raise max_value_size in awaken.toml, or remove the key from the stored thread or run",
+			k.Name, sizeText(n), sizeText(l.MaxValue))
+	case n > l.MaxValue && !k.Trusted:
+		e.Msg = fmt.Sprintf("key %q would hold %s encoded, past the %s of [runtime] max_value_size, so nothing was committed: keep the value bounded (a window of recent items, a count or a summary rather than every item) or raise max_value_size in awaken.toml",
+			k.Name, sizeText(n), sizeText(l.MaxValue))
+	case stored:
+		e.Msg = fmt.Sprintf("the stored state is %s encoded with key %q, past the %s of [runtime] max_state_size (it was saved under a larger limit): raise max_state_size in awaken.toml, or remove keys from the stored thread or run",
+			sizeText(total), k.Name, sizeText(l.MaxState))
+	default:
+		e.Msg = fmt.Sprintf("the run's state would be %s encoded after this update of key %q (%s), past the %s of [runtime] max_state_size, so nothing was committed: bound the keys that grow or raise max_state_size in awaken.toml",
+			sizeText(total), k.Name, sizeText(n), sizeText(l.MaxState))
+	}
+	return e
+}
+
+// sizeText renders a number of bytes for messages: "1 MiB", "1.50 MiB",
+// "12.00 KiB", "900 bytes".
+func sizeText(n int) string {
+	for _, u := range []struct {
+		n    int
+		name string
+	}{{1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		switch {
+		case n >= u.n && n%u.n == 0:
+			return fmt.Sprintf("%d %s", n/u.n, u.name)
+		case n >= u.n:
+			return fmt.Sprintf("%.2f %s", float64(n)/float64(u.n), u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // Update asks to reduce Value into the key named Key. Plugin names the writer
 // for error messages.
 type Update struct {
@@ -107,16 +279,41 @@ type Store struct {
 	mu   sync.Mutex
 	cur  atomic.Pointer[Snapshot]
 	base uint64 // the revision a fork started from
+	lim  Limits
 }
 
 // NewStore makes a store at revision 0 holding seed (for example the thread
-// state of an earlier run). Seeded values that do not fit their key's schema
-// are returned as misfits and left out; names that are not declared are
-// ignored (the caller keeps them, so a later generation can read them).
+// state of an earlier run), with the default limits. Seeded values that do
+// not fit their key's schema, or the limits, are returned as misfits and
+// left out; names that are not declared are ignored (the caller keeps them,
+// so a later generation can read them).
 func NewStore(reg *Registry, seed map[string]any) (*Store, []Misfit) {
+	return NewStoreAt(reg, seed, 0)
+}
+
+// NewStoreAt is NewStore starting at revision rev: a run restored from a
+// checkpoint continues its revisions, so a client's If-Match and a store's
+// compare-and-swap see one sequence across restarts.
+func NewStoreAt(reg *Registry, seed map[string]any, rev uint64) (*Store, []Misfit) {
+	s, misfits, _ := open(reg, seed, rev, Limits{}, false)
+	return s, misfits
+}
+
+// Open makes a store at revision rev holding seed, bounded by lim. Seeded
+// values that do not fit their key's schema are returned as misfits and
+// left out, like NewStoreAt's; a seed past the limits (saved under larger
+// ones) is state_too_large and no store is made, so a run that outgrew its
+// limits fails the same way after a restart instead of loading.
+func Open(reg *Registry, seed map[string]any, rev uint64, lim Limits) (*Store, []Misfit, error) {
+	return open(reg, seed, rev, lim, true)
+}
+
+func open(reg *Registry, seed map[string]any, rev uint64, lim Limits, strict bool) (*Store, []Misfit, error) {
+	lim = lim.WithDefaults()
 	var misfits []Misfit
 	var root unsafe.Pointer
 	var f fresh
+	total := 0
 	for _, k := range reg.keys {
 		v, ok := seed[k.Name]
 		if !ok || v == nil {
@@ -127,23 +324,27 @@ func NewStore(reg *Registry, seed map[string]any) (*Store, []Misfit) {
 			misfits = append(misfits, Misfit{Key: k.Name, Value: v, Err: err})
 			continue
 		}
-		root, f = set(root, reg.depth, k.index, c, f, true)
+		n, err := lim.measure(k, k.Plugin, c)
+		if err == nil && ((n > lim.MaxValue && !k.Trusted) || total+n > lim.MaxState) {
+			err = lim.tooLarge(k, k.Plugin, n, total+n, true)
+		}
+		if err != nil {
+			if strict {
+				return nil, nil, err
+			}
+			misfits = append(misfits, Misfit{Key: k.Name, Value: v, Err: err})
+			continue
+		}
+		total += n
+		root, f = set(root, reg.depth, k.index, slot{c, n}, f, true)
 	}
-	s := &Store{}
-	s.cur.Store(&Snapshot{reg: reg, root: root})
-	return s, misfits
+	s := &Store{lim: lim}
+	s.cur.Store(&Snapshot{reg: reg, root: root, rev: rev, size: total})
+	return s, misfits, nil
 }
 
-// NewStoreAt is NewStore starting at revision rev: a run restored from a
-// checkpoint continues its revisions, so a client's If-Match and a store's
-// compare-and-swap see one sequence across restarts.
-func NewStoreAt(reg *Registry, seed map[string]any, rev uint64) (*Store, []Misfit) {
-	s, misfits := NewStore(reg, seed)
-	snap := *s.cur.Load()
-	snap.rev = rev
-	s.cur.Store(&snap)
-	return s, misfits
-}
+// Limits returns the store's limits, defaults filled in.
+func (s *Store) Limits() Limits { return s.lim }
 
 // Snapshot returns the current snapshot.
 func (s *Store) Snapshot() *Snapshot { return s.cur.Load() }
@@ -153,8 +354,9 @@ func (s *Store) Revision() uint64 { return s.cur.Load().rev }
 
 // Commit applies updates atomically on top of revision base. A stale base is
 // revision_conflict; an undeclared key is unknown_key; a value that does not
-// fit its schema, or an update its reducer refuses, is schema_violation. On
-// any error nothing is applied. A non-empty commit bumps the revision by one.
+// fit its schema, or an update its reducer refuses, is schema_violation; a
+// value or a state past the store's limits is state_too_large. On any error
+// nothing is applied. A non-empty commit bumps the revision by one.
 func (s *Store) Commit(base uint64, ups []Update) (*Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -167,7 +369,7 @@ func (s *Store) Commit(base uint64, ups []Update) (*Snapshot, error) {
 	if len(ups) == 0 {
 		return cur, nil
 	}
-	next, err := apply(cur, ups)
+	next, err := apply(cur, ups, s.lim)
 	if err != nil {
 		return nil, err
 	}
@@ -191,11 +393,15 @@ func (t touched) checked() (any, error) {
 type touched struct {
 	k *Key
 	v any
+	n int // v's encoded size
 	// plugin is the last writer, for errors.
 	plugin string
+	// For the append reducer: the length of the list before this commit
+	// appended to it (-1: measure the whole value) and its encoded size.
+	from, base int
 }
 
-func apply(cur *Snapshot, ups []Update) (*Snapshot, error) {
+func apply(cur *Snapshot, ups []Update, lim Limits) (*Snapshot, error) {
 	reg := cur.reg
 	var buf [8]touched
 	tk := buf[:0]
@@ -228,8 +434,39 @@ func apply(cur *Snapshot, ups []Update) (*Snapshot, error) {
 		if i >= 0 {
 			tk[i].v, tk[i].plugin = nv, u.Plugin
 		} else {
-			tk = append(tk, touched{k: k, v: nv, plugin: u.Plugin})
+			t := touched{k: k, v: nv, plugin: u.Plugin, from: -1}
+			if k.appends {
+				t.from, t.base = appendBase(cur, k, old)
+			}
+			tk = append(tk, t)
 		}
+	}
+	// Conform and measure each touched value; the state's size changes by
+	// the touched keys' sizes alone.
+	total := cur.size
+	biggest := 0
+	for j := range tk {
+		t := &tk[j]
+		v, err := t.checked()
+		if err != nil {
+			return nil, err
+		}
+		n, err := lim.measureTouched(t, v)
+		if err != nil {
+			return nil, err
+		}
+		if n > lim.MaxValue && !t.k.Trusted {
+			return nil, lim.tooLarge(t.k, t.plugin, n, 0, false)
+		}
+		total += n - cur.slot(t.k.index).n
+		t.v, t.n = v, n
+		if n > tk[biggest].n {
+			biggest = j
+		}
+	}
+	if total > lim.MaxState {
+		t := tk[biggest]
+		return nil, lim.tooLarge(t.k, t.plugin, t.n, total, false)
 	}
 	if reg.depth <= 2 {
 		// A shallow trie (up to 64 keys) is cheaper to copy than an
@@ -239,13 +476,9 @@ func apply(cur *Snapshot, ups []Update) (*Snapshot, error) {
 		f := fresh(fb[:0])
 		track := len(tk) > 1
 		for _, t := range tk {
-			v, err := t.checked()
-			if err != nil {
-				return nil, err
-			}
-			root, f = set(root, reg.depth, t.k.index, v, f, track)
+			root, f = set(root, reg.depth, t.k.index, slot{t.v, t.n}, f, track)
 		}
-		return &Snapshot{reg: reg, root: root, rev: cur.rev + 1}, nil
+		return &Snapshot{reg: reg, root: root, rev: cur.rev + 1, size: total}, nil
 	}
 	// The new overlay: the old one's entries for keys this commit did not
 	// touch, then the touched keys.
@@ -255,7 +488,7 @@ func apply(cur *Snapshot, ups []Update) (*Snapshot, error) {
 	if prev != nil {
 		n += len(prev.idx)
 	}
-	over = &overlay{idx: make([]int, 0, n), vals: make([]any, 0, n)}
+	over = &overlay{idx: make([]int, 0, n), vals: make([]slot, 0, n)}
 	if prev != nil {
 	outer:
 		for j, i := range prev.idx {
@@ -269,12 +502,8 @@ func apply(cur *Snapshot, ups []Update) (*Snapshot, error) {
 		}
 	}
 	for _, t := range tk {
-		v, err := t.checked()
-		if err != nil {
-			return nil, err
-		}
 		over.idx = append(over.idx, t.k.index)
-		over.vals = append(over.vals, v)
+		over.vals = append(over.vals, slot{t.v, t.n})
 	}
 	root := cur.root
 	if len(over.idx) > overlayMax {
@@ -287,7 +516,7 @@ func apply(cur *Snapshot, ups []Update) (*Snapshot, error) {
 		}
 		over = nil
 	}
-	return &Snapshot{reg: reg, root: root, over: over, rev: cur.rev + 1}, nil
+	return &Snapshot{reg: reg, root: root, over: over, rev: cur.rev + 1, size: total}, nil
 }
 
 // Fork returns a private store that starts at the current snapshot. Commits
@@ -296,7 +525,7 @@ func apply(cur *Snapshot, ups []Update) (*Snapshot, error) {
 // phase is ever committed.
 func (s *Store) Fork() *Store {
 	cur := s.cur.Load()
-	f := &Store{base: cur.rev}
+	f := &Store{base: cur.rev, lim: s.lim}
 	f.cur.Store(cur)
 	return f
 }
