@@ -40,7 +40,10 @@ func newFixture(t testing.TB, opts []engine.Option, filter []string, plugins ...
 	}
 	f := &fixture{t: t, set: set, events: &event.Recorder{}}
 	f.eng = engine.New(set, opts...)
-	f.store, _ = state.NewStore(set.Registry(), nil)
+	f.store, _, err = state.Open(set.Registry(), nil, 0, f.eng.StateLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
 	view, err := set.Activate(filter)
 	if err != nil {
 		t.Fatal(err)
@@ -300,6 +303,58 @@ func TestSelfReschedulingActionHitsTheLimit(t *testing.T) {
 			}
 			if f.store.Revision() != 0 || f.get("n") != nil {
 				t.Fatalf("a failed phase committed: rev=%d n=%v", f.store.Revision(), f.get("n"))
+			}
+		})
+	}
+}
+
+// TestStateTooLargeFailsThePhase feeds a key a large value in every phase,
+// from a hook and from an action: once the key passes max_value_size the
+// phase fails with state_too_large naming the plugin and the key, and
+// nothing of it is committed (the action is not dead-lettered: the state
+// is full, not the handler wrong).
+func TestStateTooLargeFailsThePhase(t *testing.T) {
+	item := strings.Repeat("x", 300) // 302 bytes encoded: the 4th append passes 1000
+	feed := func(ctx context.Context, in *plugin.Input, out *command.Command) error {
+		out.Update("log", item)
+		return nil
+	}
+	for _, tc := range []struct {
+		name   string
+		plugin plugin.Plugin
+	}{
+		{"hook", hookPlugin("feeder", phase.StepStart, feed)},
+		{"action", plugin.New("feeder", func(r *plugin.Registrar) error {
+			if err := r.Action(plugin.ActionSpec{Key: "feeder.add", Phase: phase.StepStart,
+				Handler: plugin.ActionFunc(func(ctx context.Context, in *plugin.Input, _ any, out *command.Command) error {
+					return feed(ctx, in, out)
+				})}); err != nil {
+				return err
+			}
+			return r.On(phase.StepStart, plugin.HookFunc(func(ctx context.Context, in *plugin.Input, out *command.Command) error {
+				out.Schedule("feeder.add", nil)
+				return nil
+			}), errs.Pos{})
+		})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, []engine.Option{engine.WithStateLimits(state.Limits{MaxValue: 1000, MaxState: 1 << 20})}, nil,
+				keysPlugin("keys", key("log", reducer("append"))), tc.plugin)
+			for i := range 3 {
+				if err := f.phase(phase.StepStart); err != nil {
+					t.Fatalf("phase %d: %v", i+1, err)
+				}
+			}
+			before := f.store.Snapshot()
+			err := f.phase(phase.StepStart)
+			var e *errs.Error
+			if !errors.As(err, &e) || e.Code != errs.StateTooLarge || e.Plugin != "feeder" || e.Key != "log" || e.Phase != "step_start" ||
+				!strings.Contains(e.Msg, "max_value_size") {
+				t.Fatalf("err = %v, want state_too_large naming feeder, log and step_start", err)
+			}
+			if f.store.Snapshot() != before || len(f.x.FailedActions()) != 0 {
+				t.Fatalf("the failed phase committed something (rev %d -> %d, dead letters %v)",
+					before.Revision(), f.store.Revision(), f.x.FailedActions())
 			}
 		})
 	}
