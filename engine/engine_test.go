@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/command"
@@ -269,18 +270,30 @@ func TestActionChainConverges(t *testing.T) {
 }
 
 func TestSelfReschedulingActionHitsTheLimit(t *testing.T) {
-	for _, limit := range []int{3, 16} {
-		t.Run(fmt.Sprint(limit), func(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []engine.Option
+		want int // rounds
+	}{
+		// The default is written out: a changed default must fail here.
+		{"default", nil, 16},
+		{"configured", []engine.Option{engine.WithMaxRounds(3)}, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Without a limit the loop never ends: the handler cancels the
+			// phase long after any limit would have stopped it, and a
+			// deadline backs that up, so a regression fails fast.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
 			var calls atomic.Int32
-			var opts []engine.Option
-			if limit != engine.DefaultMaxRounds {
-				opts = append(opts, engine.WithMaxRounds(limit))
-			}
-			f := newFixture(t, opts, nil,
+			f := newFixture(t, tc.opts, nil,
 				keysPlugin("keys", key("n", reducer("add"))),
 				actionPlugin("loop", plugin.ActionSpec{Key: "loop.again", Phase: phase.StepEnd,
 					Handler: plugin.ActionFunc(func(ctx context.Context, in *plugin.Input, payload any, out *command.Command) error {
-						calls.Add(1)
+						if calls.Add(1) > 1000 {
+							cancel()
+						}
 						out.Update("n", 1)
 						out.Schedule("loop.again", nil)
 						return nil
@@ -290,16 +303,16 @@ func TestSelfReschedulingActionHitsTheLimit(t *testing.T) {
 					return nil
 				}),
 			)
-			err := f.phase(phase.StepEnd)
+			err := f.x.Phase(ctx, phase.StepEnd, plugin.Input{Run: plugin.RunInfo{ID: "r1", ThreadID: "t1"}})
 			var e *errs.Error
 			if !errors.As(err, &e) || e.Code != errs.PhaseRunLoopExceeded {
-				t.Fatalf("err = %v", err)
+				t.Fatalf("err = %v after %d handler calls, want phase_run_loop_exceeded after %d rounds", err, calls.Load(), tc.want)
 			}
-			if !strings.Contains(err.Error(), "step_end") || !strings.Contains(err.Error(), fmt.Sprintf("%d rounds", limit)) {
+			if !strings.Contains(err.Error(), "step_end") || !strings.Contains(err.Error(), fmt.Sprintf("%d rounds", tc.want)) {
 				t.Fatalf("error does not name the phase and count: %v", err)
 			}
-			if int(calls.Load()) != limit {
-				t.Fatalf("handler ran %d times, want %d", calls.Load(), limit)
+			if int(calls.Load()) != tc.want {
+				t.Fatalf("handler ran %d times, want %d", calls.Load(), tc.want)
 			}
 			if f.store.Revision() != 0 || f.get("n") != nil {
 				t.Fatalf("a failed phase committed: rev=%d n=%v", f.store.Revision(), f.get("n"))
