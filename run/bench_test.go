@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/awaken-lua/awaken-lua/engine/command"
@@ -87,6 +88,31 @@ func BenchmarkStep(b *testing.B) {
 		}
 		if _, err := s.StepEnd(ctx); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLargeValueFeed runs an agent whose hook appends 100 KB to one key
+// at every step, for up to 200 steps: the run fails with state_too_large
+// once the key passes max_value_size (1 MiB), at step 11, and each commit
+// measures only the item it appends.
+func BenchmarkLargeValueFeed(b *testing.B) {
+	item := strings.Repeat("x", 100_000)
+	rt := newRuntime(b, []run.Option{run.WithAgents(run.Agent{ID: "default", MaxSteps: 200})},
+		keys("big", state.Spec{Name: "big.log", Reducer: "append"}),
+		hook("feeder", phase.StepStart, func(ctx context.Context, in *plugin.Input, out *command.Command) error {
+			out.Update("big.log", item)
+			return nil
+		}))
+	m := model.ModelFunc(func(ctx context.Context, req model.Request) (model.Response, error) {
+		return calls(call("ls", nil)), nil
+	})
+	ls := newTool("ls", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := rt.Run(context.Background(), run.Request{Prompt: "go", Model: m, Tools: []plugin.Tool{ls}})
+		if err != nil || res.Termination != "error:state_too_large" || res.Steps != 11 {
+			b.Fatal(err, res.Termination, res.Steps)
 		}
 	}
 }

@@ -213,7 +213,10 @@ func (s *Session) open(threadValues, runValues map[string]any, rev uint64) error
 			seed[k.Name] = v
 		}
 	}
-	st, misfits := state.NewStoreAt(reg, seed, rev)
+	st, misfits, err := state.Open(reg, seed, rev, s.rt.eng.StateLimits())
+	if err != nil {
+		return fmt.Errorf("thread %q, run %s: %w", s.info.ThreadID, s.info.ID, err)
+	}
 	for _, m := range misfits {
 		s.rt.log.Warn("a saved value no longer fits its key's schema; it is kept aside and the key starts from its default",
 			"thread_id", s.info.ThreadID, "key", m.Key, "error", m.Err.Error())
