@@ -96,17 +96,18 @@ func (g *GateRecord) decision() Decision {
 	return Decision{Decision: g.Decision, Args: g.Args, Plugin: g.Plugin, Reason: g.Reason, Ticket: g.Ticket, Result: g.Result}
 }
 
-// ToolGate decides about one call of this step (a call the model did not
-// make in this step is added). The decision is kept: gating the same call
-// again returns it and changes nothing. Allow leaves the call for
-// before_tool_execute; block and set_result leave it for after_tool_execute;
-// suspend ends its part of the step. A call to a tool that was not offered in
-// this step fails with an error result without running.
+// ToolGate decides about one call of this step: a call the model
+// announced (after_inference, AnnounceCall), or a resumed one. The decision
+// is kept: gating the same call again returns it and changes nothing. Allow
+// leaves the call for before_tool_execute; block and set_result leave it for
+// after_tool_execute; suspend ends its part of the step. A call to a tool
+// that was not offered in this step fails with an error result without
+// running.
 func (s *Session) ToolGate(ctx context.Context, call model.ToolCall) (Decision, Outcome, error) {
 	if err := s.expect(phase.ToolGate, stageInferred); err != nil {
 		return Decision{}, s.outcome(), err
 	}
-	c, err := s.callFor(call)
+	c, err := s.addressed(phase.ToolGate, call)
 	if err != nil {
 		return Decision{}, s.outcome(), err
 	}
@@ -123,25 +124,25 @@ func (s *Session) ToolGate(ctx context.Context, call model.ToolCall) (Decision, 
 	return c.Gate.decision(), s.outcome(), nil
 }
 
-func (s *Session) callFor(call model.ToolCall) (*CallRecord, error) {
-	c := s.call(call.ID)
-	if c != nil {
-		return c, nil
+// AnnounceCall adds a tool call to the open step, for a host that learns of
+// the model's calls one at a time (a coding agent's hook for each of its
+// parallel tool calls): after_inference announced the step's first calls,
+// and the gate refuses a call that was not announced. The call is checked
+// like after_inference's: an id not used in this step, a name, arguments
+// that are a JSON object.
+func (s *Session) AnnounceCall(ctx context.Context, call model.ToolCall) (Outcome, error) {
+	if err := s.expect(phase.ToolGate, stageInferred); err != nil {
+		return s.outcome(), err
 	}
-	if call.ID == "" {
-		return nil, errs.New(errs.BadRequest, "a tool call needs an id")
+	if err := checkCall("$.call", &call); err != nil {
+		return s.outcome(), err
 	}
-	args, err := value.Normalize(call.Args)
-	if err != nil {
-		return nil, errs.New(errs.BadRequest, "tool call %q: arguments: %v", call.ID, err)
+	if s.call(call.ID) != nil {
+		return s.outcome(), errs.Field("$.call.id", "the step already has a tool call with id %q; give each call its own id", call.ID)
 	}
-	call.Args, _ = args.(map[string]any)
-	if call.Args == nil {
-		call.Args = map[string]any{}
-	}
-	c = &CallRecord{Call: call, Status: CallNew}
-	s.calls = append(s.calls, c)
-	return c, nil
+	call.Args = copyMap(call.Args)
+	s.calls = append(s.calls, &CallRecord{Call: call, Status: CallNew})
+	return s.outcome(), nil
 }
 
 // offeredTool reports whether the tool was offered in this step.
@@ -271,9 +272,9 @@ func (s *Session) BeforeToolExecute(ctx context.Context, call model.ToolCall) (O
 	if err := s.expect(phase.BeforeToolExecute, stageInferred); err != nil {
 		return s.outcome(), err
 	}
-	c := s.call(call.ID)
-	if c == nil {
-		return s.outcome(), invalid("before_tool_execute: tool call %q has not passed the gate", call.ID)
+	c, err := s.addressed(phase.BeforeToolExecute, call)
+	if err != nil {
+		return s.outcome(), err
 	}
 	if c.Gate == nil || c.Gate.Decision != "allow" || c.Status != CallRunning || c.Started {
 		return s.outcome(), invalid("before_tool_execute: tool call %s is %s (gate: %s); only a call the gate allowed runs, once",
@@ -325,21 +326,20 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 	if err := s.expect(phase.AfterToolExecute, stageInferred); err != nil {
 		return result, s.outcome(), err
 	}
-	c := s.call(call.ID)
-	if c == nil || c.Gate == nil {
+	c, err := s.addressed(phase.AfterToolExecute, call)
+	if err != nil {
+		return result, s.outcome(), err
+	}
+	if c.Gate == nil {
 		return result, s.outcome(), invalid("after_tool_execute: tool call %q has not passed the gate", call.ID)
 	}
 	if c.Status != CallRunning || (c.Gate.Decision == "allow" && !c.Started) || c.Gate.Decision == "suspend" {
 		return result, s.outcome(), invalid("after_tool_execute: tool call %s is %s (gate: %s, started: %v)", c.Call.ID, c.Status, c.Gate.Decision, c.Started)
 	}
 	if c.Gate.Result != nil {
-		result = *c.Gate.Result
-	}
-	if result.Status == "" {
-		result.Status = model.StatusSuccess
-	}
-	if result.Status != model.StatusSuccess && result.Status != model.StatusError && result.Status != model.StatusPending {
-		return result, s.outcome(), errs.New(errs.BadRequest, "a tool result status is success, error or pending, not %q", result.Status)
+		result = *c.Gate.Result // the gate answered: what the host sends is not used
+	} else if err := checkResultStatus(result); err != nil {
+		return result, s.outcome(), err
 	}
 	if d, err := value.Normalize(result.Data); err == nil {
 		result.Data = d
@@ -380,7 +380,6 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 		s.termination = "blocked:" + c.Gate.Reason
 	}
 	s.checkStop()
-	var err error
 	if s.termination != "" {
 		// A block or a stop ends the batch: the calls that have not run
 		// get an interrupted result, so every call has its tool message.
