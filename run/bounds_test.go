@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/state"
+	"github.com/awaken-lua/awaken-lua/engine/value"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
 	"github.com/awaken-lua/awaken-lua/store/filestore"
@@ -199,4 +201,114 @@ func TestStateTooLargeRetryOfACheckpointedRun(t *testing.T) {
 	rt = limitedRuntime(t, state.Limits{}, openFileStore(t, dir), feeder(state.ScopeRun)...)
 	_, err = rt.Restore(ctx, id, nil)
 	wantStateTooLarge(t, err, true)
+}
+
+// TestStateSizeIsTracked checks, after every phase of a run with calls,
+// results and tickets, that the size the store keeps for each key is the
+// length of its value encoded as JSON, and the state's size their sum.
+func TestStateSizeIsTracked(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t, nil, approver("ask"), keys("k", state.Spec{Name: "k.log", Reducer: "append"}),
+		hook("log", phase.AfterToolExecute, func(ctx context.Context, in *plugin.Input, out *command.Command) error {
+			out.Update("k.log", map[string]any{"call": in.Tool.Call.ID, "res": in.Tool.Result.Data})
+			return nil
+		}))
+	s, _, err := rt.Start(ctx, run.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(where string) {
+		t.Helper()
+		snap := s.Snapshot()
+		total := 0
+		for _, k := range snap.Registry().Keys() {
+			if !snap.Has(k) {
+				continue
+			}
+			b, err := value.AppendJSON(nil, snap.Get(k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.SizeOf(k) != len(b) {
+				t.Fatalf("%s: key %s: size %d, want %d (%.200s)", where, k.Name, snap.SizeOf(k), len(b), b)
+			}
+			total += len(b)
+		}
+		if snap.Size() != total {
+			t.Fatalf("%s: state size %d, want %d", where, snap.Size(), total)
+		}
+	}
+	check("run_start")
+	s.StepStart(ctx)
+	s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "ls"}, {Name: "deploy"}}})
+	var cs []model.ToolCall
+	for i := range 40 {
+		cs = append(cs, model.ToolCall{ID: fmt.Sprintf("c%d<é>", i), Name: "ls", Args: map[string]any{"i": i, "s": "\u2028\"x"}})
+	}
+	cs = append(cs, model.ToolCall{ID: "d", Name: "deploy"})
+	if _, err := s.AfterInference(ctx, calls(cs...)); err != nil {
+		t.Fatal(err)
+	}
+	check("after_inference")
+	for i, c := range cs {
+		s.ToolGate(ctx, c)
+		check("tool_gate " + c.ID)
+		if c.Name == "deploy" {
+			continue
+		}
+		s.BeforeToolExecute(ctx, c)
+		if _, _, err := s.AfterToolExecute(ctx, c, model.Success(map[string]any{"n": float64(i) / 3})); err != nil {
+			t.Fatal(err)
+		}
+		check("after_tool_execute " + c.ID)
+	}
+	s.StepEnd(ctx)
+	check("step_end")
+	if _, _, err := s.Resume(ctx, []run.ResumeDecision{{Target: "d", Action: "cancel"}}); err != nil {
+		t.Fatal(err)
+	}
+	check("resume")
+}
+
+// TestStepCostGrowsLinearly runs one step with n tool calls through the
+// Session API for two sizes of n: the bytes allocated per call must not
+// grow with n (a copy of the step's records per call made them grow
+// tenfold). Speed itself is measured by BenchmarkStepCalls.
+func TestStepCostGrowsLinearly(t *testing.T) {
+	perCall := func(n int) float64 {
+		ctx := context.Background()
+		rt := newRuntime(t, []run.Option{run.WithAgents(run.Agent{ID: "default", MaxSteps: 10})})
+		s, _, err := rt.Start(ctx, run.StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := model.Response{}
+		for i := range n {
+			resp.ToolCalls = append(resp.ToolCalls, model.ToolCall{ID: fmt.Sprintf("c%d", i), Name: "ls", Args: map[string]any{"i": i}})
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s.StepStart(ctx)
+		s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "ls"}}})
+		if _, err := s.AfterInference(ctx, resp); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range resp.ToolCalls {
+			s.ToolGate(ctx, c)
+			s.BeforeToolExecute(ctx, c)
+			if _, _, err := s.AfterToolExecute(ctx, c, model.Success("ok")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.StepEnd(ctx); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		return float64(after.TotalAlloc-before.TotalAlloc) / float64(n)
+	}
+	small, large := perCall(200), perCall(2000)
+	if large > 2*small {
+		t.Fatalf("a step allocates %.0f bytes per call with 2000 calls, %.0f with 200: the cost per call grows with the number of calls", large, small)
+	}
 }

@@ -20,55 +20,92 @@ import (
 const interruptedText = "[tool execution was interrupted]"
 
 // recordCalls mirrors the step's tool calls into __runtime.tool_calls: only
-// the given calls when some are given (the others' records are shared from
-// the current value), every call otherwise.
+// the given calls when some are given (the others' records are shared with
+// the current value), every call otherwise. The value is a callLog: a call
+// recorded alone costs O(log n), and the map plugins read is built when
+// someone reads it.
 func (s *Session) recordCalls(ctx context.Context, p phase.Phase, only ...*CallRecord) error {
-	var m map[string]any
-	calls := s.calls
-	if len(only) > 0 {
-		cur, _ := s.store.Snapshot().Lookup(KeyToolCalls)
-		old, _ := cur.(map[string]any)
-		m = make(map[string]any, len(old)+len(only))
-		for k, v := range old {
-			m[k] = v
+	limit := s.store.Limits().MaxState
+	log := s.currentLog()
+	if log == nil || len(only) == 0 {
+		entries := make([]logEntry, len(s.calls))
+		for i, c := range s.calls {
+			entries[i] = s.logEntry(c, limit)
 		}
-		calls = only
+		log = newCallLog(s, s.callsGen, entries)
 	} else {
-		m = make(map[string]any, len(s.calls))
+		for _, c := range only {
+			log = log.with(s.position(c), s.logEntry(c, limit))
+		}
 	}
-	for _, c := range calls {
-		rec := map[string]any{"id": c.Call.ID, "name": c.Call.Name, "args": c.Call.Args,
-			"status": string(c.Status), "step": float64(s.info.Step)}
-		if c.Gate != nil {
-			rec["decision"] = c.Gate.Decision
-			if c.Gate.Plugin != "" {
-				rec["plugin"] = c.Gate.Plugin
-			}
-			if c.Gate.Reason != "" {
-				rec["reason"] = c.Gate.Reason
-			}
-			if c.Gate.RewrittenBy != "" {
-				rec["rewritten_by"] = c.Gate.RewrittenBy
-			}
-			if c.Gate.Ticket != nil {
-				rec["ticket"] = c.Gate.Ticket.ID
+	return s.record(ctx, p, KeyToolCalls, log)
+}
+
+// scanCalls is the number of calls up to which a lookup scans them rather
+// than building an index.
+const scanCalls = 8
+
+// setCalls makes calls the step's calls.
+func (s *Session) setCalls(calls []*CallRecord) {
+	s.calls = calls
+	s.callsGen++
+	s.index = nil
+	s.nSuspended, s.suspendedKnown = 0, false
+}
+
+// position is c's index in the step's calls.
+func (s *Session) position(c *CallRecord) int {
+	if s.index == nil && len(s.calls) <= scanCalls {
+		for i, x := range s.calls {
+			if x == c {
+				return i
 			}
 		}
-		if c.Result != nil {
-			rec["result"] = (*c.Result).Value()
-		}
-		m[c.Call.ID] = rec
 	}
-	return s.record(ctx, p, KeyToolCalls, m)
+	s.reindex()
+	return s.index[c.Call.ID]
+}
+
+// reindex builds the index of call ids when it is missing (a restored
+// session's first use).
+func (s *Session) reindex() {
+	if s.index != nil {
+		return
+	}
+	s.index = make(map[string]int, len(s.calls))
+	for i, c := range s.calls {
+		s.index[c.Call.ID] = i
+	}
 }
 
 func (s *Session) call(id string) *CallRecord {
-	for _, c := range s.calls {
-		if c.Call.ID == id {
-			return c
+	if s.index == nil && len(s.calls) <= scanCalls {
+		// A few calls: scanning them costs less than an index.
+		for _, c := range s.calls {
+			if c.Call.ID == id {
+				return c
+			}
 		}
+		return nil
+	}
+	s.reindex()
+	if i, ok := s.index[id]; ok {
+		return s.calls[i]
 	}
 	return nil
+}
+
+// setStatus changes c's status, keeping the count of suspended calls.
+func (s *Session) setStatus(c *CallRecord, to CallStatus) {
+	if s.suspendedKnown {
+		if c.Status == CallSuspended {
+			s.nSuspended--
+		}
+		if to == CallSuspended {
+			s.nSuspended++
+		}
+	}
+	c.Status = to
 }
 
 func (s *Session) move(c *CallRecord, to CallStatus) error {
@@ -78,7 +115,7 @@ func (s *Session) move(c *CallRecord, to CallStatus) error {
 	if !allowed(callMoves, c.Status, to) {
 		return invalid("tool call %s cannot go from %s to %s", c.Call.ID, c.Status, to)
 	}
-	c.Status = to
+	s.setStatus(c, to)
 	return nil
 }
 
@@ -141,6 +178,9 @@ func (s *Session) AnnounceCall(ctx context.Context, call model.ToolCall) (Outcom
 		return s.outcome(), errs.Field("$.call.id", "the step already has a tool call with id %q; give each call its own id", call.ID)
 	}
 	call.Args = copyMap(call.Args)
+	if s.index != nil {
+		s.index[call.ID] = len(s.calls)
+	}
 	s.calls = append(s.calls, &CallRecord{Call: call, Status: CallNew})
 	return s.outcome(), nil
 }
@@ -439,7 +479,7 @@ func (s *Session) suspendByTool(ctx context.Context, c *CallRecord, result model
 		return result, s.outcome(), err
 	}
 	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(CallSuspended), Result: &result})
-	if err := s.recordCalls(ctx, phase.AfterToolExecute); err != nil {
+	if err := s.recordCalls(ctx, phase.AfterToolExecute, c); err != nil {
 		return result, s.outcome(), err
 	}
 	return result, s.outcome(), nil
@@ -449,7 +489,7 @@ func (s *Session) suspendByTool(ctx context.Context, c *CallRecord, result model
 func (s *Session) interrupt() {
 	for _, c := range s.calls {
 		if c.Status == CallNew || c.Status == CallResuming || (c.Status == CallRunning && c.Result == nil) {
-			c.Status = CallFailed
+			s.setStatus(c, CallFailed)
 			r := model.Error(interruptedText)
 			c.Result = &r
 			s.messages = append(s.messages, ToolMessage(c.Call, r))

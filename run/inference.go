@@ -185,10 +185,11 @@ func (s *Session) AfterInference(ctx context.Context, resp model.Response) (Outc
 		}
 	}
 	s.stage = stageInferred
-	s.calls = nil
-	for _, c := range resp.ToolCalls {
-		s.calls = append(s.calls, &CallRecord{Call: c, Status: CallNew})
+	calls := make([]*CallRecord, len(resp.ToolCalls))
+	for i, c := range resp.ToolCalls {
+		calls[i] = &CallRecord{Call: c, Status: CallNew}
 	}
+	s.setCalls(calls)
 	s.messages = append(s.messages, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: cloneCalls(resp.ToolCalls)})
 	s.events.Emit(event.InferenceComplete{Text: resp.Text, ToolCalls: cloneCalls(resp.ToolCalls), Usage: resp.Usage})
 	r := resp

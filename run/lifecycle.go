@@ -17,7 +17,8 @@ func (s *Session) StepStart(ctx context.Context) (Outcome, error) {
 	}
 	s.info.Step++
 	s.stage = stageStepStarted
-	s.calls, s.offered, s.tools, s.natural = nil, nil, nil, false
+	s.setCalls(nil)
+	s.offered, s.tools, s.natural = nil, nil, false
 	s.events.Emit(event.StepStart{Step: s.info.Step})
 	if err := s.record(ctx, phase.StepStart, KeyRun, s.runRecord()); err != nil {
 		return s.outcome(), err
@@ -56,7 +57,7 @@ func (s *Session) StepEnd(ctx context.Context) (Outcome, error) {
 			return s.outcome(), invalid("step_end: tool call %s is %s; finish it first (tool_gate, before_tool_execute, after_tool_execute)", c.Call.ID, c.Status)
 		}
 	}
-	if len(s.Suspended()) > 0 {
+	if s.SuspendedCount() > 0 {
 		return s.wait(ctx)
 	}
 	if err := s.phase(ctx, phase.StepEnd, plugin.Input{}); err != nil {
@@ -176,7 +177,7 @@ func (s *Session) Cancel(ctx context.Context, reason string) (Outcome, error) {
 }
 
 func (s *Session) cancelCall(c *CallRecord, reason string) {
-	c.Status = CallCancelled
+	s.setStatus(c, CallCancelled)
 	msg := "the call was cancelled"
 	if reason != "" {
 		msg += ": " + reason

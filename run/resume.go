@@ -25,19 +25,25 @@ func (s *Session) Resume(ctx context.Context, decisions []ResumeDecision) ([]Cal
 		return nil, s.outcome(), invalid("resume: the run is %s, not waiting", s.status)
 	}
 	// Every decision is checked before anything changes.
+	byTicket := map[string]*CallRecord{}
+	for _, c := range s.calls {
+		if c.Status == CallSuspended && c.Gate != nil && c.Gate.Ticket != nil {
+			if _, seen := byTicket[c.Gate.Ticket.ID]; !seen {
+				byTicket[c.Gate.Ticket.ID] = c
+			}
+		}
+	}
 	targets := make([]*CallRecord, len(decisions))
 	results := make([]any, len(decisions))
+	taken := make(map[*CallRecord]int, len(decisions))
 	for i, d := range decisions {
 		path := "$.decisions[" + strconv.Itoa(i) + "]"
 		if d.Target == "" {
 			return nil, s.outcome(), errs.Field(path+".target", "a decision needs a target: the id of a suspended call or of its ticket")
 		}
-		var hit *CallRecord
-		for _, c := range s.calls {
-			if c.Status == CallSuspended && (c.Call.ID == d.Target || (c.Gate != nil && c.Gate.Ticket != nil && c.Gate.Ticket.ID == d.Target)) {
-				hit = c
-				break
-			}
+		hit := s.call(d.Target)
+		if hit == nil || hit.Status != CallSuspended {
+			hit = byTicket[d.Target]
 		}
 		if hit == nil {
 			e := errs.Field(path+".target", "%q is not a suspended call or ticket of run %s; suspended: %s", d.Target, s.info.ID, s.suspendedIDs())
@@ -47,11 +53,10 @@ func (s *Session) Resume(ctx context.Context, decisions []ResumeDecision) ([]Cal
 		if d.Action != "resume" && d.Action != "cancel" {
 			return nil, s.outcome(), errs.Field(path+".action", "decision for %q: action is \"resume\" or \"cancel\", not %q", d.Target, d.Action)
 		}
-		for j, t := range targets[:i] {
-			if t == hit {
-				return nil, s.outcome(), errs.Field(path+".target", "decisions[%d] and decisions[%d] both target call %s", j, i, hit.Call.ID)
-			}
+		if j, dup := taken[hit]; dup {
+			return nil, s.outcome(), errs.Field(path+".target", "decisions[%d] and decisions[%d] both target call %s", j, i, hit.Call.ID)
 		}
+		taken[hit] = i
 		r, err := value.Normalize(d.Result)
 		if err != nil {
 			return nil, s.outcome(), errs.Field(path+".result", "decision for %q: the result is not a JSON value: %v", d.Target, err)

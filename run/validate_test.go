@@ -254,10 +254,10 @@ func TestParallelCallsAreAnnounced(t *testing.T) {
 	if len(calls) != 3 || calls["b"].(map[string]any)["status"] != "succeeded" || calls["c"].(map[string]any)["status"] != "suspended" {
 		t.Fatalf("tool_calls = %v", calls)
 	}
-	if c := s.Calls()[1]; c.Call.ID != "b" || c.Call.Args["n"] != 1.0 {
+	if c, ok := s.Call("b"); !ok || c.Call.Args["n"] != 1.0 {
 		t.Fatalf("call b = %+v", c)
 	}
-	if _, err := s.StepEnd(ctx); err != nil || s.Status() != run.Waiting || len(s.Suspended()) != 1 {
+	if _, err := s.StepEnd(ctx); err != nil || s.Status() != run.Waiting || s.SuspendedCount() != 1 {
 		t.Fatal(s.Status(), err)
 	}
 }

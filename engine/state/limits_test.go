@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -192,6 +193,29 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+func TestLazyValues(t *testing.T) {
+	st, reg := limitedStore(t, state.Limits{MaxValue: 10, MaxState: 1000}, nil,
+		state.Spec{Name: "__runtime.calls", Trusted: true}, state.Spec{Name: "other"})
+	var builds atomic.Int32
+	m := map[string]any{"c1": strings.Repeat("v", 20)}
+	lazy := state.NewLazy(encodedSize(t, m), func() any { builds.Add(1); return m })
+	commit(t, st, state.Update{Key: "__runtime.calls", Value: lazy})
+	commit(t, st, state.Update{Key: "other", Value: 1.0})
+	k, _ := reg.Key("__runtime.calls")
+	snap := st.Snapshot()
+	if builds.Load() != 0 || snap.Raw(k) != lazy || snap.Size() != encodedSize(t, m)+1 {
+		t.Fatalf("committing built the lazy value (%d builds) or lost its size (%d)", builds.Load(), snap.Size())
+	}
+	if got := snap.Get(k).(map[string]any); got["c1"] != m["c1"] || snap.Values(nil)["__runtime.calls"] == nil || builds.Load() != 1 {
+		t.Fatalf("Get = %v after %d builds", got, builds.Load())
+	}
+	// Its size counts against the state.
+	big := state.NewLazy(2000, func() any { return map[string]any{} })
+	if _, err := st.Commit(st.Revision(), []state.Update{{Key: "__runtime.calls", Value: big, Plugin: "runtime"}}); errs.CodeOf(err) != errs.StateTooLarge {
+		t.Fatalf("err = %v", err)
+	}
 }
 
 // TestAppendSizeIsExact: an append measures only the items it adds; the

@@ -48,7 +48,7 @@ func (s *Snapshot) slot(i int) slot {
 	return get(s.root, s.reg.depth, i)
 }
 
-// value reads the value of slot i.
+// value reads the stored value of slot i (a Lazy one unbuilt).
 func (s *Snapshot) value(i int) any { return s.slot(i).v }
 
 // Revision is the number of non-empty commits that led to this snapshot.
@@ -60,10 +60,15 @@ func (s *Snapshot) Registry() *Registry { return s.reg }
 // Get returns the key's value, or its default when absent.
 func (s *Snapshot) Get(k *Key) any {
 	if v := s.value(k.index); v != nil {
-		return v
+		return built(v)
 	}
 	return k.Default
 }
+
+// Raw returns the key's stored value as committed, a Lazy one unbuilt, or
+// nil when the key is absent: the runtime derives the next version of its
+// own bookkeeping from it without building the value.
+func (s *Snapshot) Raw(k *Key) any { return s.value(k.index) }
 
 // Has reports whether the key holds a value (not just its default).
 func (s *Snapshot) Has(k *Key) bool { return s.value(k.index) != nil }
@@ -91,10 +96,50 @@ func (s *Snapshot) Values(keep func(*Key) bool) map[string]any {
 			continue
 		}
 		if v := s.value(k.index); v != nil {
-			out[k.Name] = v
+			out[k.Name] = built(v)
 		}
 	}
 	return out
+}
+
+// Lazy is a value built on first read. The runtime's own bookkeeping (the
+// step's tool calls) changes one entry per commit: kept as a persistent
+// structure, with the map that plugins read built only when someone reads
+// it, such a commit costs O(log n) instead of a copy of n entries. Only
+// trusted keys (Spec.Trusted) hold one; readers never see it (Get, Values
+// and reducers see the built value), and the producer finds its structure
+// again with Snapshot.Raw.
+type Lazy interface {
+	// Value builds the value on first call and returns the same one ever
+	// after; it is safe for concurrent use.
+	Value() any
+	// EncodedSize is the length of the built value encoded as JSON, which
+	// the store counts against Limits.MaxState without building it.
+	EncodedSize() int
+}
+
+// NewLazy makes a Lazy value that build makes on first read.
+func NewLazy(size int, build func() any) Lazy { return &funcLazy{size: size, build: build} }
+
+type funcLazy struct {
+	size  int
+	once  sync.Once
+	build func() any
+	v     any
+}
+
+func (l *funcLazy) Value() any {
+	l.once.Do(func() { l.v, l.build = l.build(), nil })
+	return l.v
+}
+
+func (l *funcLazy) EncodedSize() int { return l.size }
+
+func built(v any) any {
+	if l, ok := v.(Lazy); ok {
+		return l.Value()
+	}
+	return v
 }
 
 // Limits bound a store's state, each value measured as the length of its
@@ -133,8 +178,11 @@ func (l Limits) WithDefaults() Limits {
 // measure returns the encoded size of k's value v, counting no further than
 // past what the limits allow k.
 func (l Limits) measure(k *Key, plugin string, v any) (int, error) {
-	if v == nil {
+	switch x := v.(type) {
+	case nil:
 		return 0, nil
+	case Lazy:
+		return x.EncodedSize(), nil
 	}
 	limit := l.MaxState
 	if !k.Trusted {
@@ -418,13 +466,16 @@ func apply(cur *Snapshot, ups []Update, lim Limits) (*Snapshot, error) {
 			}
 		}
 		var old any
-		if i >= 0 {
-			old = tk[i].v
-		} else {
-			old = cur.value(k.index)
-		}
-		if old == nil {
-			old = k.Default
+		if !k.replaces { // replace ignores the current value: do not build a lazy one
+			if i >= 0 {
+				old = tk[i].v
+			} else {
+				old = cur.value(k.index)
+			}
+			if old == nil {
+				old = k.Default
+			}
+			old = built(old)
 		}
 		nv, err := k.reduce(old, u.Value)
 		if err != nil {
