@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/awaken-lua/awaken-lua/engine/value"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // callLog is __runtime.tool_calls as the session keeps it: the step's call
@@ -112,36 +113,45 @@ func copyLeaf(p unsafe.Pointer) *logLeaf {
 	return c
 }
 
-// newCallLog builds a version holding entries in order, in O(n).
-func newCallLog(owner *Session, gen uint64, entries []logEntry) *callLog {
-	l := &callLog{owner: owner, gen: gen, n: len(entries)}
-	for l.capacity() < len(entries) {
+// newCallLog builds a version holding n entries, entry(i) at position i,
+// in O(n).
+func newCallLog(owner *Session, gen uint64, n int, entry func(i int) logEntry) *callLog {
+	l := &callLog{owner: owner, gen: gen, n: n}
+	for l.capacity() < n {
 		l.depth++
 	}
-	level := make([]unsafe.Pointer, 0, (len(entries)+logMask)/logWidth)
-	for i := 0; i < len(entries); i += logWidth {
+	fill := func(leaf *logLeaf, from int) {
+		for j := range min(logWidth, n-from) {
+			e := entry(from + j)
+			leaf[j] = e
+			if e.id != "" {
+				l.count++
+				l.size += e.size
+			}
+		}
+	}
+	if l.depth == 0 {
 		leaf := new(logLeaf)
-		copy(leaf[:], entries[i:min(i+logWidth, len(entries))])
+		fill(leaf, 0)
+		l.root = unsafe.Pointer(leaf)
+		return l
+	}
+	level := make([]unsafe.Pointer, 0, (n+logMask)/logWidth)
+	for i := 0; i < n; i += logWidth {
+		leaf := new(logLeaf)
+		fill(leaf, i)
 		level = append(level, unsafe.Pointer(leaf))
 	}
 	for d := 0; d < l.depth; d++ {
 		up := make([]unsafe.Pointer, 0, (len(level)+logMask)/logWidth)
 		for i := 0; i < len(level); i += logWidth {
-			n := new(logInner)
-			copy(n[:], level[i:min(i+logWidth, len(level))])
-			up = append(up, unsafe.Pointer(n))
+			in := new(logInner)
+			copy(in[:], level[i:min(i+logWidth, len(level))])
+			up = append(up, unsafe.Pointer(in))
 		}
 		level = up
 	}
-	if len(level) > 0 {
-		l.root = level[0]
-	}
-	for _, e := range entries {
-		if e.id != "" {
-			l.count++
-			l.size += e.size
-		}
-	}
+	l.root = level[0]
 	return l
 }
 
@@ -190,8 +200,7 @@ func (l *callLog) EncodedSize() int {
 // current calls (not those of an earlier step, nor a map restored from a
 // checkpoint), else nil.
 func (s *Session) currentLog() *callLog {
-	k, _ := s.rt.set.Registry().Key(KeyToolCalls)
-	log, _ := s.store.Snapshot().Raw(k).(*callLog)
+	log, _ := s.store.Snapshot().Raw(s.rt.toolCalls).(*callLog)
 	if log == nil || log.owner != s || log.gen != s.callsGen || log.n > len(s.calls) {
 		return nil
 	}
@@ -224,7 +233,7 @@ func (s *Session) logEntry(c *CallRecord, limit int) logEntry {
 		}
 	}
 	if c.Result != nil {
-		r.add("result", (*c.Result).Value())
+		r.result(*c.Result)
 	}
 	return logEntry{id: c.Call.ID, rec: r.m, size: value.StringSize(c.Call.ID) + 1 + r.size()}
 }
@@ -236,14 +245,31 @@ type recordBuilder struct {
 	limit int
 }
 
+// The keys are plain ASCII: `"k":` is len(k)+3 bytes.
+
 func (r *recordBuilder) str(k, v string) {
 	r.m[k] = v
-	r.n += value.StringSize(k) + 1 + value.StringSize(v)
+	r.n += len(k) + 3 + value.StringSize(v)
 }
 
 func (r *recordBuilder) add(k string, v any) {
 	r.m[k] = v
-	r.n += value.StringSize(k) + 1 + encodedLen(v, r.limit)
+	r.n += len(k) + 3 + encodedLen(v, r.limit)
+}
+
+// result adds a tool result as its Value() {status, data?, message?},
+// measured field by field.
+func (r *recordBuilder) result(res model.ToolResult) {
+	v := res.Value()
+	r.m["result"] = v
+	n := len(`{"status":}`) + value.StringSize(res.Status)
+	if res.Data != nil {
+		n += len(`,"data":`) + encodedLen(res.Data, r.limit)
+	}
+	if res.Message != "" {
+		n += len(`,"message":`) + value.StringSize(res.Message)
+	}
+	r.n += len("result") + 3 + n
 }
 
 func (r *recordBuilder) size() int { return 2 + r.n + len(r.m) - 1 }

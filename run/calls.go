@@ -28,11 +28,7 @@ func (s *Session) recordCalls(ctx context.Context, p phase.Phase, only ...*CallR
 	limit := s.store.Limits().MaxState
 	log := s.currentLog()
 	if log == nil || len(only) == 0 {
-		entries := make([]logEntry, len(s.calls))
-		for i, c := range s.calls {
-			entries[i] = s.logEntry(c, limit)
-		}
-		log = newCallLog(s, s.callsGen, entries)
+		log = newCallLog(s, s.callsGen, len(s.calls), func(i int) logEntry { return s.logEntry(s.calls[i], limit) })
 	} else {
 		for _, c := range only {
 			log = log.with(s.position(c), s.logEntry(c, limit))
