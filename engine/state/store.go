@@ -32,16 +32,19 @@ const overlayMax = 16
 // of up to 64 keys, whose trie is one or two nodes deep, skip it). Entries are
 // unique per key index; a nil value shadows the trie (the key was reset).
 type overlay struct {
-	idx  []int
-	vals []slot
+	idx  []entry
+	vals []any
 }
+
+// entry is an overlay entry's key index and its value's encoded size.
+type entry struct{ i, n int32 }
 
 // slot reads slot i: the overlay first, then the trie.
 func (s *Snapshot) slot(i int) slot {
 	if o := s.over; o != nil {
 		for j, x := range o.idx {
-			if x == i {
-				return o.vals[j]
+			if int(x.i) == i {
+				return slot{o.vals[j], int(x.n)}
 			}
 		}
 	}
@@ -60,7 +63,10 @@ func (s *Snapshot) Registry() *Registry { return s.reg }
 // Get returns the key's value, or its default when absent.
 func (s *Snapshot) Get(k *Key) any {
 	if v := s.value(k.index); v != nil {
-		return built(v)
+		if k.Trusted { // only the runtime's keys hold Lazy values
+			return built(v)
+		}
+		return v
 	}
 	return k.Default
 }
@@ -96,7 +102,10 @@ func (s *Snapshot) Values(keep func(*Key) bool) map[string]any {
 			continue
 		}
 		if v := s.value(k.index); v != nil {
-			out[k.Name] = built(v)
+			if k.Trusted {
+				v = built(v)
+			}
+			out[k.Name] = v
 		}
 	}
 	return out
@@ -134,6 +143,19 @@ func (l *funcLazy) Value() any {
 }
 
 func (l *funcLazy) EncodedSize() int { return l.size }
+
+// Presized is a value whose encoded size its producer measured as it built
+// it (the runtime's own records, field by field): the store takes the size
+// instead of walking the value.
+func Presized(v any, size int) Lazy { return &presized{v, size} }
+
+type presized struct {
+	v any
+	n int
+}
+
+func (p *presized) Value() any       { return p.v }
+func (p *presized) EncodedSize() int { return p.n }
 
 func built(v any) any {
 	if l, ok := v.(Lazy); ok {
@@ -181,8 +203,11 @@ func (l Limits) measure(k *Key, plugin string, v any) (int, error) {
 	switch x := v.(type) {
 	case nil:
 		return 0, nil
-	case Lazy:
-		return x.EncodedSize(), nil
+	case float64, string, bool, map[string]any, []any: // canonical: no Lazy
+	default:
+		if lz, ok := x.(Lazy); ok && k.Trusted {
+			return lz.EncodedSize(), nil
+		}
 	}
 	limit := l.MaxState
 	if !k.Trusted {
@@ -205,9 +230,9 @@ func (l Limits) measure(k *Key, plugin string, v any) (int, error) {
 }
 
 // appendBase returns the length of the list the append reducer appends to
-// (old, the current value or the default) and its encoded size, or -1 when
+// (old: the stored value, or the default) and its encoded size, or -1 when
 // the commit must measure the whole result.
-func appendBase(cur *Snapshot, k *Key, old any) (from, base int) {
+func appendBase(stored slot, k *Key, old any) (from, base int) {
 	switch x := old.(type) {
 	case nil:
 		from = 0
@@ -220,9 +245,9 @@ func appendBase(cur *Snapshot, k *Key, old any) (from, base int) {
 	default:
 		return -1, 0
 	}
-	switch s := cur.slot(k.index); {
-	case s.v != nil:
-		base = s.n
+	switch {
+	case stored.v != nil:
+		base = stored.n
 	case k.Default != nil:
 		n, err := value.EncodedSize(k.Default, MaxLimit)
 		if err != nil {
@@ -240,14 +265,14 @@ func appendBase(cur *Snapshot, k *Key, old any) (from, base int) {
 // a long list does not walk it.
 func (l Limits) measureTouched(t *touched, v any) (int, error) {
 	list, ok := v.([]any)
-	if t.from < 0 || !ok || len(list) < t.from {
+	if t.from < 0 || !ok || len(list) < int(t.from) {
 		return l.measure(t.k, t.plugin, v)
 	}
 	limit := l.MaxState
 	if !t.k.Trusted {
 		limit = min(limit, l.MaxValue)
 	}
-	n := t.base
+	n := int(t.base)
 	added := list[t.from:]
 	for _, it := range added {
 		m, err := value.EncodedSize(it, max(limit-n, 0))
@@ -426,7 +451,7 @@ func (s *Store) Commit(base uint64, ups []Update) (*Snapshot, error) {
 }
 
 // checked is the touched key's new value, conformed to its schema.
-func (t touched) checked() (any, error) {
+func (t *touched) checked() (any, error) {
 	if t.v == nil || t.k.Trusted {
 		return t.v, nil
 	}
@@ -441,17 +466,18 @@ func (t touched) checked() (any, error) {
 type touched struct {
 	k *Key
 	v any
-	n int // v's encoded size
 	// plugin is the last writer, for errors.
 	plugin string
+	n      int32 // v's encoded size
+	old    int32 // the stored value's encoded size
 	// For the append reducer: the length of the list before this commit
 	// appended to it (-1: measure the whole value) and its encoded size.
-	from, base int
+	from, base int32
 }
 
 func apply(cur *Snapshot, ups []Update, lim Limits) (*Snapshot, error) {
 	reg := cur.reg
-	var buf [8]touched
+	var buf [4]touched
 	tk := buf[:0]
 	for _, u := range ups {
 		k, ok := reg.byName[u.Key]
@@ -465,17 +491,23 @@ func apply(cur *Snapshot, ups []Update, lim Limits) (*Snapshot, error) {
 				break
 			}
 		}
+		var stored slot
+		if i < 0 {
+			stored = cur.slot(k.index)
+		}
 		var old any
 		if !k.replaces { // replace ignores the current value: do not build a lazy one
 			if i >= 0 {
 				old = tk[i].v
 			} else {
-				old = cur.value(k.index)
+				old = stored.v
 			}
 			if old == nil {
 				old = k.Default
 			}
-			old = built(old)
+			if k.Trusted {
+				old = built(old)
+			}
 		}
 		nv, err := k.reduce(old, u.Value)
 		if err != nil {
@@ -485,39 +517,45 @@ func apply(cur *Snapshot, ups []Update, lim Limits) (*Snapshot, error) {
 		if i >= 0 {
 			tk[i].v, tk[i].plugin = nv, u.Plugin
 		} else {
-			t := touched{k: k, v: nv, plugin: u.Plugin, from: -1}
+			tk = append(tk, touched{k: k, v: nv, plugin: u.Plugin, old: int32(stored.n), from: -1})
 			if k.appends {
-				t.from, t.base = appendBase(cur, k, old)
+				t := &tk[len(tk)-1]
+				from, base := appendBase(stored, k, old)
+				t.from, t.base = int32(from), int32(base)
 			}
-			tk = append(tk, t)
 		}
 	}
 	// Conform and measure each touched value; the state's size changes by
 	// the touched keys' sizes alone.
 	total := cur.size
-	biggest := 0
+	biggest, biggestN := 0, -1
 	for j := range tk {
 		t := &tk[j]
 		v, err := t.checked()
 		if err != nil {
 			return nil, err
 		}
-		n, err := lim.measureTouched(t, v)
+		var n int
+		if _, ok := v.(float64); ok { // the common counter, measured inline
+			n, err = value.EncodedSize(v, 0)
+		} else {
+			n, err = lim.measureTouched(t, v)
+		}
 		if err != nil {
 			return nil, err
 		}
 		if n > lim.MaxValue && !t.k.Trusted {
 			return nil, lim.tooLarge(t.k, t.plugin, n, 0, false)
 		}
-		total += n - cur.slot(t.k.index).n
-		t.v, t.n = v, n
-		if n > tk[biggest].n {
-			biggest = j
+		total += n - int(t.old)
+		t.v, t.n = v, int32(n)
+		if n > biggestN {
+			biggest, biggestN = j, n
 		}
 	}
 	if total > lim.MaxState {
 		t := tk[biggest]
-		return nil, lim.tooLarge(t.k, t.plugin, t.n, total, false)
+		return nil, lim.tooLarge(t.k, t.plugin, biggestN, total, false)
 	}
 	if reg.depth <= 2 {
 		// A shallow trie (up to 64 keys) is cheaper to copy than an
@@ -527,7 +565,7 @@ func apply(cur *Snapshot, ups []Update, lim Limits) (*Snapshot, error) {
 		f := fresh(fb[:0])
 		track := len(tk) > 1
 		for _, t := range tk {
-			root, f = set(root, reg.depth, t.k.index, slot{t.v, t.n}, f, track)
+			root, f = set(root, reg.depth, t.k.index, slot{t.v, int(t.n)}, f, track)
 		}
 		return &Snapshot{reg: reg, root: root, rev: cur.rev + 1, size: total}, nil
 	}
@@ -539,22 +577,22 @@ func apply(cur *Snapshot, ups []Update, lim Limits) (*Snapshot, error) {
 	if prev != nil {
 		n += len(prev.idx)
 	}
-	over = &overlay{idx: make([]int, 0, n), vals: make([]slot, 0, n)}
+	over = &overlay{idx: make([]entry, 0, n), vals: make([]any, 0, n)}
 	if prev != nil {
 	outer:
-		for j, i := range prev.idx {
+		for j, e := range prev.idx {
 			for _, t := range tk {
-				if t.k.index == i {
+				if t.k.index == int(e.i) {
 					continue outer
 				}
 			}
-			over.idx = append(over.idx, i)
+			over.idx = append(over.idx, e)
 			over.vals = append(over.vals, prev.vals[j])
 		}
 	}
 	for _, t := range tk {
-		over.idx = append(over.idx, t.k.index)
-		over.vals = append(over.vals, slot{t.v, t.n})
+		over.idx = append(over.idx, entry{int32(t.k.index), t.n})
+		over.vals = append(over.vals, t.v)
 	}
 	root := cur.root
 	if len(over.idx) > overlayMax {
@@ -562,8 +600,8 @@ func apply(cur *Snapshot, ups []Update, lim Limits) (*Snapshot, error) {
 		// written in place for the next.
 		var fb [32]unsafe.Pointer
 		f := fresh(fb[:0])
-		for j, i := range over.idx {
-			root, f = set(root, reg.depth, i, over.vals[j], f, true)
+		for j, e := range over.idx {
+			root, f = set(root, reg.depth, int(e.i), slot{over.vals[j], int(e.n)}, f, true)
 		}
 		over = nil
 	}

@@ -13,6 +13,17 @@ import (
 // over, costs O(limit) at most. A value AppendJSON cannot encode (a
 // non-canonical type, NaN, infinities, nesting past 10000) is an error.
 func EncodedSize(v any, limit int) (int, error) {
+	switch x := v.(type) { // the common scalars, without the walk
+	case float64:
+		return floatSize(x)
+	case string:
+		return StringSize(x), nil
+	case bool:
+		if x {
+			return 4, nil
+		}
+		return 5, nil
+	}
 	s := sizer{limit: limit}
 	if err := s.walk(v, 0); err != nil {
 		return 0, err
