@@ -12,6 +12,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/command"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/state"
@@ -208,7 +209,13 @@ func TestStateTooLargeRetryOfACheckpointedRun(t *testing.T) {
 // length of its value encoded as JSON, and the state's size their sum.
 func TestStateSizeIsTracked(t *testing.T) {
 	ctx := context.Background()
-	rt := newRuntime(t, nil, approver("ask"), keys("k", state.Spec{Name: "k.log", Reducer: "append"}),
+	rewriter := gateFn("rw", func(in *plugin.Input) gate.Decision {
+		if i, _ := in.Tool.Call.Args["i"].(float64); int(i)%3 == 0 && in.Tool.Call.Args["safe"] == nil {
+			return gate.Decision{Kind: gate.Rewrite, Args: map[string]any{"safe": true, "i": i, "pad": strings.Repeat("p", int(i))}}
+		}
+		return gate.Decision{}
+	})
+	rt := newRuntime(t, nil, approver("ask"), rewriter, keys("k", state.Spec{Name: "k.log", Reducer: "append"}),
 		hook("log", phase.AfterToolExecute, func(ctx context.Context, in *plugin.Input, out *command.Command) error {
 			out.Update("k.log", map[string]any{"call": in.Tool.Call.ID, "res": in.Tool.Result.Data})
 			return nil

@@ -2,6 +2,7 @@ package run
 
 import (
 	"encoding/json"
+	"reflect"
 	"sync"
 	"unsafe"
 
@@ -46,7 +47,11 @@ type logLeaf [logWidth]logEntry
 type logEntry struct {
 	id   string
 	rec  map[string]any
-	size int // the length of `"id":record` encoded as JSON
+	size int32 // the length of `"id":record` encoded as JSON
+	// fixed is the length of the parts that never change once the call is
+	// announced: `"id":` before the record, and its id, name and args
+	// fields (args change only with a rewrite, which makes a new map).
+	fixed int32
 }
 
 func (l *callLog) capacity() int { return logWidth << (logBits * l.depth) }
@@ -86,15 +91,30 @@ func (l *callLog) with(i int, e logEntry) *callLog {
 	old := &leaf[i&logMask]
 	if old.id != "" {
 		next.count--
-		next.size -= old.size
+		next.size -= int(old.size)
 	}
 	*old = e
 	if e.id != "" {
 		next.count++
-		next.size += e.size
+		next.size += int(e.size)
 	}
 	next.n = max(next.n, i+1)
 	return next
+}
+
+// at returns the entry at position i (a hole past the end).
+func (l *callLog) at(i int) logEntry {
+	if i >= l.capacity() {
+		return logEntry{}
+	}
+	p := l.root
+	for level := l.depth; level > 0 && p != nil; level-- {
+		p = (*logInner)(p)[(i>>(logBits*level))&logMask]
+	}
+	if p == nil {
+		return logEntry{}
+	}
+	return (*logLeaf)(p)[i&logMask]
 }
 
 func copyInner(p unsafe.Pointer) *logInner {
@@ -126,7 +146,7 @@ func newCallLog(owner *Session, gen uint64, n int, entry func(i int) logEntry) *
 			leaf[j] = e
 			if e.id != "" {
 				l.count++
-				l.size += e.size
+				l.size += int(e.size)
 			}
 		}
 	}
@@ -210,11 +230,22 @@ func (s *Session) currentLog() *callLog {
 // logEntry is c's record as plugins read it in __runtime.tool_calls, with
 // its encoded size, measured field by field (walking the map would cost
 // more than building it).
-func (s *Session) logEntry(c *CallRecord, limit int) logEntry {
+// prev is the call's previous entry, whose args' size is kept when the
+// args are the same map.
+func (s *Session) logEntry(c *CallRecord, limit int, prev logEntry) logEntry {
 	r := recordBuilder{m: make(map[string]any, 8), limit: limit}
-	r.str("id", c.Call.ID)
-	r.str("name", c.Call.Name)
-	r.add("args", c.Call.Args)
+	r.m["id"], r.m["name"], r.m["args"] = c.Call.ID, c.Call.Name, c.Call.Args
+	fixed := -1
+	if prev.id == c.Call.ID {
+		if old, _ := prev.rec["args"].(map[string]any); sameMap(old, c.Call.Args) {
+			fixed = int(prev.fixed)
+		}
+	}
+	if fixed < 0 {
+		id := value.StringSize(c.Call.ID)
+		fixed = id + 1 + len(`"id":`) + id + len(`"name":`) + value.StringSize(c.Call.Name) +
+			len(`"args":`) + encodedLen(c.Call.Args, limit)
+	}
 	r.str("status", string(c.Status))
 	r.add("step", float64(s.info.Step))
 	if c.Gate != nil {
@@ -235,7 +266,12 @@ func (s *Session) logEntry(c *CallRecord, limit int) logEntry {
 	if c.Result != nil {
 		r.result(*c.Result)
 	}
-	return logEntry{id: c.Call.ID, rec: r.m, size: value.StringSize(c.Call.ID) + 1 + r.size()}
+	return logEntry{id: c.Call.ID, rec: r.m, size: int32(fixed + r.size()), fixed: int32(fixed)}
+}
+
+// sameMap reports whether a and b are the same map (not equal ones).
+func sameMap(a, b map[string]any) bool {
+	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // recordBuilder builds a record map and the length of its JSON encoding.
@@ -272,6 +308,8 @@ func (r *recordBuilder) result(res model.ToolResult) {
 	r.n += len("result") + 3 + n
 }
 
+// size is the length of the record encoded, less the fixed fields' own
+// lengths (counted apart): the braces and a comma between each two fields.
 func (r *recordBuilder) size() int { return 2 + r.n + len(r.m) - 1 }
 
 // encodedLen is the length of v encoded as JSON, measured no further than

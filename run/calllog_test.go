@@ -16,7 +16,7 @@ func TestCallLogMatchesAMap(t *testing.T) {
 	entry := func(i, v int) logEntry {
 		id := fmt.Sprintf("c%d", i)
 		rec := map[string]any{"id": id, "v": float64(v)}
-		return logEntry{id: id, rec: rec, size: value.StringSize(id) + 1 + encodedLen(rec, 1<<30)}
+		return logEntry{id: id, rec: rec, size: int32(value.StringSize(id) + 1 + encodedLen(rec, 1<<30))}
 	}
 	rng := uint64(7)
 	next := func(m int) int {

@@ -28,10 +28,11 @@ func (s *Session) recordCalls(ctx context.Context, p phase.Phase, only ...*CallR
 	limit := s.store.Limits().MaxState
 	log := s.currentLog()
 	if log == nil || len(only) == 0 {
-		log = newCallLog(s, s.callsGen, len(s.calls), func(i int) logEntry { return s.logEntry(s.calls[i], limit) })
+		log = newCallLog(s, s.callsGen, len(s.calls), func(i int) logEntry { return s.logEntry(s.calls[i], limit, logEntry{}) })
 	} else {
 		for _, c := range only {
-			log = log.with(s.position(c), s.logEntry(c, limit))
+			i := s.position(c)
+			log = log.with(i, s.logEntry(c, limit, log.at(i)))
 		}
 	}
 	return s.record(ctx, p, KeyToolCalls, log)

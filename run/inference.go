@@ -190,8 +190,12 @@ func (s *Session) AfterInference(ctx context.Context, resp model.Response) (Outc
 		calls[i] = &CallRecord{Call: c, Status: CallNew}
 	}
 	s.setCalls(calls)
-	s.messages = append(s.messages, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: cloneCalls(resp.ToolCalls)})
-	s.events.Emit(event.InferenceComplete{Text: resp.Text, ToolCalls: cloneCalls(resp.ToolCalls), Usage: resp.Usage})
+	// resp.ToolCalls is this session's own copy: the message shares it (and
+	// its argument maps, never changed in place) with the call records.
+	s.messages = append(s.messages, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+	if _, discard := s.events.(event.Discard); !discard { // no copy for nobody
+		s.events.Emit(event.InferenceComplete{Text: resp.Text, ToolCalls: cloneCalls(resp.ToolCalls), Usage: resp.Usage})
+	}
 	r := resp
 	if err := s.phase(ctx, phase.AfterInference, plugin.Input{Response: &r}); err != nil {
 		return s.outcome(), err

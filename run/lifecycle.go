@@ -7,6 +7,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/state"
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
@@ -30,10 +31,17 @@ func (s *Session) StepStart(ctx context.Context) (Outcome, error) {
 	return s.outcome(), nil
 }
 
-func (s *Session) runRecord() map[string]any {
-	return map[string]any{"id": s.info.ID, "thread_id": s.info.ThreadID, "agent_id": s.info.AgentID,
-		"status": string(s.status), "step": float64(s.info.Step), "termination": s.termination,
-		"generation": s.rt.generation}
+// runRecord is the value of __runtime.run, measured as it is built.
+func (s *Session) runRecord() any {
+	r := recordBuilder{m: make(map[string]any, 7)}
+	r.str("id", s.info.ID)
+	r.str("thread_id", s.info.ThreadID)
+	r.str("agent_id", s.info.AgentID)
+	r.str("status", string(s.status))
+	r.add("step", float64(s.info.Step))
+	r.str("termination", s.termination)
+	r.str("generation", s.rt.generation)
+	return state.Presized(r.m, r.size())
 }
 
 // record commits one runtime-owned value.
