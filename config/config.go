@@ -98,6 +98,11 @@ type Runtime struct {
 	MaxSteps       int      // steps per run (>= 1)
 	MaxPhaseRounds int      // EXECUTE rounds per phase (>= 1)
 	HookTimeout    Duration // time budget of one hook call (> 0)
+	// MaxValueSize bounds one state key's value, encoded as JSON; a run
+	// whose plugin writes more fails with state_too_large.
+	MaxValueSize Size
+	// MaxStateSize bounds a run's whole state, encoded as JSON.
+	MaxStateSize Size
 }
 
 // Model is [model]: the executor that answers inference requests.
@@ -171,6 +176,8 @@ const (
 	defaultStorePath    = ".awaken/store"
 	defaultMaxThreads   = 10000 // run.DefaultMaxThreads
 	defaultHookTimeout  = Duration(100 * time.Millisecond)
+	defaultMaxValueSize = MiB      // state.DefaultMaxValue
+	defaultMaxStateSize = 16 * MiB // state.DefaultMaxState
 	defaultModelTimeout = Duration(60 * time.Second)
 	defaultShellTimeout = Duration(10 * time.Second)
 )
@@ -185,7 +192,8 @@ var defaultTools = []string{"fs_read", "fs_list"}
 func Default() *Config {
 	return &Config{
 		PluginDir: "scripts",
-		Runtime:   Runtime{MaxSteps: defaultSteps, MaxPhaseRounds: defaultSteps, HookTimeout: defaultHookTimeout},
+		Runtime: Runtime{MaxSteps: defaultSteps, MaxPhaseRounds: defaultSteps, HookTimeout: defaultHookTimeout,
+			MaxValueSize: defaultMaxValueSize, MaxStateSize: defaultMaxStateSize},
 		Model: Model{Kind: ModelScripted, Script: "testdata/scenarios/demo.toml",
 			Timeout: defaultModelTimeout, MaxRetries: 3},
 		Server: Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64},

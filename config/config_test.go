@@ -106,7 +106,8 @@ func TestDefaults(t *testing.T) {
 	if a == nil || a.Plugins != nil || !reflect.DeepEqual(a.Tools, []string{"fs_read", "fs_list"}) || a.PluginConfigs != nil {
 		t.Fatalf("default agent = %+v", a)
 	}
-	if c.Runtime.HookTimeout != Duration(100*time.Millisecond) || c.Server.BodyLimit != MiB ||
+	if c.Runtime.HookTimeout != Duration(100*time.Millisecond) || c.Runtime.MaxValueSize != MiB || c.Runtime.MaxStateSize != 16*MiB ||
+		c.Server.BodyLimit != MiB ||
 		c.Model.Timeout != Duration(time.Minute) || c.Tools.ShellTimeout != Duration(10*time.Second) ||
 		c.Store.Kind != StoreMemory || c.Store.Path != ".awaken/store" || c.Store.MaxThreads != 10000 {
 		t.Fatalf("defaults: %+v", c)
@@ -123,7 +124,8 @@ func TestFull(t *testing.T) {
 	if c.File != "testdata/full.toml" || c.Dir != "testdata" {
 		t.Fatalf("File, Dir = %q, %q", c.File, c.Dir)
 	}
-	if c.PluginDir != "plugins" || c.Runtime != (Runtime{8, 4, Duration(250 * time.Millisecond)}) {
+	if c.PluginDir != "plugins" || c.Runtime != (Runtime{MaxSteps: 8, MaxPhaseRounds: 4, HookTimeout: Duration(250 * time.Millisecond),
+		MaxValueSize: 512 * KiB, MaxStateSize: 8 * MiB}) {
 		t.Fatalf("runtime: %+v", c.Runtime)
 	}
 	if c.Model != (Model{Kind: ModelOpenAI, Script: "testdata/scenarios/demo.toml", BaseURL: "http://localhost:11434/v1",

@@ -222,6 +222,8 @@ func (p *parser) top(m map[string]any) {
 				{"max_steps", p.integer(&c.Runtime.MaxSteps, 1)},
 				{"max_phase_rounds", p.integer(&c.Runtime.MaxPhaseRounds, 1)},
 				{"hook_timeout", p.duration(&c.Runtime.HookTimeout)},
+				{"max_value_size", p.stateLimit(&c.Runtime.MaxValueSize, KiB)},
+				{"max_state_size", p.stateLimit(&c.Runtime.MaxStateSize, 64*KiB)},
 			})
 		}},
 		{"model", func(k toml.Key, v any) {
@@ -273,6 +275,11 @@ func (p *parser) check() {
 	if sk := (toml.Key{"store"}); p.maxThreadsSet && c.Store.Kind == StoreFile {
 		p.failAt(p.atFirst(key(sk, "max_threads"), sk), "store.max_threads",
 			`applies to the memory store only: the file store keeps every thread on disk, so there is nothing to bound; remove max_threads, or set kind = "memory"`)
+	}
+	if rk := (toml.Key{"runtime"}); c.Runtime.MaxValueSize > c.Runtime.MaxStateSize {
+		p.failAt(p.atFirst(key(rk, "max_value_size"), key(rk, "max_state_size"), rk), "runtime.max_value_size",
+			"%s is larger than max_state_size (%s), which bounds the whole state; lower max_value_size or raise max_state_size",
+			c.Runtime.MaxValueSize, c.Runtime.MaxStateSize)
 	}
 	mk := toml.Key{"model"}
 	switch c.Model.Kind {
@@ -485,6 +492,29 @@ func (p *parser) size(dst *Size) func(toml.Key, any) {
 			return
 		}
 		*dst = s
+	}
+}
+
+// maxStateLimit is the largest [runtime] max_value_size or max_state_size
+// (state.MaxLimit): sizes are kept in 32 bits.
+const maxStateLimit = GiB
+
+// stateLimit reads a state size limit of at least min: the runtime's own
+// records need room.
+func (p *parser) stateLimit(dst *Size, min Size) func(toml.Key, any) {
+	read := p.size(dst)
+	return func(k toml.Key, v any) {
+		old := *dst
+		read(k, v)
+		switch {
+		case *dst == old:
+		case *dst < min:
+			p.fail(k, "must be at least %s, got %s", min, *dst)
+			*dst = old
+		case *dst > maxStateLimit:
+			p.fail(k, "must be at most %s, got %s", Size(maxStateLimit), *dst)
+			*dst = old
+		}
 	}
 }
 

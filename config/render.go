@@ -29,6 +29,8 @@ func (c *Config) Render() string {
 	w.kv("max_steps", itoa(c.Runtime.MaxSteps))
 	w.kv("max_phase_rounds", itoa(c.Runtime.MaxPhaseRounds))
 	w.kv("hook_timeout", quoteString(c.Runtime.HookTimeout.String()))
+	w.kv("max_value_size", quoteString(c.Runtime.MaxValueSize.String()))
+	w.kv("max_state_size", quoteString(c.Runtime.MaxStateSize.String()))
 
 	w.header("model")
 	w.kv("kind", quoteString(c.Model.Kind))

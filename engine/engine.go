@@ -46,6 +46,7 @@ const (
 type Engine struct {
 	set       *plugin.Set
 	maxRounds int
+	limits    state.Limits
 	log       *slog.Logger
 	audit     plugin.AuditSink
 	clock     func() time.Time
@@ -85,6 +86,11 @@ func WithMaxRounds(n int) Option {
 	}
 }
 
+// WithStateLimits bounds each run's state ([runtime] max_value_size and
+// max_state_size; zero fields keep the defaults). Runs open their stores
+// with StateLimits.
+func WithStateLimits(l state.Limits) Option { return func(e *Engine) { e.limits = l } }
+
 // WithLogger sets the logger for runtime.log, conflicts and failures.
 func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 
@@ -111,6 +117,10 @@ func (e *Engine) Set() *plugin.Set { return e.set }
 
 // MaxRounds returns the convergence loop's round limit.
 func (e *Engine) MaxRounds() int { return e.maxRounds }
+
+// StateLimits returns the limits of a run's state, defaults filled in:
+// open a run's store with state.Open(reg, seed, rev, eng.StateLimits()).
+func (e *Engine) StateLimits() state.Limits { return e.limits.WithDefaults() }
 
 // Logger returns the engine's logger.
 func (e *Engine) Logger() *slog.Logger { return e.log }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/command"
@@ -40,7 +41,10 @@ func newFixture(t testing.TB, opts []engine.Option, filter []string, plugins ...
 	}
 	f := &fixture{t: t, set: set, events: &event.Recorder{}}
 	f.eng = engine.New(set, opts...)
-	f.store, _ = state.NewStore(set.Registry(), nil)
+	f.store, _, err = state.Open(set.Registry(), nil, 0, f.eng.StateLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
 	view, err := set.Activate(filter)
 	if err != nil {
 		t.Fatal(err)
@@ -266,18 +270,30 @@ func TestActionChainConverges(t *testing.T) {
 }
 
 func TestSelfReschedulingActionHitsTheLimit(t *testing.T) {
-	for _, limit := range []int{3, 16} {
-		t.Run(fmt.Sprint(limit), func(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []engine.Option
+		want int // rounds
+	}{
+		// The default is written out: a changed default must fail here.
+		{"default", nil, 16},
+		{"configured", []engine.Option{engine.WithMaxRounds(3)}, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Without a limit the loop never ends: the handler cancels the
+			// phase long after any limit would have stopped it, and a
+			// deadline backs that up, so a regression fails fast.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
 			var calls atomic.Int32
-			var opts []engine.Option
-			if limit != engine.DefaultMaxRounds {
-				opts = append(opts, engine.WithMaxRounds(limit))
-			}
-			f := newFixture(t, opts, nil,
+			f := newFixture(t, tc.opts, nil,
 				keysPlugin("keys", key("n", reducer("add"))),
 				actionPlugin("loop", plugin.ActionSpec{Key: "loop.again", Phase: phase.StepEnd,
 					Handler: plugin.ActionFunc(func(ctx context.Context, in *plugin.Input, payload any, out *command.Command) error {
-						calls.Add(1)
+						if calls.Add(1) > 1000 {
+							cancel()
+						}
 						out.Update("n", 1)
 						out.Schedule("loop.again", nil)
 						return nil
@@ -287,19 +303,71 @@ func TestSelfReschedulingActionHitsTheLimit(t *testing.T) {
 					return nil
 				}),
 			)
-			err := f.phase(phase.StepEnd)
+			err := f.x.Phase(ctx, phase.StepEnd, plugin.Input{Run: plugin.RunInfo{ID: "r1", ThreadID: "t1"}})
 			var e *errs.Error
 			if !errors.As(err, &e) || e.Code != errs.PhaseRunLoopExceeded {
-				t.Fatalf("err = %v", err)
+				t.Fatalf("err = %v after %d handler calls, want phase_run_loop_exceeded after %d rounds", err, calls.Load(), tc.want)
 			}
-			if !strings.Contains(err.Error(), "step_end") || !strings.Contains(err.Error(), fmt.Sprintf("%d rounds", limit)) {
+			if !strings.Contains(err.Error(), "step_end") || !strings.Contains(err.Error(), fmt.Sprintf("%d rounds", tc.want)) {
 				t.Fatalf("error does not name the phase and count: %v", err)
 			}
-			if int(calls.Load()) != limit {
-				t.Fatalf("handler ran %d times, want %d", calls.Load(), limit)
+			if int(calls.Load()) != tc.want {
+				t.Fatalf("handler ran %d times, want %d", calls.Load(), tc.want)
 			}
 			if f.store.Revision() != 0 || f.get("n") != nil {
 				t.Fatalf("a failed phase committed: rev=%d n=%v", f.store.Revision(), f.get("n"))
+			}
+		})
+	}
+}
+
+// TestStateTooLargeFailsThePhase feeds a key a large value in every phase,
+// from a hook and from an action: once the key passes max_value_size the
+// phase fails with state_too_large naming the plugin and the key, and
+// nothing of it is committed (the action is not dead-lettered: the state
+// is full, not the handler wrong).
+func TestStateTooLargeFailsThePhase(t *testing.T) {
+	item := strings.Repeat("x", 300) // 302 bytes encoded: the 4th append passes 1000
+	feed := func(ctx context.Context, in *plugin.Input, out *command.Command) error {
+		out.Update("log", item)
+		return nil
+	}
+	for _, tc := range []struct {
+		name   string
+		plugin plugin.Plugin
+	}{
+		{"hook", hookPlugin("feeder", phase.StepStart, feed)},
+		{"action", plugin.New("feeder", func(r *plugin.Registrar) error {
+			if err := r.Action(plugin.ActionSpec{Key: "feeder.add", Phase: phase.StepStart,
+				Handler: plugin.ActionFunc(func(ctx context.Context, in *plugin.Input, _ any, out *command.Command) error {
+					return feed(ctx, in, out)
+				})}); err != nil {
+				return err
+			}
+			return r.On(phase.StepStart, plugin.HookFunc(func(ctx context.Context, in *plugin.Input, out *command.Command) error {
+				out.Schedule("feeder.add", nil)
+				return nil
+			}), errs.Pos{})
+		})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, []engine.Option{engine.WithStateLimits(state.Limits{MaxValue: 1000, MaxState: 1 << 20})}, nil,
+				keysPlugin("keys", key("log", reducer("append"))), tc.plugin)
+			for i := range 3 {
+				if err := f.phase(phase.StepStart); err != nil {
+					t.Fatalf("phase %d: %v", i+1, err)
+				}
+			}
+			before := f.store.Snapshot()
+			err := f.phase(phase.StepStart)
+			var e *errs.Error
+			if !errors.As(err, &e) || e.Code != errs.StateTooLarge || e.Plugin != "feeder" || e.Key != "log" || e.Phase != "step_start" ||
+				!strings.Contains(e.Msg, "max_value_size") {
+				t.Fatalf("err = %v, want state_too_large naming feeder, log and step_start", err)
+			}
+			if f.store.Snapshot() != before || len(f.x.FailedActions()) != 0 {
+				t.Fatalf("the failed phase committed something (rev %d -> %d, dead letters %v)",
+					before.Revision(), f.store.Revision(), f.x.FailedActions())
 			}
 		})
 	}

@@ -303,6 +303,11 @@ func (t *txn) dispatch(ctx context.Context, a map[string]any) error {
 	if err == nil {
 		return nil
 	}
+	if errs.CodeOf(err) == errs.StateTooLarge {
+		// The state is full: not the handler's failure to dead-letter
+		// (the dead letter would only add to it), the phase's.
+		return t.attribute(err)
+	}
 	t.x.log.Warn("action failed", "action", key, "id", id, "phase", t.p.String(), "error", err.Error())
 	dead := map[string]any{"id": id, "key": key, "payload": payload, "error": err.Error()}
 	return t.commit(&command.Command{Plugin: "runtime"}, id, dead)

@@ -30,6 +30,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/state"
 	"github.com/awaken-lua/awaken-lua/luabridge"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/model/openai"
@@ -410,7 +411,8 @@ func (h *Host) build(ctx context.Context) (*Generation, error) {
 
 func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash string) (*Generation, error) {
 	id := fmt.Sprintf("g%d", h.seq.Add(1))
-	opts := []engine.Option{engine.WithMaxRounds(cfg.Runtime.MaxPhaseRounds), engine.WithLogger(h.log)}
+	opts := []engine.Option{engine.WithMaxRounds(cfg.Runtime.MaxPhaseRounds), engine.WithLogger(h.log),
+		engine.WithStateLimits(state.Limits{MaxValue: int(cfg.Runtime.MaxValueSize), MaxState: int(cfg.Runtime.MaxStateSize)})}
 	if cfg.Audit.Path != "" {
 		opts = append(opts, engine.WithAudit(h.audit))
 	}

@@ -20,55 +20,89 @@ import (
 const interruptedText = "[tool execution was interrupted]"
 
 // recordCalls mirrors the step's tool calls into __runtime.tool_calls: only
-// the given calls when some are given (the others' records are shared from
-// the current value), every call otherwise.
+// the given calls when some are given (the others' records are shared with
+// the current value), every call otherwise. The value is a callLog: a call
+// recorded alone costs O(log n), and the map plugins read is built when
+// someone reads it.
 func (s *Session) recordCalls(ctx context.Context, p phase.Phase, only ...*CallRecord) error {
-	var m map[string]any
-	calls := s.calls
-	if len(only) > 0 {
-		cur, _ := s.store.Snapshot().Lookup(KeyToolCalls)
-		old, _ := cur.(map[string]any)
-		m = make(map[string]any, len(old)+len(only))
-		for k, v := range old {
-			m[k] = v
-		}
-		calls = only
+	limit := s.store.Limits().MaxState
+	log := s.currentLog()
+	if log == nil || len(only) == 0 {
+		log = newCallLog(s, s.callsGen, len(s.calls), func(i int) logEntry { return s.logEntry(s.calls[i], limit, logEntry{}) })
 	} else {
-		m = make(map[string]any, len(s.calls))
+		for _, c := range only {
+			i := s.position(c)
+			log = log.with(i, s.logEntry(c, limit, log.at(i)))
+		}
 	}
-	for _, c := range calls {
-		rec := map[string]any{"id": c.Call.ID, "name": c.Call.Name, "args": c.Call.Args,
-			"status": string(c.Status), "step": float64(s.info.Step)}
-		if c.Gate != nil {
-			rec["decision"] = c.Gate.Decision
-			if c.Gate.Plugin != "" {
-				rec["plugin"] = c.Gate.Plugin
-			}
-			if c.Gate.Reason != "" {
-				rec["reason"] = c.Gate.Reason
-			}
-			if c.Gate.RewrittenBy != "" {
-				rec["rewritten_by"] = c.Gate.RewrittenBy
-			}
-			if c.Gate.Ticket != nil {
-				rec["ticket"] = c.Gate.Ticket.ID
+	return s.record(ctx, p, KeyToolCalls, log)
+}
+
+// scanCalls is the number of calls up to which a lookup scans them rather
+// than building an index.
+const scanCalls = 8
+
+// setCalls makes calls the step's calls.
+func (s *Session) setCalls(calls []*CallRecord) {
+	s.calls = calls
+	s.callsGen++
+	s.index = nil
+	s.nSuspended, s.suspendedKnown = 0, false
+}
+
+// position is c's index in the step's calls.
+func (s *Session) position(c *CallRecord) int {
+	if s.index == nil && len(s.calls) <= scanCalls {
+		for i, x := range s.calls {
+			if x == c {
+				return i
 			}
 		}
-		if c.Result != nil {
-			rec["result"] = (*c.Result).Value()
-		}
-		m[c.Call.ID] = rec
 	}
-	return s.record(ctx, p, KeyToolCalls, m)
+	s.reindex()
+	return s.index[c.Call.ID]
+}
+
+// reindex builds the index of call ids when it is missing (a restored
+// session's first use).
+func (s *Session) reindex() {
+	if s.index != nil {
+		return
+	}
+	s.index = make(map[string]int, len(s.calls))
+	for i, c := range s.calls {
+		s.index[c.Call.ID] = i
+	}
 }
 
 func (s *Session) call(id string) *CallRecord {
-	for _, c := range s.calls {
-		if c.Call.ID == id {
-			return c
+	if s.index == nil && len(s.calls) <= scanCalls {
+		// A few calls: scanning them costs less than an index.
+		for _, c := range s.calls {
+			if c.Call.ID == id {
+				return c
+			}
 		}
+		return nil
+	}
+	s.reindex()
+	if i, ok := s.index[id]; ok {
+		return s.calls[i]
 	}
 	return nil
+}
+
+// setStatus changes c's status, keeping the count of suspended calls.
+func (s *Session) setStatus(c *CallRecord, to CallStatus) {
+	if s.suspendedKnown {
+		if c.Status == CallSuspended {
+			s.nSuspended--
+		}
+		if to == CallSuspended {
+			s.nSuspended++
+		}
+	}
+	c.Status = to
 }
 
 func (s *Session) move(c *CallRecord, to CallStatus) error {
@@ -78,7 +112,7 @@ func (s *Session) move(c *CallRecord, to CallStatus) error {
 	if !allowed(callMoves, c.Status, to) {
 		return invalid("tool call %s cannot go from %s to %s", c.Call.ID, c.Status, to)
 	}
-	c.Status = to
+	s.setStatus(c, to)
 	return nil
 }
 
@@ -96,17 +130,18 @@ func (g *GateRecord) decision() Decision {
 	return Decision{Decision: g.Decision, Args: g.Args, Plugin: g.Plugin, Reason: g.Reason, Ticket: g.Ticket, Result: g.Result}
 }
 
-// ToolGate decides about one call of this step (a call the model did not
-// make in this step is added). The decision is kept: gating the same call
-// again returns it and changes nothing. Allow leaves the call for
-// before_tool_execute; block and set_result leave it for after_tool_execute;
-// suspend ends its part of the step. A call to a tool that was not offered in
-// this step fails with an error result without running.
+// ToolGate decides about one call of this step: a call the model
+// announced (after_inference, AnnounceCall), or a resumed one. The decision
+// is kept: gating the same call again returns it and changes nothing. Allow
+// leaves the call for before_tool_execute; block and set_result leave it for
+// after_tool_execute; suspend ends its part of the step. A call to a tool
+// that was not offered in this step fails with an error result without
+// running.
 func (s *Session) ToolGate(ctx context.Context, call model.ToolCall) (Decision, Outcome, error) {
 	if err := s.expect(phase.ToolGate, stageInferred); err != nil {
 		return Decision{}, s.outcome(), err
 	}
-	c, err := s.callFor(call)
+	c, err := s.addressed(phase.ToolGate, call)
 	if err != nil {
 		return Decision{}, s.outcome(), err
 	}
@@ -123,25 +158,28 @@ func (s *Session) ToolGate(ctx context.Context, call model.ToolCall) (Decision, 
 	return c.Gate.decision(), s.outcome(), nil
 }
 
-func (s *Session) callFor(call model.ToolCall) (*CallRecord, error) {
-	c := s.call(call.ID)
-	if c != nil {
-		return c, nil
+// AnnounceCall adds a tool call to the open step, for a host that learns of
+// the model's calls one at a time (a coding agent's hook for each of its
+// parallel tool calls): after_inference announced the step's first calls,
+// and the gate refuses a call that was not announced. The call is checked
+// like after_inference's: an id not used in this step, a name, arguments
+// that are a JSON object.
+func (s *Session) AnnounceCall(ctx context.Context, call model.ToolCall) (Outcome, error) {
+	if err := s.expect(phase.ToolGate, stageInferred); err != nil {
+		return s.outcome(), err
 	}
-	if call.ID == "" {
-		return nil, errs.New(errs.BadRequest, "a tool call needs an id")
+	if err := checkCall("$.call", &call); err != nil {
+		return s.outcome(), err
 	}
-	args, err := value.Normalize(call.Args)
-	if err != nil {
-		return nil, errs.New(errs.BadRequest, "tool call %q: arguments: %v", call.ID, err)
+	if s.call(call.ID) != nil {
+		return s.outcome(), errs.Field("$.call.id", "the step already has a tool call with id %q; give each call its own id", call.ID)
 	}
-	call.Args, _ = args.(map[string]any)
-	if call.Args == nil {
-		call.Args = map[string]any{}
+	call.Args = copyMap(call.Args)
+	if s.index != nil {
+		s.index[call.ID] = len(s.calls)
 	}
-	c = &CallRecord{Call: call, Status: CallNew}
-	s.calls = append(s.calls, c)
-	return c, nil
+	s.calls = append(s.calls, &CallRecord{Call: call, Status: CallNew})
+	return s.outcome(), nil
 }
 
 // offeredTool reports whether the tool was offered in this step.
@@ -271,9 +309,9 @@ func (s *Session) BeforeToolExecute(ctx context.Context, call model.ToolCall) (O
 	if err := s.expect(phase.BeforeToolExecute, stageInferred); err != nil {
 		return s.outcome(), err
 	}
-	c := s.call(call.ID)
-	if c == nil {
-		return s.outcome(), invalid("before_tool_execute: tool call %q has not passed the gate", call.ID)
+	c, err := s.addressed(phase.BeforeToolExecute, call)
+	if err != nil {
+		return s.outcome(), err
 	}
 	if c.Gate == nil || c.Gate.Decision != "allow" || c.Status != CallRunning || c.Started {
 		return s.outcome(), invalid("before_tool_execute: tool call %s is %s (gate: %s); only a call the gate allowed runs, once",
@@ -325,21 +363,20 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 	if err := s.expect(phase.AfterToolExecute, stageInferred); err != nil {
 		return result, s.outcome(), err
 	}
-	c := s.call(call.ID)
-	if c == nil || c.Gate == nil {
+	c, err := s.addressed(phase.AfterToolExecute, call)
+	if err != nil {
+		return result, s.outcome(), err
+	}
+	if c.Gate == nil {
 		return result, s.outcome(), invalid("after_tool_execute: tool call %q has not passed the gate", call.ID)
 	}
 	if c.Status != CallRunning || (c.Gate.Decision == "allow" && !c.Started) || c.Gate.Decision == "suspend" {
 		return result, s.outcome(), invalid("after_tool_execute: tool call %s is %s (gate: %s, started: %v)", c.Call.ID, c.Status, c.Gate.Decision, c.Started)
 	}
 	if c.Gate.Result != nil {
-		result = *c.Gate.Result
-	}
-	if result.Status == "" {
-		result.Status = model.StatusSuccess
-	}
-	if result.Status != model.StatusSuccess && result.Status != model.StatusError && result.Status != model.StatusPending {
-		return result, s.outcome(), errs.New(errs.BadRequest, "a tool result status is success, error or pending, not %q", result.Status)
+		result = *c.Gate.Result // the gate answered: what the host sends is not used
+	} else if err := checkResultStatus(result); err != nil {
+		return result, s.outcome(), err
 	}
 	if d, err := value.Normalize(result.Data); err == nil {
 		result.Data = d
@@ -380,7 +417,6 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 		s.termination = "blocked:" + c.Gate.Reason
 	}
 	s.checkStop()
-	var err error
 	if s.termination != "" {
 		// A block or a stop ends the batch: the calls that have not run
 		// get an interrupted result, so every call has its tool message.
@@ -440,7 +476,7 @@ func (s *Session) suspendByTool(ctx context.Context, c *CallRecord, result model
 		return result, s.outcome(), err
 	}
 	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(CallSuspended), Result: &result})
-	if err := s.recordCalls(ctx, phase.AfterToolExecute); err != nil {
+	if err := s.recordCalls(ctx, phase.AfterToolExecute, c); err != nil {
 		return result, s.outcome(), err
 	}
 	return result, s.outcome(), nil
@@ -450,7 +486,7 @@ func (s *Session) suspendByTool(ctx context.Context, c *CallRecord, result model
 func (s *Session) interrupt() {
 	for _, c := range s.calls {
 		if c.Status == CallNew || c.Status == CallResuming || (c.Status == CallRunning && c.Result == nil) {
-			c.Status = CallFailed
+			s.setStatus(c, CallFailed)
 			r := model.Error(interruptedText)
 			c.Result = &r
 			s.messages = append(s.messages, ToolMessage(c.Call, r))

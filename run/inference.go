@@ -12,7 +12,6 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
-	"github.com/awaken-lua/awaken-lua/engine/value"
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
@@ -23,6 +22,9 @@ import (
 // that keeps the conversation sends it each time).
 func (s *Session) BeforeInference(ctx context.Context, req model.Request) (model.Request, Outcome, error) {
 	if err := s.expect(phase.BeforeInference, stageStepStarted); err != nil {
+		return req, s.outcome(), err
+	}
+	if err := checkRequest(req); err != nil {
 		return req, s.outcome(), err
 	}
 	if len(req.Messages) > 0 {
@@ -167,32 +169,33 @@ func (s *Session) AfterInference(ctx context.Context, resp model.Response) (Outc
 		return s.outcome(), err
 	}
 	resp.ToolCalls = cloneCalls(resp.ToolCalls)
-	seen := map[string]bool{}
+	seen := make(map[string]int, len(resp.ToolCalls))
 	for i := range resp.ToolCalls {
 		c := &resp.ToolCalls[i]
+		path := "$.response.tool_calls[" + strconv.Itoa(i) + "]"
 		if c.ID == "" {
 			c.ID = "call_" + strconv.Itoa(s.info.Step) + "_" + strconv.Itoa(i+1)
 		}
-		if seen[c.ID] {
-			return s.outcome(), errs.New(errs.BadRequest, "the response has two tool calls with id %q", c.ID)
+		if j, dup := seen[c.ID]; dup {
+			return s.outcome(), errs.Field(path+".id", "tool_calls[%d] and tool_calls[%d] have the same id %q; give each call its own id", j, i, c.ID)
 		}
-		seen[c.ID] = true
-		if c.Args == nil {
-			c.Args = map[string]any{}
+		seen[c.ID] = i
+		if err := checkCall(path, c); err != nil {
+			return s.outcome(), err
 		}
-		n, err := value.Normalize(c.Args)
-		if err != nil {
-			return s.outcome(), errs.New(errs.BadRequest, "tool call %q: arguments: %v", c.ID, err)
-		}
-		c.Args = n.(map[string]any)
 	}
 	s.stage = stageInferred
-	s.calls = nil
-	for _, c := range resp.ToolCalls {
-		s.calls = append(s.calls, &CallRecord{Call: c, Status: CallNew})
+	calls := make([]*CallRecord, len(resp.ToolCalls))
+	for i, c := range resp.ToolCalls {
+		calls[i] = &CallRecord{Call: c, Status: CallNew}
 	}
-	s.messages = append(s.messages, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: cloneCalls(resp.ToolCalls)})
-	s.events.Emit(event.InferenceComplete{Text: resp.Text, ToolCalls: cloneCalls(resp.ToolCalls), Usage: resp.Usage})
+	s.setCalls(calls)
+	// resp.ToolCalls is this session's own copy: the message shares it (and
+	// its argument maps, never changed in place) with the call records.
+	s.messages = append(s.messages, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+	if _, discard := s.events.(event.Discard); !discard { // no copy for nobody
+		s.events.Emit(event.InferenceComplete{Text: resp.Text, ToolCalls: cloneCalls(resp.ToolCalls), Usage: resp.Usage})
+	}
 	r := resp
 	if err := s.phase(ctx, phase.AfterInference, plugin.Input{Response: &r}); err != nil {
 		return s.outcome(), err

@@ -7,6 +7,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/state"
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
@@ -17,7 +18,8 @@ func (s *Session) StepStart(ctx context.Context) (Outcome, error) {
 	}
 	s.info.Step++
 	s.stage = stageStepStarted
-	s.calls, s.offered, s.tools, s.natural = nil, nil, nil, false
+	s.setCalls(nil)
+	s.offered, s.tools, s.natural = nil, nil, false
 	s.events.Emit(event.StepStart{Step: s.info.Step})
 	if err := s.record(ctx, phase.StepStart, KeyRun, s.runRecord()); err != nil {
 		return s.outcome(), err
@@ -29,10 +31,17 @@ func (s *Session) StepStart(ctx context.Context) (Outcome, error) {
 	return s.outcome(), nil
 }
 
-func (s *Session) runRecord() map[string]any {
-	return map[string]any{"id": s.info.ID, "thread_id": s.info.ThreadID, "agent_id": s.info.AgentID,
-		"status": string(s.status), "step": float64(s.info.Step), "termination": s.termination,
-		"generation": s.rt.generation}
+// runRecord is the value of __runtime.run, measured as it is built.
+func (s *Session) runRecord() any {
+	r := recordBuilder{m: make(map[string]any, 7)}
+	r.str("id", s.info.ID)
+	r.str("thread_id", s.info.ThreadID)
+	r.str("agent_id", s.info.AgentID)
+	r.str("status", string(s.status))
+	r.add("step", float64(s.info.Step))
+	r.str("termination", s.termination)
+	r.str("generation", s.rt.generation)
+	return state.Presized(r.m, r.size())
 }
 
 // record commits one runtime-owned value.
@@ -56,7 +65,7 @@ func (s *Session) StepEnd(ctx context.Context) (Outcome, error) {
 			return s.outcome(), invalid("step_end: tool call %s is %s; finish it first (tool_gate, before_tool_execute, after_tool_execute)", c.Call.ID, c.Status)
 		}
 	}
-	if len(s.Suspended()) > 0 {
+	if s.SuspendedCount() > 0 {
 		return s.wait(ctx)
 	}
 	if err := s.phase(ctx, phase.StepEnd, plugin.Input{}); err != nil {
@@ -176,7 +185,7 @@ func (s *Session) Cancel(ctx context.Context, reason string) (Outcome, error) {
 }
 
 func (s *Session) cancelCall(c *CallRecord, reason string) {
-	c.Status = CallCancelled
+	s.setStatus(c, CallCancelled)
 	msg := "the call was cancelled"
 	if reason != "" {
 		msg += ": " + reason

@@ -200,7 +200,13 @@ func (l *loop) drive(ctx context.Context) {
 			}
 			break
 		}
-		if _, err := s.AfterInference(ctx, resp); note(err) {
+		if _, err := s.AfterInference(ctx, resp); err != nil && errs.CodeOf(err) == errs.BadRequest {
+			// The model's answer is what was refused (a call without a
+			// name, two calls with one id): the model failed.
+			s.termination = "error:" + string(errs.ModelFailed)
+			l.err = errs.Wrap(errs.ModelFailed, err, "the model's response was refused")
+			break
+		} else if note(err) {
 			break
 		}
 		if note(l.calls(ctx)) {

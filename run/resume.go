@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/event"
@@ -23,28 +24,44 @@ func (s *Session) Resume(ctx context.Context, decisions []ResumeDecision) ([]Cal
 	if s.status != Waiting {
 		return nil, s.outcome(), invalid("resume: the run is %s, not waiting", s.status)
 	}
-	targets := make([]*CallRecord, len(decisions))
-	for i, d := range decisions {
-		var hit *CallRecord
-		for _, c := range s.calls {
-			if c.Status == CallSuspended && (c.Call.ID == d.Target || (c.Gate != nil && c.Gate.Ticket != nil && c.Gate.Ticket.ID == d.Target)) {
-				hit = c
-				break
+	// Every decision is checked before anything changes.
+	byTicket := map[string]*CallRecord{}
+	for _, c := range s.calls {
+		if c.Status == CallSuspended && c.Gate != nil && c.Gate.Ticket != nil {
+			if _, seen := byTicket[c.Gate.Ticket.ID]; !seen {
+				byTicket[c.Gate.Ticket.ID] = c
 			}
+		}
+	}
+	targets := make([]*CallRecord, len(decisions))
+	results := make([]any, len(decisions))
+	taken := make(map[*CallRecord]int, len(decisions))
+	for i, d := range decisions {
+		path := "$.decisions[" + strconv.Itoa(i) + "]"
+		if d.Target == "" {
+			return nil, s.outcome(), errs.Field(path+".target", "a decision needs a target: the id of a suspended call or of its ticket")
+		}
+		hit := s.call(d.Target)
+		if hit == nil || hit.Status != CallSuspended {
+			hit = byTicket[d.Target]
 		}
 		if hit == nil {
-			return nil, s.outcome(), errs.New(errs.UnknownResumeTarget,
-				"%q is not a suspended call or ticket of run %s; suspended: %s", d.Target, s.info.ID, s.suspendedIDs())
+			e := errs.Field(path+".target", "%q is not a suspended call or ticket of run %s; suspended: %s", d.Target, s.info.ID, s.suspendedIDs())
+			e.Code = errs.UnknownResumeTarget
+			return nil, s.outcome(), e
 		}
 		if d.Action != "resume" && d.Action != "cancel" {
-			return nil, s.outcome(), errs.New(errs.BadRequest, "decision for %q: action is \"resume\" or \"cancel\", not %q", d.Target, d.Action)
+			return nil, s.outcome(), errs.Field(path+".action", "decision for %q: action is \"resume\" or \"cancel\", not %q", d.Target, d.Action)
 		}
-		for _, t := range targets[:i] {
-			if t == hit {
-				return nil, s.outcome(), errs.New(errs.BadRequest, "two decisions target call %s", hit.Call.ID)
-			}
+		if j, dup := taken[hit]; dup {
+			return nil, s.outcome(), errs.Field(path+".target", "decisions[%d] and decisions[%d] both target call %s", j, i, hit.Call.ID)
 		}
-		targets[i] = hit
+		taken[hit] = i
+		r, err := value.Normalize(d.Result)
+		if err != nil {
+			return nil, s.outcome(), errs.Field(path+".result", "decision for %q: the result is not a JSON value: %v", d.Target, err)
+		}
+		targets[i], results[i] = hit, r
 	}
 	if !allowed(runMoves, s.status, Running) {
 		return nil, s.outcome(), invalid("resume: the run cannot go from %s to running", s.status)
@@ -61,7 +78,7 @@ func (s *Session) Resume(ctx context.Context, decisions []ResumeDecision) ([]Cal
 			if c.Gate != nil && c.Gate.Ticket != nil {
 				mode = string(c.Gate.Ticket.ResumeMode)
 			}
-			c.Resume = &ResumeRecord{Action: d.Action, Result: value.MustNormalize(d.Result), Reason: d.Reason, Mode: mode}
+			c.Resume = &ResumeRecord{Action: d.Action, Result: results[i], Reason: d.Reason, Mode: mode}
 			if c.Gate != nil && c.Gate.Ticket != nil {
 				c.Resume.TicketID = c.Gate.Ticket.ID
 			}

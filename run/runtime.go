@@ -14,6 +14,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/state"
 )
 
 // DefaultMaxSteps bounds a run's steps when the agent does not say.
@@ -53,6 +54,7 @@ type Runtime struct {
 	log        *slog.Logger
 	clock      func() time.Time
 	newID      func(prefix string) string
+	toolCalls  *state.Key // __runtime.tool_calls
 }
 
 type agentRT struct {
@@ -126,7 +128,8 @@ func New(eng *engine.Engine, opts ...Option) (*Runtime, error) {
 	if r.store == nil {
 		r.store = NewMemoryStore()
 	}
-	if _, ok := r.set.Registry().Key(KeyToolCalls); !ok {
+	var ok bool
+	if r.toolCalls, ok = r.set.Registry().Key(KeyToolCalls); !ok {
 		return nil, fmt.Errorf("run: the plugin set lacks the runtime built-ins; build it with run.NewSet")
 	}
 	if len(r.agents) == 0 {

@@ -129,6 +129,15 @@ type Session struct {
 	offered  []string         // tool names offered in this step; nil: not restricted
 	tools    []model.ToolSpec // the step's tools (candidates, then offered)
 	calls    []*CallRecord
+	// index maps the step's call ids to their position in calls; nil
+	// while not built (a restored session builds it on first use).
+	index map[string]int
+	// callsGen counts the times calls was replaced, so the mirrored
+	// __runtime.tool_calls is derived only from a log of these calls.
+	callsGen uint64
+	// nSuspended counts the suspended calls while suspendedKnown.
+	nSuspended     int
+	suspendedKnown bool
 	// hostTools are the tools the host offers unless a step names others
 	// (the sidecar's creation tools); kept in the checkpoint.
 	hostTools []model.ToolSpec
@@ -213,7 +222,10 @@ func (s *Session) open(threadValues, runValues map[string]any, rev uint64) error
 			seed[k.Name] = v
 		}
 	}
-	st, misfits := state.NewStoreAt(reg, seed, rev)
+	st, misfits, err := state.Open(reg, seed, rev, s.rt.eng.StateLimits())
+	if err != nil {
+		return fmt.Errorf("thread %q, run %s: %w", s.info.ThreadID, s.info.ID, err)
+	}
 	for _, m := range misfits {
 		s.rt.log.Warn("a saved value no longer fits its key's schema; it is kept aside and the key starts from its default",
 			"thread_id", s.info.ThreadID, "key", m.Key, "error", m.Err.Error())
@@ -273,8 +285,34 @@ func (s *Session) Calls() []CallRecord {
 	return out
 }
 
+// Call returns the call of this step with the given id.
+func (s *Session) Call(id string) (CallRecord, bool) {
+	c := s.call(id)
+	if c == nil {
+		return CallRecord{}, false
+	}
+	return *c, true
+}
+
+// SuspendedCount is the number of suspended calls, in O(1).
+func (s *Session) SuspendedCount() int {
+	if !s.suspendedKnown {
+		s.nSuspended = 0
+		for _, c := range s.calls {
+			if c.Status == CallSuspended {
+				s.nSuspended++
+			}
+		}
+		s.suspendedKnown = true
+	}
+	return s.nSuspended
+}
+
 // Suspended lists the tickets of suspended calls.
 func (s *Session) Suspended() []gate.Ticket {
+	if s.SuspendedCount() == 0 {
+		return nil
+	}
 	var out []gate.Ticket
 	for _, c := range s.calls {
 		if c.Status == CallSuspended && c.Gate != nil && c.Gate.Ticket != nil {

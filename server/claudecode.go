@@ -749,7 +749,11 @@ func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e *entry, res *c
 			return e, nil // a retry: the gate answers with its kept decision
 		}
 		if c.stepBusy(e) && cs.listed[call.Name] {
-			return e, nil // a parallel call joins the step
+			// A parallel call joins the step.
+			if _, err := sess.AnnounceCall(ctx, call); err != nil {
+				return e, err
+			}
+			return e, nil
 		}
 		if _, err := c.closeStep(ctx, cs, e, true); err != nil {
 			return e, err

@@ -126,11 +126,15 @@ func TestConcurrentRuns(t *testing.T) {
 			}
 		}(i)
 	}
-	// Parallel gates on one run: each call is added and decided once.
+	// Parallel gates on one run: each call is decided once.
 	id := sc.startRun(map[string]any{"tools": []any{map[string]any{"name": "add"}}})
 	sc.phase(id, "step_start", nil)
 	sc.phase(id, "before_inference", map[string]any{"request": map[string]any{}})
-	sc.phase(id, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{call("c0", "add", nil)}}})
+	var announced []any
+	for i := 0; i < 8; i++ {
+		announced = append(announced, call(fmt.Sprintf("c%d", i), "add", nil))
+	}
+	sc.phase(id, "after_inference", map[string]any{"response": map[string]any{"tool_calls": announced}})
 	const gates = 16
 	for i := 0; i < gates; i++ {
 		wg.Add(1)

@@ -341,13 +341,19 @@ func TestShellKillsTheGroup(t *testing.T) {
 	}
 	f := newFixture(t)
 	sh := f.tool(t, "shell", Options{ShellEnabled: true})
-	res := run(t, sh, map[string]any{"cmd": "sleep 30 & echo $! > bg.pid; wait", "timeout_ms": 300.0})
+	// The child outlives any deadline below unless the group is killed.
+	res := run(t, sh, map[string]any{"cmd": "sleep 600 & echo $! > bg.pid; wait", "timeout_ms": 300.0})
 	check(t, res, "error", map[string]any{"timed_out": true}, "")
 	b, err := os.ReadFile(filepath.Join(f.root, "bg.pid"))
 	must(t, err)
 	pid := strings.TrimSpace(string(b))
+	n, err := strconv.Atoi(pid)
+	must(t, err)
 	// The kill is asynchronous; wait (without asserting any time) until the
-	// child is gone or a zombie.
+	// child is gone or a zombie, with a deadline far above a kill's few
+	// milliseconds, so a child that was not killed fails the test instead of
+	// hanging it.
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		stat, err := os.ReadFile("/proc/" + pid + "/stat")
 		if err != nil {
@@ -355,6 +361,12 @@ func TestShellKillsTheGroup(t *testing.T) {
 		}
 		if fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(fields) > 0 && fields[0] == "Z" {
 			return
+		}
+		if time.Now().After(deadline) {
+			if p, err := os.FindProcess(n); err == nil {
+				_ = p.Kill()
+			}
+			t.Fatalf("the background child %s still runs after the timeout: the command's process group was not killed", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -37,6 +37,10 @@ const (
 	ConfigInvalid            Code = "config_invalid"
 	RevisionConflict         Code = "revision_conflict"
 
+	// StateTooLarge: a value or a run's state would pass [runtime]
+	// max_value_size or max_state_size; nothing is committed.
+	StateTooLarge Code = "state_too_large"
+
 	// ModelFailed: a model executor could not produce a reply (a scripted
 	// model ran out of turns, an endpoint kept failing or sent a bad reply).
 	ModelFailed Code = "model_failed"
@@ -86,8 +90,12 @@ type Error struct {
 	Plugin string // context known where the error is made
 	Phase  string
 	Key    string
-	Msg    string // what went wrong and what to do; lower case, no final period
-	Err    error  // the cause
+	// Path is the offending field of a request, as a JSON path from the
+	// body's root ("$.call.name", "$.response.tool_calls[2].id"); Field
+	// also puts it at the head of Msg, so every rendering shows it.
+	Path string
+	Msg  string // what went wrong and what to do; lower case, no final period
+	Err  error  // the cause
 }
 
 // New makes an error with a code and a formatted message.
@@ -98,6 +106,24 @@ func New(code Code, format string, args ...any) *Error {
 // Wrap makes an error with a code around a cause.
 func Wrap(code Code, err error, format string, args ...any) *Error {
 	return &Error{Code: code, Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+// Field makes a bad_request error about the request field at path: its
+// message starts with the path ("$.call.name: ...").
+func Field(path, format string, args ...any) *Error {
+	return &Error{Code: BadRequest, Path: path, Msg: path + ": " + fmt.Sprintf(format, args...)}
+}
+
+// PathOf returns the request field path of the first *Error in err's chain
+// that has one.
+func PathOf(err error) string {
+	for err != nil {
+		if e, ok := err.(*Error); ok && e.Path != "" {
+			return e.Path
+		}
+		err = errors.Unwrap(err)
+	}
+	return ""
 }
 
 // At returns a copy of e at the position p.

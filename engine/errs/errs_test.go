@@ -37,6 +37,10 @@ func TestErrorRendering(t *testing.T) {
 	if (List{}).Err() != nil {
 		t.Fatal("an empty list is not an error")
 	}
+	f := fmt.Errorf("tool_gate: %w", Field("$.call.name", "a tool call needs a name"))
+	if got := f.Error(); got != "tool_gate: bad_request: $.call.name: a tool call needs a name" || PathOf(f) != "$.call.name" || CodeOf(f) != BadRequest {
+		t.Fatalf("field error %q (path %q)", got, PathOf(f))
+	}
 	if (Pos{File: "f", Line: 2, Col: 5}).String() != "f:2:5" || (Pos{}).String() != "-" {
 		t.Fatal("positions")
 	}

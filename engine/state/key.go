@@ -99,6 +99,11 @@ type Key struct {
 	Pos    errs.Pos // where it was declared
 	index  int
 	reduce ReduceFunc
+	// replaces is set for the built-in replace reducer, which ignores the
+	// current value (so a commit does not build a lazy one); appends for
+	// the built-in append reducer, whose result's size a commit derives
+	// from the current value's and the items' (so it measures only them).
+	replaces, appends bool
 }
 
 // Index is the key's position in its registry.
@@ -129,6 +134,8 @@ func NewKey(spec Spec, plugin string, pos errs.Pos) (*Key, error) {
 				strings.Join(ReducerNames(), ", "))
 		}
 		k.reduce = r
+		k.replaces = spec.Reducer == "" || spec.Reducer == "replace"
+		k.appends = spec.Reducer == "append"
 	}
 	if spec.Default != nil {
 		d, err := spec.Schema.Conform(spec.Default)

@@ -472,5 +472,13 @@ func TestOverlayMatchesModel(t *testing.T) {
 		if len(s.snap.Values(nil)) != len(s.model) {
 			t.Fatalf("snapshot %d has %d values, want %d", h, len(s.snap.Values(nil)), len(s.model))
 		}
+		size := 0
+		for _, v := range s.model {
+			b, _ := value.AppendJSON(nil, v)
+			size += len(b)
+		}
+		if s.snap.Size() != size {
+			t.Fatalf("snapshot %d: size %d, want %d (the encoded values summed)", h, s.snap.Size(), size)
+		}
 	}
 }

@@ -20,8 +20,19 @@ const (
 // leaves; the level says which.
 type inner [width]unsafe.Pointer
 
-// leaf holds values; nil means absent.
-type leaf [width]any
+// leaf holds values (nil means absent) and the lengths of their JSON
+// encodings, kept so a commit measures only the values it touches (see
+// Limits; a size fits in 32 bits, as max_state_size is at most 1 GiB).
+type leaf struct {
+	v [width]any
+	n [width]int32
+}
+
+// slot is one key's value and its encoded size.
+type slot struct {
+	v any
+	n int
+}
 
 func depthFor(n int) int {
 	d := 1
@@ -32,15 +43,16 @@ func depthFor(n int) int {
 }
 
 // root is the top node: a *leaf when depth is 1, else an *inner.
-func get(root unsafe.Pointer, depth, i int) any {
+func get(root unsafe.Pointer, depth, i int) slot {
 	n := root
 	for level := depth - 1; level > 0 && n != nil; level-- {
 		n = (*inner)(n)[(i>>(bits*level))&mask]
 	}
 	if n == nil {
-		return nil
+		return slot{}
 	}
-	return (*leaf)(n)[i&mask]
+	l := (*leaf)(n)
+	return slot{l.v[i&mask], int(l.n[i&mask])}
 }
 
 // fresh lists the nodes one commit allocated: they are not shared with any
@@ -57,13 +69,14 @@ func (f fresh) has(n unsafe.Pointer) bool {
 	return false
 }
 
-// set returns a new root with slot i holding v (nil removes it), and the
-// nodes allocated so far. track is false when the commit touches one key.
-func set(root unsafe.Pointer, depth, i int, v any, f fresh, track bool) (unsafe.Pointer, fresh) {
+// set returns a new root with slot i holding v (a nil value removes it),
+// and the nodes allocated so far. track is false when the commit touches
+// one key.
+func set(root unsafe.Pointer, depth, i int, v slot, f fresh, track bool) (unsafe.Pointer, fresh) {
 	if depth == 1 {
 		var l *leaf
 		l, f = ownLeaf(root, f, track)
-		l[i&mask] = v
+		l.v[i&mask], l.n[i&mask] = v.v, int32(v.n)
 		return unsafe.Pointer(l), f
 	}
 	top, f := ownInner(root, f, track)
@@ -78,7 +91,7 @@ func set(root unsafe.Pointer, depth, i int, v any, f fresh, track bool) (unsafe.
 	slot := (i >> bits) & mask
 	l, f := ownLeaf(n[slot], f, track)
 	n[slot] = unsafe.Pointer(l)
-	l[i&mask] = v
+	l.v[i&mask], l.n[i&mask] = v.v, int32(v.n)
 	return unsafe.Pointer(top), f
 }
 
