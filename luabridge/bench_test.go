@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
@@ -12,6 +13,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/state"
 	"github.com/awaken-lua/awaken-lua/luabridge"
 	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/run"
 )
 
 // BenchmarkGateHookLua is one gate decision by one Lua gate hook for a call
@@ -140,4 +142,30 @@ return p`}
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "retained-bytes/state")
 	runtime.KeepAlive(g)
+}
+
+// benchTableWrites runs a hook whose body writes to tables: computed keys
+// go through the sparse-key check, named fields do not.
+func benchTableWrites(b *testing.B, body string) {
+	g := mustLoad(b, map[string]string{"x.lua": head + `p:on("step_start", function(ctx)
+` + body + `
+end)
+return p`}, func(l *luabridge.Loader) { l.Limits.HookTimeout = time.Minute })
+	rt := runtimeFor(b, g)
+	for b.Loop() {
+		s, _, _ := rt.Start(context.Background(), run.StartOptions{})
+		if _, err := s.StepStart(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkTableWriteAppend(b *testing.B) {
+	benchTableWrites(b, `local t = {} for i = 1, 1000 do t[#t + 1] = i end`)
+}
+func BenchmarkTableWriteIndex(b *testing.B) {
+	benchTableWrites(b, `local t = {} for i = 1, 1000 do t[i] = i end`)
+}
+func BenchmarkTableWriteField(b *testing.B) {
+	benchTableWrites(b, `local t = {} for i = 1, 1000 do t.x = i end`)
 }

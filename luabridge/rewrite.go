@@ -361,6 +361,11 @@ func safeKey(k ast.Expr) bool {
 func setIndex(L *lua.LState) int {
 	t, k, v := L.Get(1), L.Get(2), L.Get(3)
 	checkSparse(L, t, k)
+	if tb, ok := t.(*lua.LTable); ok && tb.Metatable == lua.LNil {
+		// A plain table, as the VM writes it (nil and NaN keys raise).
+		L.RawSet(tb, k, v)
+		return 0
+	}
 	L.SetTable(t, k, v)
 	return 0
 }
