@@ -67,7 +67,7 @@ return p`,
 				t.Fatal(err)
 			}
 			committed := pluginState(s)
-			start := time.Now()
+			watch := startWatch()
 			if tc.gate {
 				_, _ = s.StepStart(ctx)
 				_, _, _ = s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "x"}}})
@@ -82,7 +82,7 @@ return p`,
 				return
 			}
 			err = within(t, 10*time.Second, func() error { _, err := s.StepStart(ctx); return err })
-			elapsed := time.Since(start)
+			elapsed, late := watch.late(budget)
 			var e *errs.Error
 			if !errors.As(err, &e) || e.Code != tc.code || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %s containing %q", err, tc.code, tc.want)
@@ -96,7 +96,7 @@ return p`,
 			t.Logf("%s after %s", err, elapsed)
 			// Stopped by the deadline or, for the wide cases, by a limit of
 			// their own long before it.
-			if elapsed > budget+lateBy {
+			if late {
 				t.Errorf("took %s, budget %s", elapsed, cmp.Or(tc.budget, budget))
 			}
 			// Committed state is intact and nothing of the failed phase landed.
@@ -155,7 +155,7 @@ return p`,
 }
 
 func TestLoadTimeLoop(t *testing.T) {
-	start := time.Now()
+	watch := startWatch()
 	err := within(t, 10*time.Second, func() error {
 		_, err := load(t, map[string]string{"spin.lua": `while true do end`}, func(l *luabridge.Loader) { l.Limits.LoadTimeout = 100 * time.Millisecond })
 		return err
@@ -163,7 +163,7 @@ func TestLoadTimeLoop(t *testing.T) {
 	if !errors.Is(err, errs.PluginLoadFailed) || !strings.Contains(err.Error(), "scripts/spin.lua") || !strings.Contains(err.Error(), "longer than 100ms") {
 		t.Fatalf("err = %v", err)
 	}
-	if elapsed := time.Since(start); elapsed > 100*time.Millisecond+lateBy {
+	if elapsed, late := watch.late(100 * time.Millisecond); late {
 		t.Fatalf("the load was stopped after %s, its budget is 100ms", elapsed)
 	}
 }
