@@ -752,3 +752,26 @@ func TestGateSeesResumeAndRewrite(t *testing.T) {
 		t.Fatalf("gate decisions %v", decisions)
 	}
 }
+
+// Result transforms run in registration order on a tool's result, after
+// after_tool_execute, and the model sees what the last one returned.
+func TestResultTransformsRunInOrder(t *testing.T) {
+	redact := func(id, from, to string) plugin.Plugin {
+		return plugin.New(id, func(r *plugin.Registrar) error {
+			return r.ResultTransform(plugin.ResultTransformFunc(func(ctx context.Context, in *plugin.Input, call model.ToolCall, res model.ToolResult) (model.ToolResult, error) {
+				res.Data = strings.ReplaceAll(res.Data.(string), from, to)
+				return res, nil
+			}), errs.Pos{})
+		})
+	}
+	rt := newRuntime(t, nil, redact("a", "secret", "[a]"), redact("b", "[a]", "[b]"))
+	m := turns(calls(call("read", nil)), text("ok"))
+	read := newTool("read", func(map[string]any) (model.ToolResult, error) { return model.Success("the secret is here"), nil })
+	if _, err := rt.Run(context.Background(), run.Request{Model: m, Tools: []plugin.Tool{read}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := m.reqs[1].Messages
+	if got := msgs[len(msgs)-1].Content; got != "the [b] is here" {
+		t.Fatalf("the model saw %q", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -151,7 +152,7 @@ func TestAppendGateReplyMatchesEncodingJSON(t *testing.T) {
 		{Decision: "allow", Args: map[string]any{}, Revision: 0},
 		{Decision: "allow", Args: map[string]any{"path": "src/main.go", "line": 12.0, "z": []any{true, nil, "<&>"}}, Revision: 7},
 		{Decision: "block", Args: map[string]any{"cmd": "rm -rf /"}, Reason: "not \"allowed\"\n\u2028", Revision: 1 << 40},
-		{Decision: "allow", Args: map[string]any{"x": map[string]any{"b": 1e21, "a": 1e-7, "c": -0.0}}, Revision: 3},
+		{Decision: "allow", Args: map[string]any{"x": map[string]any{"b": 1e21, "a": 1e-7, "c": math.Copysign(0, -1)}}, Revision: 3},
 		{Decision: "set_result", Args: map[string]any{}, Result: &res, Revision: 2},
 		{Decision: "suspend", Args: map[string]any{}, Ticket: &gate.Ticket{ID: "t1", Message: "ok?", Options: []string{"yes"}}, Revision: 2},
 	} {

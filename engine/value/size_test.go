@@ -8,7 +8,7 @@ import (
 
 func TestEncodedSizeMatchesAppendJSON(t *testing.T) {
 	for _, v := range []any{
-		nil, Null{}, true, false, 0.0, -0.0, 1.0, -1.0, 9.0, 10.0, -10.0, 123456789.0, 1e15 - 1, 1e15, -1e15,
+		nil, Null{}, true, false, 0.0, 1.0, math.Copysign(0, -1), -1.0, 9.0, 10.0, -10.0, 123456789.0, 1e15 - 1, 1e15, -1e15,
 		1e21, 1e-7, 0.5, -123.456, 5e-324, math.MaxFloat64,
 		"", "a", "héllo", "\"\\\b\f\n\r\t", "\x00\x1f\x7f", "<>&", "\u2028\u2029", "a\xffb\xc3", "😀",
 		[]any{}, []any(nil), []any{1.0, "x", nil, []any{}},

@@ -190,16 +190,6 @@ func normalizeReflect(v any) (any, error) {
 	return nil, fmt.Errorf("%T is not a value (use nil, bool, number, string, list or string-keyed map)", v)
 }
 
-// MustNormalize is Normalize for values built in code; it panics on a type
-// that is not a value, which is a programming error.
-func MustNormalize(v any) any {
-	n, err := Normalize(v)
-	if err != nil {
-		panic(err)
-	}
-	return n
-}
-
 // TypeName names the JSON type of a canonical value: "null", "boolean",
 // "number", "string", "array" or "object".
 func TypeName(v any) string {
