@@ -1,4 +1,4 @@
-// Package config reads awaken.toml (SPEC §9), the one file that says where
+// Package config reads awaken.toml, the one file that says where
 // plugins live, which model answers, how the sidecar listens, and which
 // agents exist with which plugins and plugin configs.
 //
@@ -26,7 +26,7 @@
 //
 // # An agent's plugins: a list or a table
 //
-// SPEC §7 uses `plugins` under an agent both for the activation filter (a
+// The README's configuration uses `plugins` under an agent both for the activation filter (a
 // list) and for per-agent plugin configs ([agents.<id>.plugins.<plugin>]),
 // and TOML cannot hold both under one key. So an agent's `plugins` takes one
 // of two forms:
@@ -63,7 +63,7 @@ import (
 const (
 	DefaultAgent = "default" // the agent that exists when awaken.toml declares none
 
-	ModelScripted = "scripted" // replies from a TOML script (SPEC §10); the default
+	ModelScripted = "scripted" // replies from a TOML script; the default
 	ModelOpenAI   = "openai"   // an OpenAI-compatible chat-completions endpoint
 
 	StoreMemory = "memory" // the default: threads live as long as the process
@@ -119,7 +119,7 @@ type Model struct {
 	MaxRetries int
 }
 
-// Server is [server]: the sidecar (SPEC §13).
+// Server is [server]: the sidecar (server/README.md).
 type Server struct {
 	Addr          string // host:port
 	TokenEnv      string // the environment variable holding the bearer token; "" for none

@@ -1,6 +1,6 @@
-// Package engine is the phase engine of awaken-lua (SPEC §3, §4, §7): it runs
-// the hooks of a phase in parallel against one frozen snapshot, merges their
-// commands in registration order with the exclusive-key conflict fallback,
+// Package engine is the phase engine of awaken-lua (docs/design.md, "The
+// phase engine"): it runs the hooks of a phase against one frozen snapshot,
+// merges their commands in plugin order with the exclusive-key fallback,
 // runs scheduled actions to convergence, and dispatches effects after the
 // commits that emitted them. It knows nothing of Lua.
 //

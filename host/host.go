@@ -1,6 +1,6 @@
 // Package host owns what a running awaken-lua process holds: the
 // configuration, the current plugin generation, the thread store, the audit
-// sink, and hot reload (SPEC §9). The CLI and the sidecar are drivers over
+// sink, and hot reload (docs/design.md, "Generations and hot reload"). The CLI and the sidecar are drivers over
 // it; an embedding program can use it too.
 //
 // A generation is built aside and swapped in only when it loads (build,

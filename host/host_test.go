@@ -217,7 +217,7 @@ func TestUnchangedReload(t *testing.T) {
 }
 
 // BenchmarkReload reloads a plugin directory with the shipped example
-// plugins (SPEC §14: <= 50ms).
+// plugins (the README's Speed table: <= 50ms).
 func BenchmarkReload(b *testing.B) {
 	wd, _ := os.Getwd()
 	cfg := filepath.Join(wd, "..", "awaken.toml")

@@ -1,6 +1,6 @@
 // Package model holds the conversation data that flows between the runtime,
-// plugins and a language model (SPEC §12's message, tool call and result
-// shapes), and the Model interface that executors implement.
+// plugins and a language model (the message, tool call and result shapes of
+// the README's reference), and the Model interface that executors implement.
 package model
 
 import (

@@ -26,7 +26,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 )
 
-// Exit codes (SPEC §12).
+// Exit codes (the README's "Exit codes").
 const (
 	exitOK      = 0
 	exitFailed  = 1

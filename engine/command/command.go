@@ -1,5 +1,5 @@
 // Package command is what a hook, action handler or tool returns: state
-// updates, scheduled actions, effects, and an optional stop (SPEC §4).
+// updates, scheduled actions, effects, and an optional stop (docs/design.md, "The phase engine").
 package command
 
 import (

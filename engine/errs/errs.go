@@ -1,5 +1,5 @@
 // Package errs defines the one error type of awaken-lua: every error a user
-// can cause carries a stable Code (SPEC §11), a position when there is one,
+// can cause carries a stable Code, a position when there is one,
 // and a message that says what to do.
 package errs
 
@@ -19,7 +19,7 @@ type Code string
 // Error makes a Code usable as a target for errors.Is.
 func (c Code) Error() string { return string(c) }
 
-// The codes of SPEC §11.
+// The codes (docs/design.md, "Errors"). They are the API: never rename one.
 const (
 	UnknownKey               Code = "unknown_key"
 	KeyAlreadyRegistered     Code = "key_already_registered"

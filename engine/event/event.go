@@ -1,5 +1,6 @@
-// Package event defines the run events of SPEC §12. The harness, `run
-// --json` and the sidecar's logs all use these names and fields.
+// Package event defines the run events (the README's "Events"). The
+// harness, `run --json` and the sidecar's logs all use these names and
+// fields.
 package event
 
 import (
@@ -84,7 +85,7 @@ type InferenceComplete struct {
 }
 
 // ContextMessages reports the context messages placed in a step's
-// inference request (an addition to SPEC §12's list, emitted only when
+// inference request (emitted only when
 // there are any), so a trace shows what plugins told the model.
 type ContextMessages struct {
 	Step     int              `json:"step"`

@@ -1,5 +1,5 @@
 // Package gate holds tool-gate decisions, suspension tickets and the
-// priority rule that picks one decision among many (SPEC §5).
+// priority rule that picks one decision among many (docs/design.md, "The gate").
 package gate
 
 import (

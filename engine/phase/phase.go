@@ -1,4 +1,4 @@
-// Package phase names the nine phases of an agent run (SPEC §2).
+// Package phase names the nine phases of an agent run (docs/design.md, "Runs and phases").
 package phase
 
 import (

@@ -1,4 +1,4 @@
-// Package plugin defines plugins and what they register (SPEC §7): the
+// Package plugin defines plugins and what they register: the
 // structural parts (keys, action handlers, effect handlers) that are always
 // present, and the behavioural parts (phase hooks, gate hooks, tools, request
 // and result transforms) that are present only while the plugin is active.

@@ -1,4 +1,5 @@
-// Package schema is the JSON Schema subset of SPEC §8.4, shared by plugin
+// Package schema is the JSON Schema subset of the README's
+// "Schemas", shared by plugin
 // config, state key values, action payloads and tool parameters.
 //
 // A spec is a canonical value (package value) as it arrives from a Lua table,

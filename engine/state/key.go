@@ -1,6 +1,6 @@
 // Package state holds typed state: key declarations, the reducers that
 // combine updates with values, and the Store of (revision, values) with
-// immutable snapshots that cost O(1) to take (SPEC §3).
+// immutable snapshots that cost O(1) to take (docs/design.md, "State").
 package state
 
 import (
@@ -45,7 +45,7 @@ type Merge uint8
 
 const (
 	// Exclusive keys conflict when two hooks of a phase write them; the
-	// engine then re-runs the later hook on a fresh snapshot (SPEC §4).
+	// engine then re-runs the later hook on a fresh snapshot.
 	Exclusive Merge = iota
 	// Commutative keys never conflict; updates apply in registration order.
 	Commutative

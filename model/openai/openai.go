@@ -1,5 +1,5 @@
 // Package openai is the model executor for any OpenAI-compatible
-// chat-completions endpoint (OpenAI, Ollama, vLLM, LiteLLM; SPEC §10). It
+// chat-completions endpoint (OpenAI, Ollama, vLLM, LiteLLM). It
 // speaks only the common subset of the wire format, so one executor serves
 // them all, and it retries what is worth retrying (429, 5xx, transport
 // errors) with capped exponential backoff.

@@ -70,7 +70,7 @@ func Load(path string) ([]Turn, error) {
 	return Parse(data, path)
 }
 
-// Parse reads a script (SPEC §10): [[turns]] with text, tool_calls (name,
+// Parse reads a script: [[turns]] with text, tool_calls (name,
 // args, optional id) and usage. It is strict, because a typo in a script
 // would otherwise silently drop a tool call and the scenario would test
 // something else: unknown keys, wrong types, nameless tool calls and an

@@ -1,4 +1,4 @@
-// Package scripted is the offline, deterministic model executor (SPEC §10):
+// Package scripted is the offline, deterministic model executor:
 // it answers each inference with the next turn of a script. It is the
 // default model, so every run, test and demo works without a network and
 // gives the same trace each time.
