@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/awaken-lua/awaken-lua/internal/gctune"
 )
 
 // benchGateLua is a permission-style gate: it reads the call's name and
@@ -46,7 +48,7 @@ const clients = 16
 // load against a handler that only answers a canned decision: what loopback
 // HTTP with 16 clients in one process costs on this machine.
 func BenchmarkServeToolGate(b *testing.B) {
-	defer TuneGC()() // as awaken-lua serve runs
+	defer gctune.TuneGC()() // as awaken-lua serve runs
 	b.Run("sidecar", func(b *testing.B) { benchSidecar(b, quietLog(), 0) })
 	b.Run("sidecar-at-10k", func(b *testing.B) { benchSidecar(b, quietLog(), 10000) })
 	b.Run("sidecar+access-log-at-10k", func(b *testing.B) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/internal/gctune"
 	"github.com/awaken-lua/awaken-lua/server"
 )
 
@@ -40,7 +41,7 @@ func cmdServe(e *env) int {
 		return exitUsage
 	}
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: lv}))
-	defer server.TuneGC()()
+	defer gctune.TuneGC()()
 	hooks := server.NewHookMetrics()
 	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Log: log, HookObserver: hooks.Observe})
 	if err != nil {

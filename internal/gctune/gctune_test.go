@@ -1,4 +1,4 @@
-package server
+package gctune
 
 import (
 	"os"

@@ -1,4 +1,5 @@
-package server
+// Package gctune sets the collector up for a long-running sidecar.
+package gctune
 
 import (
 	"os"
@@ -12,12 +13,11 @@ import (
 // as its pages are never written, no resident memory.
 //
 // Why: a sidecar's live heap is small (the runs in progress) while every
-// request allocates, so with the default heap goal the collector ran
+// request allocates, so with the default heap goal the collector runs
 // several times a second under load, and each cycle (its pauses, its
-// marking on one of two cores) delayed the replies in flight: at 10,000
-// tool_gate decisions/s on 2 cores, the p99 was 1.8-3.4 ms with
-// GOGC=800 and 0.84-1.02 ms with this floor. The price is that the heap
-// may grow to about 256 MiB plus twice the live heap before a cycle (with
+// marking on one of two cores) delays the replies in flight; the figures
+// are in server/README.md ("Performance"). The price is that the heap may
+// grow to about 256 MiB plus twice the live heap before a cycle (with
 // GOGC=100). Set GOGC or GOMEMLIMIT to tune the collector yourself.
 const BallastSize = 128 << 20
 
