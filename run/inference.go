@@ -35,7 +35,7 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (model
 		return req, s.outcome(), err
 	}
 	snap := s.store.Snapshot()
-	out := model.Request{Params: req.Params}
+	out := model.Request{Params: s.agent.Params.under(req.Params)}
 	cms := readContextMessages(snap)
 	out.Messages = placeContextMessages(cloneMessages(s.messages), cms)
 	if len(cms) > 0 {

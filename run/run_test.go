@@ -775,3 +775,42 @@ func TestResultTransformsRunInOrder(t *testing.T) {
 		t.Fatalf("the model saw %q", got)
 	}
 }
+
+// An agent's model and temperature reach the request unless the request
+// sets them; a plugin's inference override applies last.
+func TestAgentParamsReachTheRequest(t *testing.T) {
+	cold, warm := 0.1, 0.9
+	agent := run.Agent{ID: "default", MaxSteps: 4, Params: run.ModelParams{Model: "small", Temperature: &cold}}
+	override := hook("o", phase.BeforeInference, func(ctx context.Context, in *plugin.Input, out *command.Command) error {
+		if in.Run.Step == 3 {
+			out.Schedule("runtime.set_inference_override", map[string]any{"model": "large"})
+		}
+		return nil
+	})
+	rt := newRuntime(t, []run.Option{run.WithAgents(agent)}, override)
+	for _, tc := range []struct {
+		name      string
+		params    model.Params
+		wantModel string
+		wantTemp  float64
+	}{
+		{"the agent's defaults", model.Params{}, "small", cold},
+		{"the request's own", model.Params{Model: "mine", Temperature: &warm}, "mine", warm},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := turns(calls(call("x", nil)), calls(call("x", nil)), text("ok"))
+			x := newTool("x", nil)
+			if _, err := rt.Run(context.Background(), run.Request{Model: m, Tools: []plugin.Tool{x}, Params: tc.params}); err != nil {
+				t.Fatal(err)
+			}
+			for i, req := range m.reqs[:2] {
+				if req.Params.Model != tc.wantModel || req.Params.Temperature == nil || *req.Params.Temperature != tc.wantTemp {
+					t.Fatalf("request %d: params %+v", i+1, req.Params)
+				}
+			}
+			if m.reqs[2].Params.Model != "large" {
+				t.Fatalf("the override did not apply last: %+v", m.reqs[2].Params)
+			}
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/state"
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // DefaultMaxSteps bounds a run's steps when the agent does not say.
@@ -35,11 +36,26 @@ type Agent struct {
 	Params ModelParams
 }
 
-// ModelParams are default inference parameters of an agent.
+// ModelParams are default inference parameters of an agent: they fill
+// what a request leaves unset (plugins' inference overrides apply after).
 type ModelParams struct {
 	Model       string
 	Temperature *float64
 	MaxTokens   *int
+}
+
+// under returns p with the agent's defaults where p leaves a field unset.
+func (d ModelParams) under(p model.Params) model.Params {
+	if p.Model == "" {
+		p.Model = d.Model
+	}
+	if p.Temperature == nil {
+		p.Temperature = d.Temperature
+	}
+	if p.MaxTokens == nil {
+		p.MaxTokens = d.MaxTokens
+	}
+	return p
 }
 
 // Runtime runs agents for one plugin generation. It is immutable and safe
