@@ -236,7 +236,7 @@ return p`}, func(l *luabridge.Loader) { l.Limits.LoadTimeout = budget })
 	t.Run("a Go function that hangs", func(t *testing.T) {
 		release := make(chan struct{})
 		t.Cleanup(func() { close(release) })
-		hang := func(L *lua.LState, _ *luabridge.Instance) lua.LValue {
+		hang := func(L *lua.LState) lua.LValue {
 			m := L.NewTable()
 			m.RawSetString("wait", L.NewFunction(func(L *lua.LState) int { <-release; return 0 }))
 			return m
@@ -246,7 +246,7 @@ return p`}, func(l *luabridge.Loader) { l.Limits.LoadTimeout = budget })
 			_, err := load(t, map[string]string{"x.lua": head + `require("hang").wait()
 return p`}, func(l *luabridge.Loader) {
 				l.Limits.LoadTimeout = budget
-				l.Preload = map[string]func(*lua.LState, *luabridge.Instance) lua.LValue{"hang": hang}
+				luabridge.Preload(l, "hang", hang)
 			})
 			return err
 		})
