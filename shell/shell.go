@@ -216,28 +216,36 @@ func (s *splitter) script(src string, depth, owner int) error {
 
 // walker visits one script's syntax tree.
 type walker struct {
-	s     *splitter
-	src   string
-	depth int
-	owner int
-	stack []syntax.Node // the nodes from the root to the current one
-	err   error
+	s      *splitter
+	src    string
+	depth  int
+	owner  int
+	redirs []*syntax.Stmt // the statements with redirections around the current node
+	opened []bool         // for each open node, whether it is on redirs
+	err    error
 }
 
 func (w *walker) visit(n syntax.Node) bool {
 	if n == nil {
-		w.stack = w.stack[:len(w.stack)-1]
+		if w.opened[len(w.opened)-1] {
+			w.redirs = w.redirs[:len(w.redirs)-1]
+		}
+		w.opened = w.opened[:len(w.opened)-1]
 		return true
 	}
 	if w.err != nil {
 		return false
 	}
-	if len(w.stack) >= maxTreeDepth {
+	if len(w.opened) >= maxTreeDepth {
 		w.err = unparsable(int(n.Pos().Offset()), "nested more than %d deep; the command cannot be checked", maxTreeDepth)
 		return false
 	}
-	w.stack = append(w.stack, n)
 	st, ok := n.(*syntax.Stmt)
+	redirected := ok && len(st.Redirs) > 0
+	w.opened = append(w.opened, redirected)
+	if redirected {
+		w.redirs = append(w.redirs, st)
+	}
 	if !ok {
 		return true
 	}
@@ -278,14 +286,10 @@ func span(st *syntax.Stmt, start, end syntax.Pos) (syntax.Pos, syntax.Pos) {
 }
 
 // writes returns the output redirection targets of the statement and of
-// every statement around it on the stack.
+// every statement around it.
 func (w *walker) writes() []Word {
 	var out []Word
-	for _, n := range w.stack {
-		st, ok := n.(*syntax.Stmt)
-		if !ok {
-			continue
-		}
+	for _, st := range w.redirs {
 		for _, r := range st.Redirs {
 			if r.Word == nil {
 				continue
