@@ -103,7 +103,7 @@ func benchSidecar(b *testing.B, log *slog.Logger, rate float64) {
 				}
 				id := string(bytes.Split(bytes.Split(out, []byte(`"run_id":"`))[1], []byte(`"`))[0])
 				for _, p := range [][2]string{{"step_start", `{}`}, {"before_inference", `{"request":{}}`},
-					{"after_inference", `{"response":{"tool_calls":[]}}`}} {
+					{"after_inference", benchResponse(1, true)}} {
 					if _, err := post("/v1/runs/"+id+"/phases/"+p[0], p[1]); err != nil {
 						errc <- err
 						return
@@ -122,6 +122,22 @@ func benchSidecar(b *testing.B, log *slog.Logger, rate float64) {
 	client.CloseIdleConnections()
 	loadAt(b, sc.ts.URL, rate, func(c, i int) string { return "/v1/runs/" + runs[c][i/callsPerRun] + "/phases/tool_gate" },
 		runEnds(func(c, i int) string { return runs[c][i/callsPerRun] }))
+}
+
+// benchResponse is the model's answer that announces the calls a
+// benchmark then gates: c<first> to c<first+callsPerRun-1>, with the tool
+// names that the load generators send for them (mixed: a shell call
+// among them, as BenchmarkServeToolGate sends).
+func benchResponse(first int, mixed bool) string {
+	calls := make([]string, callsPerRun)
+	for i := range calls {
+		tool, arg := "fs_read", `{"path":"src/main.go","line":12}`
+		if mixed && i%8 == 3 {
+			tool, arg = "shell", `{"cmd":"ls","dir":"/tmp"}`
+		}
+		calls[i] = `{"id":"c` + strconv.Itoa(first+i) + `","name":"` + tool + `","args":` + arg + `}`
+	}
+	return `{"response":{"tool_calls":[` + strings.Join(calls, ",") + `]}}`
 }
 
 // runEnds says when a client is done with a run: after its last call it
@@ -361,7 +377,7 @@ func BenchmarkToolGateHandler(b *testing.B) {
 		id := string(bytes.Split(bytes.Split(out, []byte(`"run_id":"`))[1], []byte(`"`))[0])
 		send("/v1/runs/"+id+"/phases/step_start", `{}`)
 		send("/v1/runs/"+id+"/phases/before_inference", `{"request":{}}`)
-		send("/v1/runs/"+id+"/phases/after_inference", `{"response":{"tool_calls":[]}}`)
+		send("/v1/runs/"+id+"/phases/after_inference", benchResponse(0, false))
 		return id
 	}
 	id := newRun()
