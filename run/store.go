@@ -71,6 +71,9 @@ type Checkpoint struct {
 	Tools    []model.ToolSpec `json:"tools,omitempty"`
 	Calls    []CallRecord     `json:"calls,omitempty"`
 	Revision uint64           `json:"revision"`
+	// Seq counts the run's saves: a Delta applies on the checkpoint whose
+	// Seq is its Base (see RunLog).
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // Store keeps threads and runs between runs and across restarts. The memory
@@ -96,6 +99,14 @@ type Store interface {
 // store fails, so it recovers by itself once the store can write again.
 type Prober interface {
 	Probe(ctx context.Context) error
+}
+
+// Volatile is a Store that may keep nothing across a restart: Volatile
+// reports whether it does. A sidecar over a volatile store checkpoints a
+// run only when it leaves memory, since a copy per call would buy nothing;
+// a store without the method is durable, and saved after every call.
+type Volatile interface {
+	Volatile() bool
 }
 
 // DefaultMaxThreads is how many threads a MemoryStore keeps unless
@@ -166,6 +177,9 @@ func NewMemoryStore(opts ...MemoryStoreOption) *MemoryStore {
 	}
 	return m
 }
+
+// Volatile implements Volatile: the memory store dies with the process.
+func (m *MemoryStore) Volatile() bool { return true }
 
 // MaxThreads returns the bound on threads.
 func (m *MemoryStore) MaxThreads() int { return m.max }
