@@ -378,7 +378,7 @@ func (m *modelDriver) check(i int, op string) {
 // must be (after a start, a restore, or the session's own save of a run
 // that begins to wait); every other save is a delta.
 func TestSaveRunRestoresTheSession(t *testing.T) {
-	for _, kind := range []string{"rows"} {
+	for _, kind := range []string{"rows", "file"} {
 		t.Run(kind, func(t *testing.T) {
 			compacted, ran := 0, 0
 			seeds := uint64(6)
