@@ -533,3 +533,46 @@ func TestSaveRunOnAnotherSaveConflicts(t *testing.T) {
 		t.Fatalf("the save after a conflict was not whole (%d whole saves, %d before)", now, puts)
 	}
 }
+
+// A step that offers no tool offers none after a restore too: an empty
+// list of offered tools is not "every tool" (it came back as nil, which
+// is, so a restored run gated a call to a tool the step never offered).
+func TestRestoreKeepsAnEmptyOffer(t *testing.T) {
+	for _, kind := range []string{"memory", "file"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			var st run.Store = run.NewMemoryStore()
+			if kind == "file" {
+				st = fileStore(t, t.TempDir())
+			}
+			rt := newRuntime(t, []run.Option{run.WithStore(st)})
+			s, _, err := rt.Start(ctx, run.StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.StepStart(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.BeforeInference(ctx, model.Request{}); err != nil {
+				t.Fatal(err)
+			}
+			c := model.ToolCall{ID: "c1", Name: "a", Args: map[string]any{}}
+			if _, err := s.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{c}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.PutRun(ctx, s.Checkpoint()); err != nil {
+				t.Fatal(err)
+			}
+			r, err := rt.Restore(ctx, s.RunID(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, sess := range map[string]*run.Session{"restored": r, "original": s} {
+				d, _, err := sess.ToolGate(ctx, c)
+				if err != nil || d.Decision != "set_result" || d.Result == nil || !strings.Contains(d.Result.Message, "not available") {
+					t.Fatalf("%s: a call to a tool the step did not offer: %+v %v", name, d, err)
+				}
+			}
+		})
+	}
+}

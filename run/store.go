@@ -66,7 +66,9 @@ type Checkpoint struct {
 	// since (see RestoreCheckpoint).
 	ThreadRevision uint64          `json:"thread_revision,omitempty"`
 	Messages       []model.Message `json:"messages"`
-	Offered        []string        `json:"offered,omitempty"`
+	// Offered are the tools offered in the step: null for every tool, []
+	// for none (which omitempty would turn into every tool).
+	Offered []string `json:"offered"`
 	// Tools are the host's tools (StartOptions.Tools).
 	Tools    []model.ToolSpec `json:"tools,omitempty"`
 	Calls    []CallRecord     `json:"calls,omitempty"`
@@ -383,7 +385,9 @@ func cloneCheckpoint(cp Checkpoint) Checkpoint {
 	cp.Values = cloneMap(cp.Values)
 	cp.ThreadValues = cloneMap(cp.ThreadValues)
 	cp.Messages = cloneMessages(cp.Messages)
-	cp.Offered = append([]string(nil), cp.Offered...)
+	if cp.Offered != nil { // nil: every tool; empty: none
+		cp.Offered = append([]string{}, cp.Offered...)
+	}
 	cp.Tools = cloneTools(cp.Tools)
 	if cp.Calls != nil {
 		calls := make([]CallRecord, len(cp.Calls))
