@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/awaken-lua/awaken-lua/engine/command"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -521,19 +522,57 @@ func runParallel(n int, cost *atomic.Int64, f func(i int) error) []error {
 	return out
 }
 
-func recovered(v any) error {
-	return fmt.Errorf("panic: %v\n%s", v, debug.Stack())
+// panicked is a plugin call that panicked. Its message is short: it
+// reaches the model and the client (a gate's block reason, a run's
+// error). The stack goes to the log (timed), at debug level.
+type panicked struct {
+	value any
+	stack []byte
 }
 
-// timed runs f and reports its duration to the observer, if any.
-func (e *Engine) timed(plugin string, p phase.Phase, kind string, f func() error) error {
-	if e.observe == nil {
-		return f()
+// panicValueMax bounds the panic value a message shows.
+const panicValueMax = 200
+
+func (p *panicked) Error() string {
+	v := fmt.Sprint(p.value)
+	if len(v) > panicValueMax {
+		n := panicValueMax
+		for n > 0 && !utf8.RuneStart(v[n]) {
+			n--
+		}
+		v = v[:n] + "..."
 	}
-	start := time.Now()
-	err := f()
-	e.observe(plugin, p, kind, time.Since(start), err)
+	return "internal error (panic: " + v + "); see the log"
+}
+
+func recovered(v any) error {
+	return &panicked{value: v, stack: debug.Stack()}
+}
+
+// timed runs f, reports its duration to the observer, if any, and logs the
+// stack of a call that panicked.
+func (e *Engine) timed(plugin string, p phase.Phase, kind string, f func() error) error {
+	var err error
+	if e.observe == nil {
+		err = f()
+	} else {
+		start := time.Now()
+		err = f()
+		e.observe(plugin, p, kind, time.Since(start), err)
+	}
+	if err != nil {
+		e.logPanic(err, plugin, p, kind)
+	}
 	return err
+}
+
+// logPanic logs the value and stack of a call that panicked.
+func (e *Engine) logPanic(err error, plugin string, p phase.Phase, kind string) {
+	var pe *panicked
+	if errors.As(err, &pe) {
+		e.log.Debug("plugin call panicked", "plugin", plugin, "phase", p.String(), "kind", kind,
+			"panic", fmt.Sprint(pe.value), "stack", string(pe.stack))
+	}
 }
 
 func callHook(ctx context.Context, h plugin.Hook, in *plugin.Input, out *command.Command) (err error) {

@@ -34,6 +34,9 @@ type invocation struct {
 	// spec, when set, replaces args and results: a hot path passes one
 	// struct instead of two closures.
 	spec callSpec
+	// budget replaces the plugin's hook budget (prepare runs with the load
+	// budget).
+	budget time.Duration
 }
 
 // callSpec pushes a call's arguments and reads its results.
@@ -63,8 +66,12 @@ func (p *luaPlugin) invoke(ctx context.Context, iv invocation) (err error) {
 	} else if iv.args != nil {
 		n = iv.args(inst, c)
 	}
+	budget := p.timeout
+	if iv.budget > 0 {
+		budget = iv.budget
+	}
 	stop := inst.watch(ctx)
-	inst.dl.arm(p.timeout)
+	inst.dl.arm(budget)
 	callErr := L.PCall(n, iv.nret, nil)
 	fired := inst.dl.disarm()
 	if stop != nil {
@@ -85,23 +92,22 @@ func (p *luaPlugin) invoke(ctx context.Context, iv invocation) (err error) {
 		if !errors.Is(cause, errHookBudget) && cause != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		pos, _ := errs.Pos{}, ""
+		var pos errs.Pos
 		if callErr != nil {
 			pos = luaError(callErr, errs.HookTimeout).Pos
 		}
 		return &errs.Error{Code: errs.HookTimeout, Plugin: p.id, Phase: iv.phase, Pos: pos,
-			Msg: fmt.Sprintf("the %s ran longer than its %s budget and was stopped; make it cheaper, or raise hook_timeout in awaken.plugin{...}", iv.kind, p.timeout)}
+			Msg: fmt.Sprintf("the %s ran longer than its %s budget and was stopped; make it cheaper, or raise hook_timeout in awaken.plugin{...}", iv.kind, budget)}
 	}
 	if callErr != nil {
 		e := luaError(callErr, errs.HookFailed)
-		c := *e
-		if c.Plugin == "" {
-			c.Plugin = p.id
+		if e.Plugin == "" {
+			e.Plugin = p.id
 		}
-		if c.Phase == "" {
-			c.Phase = iv.phase
+		if e.Phase == "" {
+			e.Phase = iv.phase
 		}
-		return &c
+		return e
 	}
 	return nil
 }

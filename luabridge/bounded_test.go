@@ -44,7 +44,7 @@ func lib(t testing.TB, m *Module, path string) *lua.LFunction {
 			cur = m.inst.awaken
 			continue
 		}
-		cur = viewed(tb).RawGetString(part)
+		cur = m.inst.L.GetField(tb, part) // through views, making lazy libraries
 	}
 	fn, ok := cur.(*lua.LFunction)
 	if !ok {
@@ -108,6 +108,8 @@ func TestLongWorkPollsTheDeadline(t *testing.T) {
 		{"awaken.glob", []lua.LValue{lua.LString(strings.Repeat("*a", 50) + "b"), lua.LString(strings.Repeat("a", 1<<16))}},
 		{"awaken.log.info", []lua.LValue{lua.LString("m"), keyed}},
 		{"string.find", []lua.LValue{lua.LString(big), lua.LString("a+x")}},
+		{"awaken.regex.find", []lua.LValue{lua.LString("(a|b|<|\n)*x"), lua.LString(big)}},
+		{"awaken.regex.match", []lua.LValue{lua.LString("(a|b|<|\n)*x"), lua.LString(big)}},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -175,6 +177,8 @@ func TestResultsCheckedBeforeBuilt(t *testing.T) {
 		{"awaken.json.encode", []lua.LValue{lua.LString(strings.Repeat("<", 3<<20))}, "over the limit", 64 << 20},
 		{"awaken.json.decode", []lua.LValue{lua.LString("[" + strings.Repeat("1,", 1<<20) + "1]")}, "more than", 128 << 20},
 		{"awaken.glob", []lua.LValue{lua.LString(strings.Repeat("*", 100<<10)), lua.LString("x")}, "over the limit", 1 << 20},
+		{"awaken.regex.find", []lua.LValue{lua.LString(strings.Repeat("a", 100<<10)), lua.LString("x")}, "over the limit", 1 << 20},
+		{"awaken.regex.match", []lua.LValue{lua.LString("(?:" + strings.Repeat("a", 50<<10) + "){3}"), lua.LString("x")}, "too large", 8 << 20},
 	}
 	for _, tc := range tests {
 		t.Run(tc.fn, func(t *testing.T) {

@@ -1,16 +1,11 @@
 package luabridge
 
 import (
-	"reflect"
-	"strconv"
-	"unsafe"
-
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/awaken-lua/awaken-lua/engine/command"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
-	"github.com/awaken-lua/awaken-lua/engine/value"
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
@@ -35,7 +30,9 @@ func (inst *instance) newCall(in *plugin.Input, out *command.Command, kind strin
 	return c
 }
 
-func (inst *instance) setupCtx() {
+// openCtx makes the methods of ctx and the metatables of ctx, tool calls,
+// results and lazy requests.
+func (inst *instance) openCtx() {
 	L := inst.L
 	inst.methods = map[string]*lua.LFunction{
 		"get":      L.NewFunction(inst.ctxGet),
@@ -102,7 +99,7 @@ func (inst *instance) current(L *lua.LState) *hookCall {
 
 // ctxFields are the fields ctxIndex answers (besides the methods); the
 // LuaLS stub must list the same (luabridge/stub_test.go).
-var ctxFields = [...]string{"phase", "run", "config", "messages", "tool", "response", "tools", "plugin"}
+var ctxFields = [...]string{"phase", "run", "config", "prepared", "messages", "tool", "response", "tools", "plugin"}
 
 func (inst *instance) ctxIndex(L *lua.LState) int {
 	c := inst.current(L)
@@ -133,6 +130,8 @@ func (inst *instance) ctxIndex(L *lua.LState) int {
 			c.config = inst.configTable(in)
 		}
 		L.Push(c.config)
+	case "prepared":
+		L.Push(inst.preparedTable(L, in)) // kept per state and config
 	case "messages":
 		if c.messages == nil {
 			c.messages = messagesToLua(L, inst.null, in.Messages)
@@ -182,35 +181,6 @@ func (inst *instance) ctxIndex(L *lua.LState) int {
 type callView struct {
 	t                    *plugin.ToolInfo
 	args, result, resume lua.LValue
-}
-
-// configTable converts the plugin's config for this call. A config is
-// immutable for a generation and an agent, so its Lua table is kept per
-// state and handed to every call with the same config: converting a
-// permission plugin's rules on every gate decision cost more than the
-// decision. Every table in it is a read-only view, so no call can change
-// what a later call (another thread's) sees.
-func (inst *instance) configTable(in *plugin.Input) lua.LValue {
-	cfg := in.Config(inst.p.id)
-	if cfg == nil {
-		cfg = inst.p.defaultConfig
-	}
-	m, isMap := cfg.(map[string]any)
-	var id unsafe.Pointer
-	if isMap && m != nil {
-		id = reflect.ValueOf(m).UnsafePointer()
-		if id == inst.cfgID && inst.cfgVal != nil {
-			return inst.cfgVal
-		}
-	}
-	v := deepView(inst.L, inst.null, cfg, "ctx.config")
-	if v == lua.LNil {
-		v = newView(inst.L, inst.L.CreateTable(0, 0), "ctx.config")
-	}
-	if id != nil {
-		inst.cfgID, inst.cfgVal = id, v
-	}
-	return v
 }
 
 func (inst *instance) toolToLua(t *plugin.ToolInfo) lua.LValue {
@@ -502,8 +472,3 @@ func (inst *instance) ctxNow(L *lua.LState) int {
 	L.Push(lua.LNumber(float64(t.UnixNano()) / 1e9))
 	return 1
 }
-
-// canonical helpers used by adapters
-func itoa(i int) string { return strconv.Itoa(i) }
-
-var _ = value.Null{}

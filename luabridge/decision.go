@@ -13,6 +13,14 @@ import (
 // return: a gate decision, readable from Lua (d.decision, d.reason, ...).
 type decisionValue struct{ d gate.Decision }
 
+// openDecisions makes the metatable of decision values.
+func (inst *instance) openDecisions() {
+	L := inst.L
+	inst.decisionMeta = L.CreateTable(0, 2)
+	inst.decisionMeta.RawSetString("__index", L.NewFunction(inst.decisionIndex))
+	inst.decisionMeta.RawSetString("__metatable", lua.LString("protected"))
+}
+
 func (inst *instance) pushDecision(L *lua.LState, d gate.Decision) int {
 	ud := L.NewUserData()
 	ud.Value = &decisionValue{d: d}

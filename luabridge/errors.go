@@ -2,6 +2,7 @@ package luabridge
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,6 +12,76 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 )
+
+// Errors cross the Lua boundary in two shapes. The runtime's own errors
+// (an unknown key, a write that does not fit its schema, a registration
+// mistake) are raised as a raised value: a userdata that carries the
+// *errs.Error, code and position included, so nothing is flattened into a
+// string and parsed back. Lua's own errors (error("..."), a bad argument,
+// indexing nil) are strings that start with "file.lua:line:".
+
+// raised carries a Go *errs.Error through a Lua error unchanged. Lua code
+// that catches one with pcall sees a value whose tostring is the message
+// the error would print ("file.lua:12: unknown_key: ...").
+type raised struct{ err *errs.Error }
+
+// raise raises an error with the code and the position of the Lua code
+// that called the current Go function.
+func raise(L *lua.LState, code errs.Code, format string, args ...any) {
+	raiseErr(L, &errs.Error{Code: code, Msg: fmt.Sprintf(format, args...)})
+}
+
+// raiseErr raises err as a raised value; an error without a position gets
+// the position of the Lua code that called the current Go function.
+func raiseErr(L *lua.LState, err *errs.Error) {
+	if !err.Pos.IsValid() {
+		err = err.At(parseWhere(L.Where(1)))
+	}
+	ud := L.NewUserData()
+	ud.Value = &raised{err: err}
+	ud.Metatable = raisedMeta(L)
+	L.Error(ud, 0)
+}
+
+// raisedMetaKey is the registry field that holds the metatable of raised
+// values: made on the first raise, so a state that never raises does not
+// carry it.
+const raisedMetaKey = "awaken.raised"
+
+func raisedMeta(L *lua.LState) *lua.LTable {
+	reg := L.Get(lua.RegistryIndex).(*lua.LTable)
+	if mt, ok := reg.RawGetString(raisedMetaKey).(*lua.LTable); ok {
+		return mt
+	}
+	mt := L.CreateTable(0, 3)
+	mt.RawSetString("__tostring", L.NewFunction(raisedString))
+	mt.RawSetString("__concat", L.NewFunction(raisedConcat))
+	mt.RawSetString("__metatable", lua.LString("protected"))
+	reg.RawSetString(raisedMetaKey, mt)
+	return mt
+}
+
+func raisedString(L *lua.LState) int {
+	L.Push(lua.LString(errorText(L.Get(1))))
+	return 1
+}
+
+// raisedConcat lets `"failed: " .. err` work as it did on a message.
+func raisedConcat(L *lua.LState) int {
+	L.Push(lua.LString(errorText(L.Get(1)) + errorText(L.Get(2))))
+	return 1
+}
+
+// errorText is the message of a raised value, or the string of anything
+// else (as tostring would give it).
+func errorText(v lua.LValue) string {
+	if u, ok := v.(*lua.LUserData); ok {
+		if re, ok := u.Value.(*raised); ok {
+			return re.err.Error()
+		}
+	}
+	return v.String()
+}
 
 // A Lua runtime error starts with "chunk:line:" when raised from Lua code.
 var wherePattern = regexp.MustCompile(`^([^\s:][^:\n]*\.lua):(\d+):\s?`)
@@ -34,42 +105,40 @@ func parseWhere(w string) errs.Pos {
 // maxErrorMessage bounds the message of an error raised by Lua code.
 const maxErrorMessage = 8 << 10
 
-// luaError turns an error from calling Lua into an *errs.Error with the
-// given code, the position of the Lua code that raised it, and its message.
-// A message that already starts with a known code (raised by the runtime,
-// such as "unknown_key: ...") keeps that code.
+// luaError turns an error from calling Lua into an *errs.Error (a copy the
+// caller may change). A raised value keeps its own code and position;
+// anything else gets the given code, the position of the Lua code that
+// raised it, and its message.
 func luaError(err error, code errs.Code) *errs.Error {
 	var e *errs.Error
 	if errors.As(err, &e) {
-		return e
+		c := *e
+		return &c
 	}
 	msg := err.Error()
-	var trace string
 	var api *lua.ApiError
 	if errors.As(err, &api) {
-		if api.Cause != nil {
-			var pe *parse.Error
-			if errors.As(api.Cause, &pe) {
-				return &errs.Error{Code: code, Pos: errs.Pos{File: pe.Pos.Source, Line: pe.Pos.Line, Col: pe.Pos.Column},
-					Msg: "syntax error: " + pe.Message + " near '" + pe.Token + "'"}
+		var pe *parse.Error
+		if api.Cause != nil && errors.As(api.Cause, &pe) {
+			return &errs.Error{Code: code, Pos: errs.Pos{File: pe.Pos.Source, Line: pe.Pos.Line, Col: pe.Pos.Column},
+				Msg: "syntax error: " + pe.Message + " near '" + pe.Token + "'"}
+		}
+		if u, ok := api.Object.(*lua.LUserData); ok {
+			if re, ok := u.Value.(*raised); ok {
+				c := *re.err
+				return &c
 			}
 		}
 		if api.Object != nil {
-			if u, ok := api.Object.(*lua.LUserData); ok {
-				if re, ok := u.Value.(*raised); ok {
-					return re.err
-				}
-			}
 			msg = api.Object.String()
 		}
-		trace = api.StackTrace
 	}
 	// A hook can raise a 16 MiB message; what the runtime keeps, logs and
 	// answers is its start.
 	msg = clip(msg, maxErrorMessage)
 	pos, rest := splitWhere(msg)
-	// Errors raised by Go functions deeper in the stack carry their own
-	// position first; keep the innermost one that names a plugin file.
+	// A message rethrown with error(msg) carries the position of each
+	// rethrow before the original one; keep the innermost.
 	for {
 		p2, r2 := splitWhere(rest)
 		if !p2.IsValid() {
@@ -77,30 +146,5 @@ func luaError(err error, code errs.Code) *errs.Error {
 		}
 		pos, rest = p2, r2
 	}
-	out := &errs.Error{Code: code, Pos: pos, Msg: rest}
-	if c, m, ok := codePrefix(rest); ok {
-		out.Code, out.Msg = c, m
-	}
-	_ = trace
-	return out
+	return &errs.Error{Code: code, Pos: pos, Msg: rest}
 }
-
-// codePrefix splits "unknown_key: msg" when the prefix is a known code.
-func codePrefix(msg string) (errs.Code, string, bool) {
-	i := strings.Index(msg, ": ")
-	if i <= 0 {
-		return "", msg, false
-	}
-	c := errs.Code(msg[:i])
-	switch c {
-	case errs.UnknownKey, errs.SchemaViolation, errs.UnknownActionHandler, errs.UnknownEffectHandler,
-		errs.HookTimeout, errs.PluginLoadFailed, errs.ConfigInvalid, errs.InvalidTransition,
-		errs.PhaseRunLoopExceeded, errs.UnknownResumeTarget, errs.HookFailed, errs.KeyAlreadyRegistered,
-		errs.HandlerAlreadyRegistered, errs.ToolAlreadyRegistered, errs.RevisionConflict:
-		return c, msg[i+2:], true
-	}
-	return "", msg, false
-}
-
-// raised carries a Go *errs.Error through a Lua error unchanged.
-type raised struct{ err *errs.Error }

@@ -335,3 +335,12 @@ func (c *globCache) compile(pattern string) (*glob, error) {
 	c.mu.Unlock()
 	return g, nil
 }
+
+func (inst *instance) glob(L *lua.LState) int {
+	g, err := inst.p.gen.globs.compile(L.CheckString(1))
+	if err != nil {
+		L.RaiseError("awaken.glob: %v", err)
+	}
+	L.Push(lua.LBool(g.match(L, L.CheckString(2))))
+	return 1
+}

@@ -8,7 +8,6 @@ import (
 	"path"
 	"strings"
 	"time"
-	"unsafe"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -30,8 +29,7 @@ type instance struct {
 	dl *deadline
 
 	// fns holds the plugin's registered functions by registration index.
-	fns     []lua.LValue
-	handles map[string]*lua.LUserData
+	fns []lua.LValue
 
 	null         *lua.LUserData
 	ctxMeta      *lua.LTable
@@ -46,34 +44,39 @@ type instance struct {
 	awaken       *lua.LTable
 	methods      map[string]*lua.LFunction
 
-	call     *hookCall
-	cfgID    unsafe.Pointer // the config whose Lua table cfgVal is
-	cfgVal   lua.LValue
+	call    *hookCall
+	conf    configCache
+	testing bool // a test file's state: globals stay writable
+	modules map[string]lua.LValue
+
+	// While the plugin file runs: it registers into reg (the plugin's own
+	// registrar in the first state, a throwaway one in the others), and
+	// what it registers is recorded in regs to compare the states.
 	loading  bool
-	testing  bool // a test file's state: globals stay writable
-	modules  map[string]lua.LValue
+	reg      *plugin.Registrar
+	regs     []registration
+	handles  []*keyHandle
 	pluginUD *lua.LUserData
-	// registrar receives registrations while the first instance of a
-	// plugin loads; later instances only collect the functions.
-	registrar *plugin.Registrar
-	regErrs   errs.List
+	// What awaken.plugin{...} set: the budget of a call, and the indexes
+	// of validate and prepare (-1 for none).
+	timeout    time.Duration
+	validateFn int
+	prepareFn  int
 }
 
 // newInstance makes a state, runs the plugin's file in it and collects the
-// registered functions. With reg set, registrations are recorded into it.
+// registered functions; the registrations go to reg.
 func (p *luaPlugin) newInstance(ctx context.Context, reg *plugin.Registrar) (inst *instance, err error) {
 	lim := p.gen.limits
-	L := newState(lim)
-	inst = &instance{L: L, p: p, dl: newDeadline(), handles: map[string]*lua.LUserData{},
-		modules: map[string]lua.LValue{}, registrar: reg}
+	inst = p.bareInstance()
+	inst.reg = reg
+	L := inst.L
 	abandoned := false
 	defer func() {
 		if err != nil && !abandoned {
 			L.Close()
 		}
 	}()
-	inst.setupAPI()
-	L.SetContext(inst.dl)
 
 	fn := L.NewFunctionFromProto(p.proto)
 	fn.Env = inst.newEnv()
@@ -97,7 +100,9 @@ func (p *luaPlugin) newInstance(ctx context.Context, reg *plugin.Registrar) (ins
 	}
 	if callErr != nil {
 		e := luaError(callErr, errs.PluginLoadFailed)
-		if e.Code != errs.PluginLoadFailed && !isLoadCode(e.Code) {
+		switch e.Code {
+		case errs.PluginLoadFailed, errs.KeyAlreadyRegistered, errs.HandlerAlreadyRegistered, errs.ToolAlreadyRegistered, errs.ConfigInvalid:
+		default:
 			e.Code = errs.PluginLoadFailed
 		}
 		if !e.Pos.IsValid() {
@@ -111,14 +116,54 @@ func (p *luaPlugin) newInstance(ctx context.Context, reg *plugin.Registrar) (ins
 		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: p.file},
 			Msg: "the file must return its plugin: create it with awaken.plugin{...} and end the file with `return p`"}
 	}
-	if len(inst.regErrs) > 0 {
-		return nil, inst.regErrs.Err()
-	}
-	if reg == nil && len(inst.fns) != p.nfns {
-		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: p.file},
-			Msg: fmt.Sprintf("the plugin registered %d functions on a second load and %d on the first; registrations must not depend on run-time data", len(inst.fns), p.nfns)}
-	}
 	return inst, nil
+}
+
+// bareInstance makes a sandboxed state with the awaken module for the
+// plugin, before any file runs in it.
+func (p *luaPlugin) bareInstance() *instance {
+	lim := p.gen.limits
+	inst := &instance{L: newState(lim), p: p, dl: newDeadline(), modules: map[string]lua.LValue{},
+		timeout: lim.HookTimeout, validateFn: -1, prepareFn: -1}
+	inst.setupAPI()
+	inst.L.SetContext(inst.dl)
+	return inst
+}
+
+// adopt takes the plugin's registrations from its first state.
+func (p *luaPlugin) adopt(inst *instance) {
+	p.id, p.timeout = inst.reg.ID(), inst.timeout
+	p.validateFn, p.prepareFn = inst.validateFn, inst.prepareFn
+	p.regs = inst.regs
+	p.keys = make(map[string]*state.Key, len(inst.handles))
+	for _, h := range inst.handles {
+		p.keys[h.name] = h.key
+	}
+	inst.loaded()
+}
+
+// spawn makes one more state of a loaded plugin: its file runs again,
+// registering into a throwaway registrar, and must register what the first
+// run did; its key handles then point at the generation's keys.
+func (p *luaPlugin) spawn(ctx context.Context) (*instance, error) {
+	inst, err := p.newInstance(ctx, plugin.NewRegistrar(p.id, errs.Pos{File: p.file}))
+	if err != nil {
+		return nil, err
+	}
+	if err := p.sameRegistrations(inst.regs); err != nil {
+		inst.close()
+		return nil, err
+	}
+	for _, h := range inst.handles {
+		h.key = p.keys[h.name]
+	}
+	inst.loaded()
+	return inst, nil
+}
+
+// loaded drops what only the load needed.
+func (inst *instance) loaded() {
+	inst.reg, inst.regs, inst.handles = nil, nil, nil
 }
 
 // loadGrace is how long past its budget a load may take to come back
@@ -168,14 +213,6 @@ func (inst *instance) callBounded(ctx context.Context, budget time.Duration, nar
 		L.Close()
 	}()
 	return true, true, nil
-}
-
-func isLoadCode(c errs.Code) bool {
-	switch c {
-	case errs.KeyAlreadyRegistered, errs.HandlerAlreadyRegistered, errs.ToolAlreadyRegistered, errs.ConfigInvalid:
-		return true
-	}
-	return false
 }
 
 func (inst *instance) close() { inst.L.Close() }
@@ -281,14 +318,8 @@ func (inst *instance) keyFor(L *lua.LState, n int) (string, *state.Key) {
 	return "", nil
 }
 
-// raise raises an *errs.Error as a Lua error that keeps its code, with the
-// position of the Lua code that called the current Go function.
-func raise(L *lua.LState, code errs.Code, format string, args ...any) {
-	L.RaiseError("%s: %s", code, fmt.Sprintf(format, args...))
-}
-
-// withTimeout is the deadline of a call: ctx's cancellation fires the
-// instance's deadline too.
+// watch makes ctx's end fire the instance's deadline too; the returned
+// function stops that (nil when ctx never ends).
 func (inst *instance) watch(ctx context.Context) func() bool {
 	if ctx.Done() == nil {
 		return nil

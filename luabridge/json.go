@@ -628,3 +628,32 @@ func (d *jsonDecoder) hex4() (rune, bool) {
 	d.i += 4
 	return r, true
 }
+
+func (inst *instance) jsonEncode(L *lua.LState) int {
+	v, err := fromLuaIn(L, L.CheckAny(1), inst.null)
+	if err != nil {
+		L.Push(lua.LNil)
+		L.Push(lua.LString("json: " + err.Error()))
+		return 2
+	}
+	e := jsonEncoder{max: inst.p.gen.limits.StringMax, L: L}
+	if err := e.encode(v); err != nil {
+		L.Push(lua.LNil)
+		L.Push(lua.LString("json: " + err.Error()))
+		return 2
+	}
+	L.Push(lua.LString(e.buf))
+	return 1
+}
+
+func (inst *instance) jsonDecode(L *lua.LState) int {
+	d := jsonDecoder{L: L, null: inst.null, s: L.CheckString(1), max: maxEntries}
+	v, err := d.decode()
+	if err != nil {
+		L.Push(lua.LNil)
+		L.Push(lua.LString("json: " + err.Error()))
+		return 2
+	}
+	L.Push(v)
+	return 1
+}

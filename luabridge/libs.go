@@ -32,14 +32,22 @@ const (
 // checkDone raises the deadline's error, as the VM does between two
 // instructions, if the call's deadline has fired.
 func checkDone(L *lua.LState) {
+	if done(L) {
+		L.RaiseError("%s", L.Context().Err().Error())
+	}
+}
+
+// done reports whether the call's deadline has fired.
+func done(L *lua.LState) bool {
 	ctx := L.Context()
 	if ctx == nil {
-		return
+		return false
 	}
 	select {
 	case <-ctx.Done():
-		L.RaiseError("%s", ctx.Err().Error())
+		return true
 	default:
+		return false
 	}
 }
 

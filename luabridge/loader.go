@@ -54,13 +54,12 @@ type Loader struct {
 	// PoolSize bounds the warm states per plugin (default 4 x GOMAXPROCS).
 	PoolSize int
 	Log      *slog.Logger
-	// Preload adds modules that require() returns (the test harness adds
-	// "awaken.testing").
-	Preload map[string]func(L *lua.LState, inst *Instance) lua.LValue
+	// preload adds modules that require() returns (tests add one).
+	preload map[string]preloadFunc
 }
 
-// Instance is the handle a preloaded module gets to its state.
-type Instance = instance
+// preloadFunc makes a module that require() returns in one state.
+type preloadFunc func(L *lua.LState, inst *instance) lua.LValue
 
 // Generation is one load of the plugins: compiled code, the plugin set, and
 // the warm states. Runs pin it (Acquire/Release); Close releases the states
@@ -75,9 +74,10 @@ type Generation struct {
 	limits  Limits
 	log     *slog.Logger
 	sources []Source
-	preload map[string]func(L *lua.LState, inst *Instance) lua.LValue
+	preload map[string]preloadFunc
 	set     *plugin.Set
 	globs   globCache
+	regexps regexpCache
 
 	protoMu sync.Mutex
 	protos  map[string]*lua.FunctionProto
@@ -87,18 +87,25 @@ type Generation struct {
 	closed  sync.Once
 }
 
-// luaPlugin is one Lua plugin of a generation.
+// luaPlugin is one Lua plugin of a generation. Its fields are set while
+// it loads (adopt) and read-only afterwards.
 type luaPlugin struct {
-	gen           *Generation
-	id            string
-	file          string // the chunk name, e.g. "scripts/guard.lua"
-	root          Source
-	proto         *lua.FunctionProto
-	nfns          int
-	pool          *pool
-	timeout       time.Duration
-	keys          map[string]*state.Key
-	defaultConfig any
+	gen     *Generation
+	id      string
+	file    string // the chunk name, e.g. "scripts/guard.lua"
+	root    Source
+	proto   *lua.FunctionProto
+	pool    *pool
+	timeout time.Duration
+	// What the first run of the file registered: every state's run must
+	// register the same (sameRegistrations).
+	regs []registration
+	keys map[string]*state.Key
+	// validateFn and prepareFn index awaken.plugin{validate, prepare}
+	// (-1 for none).
+	validateFn, prepareFn int
+	defaultConfig         any
+	prepared              preparedCache
 }
 
 // PluginFile is a plugin found in a source.
@@ -204,7 +211,7 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Generation{limits: lim, log: log, protos: map[string]*lua.FunctionProto{}, preload: l.Preload,
+	g := &Generation{limits: lim, log: log, protos: map[string]*lua.FunctionProto{}, preload: l.preload,
 		sources: []Source{l.Plugins, l.Stdlib}, LoadedAt: time.Now()}
 	poolSize := l.PoolSize
 	if poolSize <= 0 {
@@ -213,7 +220,7 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 	h := sha256.New()
 	var list errs.List
 	var regs []*plugin.Registrar
-	firsts := map[*luaPlugin]*instance{}
+	var firsts []*instance
 	cleanup := func() {
 		for _, inst := range firsts {
 			inst.close()
@@ -232,17 +239,27 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 			list.Add(err)
 			continue
 		}
-		p := &luaPlugin{gen: g, id: f.ID, file: f.Chunk(), root: f.Source, proto: proto, timeout: lim.HookTimeout,
-			keys: map[string]*state.Key{}}
+		p := &luaPlugin{gen: g, id: f.ID, file: f.Chunk(), root: f.Source, proto: proto}
 		reg := plugin.NewRegistrar(f.ID, errs.Pos{File: f.Chunk()})
-		inst, err := p.newInstance(ctx, reg)
+		first, err := p.newInstance(ctx, reg)
 		if err != nil {
 			list.Add(err)
 			continue
 		}
-		p.nfns = len(inst.fns)
-		p.pool = newPool(poolSize, func() (*instance, error) { return p.newInstance(context.Background(), nil) })
-		firsts[p] = inst
+		p.adopt(first)
+		// The file runs a second time now, so one that registers
+		// differently each time it runs fails here rather than when the
+		// pool first grows. That state is not kept: calls go to the first
+		// until more are needed, as they would without the check.
+		second, err := p.spawn(ctx)
+		if err != nil {
+			first.close()
+			list.Add(err)
+			continue
+		}
+		second.close()
+		p.pool = newPool(poolSize, func() (*instance, error) { return p.spawn(context.Background()) })
+		firsts = append(firsts, first)
 		g.plugins = append(g.plugins, p)
 		regs = append(regs, reg)
 	}
@@ -258,11 +275,26 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 		return nil, list.Err()
 	}
 	g.Set, g.set = set, set
-	for p, inst := range firsts {
+	for i, p := range g.plugins {
 		if in, ok := set.Plugin(p.id); ok && in.Config != nil {
 			p.defaultConfig, _ = in.Config.Conform(map[string]any{})
 		}
-		p.pool.add(inst)
+		p.pool.add(firsts[i])
+	}
+	// A plugin without a config schema has one config, the empty one:
+	// what its prepare makes of it is made now, so a failing prepare
+	// fails the load.
+	for _, p := range g.plugins {
+		if in, _ := set.Plugin(p.id); in.Config == nil && p.prepareFn >= 0 {
+			if err := p.configure(nil); err != nil {
+				list.Add(err)
+			}
+		}
+	}
+	if err := list.Err(); err != nil {
+		g.close()
+		list.Sort()
+		return nil, list.Err()
 	}
 	g.Hash = hex.EncodeToString(h.Sum(nil))
 	g.ID = g.Hash[:12]

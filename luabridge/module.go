@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	lua "github.com/yuin/gopher-lua"
-
-	"github.com/awaken-lua/awaken-lua/engine/state"
 )
 
 // Module is a Lua module loaded on its own, for calling its functions from
@@ -22,11 +20,9 @@ func OpenModule(src Source, name string) (*Module, error) {
 	lim := Limits{}.withDefaults()
 	g := &Generation{limits: lim, sources: []Source{src}, protos: map[string]*lua.FunctionProto{}}
 	g.log = discardLog()
-	p := &luaPlugin{gen: g, id: "module", root: src, timeout: lim.HookTimeout, keys: map[string]*state.Key{}}
-	L := newState(lim)
-	inst := &instance{L: L, p: p, dl: newDeadline(), handles: map[string]*lua.LUserData{}, modules: map[string]lua.LValue{}}
-	inst.setupAPI()
-	L.SetContext(inst.dl)
+	p := &luaPlugin{gen: g, id: "module", root: src, timeout: lim.HookTimeout, validateFn: -1, prepareFn: -1}
+	inst := p.bareInstance()
+	L := inst.L
 	inst.loading = true
 	L.Push(L.NewFunction(inst.require))
 	L.Push(lua.LString(name))

@@ -38,6 +38,14 @@ func TestReadmeReferenceMatchesStubs(t *testing.T) {
 	compare(t, "awaken functions", found("`awaken\\.(\\w+)\\("), stubNames(stub, `(?m)^function awaken\.(\w+)\(`))
 	compare(t, "awaken.json", found("`awaken\\.json\\.(\\w+)\\("), stubNames(stub, `(?m)^function json\.(\w+)\(`))
 	compare(t, "awaken.log", found("`awaken\\.log\\.(\\w+)\\("), stubNames(stub, `(?m)^function log\.(\w+)\(`))
+	compare(t, "awaken.regex", found("`awaken\\.regex\\.(\\w+)\\("), stubNames(stub, `(?m)^function regex\.(\w+)\(`))
+	var fields []string
+	if m := regexp.MustCompile("`awaken\\.plugin\\(spec\\)` \\|[^|\n]*`\\{([^}`]*)\\}`").FindStringSubmatch(ref); m != nil {
+		for _, f := range strings.Split(m[1], ",") {
+			fields = append(fields, strings.TrimSuffix(strings.TrimSpace(f), "?"))
+		}
+	}
+	compare(t, "awaken.plugin fields", fields, classFields(stub, "awaken.PluginSpec"))
 	compare(t, "plugin methods", found("`p:(\\w+)\\("), stubNames(stub, `(?m)^function Plugin:(\w+)\(`))
 	compare(t, "ctx methods", found("`ctx:(\\w+)\\("), stubNames(stub, `(?m)^function Context:(\w+)\(`))
 	compare(t, "ctx fields", found("`ctx\\.(\\w+)`"), classFields(stub, "awaken.Context"))

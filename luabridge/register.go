@@ -1,6 +1,8 @@
 package luabridge
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
@@ -13,6 +15,22 @@ import (
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
+// Registration. The plugin file runs once in every Lua state of the plugin
+// (each state needs its own copies of the functions), and every run
+// registers into a registrar of its own with the same checks. The first
+// state's registrar becomes the plugin's part of the generation; the
+// others' are thrown away once their registrations (recorded in order as
+// registrations) are found equal to the first's.
+
+// registration is one thing the plugin file registered: what (with the
+// parts of its spec that a state can get wrong), where, and the index of
+// its function.
+type registration struct {
+	what string
+	line int
+	fn   int
+}
+
 // keyHandle is what p:key returns: hooks read and write through it without
 // a name lookup.
 type keyHandle struct {
@@ -20,26 +38,8 @@ type keyHandle struct {
 	key  *state.Key
 }
 
-// pluginMethodNames lists the methods of the plugin object.
-func pluginMethodNames() []string {
-	var out []string
-	for name := range (&instance{}).pluginMethods() {
-		out = append(out, name)
-	}
-	return out
-}
-
-func (inst *instance) setupPluginObject() {
-	L := inst.L
-	methods := inst.pluginMethods()
-	idx := L.CreateTable(0, len(methods))
-	for name, fn := range methods {
-		idx.RawSetString(name, L.NewFunction(fn))
-	}
-	inst.setupPluginMeta(idx)
-}
-
-func (inst *instance) pluginMethods() map[string]lua.LGFunction {
+// pluginFuncs are the methods of the plugin object (p:key, p:on, ...).
+func (inst *instance) pluginFuncs() map[string]lua.LGFunction {
 	return map[string]lua.LGFunction{
 		"key":              inst.regKey,
 		"on":               inst.regOn,
@@ -52,15 +52,17 @@ func (inst *instance) pluginMethods() map[string]lua.LGFunction {
 	}
 }
 
-func (inst *instance) setupPluginMeta(idx *lua.LTable) {
+// openPlugin makes the metatables of the plugin object and of key handles.
+func (inst *instance) openPlugin() {
 	L := inst.L
+	funcs := inst.pluginFuncs()
+	idx := L.SetFuncs(L.CreateTable(0, len(funcs)), funcs)
 	inst.pluginMeta = L.CreateTable(0, 3)
 	inst.pluginMeta.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		k := L.CheckString(2)
-		switch k {
-		case "id":
-			L.Push(lua.LString(inst.p.id))
-		default:
+		if k == "id" {
+			L.Push(lua.LString(inst.pluginID()))
+		} else {
 			L.Push(idx.RawGetString(k))
 		}
 		return 1
@@ -70,9 +72,39 @@ func (inst *instance) setupPluginMeta(idx *lua.LTable) {
 		return 0
 	}))
 	inst.pluginMeta.RawSetString("__metatable", lua.LString("protected"))
+
+	inst.handleMeta = L.CreateTable(0, 3)
+	inst.handleMeta.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		h := L.CheckUserData(1).Value.(*keyHandle)
+		if L.CheckString(2) == "name" {
+			L.Push(lua.LString(h.name))
+			return 1
+		}
+		L.Push(lua.LNil)
+		return 1
+	}))
+	inst.handleMeta.RawSetString("__tostring", L.NewFunction(func(L *lua.LState) int {
+		L.Push(lua.LString("key " + L.CheckUserData(1).Value.(*keyHandle).name))
+		return 1
+	}))
+	inst.handleMeta.RawSetString("__metatable", lua.LString("protected"))
 }
 
-var pluginFields = map[string]bool{"id": true, "description": true, "config": true, "validate": true, "hook_timeout": true}
+// pluginID is the plugin's id: while the file runs, as awaken.plugin{id}
+// may have set it.
+func (inst *instance) pluginID() string {
+	if inst.reg != nil {
+		return inst.reg.ID()
+	}
+	return inst.p.id
+}
+
+var pluginFields = map[string]bool{"id": true, "description": true, "config": true, "validate": true,
+	"prepare": true, "hook_timeout": true}
+
+func pluginFieldNames() []string {
+	return []string{"id", "description", "config", "validate", "prepare", "hook_timeout"}
+}
 
 func (inst *instance) checkLoading(L *lua.LState, what string) {
 	if !inst.loading {
@@ -84,24 +116,18 @@ func (inst *instance) where(L *lua.LState) errs.Pos {
 	return parseWhere(L.Where(1))
 }
 
-// fail records a registration error in the first instance and raises it.
-func (inst *instance) fail(L *lua.LState, err error) {
-	var e *errs.Error
-	if !asErr(err, &e) {
-		e = &errs.Error{Code: errs.PluginLoadFailed, Msg: err.Error()}
-	}
-	if !e.Pos.IsValid() {
-		e = e.At(inst.where(L))
-	}
-	L.RaiseError("%s", e.Code.Error()+": "+e.Msg)
+// record notes a registration for the comparison between states.
+func (inst *instance) record(L *lua.LState, fn int, format string, args ...any) {
+	inst.regs = append(inst.regs, registration{what: fmt.Sprintf(format, args...), line: inst.where(L).Line, fn: fn})
 }
 
-func asErr(err error, e **errs.Error) bool {
-	x, ok := err.(*errs.Error)
-	if ok {
-		*e = x
+// fail raises a registrar's error at the registering line.
+func (inst *instance) fail(L *lua.LState, err error) {
+	var e *errs.Error
+	if !errors.As(err, &e) {
+		e = &errs.Error{Code: errs.PluginLoadFailed, Msg: err.Error()}
 	}
-	return ok
+	raiseErr(L, e)
 }
 
 func (inst *instance) newPlugin(L *lua.LState) int {
@@ -112,70 +138,78 @@ func (inst *instance) newPlugin(L *lua.LState) int {
 	spec := L.OptTable(1, L.CreateTable(0, 0))
 	for _, k := range sortedLuaKeys(spec) {
 		if !pluginFields[k] {
-			raise(L, errs.PluginLoadFailed, "awaken.plugin: unknown field %q%s (fields: id, description, config, validate, hook_timeout)",
-				k, errs.DidYouMean(k, []string{"id", "description", "config", "validate", "hook_timeout"}))
+			raise(L, errs.PluginLoadFailed, "awaken.plugin: unknown field %q%s (fields: %s)",
+				k, errs.DidYouMean(k, pluginFieldNames()), strings.Join(pluginFieldNames(), ", "))
 		}
 	}
-	if id, ok := spec.RawGetString("id").(lua.LString); ok && string(id) != inst.p.id {
-		if inst.registrar != nil {
-			if !state.ValidName(string(id)) {
-				raise(L, errs.PluginLoadFailed, "awaken.plugin: id %q is not valid: use a lowercase name such as \"guard\"", string(id))
+	reg := inst.reg
+	if id, ok := spec.RawGetString("id").(lua.LString); ok && string(id) != reg.ID() {
+		if !state.ValidName(string(id)) {
+			raise(L, errs.PluginLoadFailed, "awaken.plugin: id %q is not valid: use a lowercase name such as \"guard\"", string(id))
+		}
+		reg.Rename(string(id))
+	}
+	desc, _ := spec.RawGetString("description").(lua.LString)
+	reg.Describe(string(desc))
+	var sch *schema.Schema
+	if c := spec.RawGetString("config"); c != lua.LNil {
+		ct, ok := c.(*lua.LTable)
+		if !ok {
+			raise(L, errs.PluginLoadFailed, "awaken.plugin: config must be a table of properties (a schema per config field)")
+		}
+		v, err := fromLua(ct, inst.null)
+		if err != nil {
+			raise(L, errs.PluginLoadFailed, "awaken.plugin: config: %v", err)
+		}
+		props, _ := v.(map[string]any)
+		spec := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+		if _, isSchema := props["type"]; isSchema {
+			if _, hasProps := props["properties"]; hasProps {
+				spec = props // a full object schema
 			}
-			inst.p.id = string(id)
-			inst.registrar.Rename(string(id))
+		}
+		sch, err = schema.Compile(spec)
+		if err != nil {
+			raise(L, errs.PluginLoadFailed, "awaken.plugin: config schema: %v", err)
 		}
 	}
-	if inst.registrar != nil {
-		if d, ok := spec.RawGetString("description").(lua.LString); ok {
-			inst.registrar.Describe(string(d))
-		}
-		var sch *schema.Schema
-		if c := spec.RawGetString("config"); c != lua.LNil {
-			ct, ok := c.(*lua.LTable)
-			if !ok {
-				raise(L, errs.PluginLoadFailed, "awaken.plugin: config must be a table of properties (a schema per config field)")
-			}
-			v, err := fromLua(ct, inst.null)
-			if err != nil {
-				raise(L, errs.PluginLoadFailed, "awaken.plugin: config: %v", err)
-			}
-			props, _ := v.(map[string]any)
-			spec := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-			if _, isSchema := props["type"]; isSchema {
-				if _, hasProps := props["properties"]; hasProps {
-					spec = props // a full object schema
-				}
-			}
-			sch, err = schema.Compile(spec)
-			if err != nil {
-				raise(L, errs.PluginLoadFailed, "awaken.plugin: config schema: %v", err)
-			}
-		}
-		var validate func(any) error
-		if fn, ok := spec.RawGetString("validate").(*lua.LFunction); ok {
-			idx := inst.addFn(fn)
-			p := inst.p
-			validate = func(cfg any) error { return p.validateConfig(idx, cfg) }
-		} else if spec.RawGetString("validate") != lua.LNil {
-			raise(L, errs.PluginLoadFailed, "awaken.plugin: validate must be a function(config) returning nil or an error message")
-		}
-		inst.registrar.Config(sch, validate)
-		if to := spec.RawGetString("hook_timeout"); to != lua.LNil {
-			d, err := parseDurationValue(to)
-			if err != nil {
-				raise(L, errs.PluginLoadFailed, "awaken.plugin: hook_timeout: %v", err)
-			}
-			inst.p.timeout = d
-		}
-	} else if fn, ok := spec.RawGetString("validate").(*lua.LFunction); ok {
-		inst.addFn(fn)
+	validate := inst.optFn(L, spec, "validate", "awaken.plugin: validate must be a function(config) returning nil or an error message")
+	prepare := inst.optFn(L, spec, "prepare", "awaken.plugin: prepare must be a function(config) returning what the hooks read as ctx.prepared")
+	inst.validateFn, inst.prepareFn = validate, prepare
+	if validate >= 0 || prepare >= 0 {
+		p := inst.p
+		reg.Config(sch, func(cfg any) error { return p.configure(cfg) })
+	} else {
+		reg.Config(sch, nil)
 	}
+	if to := spec.RawGetString("hook_timeout"); to != lua.LNil {
+		d, err := parseDurationValue(to)
+		if err != nil {
+			raise(L, errs.PluginLoadFailed, "awaken.plugin: hook_timeout: %v", err)
+		}
+		inst.timeout = d
+	}
+	inst.record(L, -1, "awaken.plugin{id = %q, description = %q, config = %t, validate = %d, prepare = %d, hook_timeout = %s}",
+		reg.ID(), desc, sch != nil, validate, prepare, inst.timeout)
 	ud := L.NewUserData()
 	ud.Value = inst.p
 	ud.Metatable = inst.pluginMeta
 	inst.pluginUD = ud
 	L.Push(ud)
 	return 1
+}
+
+// optFn registers the function in spec[field], if any, and returns its
+// index (-1 for none); a value that is not a function raises msg.
+func (inst *instance) optFn(L *lua.LState, spec *lua.LTable, field, msg string) int {
+	switch v := spec.RawGetString(field).(type) {
+	case *lua.LNilType:
+		return -1
+	case *lua.LFunction:
+		return inst.addFn(v)
+	}
+	raise(L, errs.PluginLoadFailed, "%s", msg)
+	return -1
 }
 
 func (inst *instance) checkSelf(L *lua.LState, method string) {
@@ -204,73 +238,61 @@ func (inst *instance) regKey(L *lua.LState) int {
 	inst.checkSelf(L, "key")
 	name := L.CheckString(2)
 	spec := L.OptTable(3, L.CreateTable(0, 0))
-	var reducerFn *lua.LFunction
-	if fn, ok := spec.RawGetString("reducer").(*lua.LFunction); ok {
-		reducerFn = fn
+	for _, k := range sortedLuaKeys(spec) {
+		if !keyFields[k] {
+			raise(L, errs.PluginLoadFailed, "p:key(%q): unknown field %q%s (fields: scope, merge, schema, default, reducer, persist)",
+				name, k, errs.DidYouMean(k, []string{"scope", "merge", "schema", "default", "reducer", "persist"}))
+		}
 	}
-	fnIdx := -1
-	if reducerFn != nil {
-		fnIdx = inst.addFn(reducerFn)
+	s := state.Spec{Name: name}
+	var err error
+	if s.Scope, err = state.ParseScope(optString(spec, "scope")); err != nil {
+		raise(L, errs.PluginLoadFailed, "p:key(%q): %v", name, err)
 	}
-	h := &keyHandle{name: name}
-	if inst.registrar != nil {
-		for _, k := range sortedLuaKeys(spec) {
-			if !keyFields[k] {
-				raise(L, errs.PluginLoadFailed, "p:key(%q): unknown field %q%s (fields: scope, merge, schema, default, reducer, persist)",
-					name, k, errs.DidYouMean(k, []string{"scope", "merge", "schema", "default", "reducer", "persist"}))
-			}
+	if s.Merge, err = state.ParseMerge(optString(spec, "merge")); err != nil {
+		raise(L, errs.PluginLoadFailed, "p:key(%q): %v", name, err)
+	}
+	if sv := spec.RawGetString("schema"); sv != lua.LNil {
+		v, err := fromLua(sv, inst.null)
+		if err == nil {
+			s.Schema, err = schema.Compile(v)
 		}
-		s := state.Spec{Name: name}
-		var err error
-		if s.Scope, err = state.ParseScope(optString(spec, "scope")); err != nil {
-			raise(L, errs.PluginLoadFailed, "p:key(%q): %v", name, err)
-		}
-		if s.Merge, err = state.ParseMerge(optString(spec, "merge")); err != nil {
-			raise(L, errs.PluginLoadFailed, "p:key(%q): %v", name, err)
-		}
-		if sv := spec.RawGetString("schema"); sv != lua.LNil {
-			v, err := fromLua(sv, inst.null)
-			if err == nil {
-				s.Schema, err = schema.Compile(v)
-			}
-			if err != nil {
-				raise(L, errs.PluginLoadFailed, "p:key(%q): schema: %v", name, err)
-			}
-		}
-		if dv := spec.RawGetString("default"); dv != lua.LNil {
-			v, err := fromLua(dv, inst.null)
-			if err != nil {
-				raise(L, errs.PluginLoadFailed, "p:key(%q): default: %v", name, err)
-			}
-			s.Default = v
-		}
-		switch r := spec.RawGetString("reducer").(type) {
-		case *lua.LNilType:
-		case lua.LString:
-			s.Reducer = string(r)
-		case *lua.LFunction:
-			p := inst.p
-			s.Reduce = func(cur, upd any) (any, error) { return p.reduce(fnIdx, name, cur, upd) }
-		default:
-			raise(L, errs.PluginLoadFailed, "p:key(%q): reducer must be a name (%s) or a function(value, update)", name,
-				strings.Join(state.ReducerNames(), ", "))
-		}
-		if pv, ok := spec.RawGetString("persist").(lua.LBool); ok {
-			s.Transient = !bool(pv)
-		}
-		k, err := inst.registrar.Key(s, inst.where(L))
 		if err != nil {
-			inst.fail(L, err)
+			raise(L, errs.PluginLoadFailed, "p:key(%q): schema: %v", name, err)
 		}
-		h.key = k
-		inst.p.keys[name] = k
-	} else {
-		h.key = inst.p.keys[name]
 	}
+	if dv := spec.RawGetString("default"); dv != lua.LNil {
+		v, err := fromLua(dv, inst.null)
+		if err != nil {
+			raise(L, errs.PluginLoadFailed, "p:key(%q): default: %v", name, err)
+		}
+		s.Default = v
+	}
+	fn := -1
+	switch r := spec.RawGetString("reducer").(type) {
+	case *lua.LNilType:
+	case lua.LString:
+		s.Reducer = string(r)
+	case *lua.LFunction:
+		fn = inst.addFn(r)
+		p := inst.p
+		s.Reduce = func(cur, upd any) (any, error) { return p.reduce(fn, name, cur, upd) }
+	default:
+		raise(L, errs.PluginLoadFailed, "p:key(%q): reducer must be a name (%s) or a function(value, update)", name,
+			strings.Join(state.ReducerNames(), ", "))
+	}
+	if pv, ok := spec.RawGetString("persist").(lua.LBool); ok {
+		s.Transient = !bool(pv)
+	}
+	k, err := inst.reg.Key(s, inst.where(L))
+	if err != nil {
+		inst.fail(L, err)
+	}
+	inst.record(L, fn, "p:key(%q, {scope = %s, merge = %s, reducer = %q, persist = %t})", name, s.Scope, s.Merge, s.Reducer, !s.Transient)
 	ud := L.NewUserData()
-	ud.Value = h
+	ud.Value = &keyHandle{name: name, key: k}
 	ud.Metatable = inst.handleMeta
-	inst.handles[name] = ud
+	inst.handles = append(inst.handles, ud.Value.(*keyHandle))
 	L.Push(ud)
 	return 1
 }
@@ -295,23 +317,20 @@ func (inst *instance) regOn(L *lua.LState) int {
 		raise(L, errs.PluginLoadFailed, "p:on: unknown phase %q%s; phases: run_start, step_start, before_inference, after_inference, before_tool_execute, after_tool_execute, step_end, run_end", name, hint)
 	}
 	idx := inst.addFn(fn)
-	if inst.registrar != nil {
-		if err := inst.registrar.On(p, &luaHook{p: inst.p, fn: idx, phase: p}, inst.where(L)); err != nil {
-			inst.fail(L, err)
-		}
+	if err := inst.reg.On(p, &luaHook{p: inst.p, fn: idx, phase: p}, inst.where(L)); err != nil {
+		inst.fail(L, err)
 	}
+	inst.record(L, idx, "p:on(%q)", name)
 	return 0
 }
 
 func (inst *instance) regGate(L *lua.LState) int {
 	inst.checkSelf(L, "tool_gate")
-	fn := inst.checkFn(L, 2, "p:tool_gate")
-	idx := inst.addFn(fn)
-	if inst.registrar != nil {
-		if err := inst.registrar.Gate(&luaGate{p: inst.p, fn: idx}, inst.where(L)); err != nil {
-			inst.fail(L, err)
-		}
+	idx := inst.addFn(inst.checkFn(L, 2, "p:tool_gate"))
+	if err := inst.reg.Gate(&luaGate{p: inst.p, fn: idx}, inst.where(L)); err != nil {
+		inst.fail(L, err)
 	}
+	inst.record(L, idx, "p:tool_gate()")
 	return 0
 }
 
@@ -319,11 +338,7 @@ func (inst *instance) regAction(L *lua.LState) int {
 	inst.checkSelf(L, "action")
 	key := L.CheckString(2)
 	spec := L.CheckTable(3)
-	fn := inst.checkFn(L, 4, "p:action")
-	idx := inst.addFn(fn)
-	if inst.registrar == nil {
-		return 0
-	}
+	idx := inst.addFn(inst.checkFn(L, 4, "p:action"))
 	for _, k := range sortedLuaKeys(spec) {
 		if k != "phase" && k != "schema" {
 			raise(L, errs.PluginLoadFailed, "p:action(%q): unknown field %q (fields: phase, schema)", key, k)
@@ -344,25 +359,23 @@ func (inst *instance) regAction(L *lua.LState) int {
 			raise(L, errs.PluginLoadFailed, "p:action(%q): schema: %v", key, err)
 		}
 	}
-	pos := inst.where(L)
-	if err := inst.registrar.Action(plugin.ActionSpec{Key: key, Phase: ph, Schema: sch, Pos: pos,
+	if err := inst.reg.Action(plugin.ActionSpec{Key: key, Phase: ph, Schema: sch, Pos: inst.where(L),
 		Handler: &luaAction{p: inst.p, fn: idx, key: key}}); err != nil {
 		inst.fail(L, err)
 	}
+	inst.record(L, idx, "p:action(%q, {phase = %q})", key, ph)
 	return 0
 }
 
 func (inst *instance) regEffect(L *lua.LState) int {
 	inst.checkSelf(L, "effect")
 	key := L.CheckString(2)
-	fn := inst.checkFn(L, 3, "p:effect")
-	idx := inst.addFn(fn)
-	if inst.registrar != nil {
-		if err := inst.registrar.Effect(plugin.EffectSpec{Key: key, Pos: inst.where(L),
-			Handler: &luaEffect{p: inst.p, fn: idx, key: key}}); err != nil {
-			inst.fail(L, err)
-		}
+	idx := inst.addFn(inst.checkFn(L, 3, "p:effect"))
+	if err := inst.reg.Effect(plugin.EffectSpec{Key: key, Pos: inst.where(L),
+		Handler: &luaEffect{p: inst.p, fn: idx, key: key}}); err != nil {
+		inst.fail(L, err)
 	}
+	inst.record(L, idx, "p:effect(%q)", key)
 	return 0
 }
 
@@ -374,9 +387,6 @@ func (inst *instance) regTool(L *lua.LState) int {
 		raise(L, errs.PluginLoadFailed, "p:tool: execute must be a function(ctx, args) returning a result")
 	}
 	idx := inst.addFn(fn)
-	if inst.registrar == nil {
-		return 0
-	}
 	for _, k := range sortedLuaKeys(spec) {
 		switch k {
 		case "id", "description", "parameters", "execute":
@@ -408,30 +418,52 @@ func (inst *instance) regTool(L *lua.LState) int {
 	} else {
 		ts.Parameters = map[string]any{"type": "object", "properties": map[string]any{}}
 	}
-	if err := inst.registrar.Tool(&luaTool{p: inst.p, fn: idx, spec: ts, params: sch}, inst.where(L)); err != nil {
+	if err := inst.reg.Tool(&luaTool{p: inst.p, fn: idx, spec: ts, params: sch}, inst.where(L)); err != nil {
 		inst.fail(L, err)
 	}
+	inst.record(L, idx, "p:tool{id = %q, description = %q}", id, ts.Description)
 	return 0
 }
 
 func (inst *instance) regTransform(L *lua.LState) int {
 	inst.checkSelf(L, "transform")
 	idx := inst.addFn(inst.checkFn(L, 2, "p:transform"))
-	if inst.registrar != nil {
-		if err := inst.registrar.Transform(&luaTransform{p: inst.p, fn: idx}, inst.where(L)); err != nil {
-			inst.fail(L, err)
-		}
+	if err := inst.reg.Transform(&luaTransform{p: inst.p, fn: idx}, inst.where(L)); err != nil {
+		inst.fail(L, err)
 	}
+	inst.record(L, idx, "p:transform()")
 	return 0
 }
 
 func (inst *instance) regResultTransform(L *lua.LState) int {
 	inst.checkSelf(L, "result_transform")
 	idx := inst.addFn(inst.checkFn(L, 2, "p:result_transform"))
-	if inst.registrar != nil {
-		if err := inst.registrar.ResultTransform(&luaResultTransform{p: inst.p, fn: idx}, inst.where(L)); err != nil {
-			inst.fail(L, err)
+	if err := inst.reg.ResultTransform(&luaResultTransform{p: inst.p, fn: idx}, inst.where(L)); err != nil {
+		inst.fail(L, err)
+	}
+	inst.record(L, idx, "p:result_transform()")
+	return 0
+}
+
+// sameRegistrations checks a state's registrations against the first
+// state's: a plugin file that registers differently when it runs again
+// (a count kept outside the state, a value from the host) would give
+// states that disagree on what a function index means.
+func (p *luaPlugin) sameRegistrations(regs []registration) error {
+	at := func(line int) errs.Pos { return errs.Pos{File: p.file, Line: line} }
+	for i := 0; i < len(regs) || i < len(p.regs); i++ {
+		switch {
+		case i >= len(p.regs):
+			return &errs.Error{Code: errs.PluginLoadFailed, Pos: at(regs[i].line),
+				Msg: fmt.Sprintf("running the plugin file again registered %s here, which its first run did not; a plugin file must register the same things every time it runs (no counts, clocks or host values at load time)", regs[i].what)}
+		case i >= len(regs):
+			return &errs.Error{Code: errs.PluginLoadFailed, Pos: at(p.regs[i].line),
+				Msg: fmt.Sprintf("running the plugin file again did not register %s, which its first run did here; a plugin file must register the same things every time it runs (no counts, clocks or host values at load time)", p.regs[i].what)}
+		case regs[i] != p.regs[i]:
+			return &errs.Error{Code: errs.PluginLoadFailed, Pos: at(regs[i].line),
+				Msg: fmt.Sprintf("running the plugin file again registered %s here, where its first run registered %s at line %d; a plugin file must register the same things every time it runs (no counts, clocks or host values at load time)",
+					regs[i].what, p.regs[i].what, p.regs[i].line)}
 		}
 	}
-	return 0
+	return nil
 }

@@ -180,3 +180,63 @@ func newState(lim Limits) *lua.LState {
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// sandboxed names what plugins cannot use, and why.
+var sandboxed = map[string]string{
+	"os":             "plugins cannot run commands, read the environment or the clock; use ctx:now() for time",
+	"io":             "plugins cannot read or write files; give the agent a tool for that",
+	"debug":          "it would let a plugin escape the sandbox",
+	"package":        "use require for modules in the plugin directory or stdlib/",
+	"dofile":         "use require for modules in the plugin directory or stdlib/",
+	"loadfile":       "use require for modules in the plugin directory or stdlib/",
+	"load":           "plugins cannot compile code at run time",
+	"loadstring":     "plugins cannot compile code at run time",
+	"getfenv":        "environments are fixed in the sandbox",
+	"setfenv":        "environments are fixed in the sandbox",
+	"module":         "return a table from the module file instead",
+	"collectgarbage": "the runtime manages memory",
+	"coroutine":      "hooks run to completion",
+}
+
+// openGlobals builds the globals a chunk sees: the libraries behind
+// read-only views, and the sandbox's require, print and rawset.
+func (inst *instance) openGlobals() {
+	L := inst.L
+	g := L.G.Global
+	// The globals a chunk sees: libraries behind read-only proxies, and the
+	// replaced require, print and rawset.
+	globals := L.CreateTable(0, 24)
+	g.ForEach(func(k, v lua.LValue) {
+		if t, ok := v.(*lua.LTable); ok {
+			v = newView(L, t, k.String())
+		}
+		globals.RawSet(k, v)
+	})
+	globals.RawSetString(concatName, L.NewFunction(concat(inst.p.gen.limits.StringMax)))
+	globals.RawSetString(setIndexName, L.NewFunction(setIndex))
+	globals.RawSetString(tableName, L.NewFunction(newTable))
+	globals.RawSetString("require", L.NewFunction(inst.require))
+	globals.RawSetString("print", L.NewFunction(inst.print))
+	globals.RawSetString("rawset", L.NewFunction(func(L *lua.LState) int {
+		t := L.CheckTable(1)
+		if mt, ok := t.Metatable.(*lua.LTable); ok && mt.RawGetString("__metatable") != lua.LNil {
+			L.RaiseError("rawset: this table is read-only")
+		}
+		t.RawSet(L.CheckAny(2), L.CheckAny(3))
+		L.Push(t)
+		return 1
+	}))
+	// Names the sandbox leaves out fail with a message that says why,
+	// rather than "attempt to index a nil value".
+	gmt := L.CreateTable(0, 1)
+	gmt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		if name, ok := L.Get(2).(lua.LString); ok {
+			if why, forbidden := sandboxed[string(name)]; forbidden {
+				L.RaiseError("the sandbox has no %s: %s", string(name), why)
+			}
+		}
+		return 0
+	}))
+	globals.Metatable = gmt
+	inst.globals = globals
+}

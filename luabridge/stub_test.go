@@ -44,6 +44,9 @@ func TestStubMatchesAPI(t *testing.T) {
 		return proxy.Metatable.(*lua.LTable).RawGetString("__index").(*lua.LTable)
 	}
 	module := real(inst.awaken)
+	for _, lib := range []string{"json", "log", "regex"} {
+		inst.L.GetField(inst.awaken, lib) // libraries are made on first use
+	}
 	var fns, fields []string
 	for _, k := range keys(module) {
 		if _, isFn := module.RawGetString(k).(*lua.LFunction); isFn {
@@ -56,6 +59,7 @@ func TestStubMatchesAPI(t *testing.T) {
 	compare(t, "awaken fields", fields, classFields(src, "awaken"))
 	compare(t, "awaken.json", keys(real(module.RawGetString("json").(*lua.LTable))), stubNames(src, `(?m)^function json\.(\w+)\(`))
 	compare(t, "awaken.log", keys(real(module.RawGetString("log").(*lua.LTable))), stubNames(src, `(?m)^function log\.(\w+)\(`))
+	compare(t, "awaken.regex", keys(real(module.RawGetString("regex").(*lua.LTable))), stubNames(src, `(?m)^function regex\.(\w+)\(`))
 
 	var methods []string
 	for k := range inst.methods {
@@ -65,9 +69,10 @@ func TestStubMatchesAPI(t *testing.T) {
 	compare(t, "ctx methods", methods, stubNames(src, `(?m)^function Context:(\w+)\(`))
 	compare(t, "ctx fields", append([]string(nil), ctxFields[:]...), classFields(src, "awaken.Context"))
 
-	idx := inst.pluginMeta.RawGetString("__index").(*lua.LFunction)
-	_ = idx
-	pm := append([]string(nil), pluginMethodNames()...)
+	var pm []string
+	for k := range (&instance{}).pluginFuncs() {
+		pm = append(pm, k)
+	}
 	compare(t, "plugin methods", pm, stubNames(src, `(?m)^function Plugin:(\w+)\(`))
 	var specFields []string
 	for k := range pluginFields {

@@ -15,7 +15,6 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
-	"github.com/awaken-lua/awaken-lua/engine/state"
 	"github.com/awaken-lua/awaken-lua/engine/value"
 )
 
@@ -172,19 +171,19 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
 		dir: Source{FS: dirFS, Name: path.Join(f.Source.Name, path.Dir(f.Path))}}
 	lim := o.Limits.withDefaults()
 	tr.gen = &Generation{limits: lim, log: o.Log, sources: []Source{tr.dir, o.Plugins, o.Stdlib},
-		protos: map[string]*lua.FunctionProto{}, preload: map[string]func(*lua.LState, *Instance) lua.LValue{
-			"awaken.testing": func(L *lua.LState, inst *Instance) lua.LValue { return tr.module(L) },
+		protos: map[string]*lua.FunctionProto{}, preload: map[string]preloadFunc{
+			"awaken.testing": func(L *lua.LState, _ *instance) lua.LValue { return tr.module(L) },
 		}}
-	p := &luaPlugin{gen: tr.gen, id: "test", file: f.Chunk(), root: tr.dir, timeout: o.Timeout, keys: map[string]*state.Key{}}
-	L := newState(lim)
+	p := &luaPlugin{gen: tr.gen, id: "test", file: f.Chunk(), root: tr.dir, timeout: o.Timeout, validateFn: -1, prepareFn: -1}
+	inst := p.bareInstance()
+	inst.testing = true
+	L := inst.L
 	abandoned := false
 	defer func() {
 		if !abandoned {
 			L.Close()
 		}
 	}()
-	inst := &instance{L: L, p: p, dl: newDeadline(), handles: map[string]*lua.LUserData{}, modules: map[string]lua.LValue{}, testing: true}
-	inst.setupAPI()
 	tr.inst = inst
 	defer func() {
 		if !abandoned {
@@ -194,7 +193,6 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
 
 	fn := L.NewFunctionFromProto(proto)
 	fn.Env = inst.newEnv()
-	L.SetContext(inst.dl)
 	tr.registry = true
 	L.Push(fn)
 	var fired bool

@@ -1,6 +1,8 @@
 package luabridge
 
 import (
+	"strconv"
+
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -26,14 +28,31 @@ const viewName = "__awaken_name"
 func newView(L *lua.LState, t *lua.LTable, what string) *lua.LTable {
 	p := L.CreateTable(0, 0)
 	mt := L.CreateTable(0, 6)
+	newIndex, length := viewFuncs(L)
 	mt.RawSetString("__index", t)
-	mt.RawSetString("__newindex", L.NewFunction(viewNewIndex))
-	mt.RawSetString("__len", L.NewFunction(viewLen))
+	mt.RawSetString("__newindex", newIndex)
+	mt.RawSetString("__len", length)
 	mt.RawSetString("__metatable", lua.LString("protected"))
 	mt.RawSetString(viewKey, t)
 	mt.RawSetString(viewName, lua.LString(what))
 	p.Metatable = mt
 	return p
+}
+
+// viewFuncsKey is the registry field that holds the __newindex and __len
+// functions every view of a state shares.
+const viewFuncsKey = "awaken.view"
+
+func viewFuncs(L *lua.LState) (newIndex, length *lua.LFunction) {
+	reg := L.Get(lua.RegistryIndex).(*lua.LTable)
+	fs, ok := reg.RawGetString(viewFuncsKey).(*lua.LTable)
+	if !ok {
+		fs = L.CreateTable(2, 0)
+		fs.RawSetInt(1, L.NewFunction(viewNewIndex))
+		fs.RawSetInt(2, L.NewFunction(viewLen))
+		reg.RawSetString(viewFuncsKey, fs)
+	}
+	return fs.RawGetInt(1).(*lua.LFunction), fs.RawGetInt(2).(*lua.LFunction)
 }
 
 // viewed returns the table t shows if t is a read-only view, else t.
@@ -119,3 +138,5 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -5,8 +5,16 @@ package stdlib
 
 import "embed"
 
-// FS is the stdlib tree: plugins (name.lua, name/init.lua), their modules,
-// tests (*_test.lua) and types/.
+// FS is what the binary ships of the stdlib tree: the plugins (name/init.lua),
+// their modules and types/. Tests (*_test.lua), test fixtures
+// (fixture_*.lua) and the READMEs stay out; go test reads them from the
+// source tree (stdlib_test.go checks that nothing else is left out).
 //
-//go:embed *
+//go:embed audit/init.lua audit/mask.lua
+//go:embed budget/init.lua
+//go:embed deferred_tools/init.lua deferred_tools/catalog.lua
+//go:embed permission/init.lua permission/rules.lua
+//go:embed redact/init.lua redact/patterns.lua redact/scrub.lua
+//go:embed reminder/init.lua reminder/match.lua
+//go:embed types/*.lua
 var FS embed.FS

@@ -12,14 +12,13 @@ import (
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/luabridge"
-	"github.com/awaken-lua/awaken-lua/stdlib"
 )
 
 // Every stdlib/**/*_test.lua runs here, one Go subtest per Lua test, with
 // the same runner as `awaken-lua test`. Nothing to run is a failure: no
 // test files, a plugin without a test file, or a file without tests.
 func TestLuaTests(t *testing.T) {
-	src := luabridge.Source{FS: stdlib.FS, Name: "stdlib"}
+	src := luabridge.Source{FS: sources, Name: "stdlib"}
 	files, err := testFiles(src)
 	if err != nil {
 		t.Fatal(err)

@@ -334,7 +334,7 @@ t.test("masking: names anywhere, paths from the top, lists, case", function()
   t.eq(records(r)[1].args, { token = "kept", headers = { authorization = "***" } })
 end)
 
-t.test("masking copies only what it changes; compiled lists are remembered by contents", function()
+t.test("masking copies only what it changes", function()
   local c = mask.compile { "password", "a.b" }
   local args = { x = { y = { 1, 2 } }, list = { { q = 1 } }, a = { c = 1 } }
   t.ok(mask.apply(args, c) == args, "nothing to mask: the same table")
@@ -345,20 +345,11 @@ t.test("masking copies only what it changes; compiled lists are remembered by co
   t.eq(deep.items[1].password, "p")
   t.ok(out.keep == deep.keep, "untouched branches are shared")
   t.ok(out.items[2] == deep.items[2])
-  -- the memo compares contents: one list after another
-  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled { "token" }), { token = "***", pin = "1" })
-  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled { "pin" }), { token = "t", pin = "***" })
-  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled { "pin", "token" }), { token = "***", pin = "***" })
-  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled {}), { token = "t", pin = "1" })
-  t.ok(mask.compiled { "a", "b" } == mask.compiled { "a", "b" })
-  -- the same list table again (a hook's ctx.config is kept per state), and
-  -- after another list
-  local list = { "Token" }
-  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled(list)), { token = "***", pin = "1" })
-  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled(list)), { token = "***", pin = "1" })
-  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compiled { "pin" }), { token = "t", pin = "***" })
-  t.eq(mask.apply({ TOKEN = "t", pin = "1" }, mask.compiled(list)), { TOKEN = "***", pin = "1" })
-  t.ok(mask.compiled(nil) == mask.compiled {})
+  -- compiled lists are plain data (the plugin's ctx.prepared)
+  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compile { "Token" }), { token = "***", pin = "1" })
+  t.eq(mask.apply({ TOKEN = "t", pin = "1" }, mask.compile { "token" }), { TOKEN = "***", pin = "1" })
+  t.eq(mask.apply({ token = "t", pin = "1" }, mask.compile(nil)), { token = "t", pin = "1" })
+  t.eq(awaken.json.decode(awaken.json.encode(c)), c)
 end)
 
 t.test("config errors", function()

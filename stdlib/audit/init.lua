@@ -43,6 +43,10 @@ local p = awaken.plugin {
     end
     if #problems > 0 then return problems end
   end,
+  -- the mask compiled once per config: ctx.prepared.mask
+  prepare = function(config)
+    return { mask = mask.compile(config.mask) }
+  end,
 }
 
 -- The calls of the current step that the sweep (below) already audited:
@@ -164,7 +168,7 @@ p:on("after_tool_execute", function(ctx)
   if rstatus ~= "success" or decision == "block" or decision == "set_result" then message = result.message end
   audit_call(ctx, tool.name, id, decision, plugin, reason, ticket, rewritten_by,
     rstatus == "success" and "succeeded" or "failed", rstatus, message,
-    mask.apply(tool.args, mask.compiled(ctx.config.mask)), tool.resume)
+    mask.apply(tool.args, ctx.prepared.mask), tool.resume)
 end)
 
 -- Whether after_tool_execute never saw a call that is done: cancelled
@@ -187,7 +191,7 @@ local function sweep(ctx, calls)
   end
   if #ids == 0 then return end
   table.sort(ids)
-  local m = mask.compiled(ctx.config.mask)
+  local m = ctx.prepared.mask
   for _, id in ipairs(ids) do
     local rec = calls[id]
     local result = rec.result or EMPTY

@@ -9,7 +9,8 @@ local M = {}
 
 M.MASK = "***"
 
--- Compiles the config's list into {anywhere = {name = true}, paths = {{...}}}.
+-- Compiles the config's list into {anywhere = {name = true}, paths = {{...}}}
+-- (the plugin does it once per config: ctx.prepared).
 function M.compile(list)
   local c = { anywhere = {}, paths = {} }
   for _, entry in ipairs(list or {}) do
@@ -21,63 +22,6 @@ function M.compile(list)
     else
       c.anywhere[e] = true
     end
-  end
-  return c
-end
-
--- Compiled lists by their contents: configs of several agents, or converted
--- anew (validation, the test harness), bring the same lists. Bounded; it
--- changes no result.
-local cache, cached = {}, 0
-local CACHE_MAX = 16
-
--- The last list compiled, entry by entry, and its rules: a hook compares
--- its config's list with it without allocating anything. last_ref is the
--- table it was given: ctx.config is kept per Lua state and read-only, so a
--- hook gets the same list table on every call, and finds its rules with
--- one comparison.
-local last_list, last_compiled, last_ref = nil, nil, nil
-
-local function same(a, b)
-  if #a ~= #b then return false end
-  for i = 1, #a do
-    if a[i] ~= b[i] then return false end
-  end
-  return true
-end
-
--- compiled returns compile(list), from the cache when the same list was
--- compiled before.
-function M.compiled(list)
-  if list ~= nil and list == last_ref then return last_compiled end
-  list = list or {}
-  if last_list ~= nil and same(list, last_list) then
-    last_ref = list
-    return last_compiled
-  end
-  local c = M.cached(list)
-  local copy = {}
-  for i = 1, #list do copy[i] = list[i] end
-  last_list, last_compiled, last_ref = copy, c, list
-  return c
-end
-
--- cached returns compile(list) from the cache by contents.
-function M.cached(list)
-  local parts = {}
-  for i = 1, #list do
-    local e = list[i]
-    parts[#parts + 1] = #e
-    parts[#parts + 1] = ":"
-    parts[#parts + 1] = e
-  end
-  local sig = table.concat(parts)
-  local c = cache[sig]
-  if c == nil then
-    if cached >= CACHE_MAX then cache, cached = {}, 0 end
-    c = M.compile(list)
-    cache[sig] = c
-    cached = cached + 1
   end
   return c
 end

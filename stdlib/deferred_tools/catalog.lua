@@ -10,56 +10,45 @@ M.SEARCH_TOOL = "ToolSearch"
 -- The key of the listing's context message.
 M.LISTING_KEY = "deferred_tools.listing"
 
--- Whether a rule's tool pattern is a glob (has * ? [ or a \ escape),
--- memoized: a pattern without them matches only its own name, with no call
--- to awaken.glob. Bounded; it changes no result.
-local globby, nglobby = {}, 0
-
-local function is_glob(pattern)
-  local g = globby[pattern]
-  if g == nil then
-    g = pattern:find("[%*%?%[\\]") ~= nil
-    if nglobby >= 256 then globby, nglobby = {}, 0 end
-    globby[pattern] = g
-    nglobby = nglobby + 1
+-- prepare turns settings ({default, rules}) into what deciding a tool's
+-- mode needs, once per config (the plugin's ctx.prepared): exact, the mode
+-- of the first rule whose pattern is the name itself; globs, the rules
+-- whose pattern is a glob (has * ? [ or a \ escape), in order; defers,
+-- whether any tool can be deferred; sig, the settings' part of a
+-- signature.
+function M.prepare(settings)
+  local default = settings.default or "deferred"
+  local exact, globs = {}, {}
+  local defers = default == "deferred"
+  local parts, n = { "|", settings.default or "" }, 2
+  for _, rule in ipairs(settings.rules or {}) do
+    local tool, mode = rule.tool, rule.mode
+    if exact[tool] == nil then exact[tool] = mode end
+    if tool:find("[%*%?%[\\]") then globs[#globs + 1] = { tool = tool, mode = mode } end
+    if mode == "deferred" then defers = true end
+    parts[n + 1], parts[n + 2], parts[n + 3] = #tool, tool, mode
+    n = n + 3
   end
-  return g
+  return { default = default, exact = exact, globs = globs, defers = defers, sig = table.concat(parts, ":") }
 end
 
--- "eager" or "deferred" for a tool: an exact-name rule wins over a glob
--- rule; among rules of one kind the first in the config wins; else default.
+-- "eager" or "deferred" for a tool under prepared settings: a rule whose
+-- pattern is the name wins, then the first glob rule that matches, else
+-- the default.
+function M.mode(prep, name)
+  local mode = prep.exact[name]
+  if mode ~= nil then return mode end
+  local globs = prep.globs
+  for i = 1, #globs do
+    local g = globs[i]
+    if awaken.glob(g.tool, name) then return g.mode end
+  end
+  return prep.default
+end
+
+-- mode_of is M.mode for settings not yet prepared.
 function M.mode_of(name, settings)
-  local glob_mode
-  local rules = settings.rules
-  if rules then
-    for i = 1, #rules do
-      local rule = rules[i]
-      local tool = rule.tool
-      if tool == name then return rule.mode end
-      if glob_mode == nil and is_glob(tool) and awaken.glob(tool, name) then glob_mode = rule.mode end
-    end
-  end
-  return glob_mode or settings.default or "deferred"
-end
-
--- Modes by tool name for the settings table last seen (a hook's ctx.config
--- is kept per Lua state and read-only, so every step passes the same
--- table): the glob rules are matched once per tool name, not on every
--- request. A new settings table starts a new memo. Bounded; it changes no
--- result.
-local modes_for, modes, nmodes = nil, {}, 0
-local MODES_MAX = 512
-
-local function cached_mode(name, settings)
-  if settings ~= modes_for then modes_for, modes, nmodes = settings, {}, 0 end
-  local mode = modes[name]
-  if mode == nil then
-    mode = M.mode_of(name, settings)
-    if nmodes >= MODES_MAX then modes, nmodes = {}, 0 end
-    modes[name] = mode
-    nmodes = nmodes + 1
-  end
-  return mode
+  return M.mode(M.prepare(settings), name)
 end
 
 -- Lower-cased words of a text (letters and digits), for keyword matching.
@@ -129,15 +118,15 @@ function M.search(candidates, query, n)
   return out
 end
 
--- Splits the step's candidate tools ({name, description}, in order) for a
--- config and the set of loaded tool names: candidates (the tools in
+-- Splits the step's candidate tools ({name, description}, in order) for
+-- prepared settings and the set of loaded tool names: candidates (the tools in
 -- deferred mode, which ToolSearch can find), deferred (those still hidden)
 -- and loaded (the names of the candidates loaded by searches).
-function M.plan(tools, cfg, loaded)
+function M.plan(tools, prep, loaded)
   local candidates, deferred, loaded_names = {}, {}, {}
   for _, t in ipairs(tools) do
     local name = t.name
-    if name ~= M.SEARCH_TOOL and cached_mode(name, cfg) == "deferred" then
+    if name ~= M.SEARCH_TOOL and M.mode(prep, name) == "deferred" then
       local entry = { name = name, description = t.description or "" }
       candidates[#candidates + 1] = entry
       if loaded[name] then
@@ -153,18 +142,16 @@ end
 -- The tools offered to the model out of a request's tools: the deferred
 -- ones that were not loaded are left out, and ToolSearch too unless some
 -- tool is left out. Returns nil when the list is unchanged.
-function M.offered(tools, cfg, loaded)
+function M.offered(tools, prep, loaded)
   local keep, hidden, search_at = {}, false, nil
   local search = M.SEARCH_TOOL
-  if cfg ~= modes_for then modes_for, modes, nmodes = cfg, {}, 0 end
-  local known = modes -- the memo of cached_mode, read inline
   for i = 1, #tools do
     local t = tools[i]
     local name = t.name
     if name == search then
       keep[#keep + 1] = t
       search_at = #keep
-    elseif loaded[name] or (known[name] or cached_mode(name, cfg)) ~= "deferred" then
+    elseif loaded[name] or M.mode(prep, name) ~= "deferred" then
       keep[#keep + 1] = t
     else
       hidden = true
@@ -226,11 +213,11 @@ function M.set(list)
 end
 
 -- The signature of what the plan and the listing are worked out from: the
--- step's tools (names and descriptions), the loaded tools and the config,
--- as one string of length-prefixed parts (so no two inputs share one). The
--- plan is a pure function of them, so a step whose signature did not
--- change need not work anything out again.
-function M.signature(tools, loaded, cfg)
+-- step's tools (names and descriptions), the loaded tools and the prepared
+-- settings, as one string of length-prefixed parts (so no two inputs share
+-- one). The plan is a pure function of them, so a step whose signature did
+-- not change need not work anything out again.
+function M.signature(tools, loaded, prep)
   local parts, n = {}, 0
   for i = 1, #tools do
     local t = tools[i]
@@ -245,55 +232,8 @@ function M.signature(tools, loaded, cfg)
     parts[n + 1], parts[n + 2] = #name, name
     n = n + 2
   end
-  local rules = cfg.rules or {}
-  parts[n + 1], parts[n + 2] = "|", cfg.default or ""
-  n = n + 2
-  for i = 1, #rules do
-    local tool = rules[i].tool
-    parts[n + 1], parts[n + 2], parts[n + 3] = #tool, tool, rules[i].mode
-    n = n + 3
-  end
+  parts[n + 1] = prep.sig
   return table.concat(parts, ":")
-end
-
--- The inputs of the last signature worked out (names and descriptions of
--- the tools, flattened; the loaded names; the config table) and the
--- signature: a step with the same tools and loaded tools, under the same
--- config table (ctx.config is kept per Lua state and read-only), gets it
--- back after a comparison, without building the string again.
-local memo_tools, memo_loaded, memo_cfg, memo_sig = {}, {}, nil, nil
-
--- signature with that memo.
-function M.signature_memo(tools, loaded, cfg)
-  local n = #tools
-  if cfg == memo_cfg and #memo_tools == 2 * n and #memo_loaded == #loaded then
-    local same = true
-    for i = 1, n do
-      local t = tools[i]
-      if t.name ~= memo_tools[2 * i - 1] or (t.description or "") ~= memo_tools[2 * i] then
-        same = false
-        break
-      end
-    end
-    if same then
-      for i = 1, #loaded do
-        if loaded[i] ~= memo_loaded[i] then
-          same = false
-          break
-        end
-      end
-      if same then return memo_sig end
-    end
-  end
-  local sig = M.signature(tools, loaded, cfg)
-  local flat, names = {}, {}
-  for i = 1, n do
-    local t = tools[i]
-    flat[2 * i - 1], flat[2 * i] = t.name, t.description or ""
-  end
-  for i = 1, #loaded do names[i] = loaded[i] end
-  memo_tools, memo_loaded, memo_cfg, memo_sig = flat, names, cfg, sig
-  return sig
 end
 
 -- The first line of a description, at most 160 characters.

@@ -187,7 +187,8 @@ t.test("plan, offered and resolve (module level)", function()
     { name = "ToolSearch", description = "s" }, { name = "a", description = "first" },
     { name = "b", description = "second" }, { name = "c", description = "third" },
   }
-  local cfg = { default = "deferred", rules = { { tool = "a", mode = "eager" } } }
+  local raw = { default = "deferred", rules = { { tool = "a", mode = "eager" } } }
+  local cfg = catalog.prepare(raw)
   local plan = catalog.plan(tools, cfg, { c = true })
   t.eq(plan.candidates, { { name = "b", description = "second" }, { name = "c", description = "third" } })
   t.eq(plan.deferred, { { name = "b", description = "second" } })
@@ -203,10 +204,10 @@ t.test("plan, offered and resolve (module level)", function()
   -- the signature changes with the tools, their descriptions, the loaded
   -- tools and the config, and only with them
   local sig = catalog.signature(tools, { "c" }, cfg)
-  t.eq(catalog.signature(tools, { "c" }, { default = "deferred", rules = { { tool = "a", mode = "eager" } }, max_results = 9 }), sig)
+  t.eq(catalog.signature(tools, { "c" }, catalog.prepare({ default = "deferred", rules = { { tool = "a", mode = "eager" } }, max_results = 9 })), sig)
   t.neq(catalog.signature(tools, {}, cfg), sig)
   t.neq(catalog.signature({ tools[1], tools[2] }, { "c" }, cfg), sig)
-  t.neq(catalog.signature(tools, { "c" }, { default = "eager", rules = cfg.rules }), sig)
+  t.neq(catalog.signature(tools, { "c" }, catalog.prepare({ default = "eager", rules = raw.rules })), sig)
   local changed = { tools[1], tools[2], tools[3], { name = "c", description = "3rd" } }
   t.neq(catalog.signature(changed, { "c" }, cfg), sig)
   -- exact patterns match only their own name; globs through awaken.glob
@@ -221,37 +222,32 @@ t.test("plan, offered and resolve (module level)", function()
   t.eq(found.unknown, { "zz" })
 end)
 
-t.test("memos: signatures and modes follow their inputs", function()
-  local cfg = { default = "deferred", rules = { { tool = "a", mode = "eager" } } }
-  local tools = { { name = "a", description = "first" }, { name = "b", description = "second" } }
-  local function same(tl, loaded, c)
-    t.eq(catalog.signature_memo(tl, loaded, c), catalog.signature(tl, loaded, c))
-  end
-  same(tools, {}, cfg)
-  same(tools, {}, cfg)
-  same(tools, { "b" }, cfg)
-  same(tools, { "c" }, cfg)
-  same({ tools[1], { name = "b", description = "2nd" } }, { "c" }, cfg)
-  same({ tools[1], { name = "b" } }, { "c" }, cfg)
-  same({ tools[1] }, { "c" }, cfg)
-  same({ tools[1], { name = "bb", description = "second" } }, { "c" }, cfg)
-  same(tools, { "c" }, { default = "eager", rules = cfg.rules })
-  same(tools, { "c" }, cfg)
-  t.neq(catalog.signature_memo(tools, {}, cfg), catalog.signature_memo(tools, { "b" }, cfg))
-  -- modes are remembered per config table: another table, other modes
+t.test("prepared settings decide modes", function()
+  local cfg = catalog.prepare({ default = "deferred", rules = {
+    { tool = "a?", mode = "eager" }, { tool = "a*", mode = "deferred" }, { tool = "ab", mode = "deferred" }, { tool = "a?", mode = "deferred" } } })
+  t.eq(cfg.exact, { ["a?"] = "eager", ["a*"] = "deferred", ab = "deferred" })
+  t.eq(#cfg.globs, 3)
+  t.eq(cfg.defers, true)
+  t.eq(catalog.mode(cfg, "ab"), "deferred") -- the rule that names it, over an earlier glob
+  t.eq(catalog.mode(cfg, "ac"), "eager") -- the first glob
+  t.eq(catalog.mode(cfg, "a?"), "eager")
+  t.eq(catalog.mode(cfg, "zz"), "deferred")
+  t.eq(catalog.prepare({ default = "eager", rules = { { tool = "x", mode = "eager" } } }).defers, false)
+  -- plain data: what prepare returns crosses into Go and back unchanged
+  t.eq(awaken.json.decode(awaken.json.encode(cfg)), cfg)
   local function names(list)
     local out = {}
     for i, x in ipairs(list or {}) do out[i] = x.name end
     return out
   end
   local all = { { name = "ToolSearch" }, { name = "a" }, { name = "b" } }
-  t.eq(names(catalog.offered(all, cfg, {})), { "ToolSearch", "a" })
-  t.eq(names(catalog.offered(all, cfg, {})), { "ToolSearch", "a" })
-  t.eq(names(catalog.offered(all, { default = "eager", rules = { { tool = "a", mode = "deferred" } } }, {})),
+  local eager_a = catalog.prepare({ default = "deferred", rules = { { tool = "a", mode = "eager" } } })
+  t.eq(names(catalog.offered(all, eager_a, {})), { "ToolSearch", "a" })
+  t.eq(names(catalog.offered(all, catalog.prepare({ default = "eager", rules = { { tool = "a", mode = "deferred" } } }), {})),
     { "ToolSearch", "b" })
-  t.eq(names(catalog.offered(all, cfg, { b = true })), { "a", "b" })
-  t.eq(names(catalog.plan(all, { default = "eager", rules = {} }, {}).candidates), {})
-  t.eq(names(catalog.plan(all, cfg, {}).candidates), { "b" })
+  t.eq(names(catalog.offered(all, eager_a, { b = true })), { "a", "b" })
+  t.eq(names(catalog.plan(all, catalog.prepare({ default = "eager", rules = {} }), {}).candidates), {})
+  t.eq(names(catalog.plan(all, eager_a, {}).candidates), { "b" })
 end)
 
 t.test("a whole run: one listing while the tools stay the same, a new one when they change", function()

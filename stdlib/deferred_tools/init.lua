@@ -53,6 +53,10 @@ local p = awaken.plugin {
     end
     if #problems > 0 then return problems end
   end,
+  -- the rules sorted into exact names and globs, once per config
+  prepare = function(config)
+    return catalog.prepare(config)
+  end,
 }
 
 -- The tools ToolSearch loaded on this thread. Thread-scoped: a tool the
@@ -84,35 +88,16 @@ local recorded = p:key("deferred_tools.recorded", {
   scope = "run", default = "", schema = { type = "string" },
 })
 
--- Whether the config can defer any tool at all; remembered for the config
--- table last seen (ctx.config is kept per Lua state and read-only).
-local defers_for, defers_last = nil, false
-
-local function defers(cfg)
-  if cfg == defers_for then return defers_last end
-  local d = cfg.default == "deferred"
-  if not d then
-    for _, rule in ipairs(cfg.rules) do
-      if rule.mode == "deferred" then
-        d = true
-        break
-      end
-    end
-  end
-  defers_for, defers_last = cfg, d
-  return d
-end
-
 -- What a config that defers nothing offers: everything but ToolSearch.
-local EAGER, NONE_LOADED = { default = "eager", rules = {} }, {}
+local EAGER, NONE_LOADED = catalog.prepare({ default = "eager", rules = {} }), {}
 
 p:on("before_inference", function(ctx)
-  local cfg = ctx.config
-  if not defers(cfg) then return end
+  local prep = ctx.prepared
+  if not prep.defers then return end
   local tools, names = ctx.tools, ctx:get(loaded)
-  local sig = catalog.signature_memo(tools, names, cfg)
+  local sig = catalog.signature(tools, names, prep)
   if sig == ctx:get(recorded) then return end
-  local plan = catalog.plan(tools, cfg, catalog.set(names))
+  local plan = catalog.plan(tools, prep, catalog.set(names))
   local listing = catalog.listing(plan)
   ctx:update(recorded, sig)
   ctx:update(catalog_key, plan.candidates)
@@ -126,10 +111,10 @@ p:on("before_inference", function(ctx)
 end)
 
 p:transform(function(request, ctx)
-  local cfg = ctx.config
+  local prep = ctx.prepared
   local tools
-  if defers(cfg) then
-    tools = catalog.offered(request.tools, cfg, catalog.set(ctx:get(loaded)))
+  if prep.defers then
+    tools = catalog.offered(request.tools, prep, catalog.set(ctx:get(loaded)))
   else
     -- nothing can be deferred: ToolSearch has nothing to find
     tools = catalog.offered(request.tools, EAGER, NONE_LOADED)

@@ -52,6 +52,10 @@ local p = awaken.plugin {
   validate = function(config)
     return rules.validate(config.rules)
   end,
+  -- The rules parsed and indexed once per config: ctx.prepared.
+  prepare = function(config)
+    return (rules.compile(config.rules))
+  end,
 }
 
 -- Answers given with allow_always / reject_always, per thread: signature
@@ -81,21 +85,22 @@ local function optionOf(result)
 end
 
 -- The configured decision for a call (thread answers not included).
-local function configured(config, name, args)
-  return rules.decide(rules.compile(config.rules), name, args, config.default or "ask")
+local function configured(ctx, name, args)
+  return rules.decide(ctx.prepared, name, args, ctx.config.default or "ask")
 end
 
 local NO_ARGS = {} -- what decide gets when no rule reads the arguments (never written)
 
 p:tool_gate(function(ctx, call)
   local config = ctx.config
-  local cfg = rules.compile(config.rules)
+  local cfg = ctx.prepared
   local name = call.name
   -- the arguments cross into Lua only when a rule for the tool reads them,
   -- or a thread answer or a question names them (below)
   local args = nil
-  if rules.needs_args(cfg, name) then args = call.args end
-  local behavior, winner = rules.decide(cfg, name, args or NO_ARGS, config.default or "ask")
+  local candidates = rules.candidates(cfg, name)
+  if candidates.args then args = call.args end
+  local behavior, winner = rules.decide(cfg, name, args or NO_ARGS, config.default or "ask", candidates)
 
   if behavior == "deny" then
     local reason = name .. " is denied by " .. describe(winner)
@@ -154,7 +159,7 @@ p:on("after_tool_execute", function(ctx)
   if not resume or resume.action ~= "resume" then return end
   local option = optionOf(resume.result)
   if option ~= "allow_always" and option ~= "reject_always" then return end
-  if configured(ctx.config, tool.name, tool.args) ~= "ask" then return end
+  if configured(ctx, tool.name, tool.args) ~= "ask" then return end
   local verdict = option == "allow_always" and "allow" or "deny"
   ctx:update(remembered, { [rules.signature(tool.name, tool.args)] = verdict })
 end)
@@ -163,7 +168,7 @@ end)
 -- refuses calls to them (a tool that was not offered cannot be called), and
 -- the gate would deny them anyway.
 p:transform(function(request, ctx)
-  local cfg = rules.compile(ctx.config.rules)
+  local cfg = ctx.prepared
   -- most configs deny no tool outright: nothing to look at
   if not rules.can_hide(cfg) then return nil end
   local kept, removed = {}, false

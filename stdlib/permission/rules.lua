@@ -6,7 +6,7 @@
 --   tool       = NAME            exact tool name:  Bash
 --              | GLOB            has * ? or [:     mcp__github__*   (awaken.glob)
 --              | "/" REGEX "/"   regex on the whole name: /mcp__(gh|gl)__.*/
---                                ("\/" for a "/"; the subset is in regex.lua)
+--                                ("\/" for a "/"; RE2 syntax, awaken.regex)
 --   args       = conditions      Edit(file_path ~ "src/**", mode = w)
 --              | QUOTED          Bash("npm *")   a glob, quoted
 --              | TEXT            Bash(npm *)     a glob: everything up to the final ")"
@@ -33,27 +33,28 @@
 -- ANY of them satisfies a positive operator; the negated operators are the
 -- exact negation (NO value satisfies the positive one), so a missing field
 -- satisfies !=, !~ and !=~ and never =, ~ or =~. Regexes match the whole
--- name or value. Globs must be valid UTF-8 (Go's regexp compiles them).
+-- name or value, "." newlines included (as if written (?s)^(?:...)$), and
+-- run on awaken.regex: RE2, in time linear in the value. Globs must be
+-- valid UTF-8 (Go's regexp compiles them).
 --
--- Limits keep a hostile rule cheap: MAX_RULE bytes per rule, MAX_RULE_PROGRAM
--- regex instructions per rule, and DECISION_BUDGET work units per gate
--- decision for regexes and [*] walks.
+-- Limits keep a hostile rule cheap: MAX_RULE bytes per rule, and
+-- DECISION_BUDGET work units per gate decision for [*] walks.
 --
 -- Every parsed rule is plain data (strings, numbers, lists), so it can be
--- memoized, stored or handed to Go and back (the fuzz test does).
+-- prepared once per config (awaken.plugin{prepare}), stored or handed to Go
+-- and back (the fuzz test does).
 
 local awaken = require("awaken")
-local regex = require("permission.regex")
 
 local M = {}
 
 M.MAX_RULE = 1024 -- bytes in one rule string
-M.MAX_RULE_PROGRAM = 1000 -- regex instructions in one rule, all its regexes together
--- The work units one gate decision may spend on regexes and path walks
--- (about 12 KB of input for a simple regex; a value that lacks the regex's
--- required literal is refused for free); past it a rule is undecidable and
--- counts for deny and ask but never for allow (fail closed).
+-- The work units one gate decision may spend on path walks; past it a rule
+-- is undecidable and counts for deny and ask but never for allow (fail
+-- closed).
 M.DECISION_BUDGET = 12000
+
+local regexFind = awaken.regex.find
 
 local sub, byte, find = string.sub, string.byte, string.find
 
@@ -219,14 +220,24 @@ local function validUTF8(s)
   return true
 end
 
-local function compileRegexValue(v, quota)
+-- wholeRegex checks a regex and returns it anchored to match a whole name
+-- or value, or nil and the message.
+local function wholeRegex(src)
+  local ok, err = pcall(regexFind, src, "")
+  if not ok then
+    return nil, (tostring(err):gsub("^.-awaken%.regex%.find: ", ""))
+  end
+  return "(?s)^(?:" .. src .. ")$"
+end
+
+local function compileRegexValue(v)
   if #v >= 2 and sub(v, 1, 1) == "/" and sub(v, -1) == "/" then
     v = sub(v, 2, -2)
   end
-  return regex.compile(v, quota)
+  return wholeRegex(v)
 end
 
-local function parseConditions(s, i, fail, quota)
+local function parseConditions(s, i, fail)
   local conds = {}
   local k = i
   while true do
@@ -260,9 +271,9 @@ local function parseConditions(s, i, fail, quota)
       return fail("invalid UTF-8 in the glob for " .. ptext)
     end
     if op == "=~" or op == "!=~" then
-      local prog, err = compileRegexValue(value, quota)
-      if not prog then return fail("invalid regex " .. quote(value) .. " for " .. ptext .. ": " .. err) end
-      cond.prog, cond.must = prog, err -- err is the required literal on success
+      local re, err = compileRegexValue(value)
+      if not re then return fail("invalid regex " .. quote(value) .. " for " .. ptext .. ": " .. err) end
+      cond.re = re
     end
     conds[#conds + 1] = cond
     k = skip(s, k)
@@ -281,7 +292,7 @@ local function parseConditions(s, i, fail, quota)
 end
 
 -- parse reads one rule string. It returns the parsed rule:
---   {source, kind = "exact"|"glob"|"regex", name, prog?,
+--   {source, kind = "exact"|"glob"|"regex", name, re?,
 --    mode = "none"|"glob"|"conds", glob?, conds?}
 -- or nil and a message naming the problem and the rule.
 function M.parse(s)
@@ -289,9 +300,6 @@ function M.parse(s)
   if #s > M.MAX_RULE then return nil, "rule longer than " .. M.MAX_RULE .. " bytes" end
   local function fail(msg) return nil, msg .. " in " .. quote(s) end
   local rule = { source = s }
-  -- all the regexes of a rule share one instruction quota, so a rule's
-  -- parse time is bounded by MAX_RULE and MAX_RULE_PROGRAM together
-  local quota = { left = M.MAX_RULE_PROGRAM, max = M.MAX_RULE_PROGRAM }
   local i = skip(s, 1)
   if i > #s then return fail("empty rule") end
   if sub(s, i, i) == "/" then
@@ -309,9 +317,9 @@ function M.parse(s)
     if j > #s then return fail("unterminated regex (no closing /)") end
     local src = sub(s, i + 1, j - 1)
     if src == "" then return fail("empty regex") end
-    local prog, err = regex.compile(src, quota)
-    if not prog then return fail("invalid regex /" .. truncate(src, 60) .. "/: " .. err) end
-    rule.kind, rule.name, rule.prog, rule.must = "regex", src, prog, err -- err: the required literal
+    local re, err = wholeRegex(src)
+    if not re then return fail("invalid regex /" .. truncate(src, 60) .. "/: " .. err) end
+    rule.kind, rule.name, rule.re = "regex", src, re
     i = j + 1
   else
     local j = find(s, "(", i, true) or (#s + 1)
@@ -336,7 +344,7 @@ function M.parse(s)
   end
   local j = skip(s, i + 1)
   if looksLikeConditions(s, j) then
-    local conds, err = parseConditions(s, j, fail, quota)
+    local conds, err = parseConditions(s, j, fail)
     if not conds then return nil, err end
     rule.mode, rule.conds = "conds", conds
     return rule
@@ -416,7 +424,7 @@ local function evalCondition(cond, args, budget)
     elseif base == "~" then
       r = awaken.glob(cond.value, s)
     else
-      r, err = regex.match(cond.prog, s, budget, cond.must)
+      r = regexFind(cond.re, s) ~= nil
     end
     if r == true then
       found = true
@@ -443,13 +451,12 @@ local function onlyArgument(args, cache)
   return cache.json
 end
 
--- nameMatches reports whether the tool part of a rule matches a name:
--- true, false, or nil and a message when a regex ran out of budget.
-local function nameMatches(rule, name, budget)
+-- nameMatches reports whether the tool part of a rule matches a name.
+local function nameMatches(rule, name)
   local kind = rule.kind
   if kind == "exact" then return name == rule.name end
   if kind == "glob" then return awaken.glob(rule.name, name) end
-  if kind == "regex" then return regex.match(rule.prog, name, budget, rule.must) end
+  if kind == "regex" then return regexFind(rule.re, name) ~= nil end
   return nil, "not a parsed rule"
 end
 
@@ -474,15 +481,15 @@ local function argsMatch(rule, args, budget, cache)
 end
 
 -- matches reports whether a parsed rule matches a call: true, false, or
--- nil and a message when a regex or path walk ran out of budget (a table
--- {left = units}, shared by all rules of one decision). cache holds what is
+-- nil and a message when a path walk ran out of budget (a table {left =
+-- units}, shared by all rules of one decision). cache holds what is
 -- computed once per call (the JSON of the arguments).
 function M.matches(rule, name, args, budget, cache)
   if type(rule) ~= "table" then return nil, "not a parsed rule" end
   if type(name) ~= "string" then return false end
   if type(args) ~= "table" then args = {} end
   budget = budget or { left = M.DECISION_BUDGET }
-  local m, err = nameMatches(rule, name, budget)
+  local m, err = nameMatches(rule, name)
   if m ~= true then return m, err end
   return argsMatch(rule, args, budget, cache or {})
 end
@@ -502,45 +509,6 @@ function M.specificity(rule)
   return (RANK[rule.kind] or 0) * 1000000 + (n > 0 and 100000 or 0) + math.min(n, 99999)
 end
 
--- Caches. A gate runs on every call, and Lua is slow here, so work that
--- depends only on the rule strings is done once per pooled state: parsing
--- (by rule string), the compiled config (by the rules table last seen, as
--- ctx.config is kept per state and read-only; else by the list's
--- contents), and which rules can apply to a tool name and whether they read
--- the arguments (by name). They are pure functions of their keys, so the
--- caches change no result; each is bounded.
-local memo, memoSize = {}, 0
-local MEMO_MAX = 512
-local configCount = 0
-local CONFIGS_MAX = 16
-local NAMES_MAX = 256
-
--- parseMemo returns {rule, err, score} for a rule string.
-local function parseMemo(s)
-  if type(s) ~= "string" then
-    local r, err = M.parse(s)
-    return { r, err, 0 }
-  end
-  local hit = memo[s]
-  if hit then return hit end
-  local r, err = M.parse(s)
-  if memoSize >= MEMO_MAX then
-    memo, memoSize = {}, 0
-  end
-  hit = { r, err, r and M.specificity(r) or 0 }
-  memo[s] = hit
-  memoSize = memoSize + 1
-  return hit
-end
-
--- compile prepares the config's rules: it returns the compiled config
--- {entries = {{index (0-based, as in config errors), behavior, rule,
--- score}, ...}} and the messages "rules[i].tool: ..." of invalid rules
--- (left out of entries). The result is cached by the rules' contents, in a
--- trie keyed by each rule's tool then behaviour: finding it costs a few
--- table reads per rule, which matters as the gate runs on every call.
-local trie = {}
-
 -- hides_outright reports whether an entry denies its tools outright: an
 -- exact or glob rule without argument conditions (see M.hides).
 local function hides_outright(e)
@@ -548,68 +516,41 @@ local function hides_outright(e)
   return e.behavior == "deny" and r.mode == "none" and (r.kind == "exact" or r.kind == "glob")
 end
 
-local function build(list)
-  local entries, problems = {}, {}
+-- compile parses a config's rules once (the plugin's prepare does it per
+-- config): it returns the compiled config and the messages "rules[i].tool:
+-- ..." of invalid rules (left out). The compiled config is plain data:
+--   {entries = {{index (0-based, as in config errors), behavior, rule,
+--    score}, ...}, exact = {name = {entry numbers}}, patterned = {entry
+--    numbers of glob and regex rules}, hiding, problems}
+-- exact and patterned find the entries that can apply to a tool name
+-- without matching every rule against it.
+function M.compile(list)
+  if type(list) ~= "table" then list = {} end
+  local entries, problems, exact, patterned = {}, {}, {}, {}
   local hiding = false
   for i, r in ipairs(list) do
     local tool = type(r) == "table" and r.tool or nil
-    local hit = parseMemo(tool)
-    if hit[1] then
-      local e = { index = i - 1, behavior = r.behavior, rule = hit[1], score = hit[3] }
+    local rule, err = M.parse(tool)
+    if rule then
+      local e = { index = i - 1, behavior = r.behavior, rule = rule, score = M.specificity(rule) }
       entries[#entries + 1] = e
+      if rule.kind == "exact" then
+        local at = exact[rule.name]
+        if not at then
+          at = {}
+          exact[rule.name] = at
+        end
+        at[#at + 1] = #entries
+      else
+        patterned[#patterned + 1] = #entries
+      end
       if hides_outright(e) then hiding = true end
     else
-      problems[#problems + 1] = string.format("rules[%d].tool: %s", i - 1, hit[2])
+      problems[#problems + 1] = string.format("rules[%d].tool: %s", i - 1, err)
     end
   end
-  return { entries = entries, problems = problems, names = {}, nnames = 0, hiding = hiding }
-end
-
--- The last list compiled and its compiled config: ctx.config is kept per
--- Lua state and read-only, so a hook gets the same rules table on every
--- call and finds its compiled config with one comparison.
-local lastList, lastCfg = nil, nil
-
-function M.compile(list)
-  if list == lastList and list ~= nil then return lastCfg, lastCfg.problems end
-  local cfg = M.lookup(list)
-  if type(list) == "table" then lastList, lastCfg = list, cfg end
-  return cfg, cfg.problems
-end
-
--- lookup is compile without the last-list shortcut: by the rules' contents.
-function M.lookup(list)
-  if type(list) ~= "table" then list = {} end
-  local node = trie
-  for i = 1, #list do
-    local r = list[i]
-    local tool, behavior = "?", "?"
-    if type(r) == "table" then tool, behavior = r.tool, r.behavior end
-    if tool == nil then tool = "?" end
-    if behavior == nil then behavior = "?" end
-    local byTool = node[tool]
-    if not byTool then
-      byTool = {}
-      node[tool] = byTool
-    end
-    local nxt = byTool[behavior]
-    if not nxt then
-      nxt = {}
-      byTool[behavior] = nxt
-    end
-    node = nxt
-  end
-  local cfg = node[trie] -- the trie itself is the key of a node's value: it is no rule string
-  if not cfg then
-    if configCount >= CONFIGS_MAX then
-      trie, configCount = {}, 0
-      return M.lookup(list)
-    end
-    cfg = build(list)
-    node[trie] = cfg
-    configCount = configCount + 1
-  end
-  return cfg
+  local cfg = { entries = entries, exact = exact, patterned = patterned, hiding = hiding, problems = problems }
+  return cfg, problems
 end
 
 -- validate returns the messages for every invalid rule, or nil.
@@ -619,31 +560,30 @@ function M.validate(list)
   return nil
 end
 
+local NONE = {} -- no entries (never written)
+
 -- candidates lists the entries whose tool part matches name, in config
--- order, with unknown[entry] set where a regex could not decide. Cached per
--- tool name: tool names are few and a name's matches never change.
-local function candidates(cfg, name)
-  local c = cfg.names[name]
-  if c then return c end
-  local list, unknown = {}, {}
-  local args = false
-  for _, e in ipairs(cfg.entries) do
-    local m = nameMatches(e.rule, name, { left = M.DECISION_BUDGET })
-    if m == true then
+-- order within exact and within patterned rules (exact ones first: they
+-- outrank the others, so the order between the two changes no decision),
+-- and whether one of them reads the arguments.
+function M.candidates(cfg, name)
+  local entries = cfg.entries
+  local list, args = {}, false
+  local at = cfg.exact[name] or NONE
+  for k = 1, #at do
+    local e = entries[at[k]]
+    list[#list + 1] = e
+    if e.rule.mode ~= "none" then args = true end
+  end
+  local patterned = cfg.patterned
+  for k = 1, #patterned do
+    local e = entries[patterned[k]]
+    if nameMatches(e.rule, name) then
       list[#list + 1] = e
       if e.rule.mode ~= "none" then args = true end
-    elseif m == nil then
-      list[#list + 1] = e
-      unknown[e] = true
     end
   end
-  c = { list = list, unknown = unknown, args = args }
-  if cfg.nnames >= NAMES_MAX then
-    cfg.names, cfg.nnames = {}, 0
-  end
-  cfg.names[name] = c
-  cfg.nnames = cfg.nnames + 1
-  return c
+  return { list = list, args = args }
 end
 
 -- decide picks the behaviour for a call from a compiled config: deny over
@@ -651,11 +591,12 @@ end
 -- (the first one on a tie). It returns the behaviour and the winning entry,
 -- or default and nil when no rule matches. A rule that cannot be decided
 -- within the budget counts for deny and ask, never for allow (fail closed).
-function M.decide(cfg, name, args, default)
+-- c is M.candidates(cfg, name) when the caller has it.
+function M.decide(cfg, name, args, default, c)
   if type(name) ~= "string" then return default, nil end
   if type(args) ~= "table" then args = {} end
-  local c = candidates(cfg, name)
-  local list, unknown = c.list, c.unknown
+  c = c or M.candidates(cfg, name)
+  local list = c.list
   local deny, allow, ask
   local budget, cache
   for k = 1, #list do
@@ -673,9 +614,7 @@ function M.decide(cfg, name, args, default)
     -- once a deny matched only more specific denies matter
     if (not cur or e.score > cur.score) and (b == "deny" or not deny) then
       local m
-      if unknown[e] then
-        m = nil
-      elseif e.rule.mode == "none" then
+      if e.rule.mode == "none" then
         m = true
       else
         if not budget then
@@ -704,7 +643,7 @@ end
 -- rule without argument conditions: such tools are not offered at all.
 function M.hides(cfg, name)
   if not cfg.hiding then return false end
-  for _, e in ipairs(candidates(cfg, name).list) do
+  for _, e in ipairs(M.candidates(cfg, name).list) do
     if hides_outright(e) then return true end
   end
   return false
@@ -721,7 +660,7 @@ end
 -- conditions. When none has, M.decide can be given any table for them.
 function M.needs_args(cfg, name)
   if type(name) ~= "string" then return false end
-  return candidates(cfg, name).args
+  return M.candidates(cfg, name).args
 end
 
 -- signature identifies "the same call" for thread rules: the tool name and

@@ -1,7 +1,7 @@
--- Unit tests of the rule parser, the matcher and the regex subset.
+-- Unit tests of the rule parser, the matcher and the regexes.
 local t = require("awaken.testing")
+local awaken = require("awaken")
 local rules = require("permission.rules")
-local regex = require("permission.regex")
 
 local function parse(s)
   local r, err = rules.parse(s)
@@ -13,10 +13,9 @@ local function m(s, name, args)
   return rules.matches(parse(s), name, args or {})
 end
 
+-- re matches a regex against a whole value, as a rule's regex does.
 local function re(src, s)
-  local prog, err = regex.compile(src)
-  if not prog then t.fail("compile " .. src .. ": " .. tostring(err)) end
-  return regex.match(prog, s)
+  return m("T(v =~ \"" .. src:gsub("[\\\"]", "\\%0") .. "\")", "T", { v = s })
 end
 
 t.test("tool names: exact, glob and regex", function()
@@ -157,7 +156,7 @@ t.test("invalid rules say what and where", function()
   t.eq(rules.validate({ { tool = "Bash", behavior = "allow" } }), nil)
 end)
 
-t.test("the regex subset", function()
+t.test("regexes: RE2, matching the whole value", function()
   t.eq(re("abc", "abc"), true)
   t.eq(re("abc", "abcd"), false)
   t.eq(re("a.c", "a\nc"), true)
@@ -184,37 +183,30 @@ t.test("the regex subset", function()
   t.eq(re("(a|)b", "b"), true)
   t.eq(re("(a*)*b", "aaab"), true)
   t.eq(re(".*?x", "aax"), true)
-  for _, bad in ipairs({ "(", ")", "[a", "a**", "*a", "\\", "\\b", "(?=a)", "[z-a]", "a{1000}", "((((((((((((((((((a))))))))))))))))))" }) do
-    local prog, err = regex.compile(bad)
-    t.eq(prog, nil, bad)
-    t.ok(type(err) == "string", bad)
+  t.eq(re("a|ab", "ab"), true) -- the whole value, whatever the alternative order
+  t.eq(re("(?i)bash", "BASH"), true)
+  for _, bad in ipairs({ "(", ")", "[a", "a**", "*a", "\\", "(?=a)", "[z-a]", "a{1001}", "a)|(b" }) do
+    local r, err = rules.parse("T(v =~ \"" .. bad:gsub("[\\\"]", "\\%0") .. "\")")
+    t.eq(r, nil, bad)
+    t.match(err, "invalid regex")
   end
 end)
 
-t.test("hostile regexes stay within their budget", function()
+t.test("hostile regexes stay cheap", function()
   -- counted repetition is capped when compiled
-  t.eq(select(2, regex.compile("((a{100}){100}){100}")), "regex too large (over 1000 instructions once expanded)")
-  -- a classic backtracking bomb runs in linear time here
+  t.match(select(2, rules.parse("/((a{100}){100}){100}/")), "invalid regex")
+  -- a classic backtracking bomb runs in linear time
   t.eq(re("(a*)*(a*)*(a*)*b", ("a"):rep(2000)), false)
-  -- a long input against a large program runs out of budget: nil, not a hang
-  local prog = assert(regex.compile(("(a|b|c|d)?"):rep(45) .. "x"))
-  local r, err = regex.match(prog, ("a"):rep(100000), { left = 20000 })
-  t.eq(r, nil)
-  t.match(err, "budget")
-  -- and a rule that cannot be decided is nil, so the gate fails closed
+  -- a long value against a large regex is decided
   local rule = parse("T(s =~ \"" .. ("(a|b|c|d)?"):rep(45) .. "x\")")
-  local mr = rules.matches(rule, "T", { s = ("a"):rep(100000) .. "x" }, { left = 20000 })
-  t.eq(mr, nil)
-  -- but a value without the regex's required literal is refused at once
-  t.eq(select(2, regex.compile("(a|b)*xyz[0-9]+end")), "xyz")
-  t.eq(select(2, regex.compile("^.*sudo.*$")), "sudo")
-  t.eq(select(2, regex.compile("a|b")), nil)
-  local budget = { left = 100 }
-  t.eq(rules.matches(rule, "T", { s = ("a"):rep(100000) }, budget), false)
-  t.ok(budget.left >= 99, "no regex work was spent")
+  t.eq(rules.matches(rule, "T", { s = ("a"):rep(100000) .. "x" }, { left = 20000 }), false)
+  t.eq(rules.matches(rule, "T", { s = ("a"):rep(45) .. "x" }, { left = 20000 }), true)
   local big = parse('Write(content =~ ".*BEGIN RSA PRIVATE KEY.*")')
   t.eq(rules.matches(big, "Write", { content = ("x"):rep(200000) }), false)
   t.eq(rules.matches(big, "Write", { content = "a\n-----BEGIN RSA PRIVATE KEY-----\nb" }), true)
+  -- the rule's regex cannot escape its anchors
+  t.eq(rules.parse("/a)|(b/"), nil)
+  t.eq(awaken.regex.find(parse("/a|b/").re, "xb"), nil)
 end)
 
 t.test("specificity and precedence", function()
@@ -267,21 +259,17 @@ t.test("hidden tools and signatures", function()
   t.neq(rules.signature("Bash", { a = 1 }), rules.signature("Sh", { a = 1 }))
 end)
 
-t.test("compiled configs: by table, by contents; what a name needs", function()
+t.test("compiled configs: plain data; what a name needs", function()
   local list = {
     { tool = "Read", behavior = "allow" },
     { tool = "Bash(rm *)", behavior = "deny" },
     { tool = "/mcp__.*/", behavior = "deny" },
   }
   local cfg = rules.compile(list)
-  t.ok(rules.compile(list) == cfg, "the same table")
-  t.ok(rules.compile({
-    { tool = "Read", behavior = "allow" },
-    { tool = "Bash(rm *)", behavior = "deny" },
-    { tool = "/mcp__.*/", behavior = "deny" },
-  }) == cfg, "the same contents")
-  t.ok(rules.compile({ { tool = "Read", behavior = "deny" } }) ~= cfg)
-  t.ok(rules.compile(list) == cfg)
+  -- what prepare returns crosses into Go and back unchanged
+  t.eq(awaken.json.decode(awaken.json.encode(cfg)), cfg)
+  t.eq(cfg.exact, { Read = { 1 }, Bash = { 2 } })
+  t.eq(cfg.patterned, { 3 })
   -- no rule denies a tool outright (conditions, a regex): nothing is hidden
   t.eq(rules.can_hide(cfg), false)
   t.eq(rules.hides(cfg, "Bash"), false)

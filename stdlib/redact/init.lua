@@ -26,12 +26,16 @@ local p = awaken.plugin {
     end
     if #problems > 0 then return problems end
   end,
+  -- the rules compiled once per config: ctx.prepared
+  prepare = function(config)
+    return scrub.compile(config)
+  end,
   -- scanning a large result with every pattern takes longer than most hooks
   hook_timeout = "1s",
 }
 
 p:result_transform(function(call, result, ctx)
-  if scrub.result(result, scrub.compiled(ctx.config)) then return result end
+  if scrub.result(result, ctx.prepared) then return result end
   return nil -- unchanged
 end)
 

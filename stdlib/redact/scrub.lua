@@ -110,7 +110,7 @@ local function gates_of(rules)
 end
 
 -- Compiles a config ({defaults?, patterns?, replacement?}) into the rules
--- to apply: the defaults (unless defaults = false), then the configured
+-- to apply (the plugin does it once per config: ctx.prepared): the defaults (unless defaults = false), then the configured
 -- patterns, whose whole match is replaced; their prefilter (gates_of); and
 -- the replacement as gsub replacement strings (no Lua function call per
 -- match).
@@ -125,56 +125,6 @@ function M.compile(config)
   local repl = (config.replacement or "[REDACTED]"):gsub("%%", "%%%%")
   local gates, always = gates_of(rules)
   return { rules = rules, gates = gates, always = always, whole = repl, keep = "%1" .. repl }
-end
-
--- The rules of the default config, compiled once.
-M.DEFAULT = M.compile({ defaults = true, patterns = {}, replacement = "[REDACTED]" })
-
--- Compiled configs by their contents: compiling a config on every result
--- would cost more than most scans. The cache is bounded and changes no
--- result.
-local cache, cached = {}, 0
-local CACHE_MAX = 16
-
--- The last config table seen and its rules: ctx.config is kept per Lua
--- state and read-only, so a transform gets the same table on every call
--- and finds its rules with one comparison.
-local last_config, last_rules = nil, nil
-
--- compiled returns the rules of a config ({defaults?, patterns?,
--- replacement?}), from the cache when it was seen before.
-function M.compiled(config)
-  if config == last_config then return last_rules end
-  local c = M.lookup(config)
-  last_config, last_rules = config, c
-  return c
-end
-
--- lookup returns the rules of a config from the cache by its contents.
-function M.lookup(config)
-  local patterns, replacement = config.patterns, config.replacement
-  local n = patterns and #patterns or 0
-  if config.defaults ~= false and n == 0 and (replacement == nil or replacement == "[REDACTED]") then
-    return M.DEFAULT
-  end
-  -- length-prefixed parts, so that no two configs share a signature
-  replacement = replacement or "[REDACTED]"
-  local parts = { config.defaults == false and "0" or "1", #replacement, ":", replacement }
-  for i = 1, n do
-    local pat = patterns[i]
-    parts[#parts + 1] = #pat
-    parts[#parts + 1] = ":"
-    parts[#parts + 1] = pat
-  end
-  local sig = table.concat(parts)
-  local c = cache[sig]
-  if c == nil then
-    if cached >= CACHE_MAX then cache, cached = {}, 0 end
-    c = M.compile(config)
-    cache[sig] = c
-    cached = cached + 1
-  end
-  return c
 end
 
 local find, gsub, lower = string.find, string.gsub, string.lower

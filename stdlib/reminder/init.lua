@@ -5,6 +5,8 @@
 local awaken = require("awaken")
 local match = require("reminder.match")
 
+local prepare -- below: the rules of a config, as ctx.prepared
+
 local p = awaken.plugin {
   id = "reminder",
   description = "Adds a context message for the next step when a matching tool call completes",
@@ -61,6 +63,7 @@ local p = awaken.plugin {
     },
   },
   validate = match.validate,
+  prepare = function(config) return prepare(config) end,
 }
 
 -- The context message key of rule i (1-based here, 0-based in the key, like
@@ -69,16 +72,13 @@ local function key_of(i)
   return string.format("reminder.rule_%03d", i - 1)
 end
 
--- The rules of a config, prepared once per config table (ctx.config is
--- kept per Lua state and read-only, so every call passes the same rules
--- table): each rule's parsed tool pattern (false when invalid), its output
--- conditions and the payload of its message (ctx:schedule copies it); and
--- names, when every pattern is an exact name without argument conditions,
--- the set of those names: a call to any other tool matches no rule.
-local prepared_for, prepared = nil, nil
-
-local function prepare(rules)
-  if rules == prepared_for then return prepared end
+-- The rules of a config, prepared once per config (ctx.prepared): each
+-- rule's parsed tool pattern (false when invalid), its output conditions
+-- and the payload of its message (ctx:schedule copies it); and names, when
+-- every pattern is an exact name without argument conditions, the set of
+-- those names: a call to any other tool matches no rule.
+function prepare(config)
+  local rules = config.rules or {}
   local list, names = {}, {}
   for i = 1, #rules do
     local rule = rules[i]
@@ -105,18 +105,16 @@ local function prepare(rules)
       },
     }
   end
-  prepared_for, prepared = rules, { list = list, names = names }
-  return prepared
+  return { list = list, names = names }
 end
 
 p:on("after_tool_execute", function(ctx)
-  local rules = ctx.config.rules
-  if rules == nil or #rules == 0 then return end
-  local prep = prepare(rules)
+  local prep = ctx.prepared
+  local list = prep.list
+  if #list == 0 then return end
   local tool = ctx.tool
   local name = tool.name
   if prep.names ~= nil and not prep.names[name] then return end
-  local list = prep.list
   local result, view, st
   for i = 1, #list do
     local rule = list[i]

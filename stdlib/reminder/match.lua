@@ -12,25 +12,12 @@ local M = {}
 -- The work one call's tool patterns may spend on regexes and path walks.
 M.DECISION_BUDGET = rules.DECISION_BUDGET
 
--- Parsed tool patterns by their text (false for an invalid one): parsing is
--- the costly part of matching, and other configs (or a config the test
--- harness converts anew) bring the same patterns. Bounded; it changes no
--- result.
-local parsed, nparsed = {}, 0
-local PARSED_MAX = 256
-
--- tool_rule returns the parsed tool pattern, or nil and a message.
+-- tool_rule returns the parsed tool pattern, or nil and a message. The
+-- plugin parses its patterns once per config (prepare).
 function M.tool_rule(pattern)
-  local hit = parsed[pattern]
-  if hit == nil then
-    local r, err = rules.parse(pattern)
-    hit = r or { err = err or "invalid tool pattern" }
-    if nparsed >= PARSED_MAX then parsed, nparsed = {}, 0 end
-    parsed[pattern] = hit
-    nparsed = nparsed + 1
-  end
-  if hit.err then return nil, hit.err end
-  return hit
+  local r, err = rules.parse(pattern)
+  if not r then return nil, err or "invalid tool pattern" end
+  return r
 end
 
 -- Whether a parsed tool pattern matches a call. Exact names and globs

@@ -44,6 +44,7 @@
 ---@field description? string
 ---@field config? table<string, awaken.Schema> the schema of each config field
 ---@field validate? fun(config: table): string|string[]|nil checks beyond the schema; return messages
+---@field prepare? fun(config: table): any turns a config into what hooks read as ctx.prepared (parsed rules, indexes): run once per agent config and generation when the host configures the agent, with the load budget; return plain tables, strings, numbers and booleans
 ---@field hook_timeout? string|number the time budget of each call, e.g. "250ms" or 250 (milliseconds); default 100ms, at most 1h
 
 ---@class awaken.KeySpec
@@ -156,6 +157,7 @@
 ---@field phase awaken.Phase
 ---@field run awaken.Run
 ---@field config table this plugin's config for the running agent: read-only (a write, table.insert or table.remove on it raises), shared by the calls with the same config
+---@field prepared any what the plugin's prepare returned for this config (nil without a prepare): read-only like config
 ---@field messages awaken.Message[]
 ---@field tool? awaken.ToolCall in tool phases
 ---@field response? awaken.Response in after_inference
@@ -277,10 +279,40 @@ function log.warn(msg, fields) end
 ---@param fields? table
 function log.error(msg, fields) end
 
+---Regular expressions in RE2 syntax (Go's regexp): matching takes time linear
+---in the subject, whatever the pattern. Positions are 1-based byte offsets.
+---A pattern longer than 64 KiB, one that does not compile, or one too large
+---once its repetitions are expanded raises.
+---@class awaken.regex
+local regex = {}
+
+---Finds the leftmost match of pattern in s from init (default 1; negative
+---counts from the end), as if s started at init (^ matches there). Returns
+---the start and end (inclusive) of the match, then the text of each group
+---(nil for a group that took no part), or nil when nothing matches.
+---@param pattern string
+---@param s string
+---@param init? integer
+---@return integer|nil start
+---@return integer|nil end
+---@return string|nil ... the groups
+---@nodiscard
+function regex.find(pattern, s, init) end
+
+---Like string.match: the text of each group of the leftmost match (nil for
+---a group that took no part), or the whole match when the pattern has no
+---groups; nil when nothing matches.
+---@param pattern string
+---@param s string
+---@return string|nil ...
+---@nodiscard
+function regex.match(pattern, s) end
+
 ---@class awaken
 ---@field null userdata a value that removes a field in a merge update
 ---@field json awaken.json
 ---@field log awaken.log
+---@field regex awaken.regex
 local awaken = {}
 
 ---Creates the plugin; the file must end with `return p`.

@@ -1,0 +1,511 @@
+// Package agentsettings installs awaken-lua's hooks into coding agents'
+// settings files, and removes them: `awaken-lua install claude-code
+// [--scope user|project|local] [--http] [--uninstall]` as a library.
+//
+// An install is a merge: awaken-lua's entries are added or brought up to
+// date, everything else in the file (other hooks, other keys, their order
+// and spelling) stays as it was; a second install changes nothing; the
+// file is backed up before it changes; a file that is not valid JSON, or
+// whose hooks are not shaped as the agent expects, is refused and left
+// alone. See README.md in this directory.
+package agentsettings
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+)
+
+// Scope is which settings file an install writes.
+type Scope string
+
+const (
+	// User: ~/.claude/settings.json (or $CLAUDE_CONFIG_DIR/settings.json),
+	// every project of the user.
+	User Scope = "user"
+	// Project: .claude/settings.json in the project, shared through the
+	// repository.
+	Project Scope = "project"
+	// Local: .claude/settings.local.json in the project, this user only.
+	Local Scope = "local"
+)
+
+// The defaults of Options.
+const (
+	DefaultCommand  = "awaken-lua hook --agent claude-code"
+	DefaultURL      = "http://127.0.0.1:7878/v1/hooks/claude-code"
+	DefaultTokenEnv = "AWAKEN_TOKEN"
+	DefaultTimeout  = 30 // seconds
+)
+
+// MaxSettings is the largest settings file read, in bytes.
+const MaxSettings = 8 << 20
+
+// ClaudeCodeEvents are the hook events awaken-lua handles, in the order
+// an install lists them.
+var ClaudeCodeEvents = []string{
+	"SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse",
+	"PostToolUseFailure", "PostToolBatch", "Stop", "SubagentStop", "PreCompact", "SessionEnd",
+}
+
+// toolEvents take a matcher on the tool name; the others are installed
+// without one (every occurrence).
+var toolEvents = map[string]bool{"PreToolUse": true, "PermissionRequest": true, "PostToolUse": true, "PostToolUseFailure": true}
+
+// commandOnly are the events Claude Code runs no HTTP hook on.
+var commandOnly = map[string]bool{"SessionStart": true}
+
+// Options configure an install.
+type Options struct {
+	Scope Scope // "" means Project
+	// HTTP installs HTTP hooks (except where Claude Code allows only
+	// command hooks); the default is the command hook, which fails closed.
+	HTTP bool
+	// Uninstall removes awaken-lua's hooks (of any event) instead.
+	Uninstall bool
+	// ProjectDir is the project (Project and Local scopes).
+	ProjectDir string
+	// ConfigDir is Claude Code's user directory (User scope): the value of
+	// $CLAUDE_CONFIG_DIR when set, else ~/.claude.
+	ConfigDir string
+	// Command is the command hook; it must start with an awaken-lua
+	// executable and "hook" (DefaultCommand when empty).
+	Command string
+	// URL is the HTTP hook's address (DefaultURL when empty); its path
+	// must end in /v1/hooks/claude-code.
+	URL string
+	// TokenEnv names the environment variable holding the sidecar's token,
+	// sent as a bearer token by HTTP hooks (DefaultTokenEnv when empty;
+	// "-" for none).
+	TokenEnv string
+	// Timeout is each hook's timeout in seconds (DefaultTimeout when 0).
+	// The command hook must give up before it (awaken-lua hook --timeout).
+	Timeout int
+	// Now stamps the backup's name (time.Now when nil).
+	Now func() time.Time
+}
+
+// Result says what an install did.
+type Result struct {
+	// Path is the settings file.
+	Path string
+	// Changed reports whether the file was written; Backup is the copy of
+	// the file as it was ("" when it did not exist or did not change).
+	Changed bool
+	Backup  string
+	// Added, Updated and Removed count awaken-lua's hook entries.
+	Added, Updated, Removed int
+	// Warnings are things the user should know (disableAllHooks is set).
+	Warnings []string
+}
+
+// ClaudeCodePath returns the settings file of a scope.
+func ClaudeCodePath(o Options) (string, error) {
+	switch o.Scope {
+	case User:
+		if o.ConfigDir == "" {
+			return "", errs.New(errs.ConfigInvalid, "the user scope needs Claude Code's user directory (~/.claude or $CLAUDE_CONFIG_DIR)")
+		}
+		return filepath.Join(o.ConfigDir, "settings.json"), nil
+	case Project, "", Local:
+		if o.ProjectDir == "" {
+			return "", errs.New(errs.ConfigInvalid, "the %s scope needs the project directory", scopeName(o.Scope))
+		}
+		name := "settings.json"
+		if o.Scope == Local {
+			name = "settings.local.json"
+		}
+		return filepath.Join(o.ProjectDir, ".claude", name), nil
+	}
+	return "", errs.New(errs.ConfigInvalid, "unknown scope %q; use user, project or local%s", o.Scope,
+		errs.DidYouMean(string(o.Scope), []string{"user", "project", "local"}))
+}
+
+func scopeName(s Scope) string {
+	if s == "" {
+		return string(Project)
+	}
+	return string(s)
+}
+
+// InstallClaudeCode merges awaken-lua's hooks into a Claude Code settings
+// file, or removes them (o.Uninstall).
+func InstallClaudeCode(o Options) (Result, error) {
+	o = defaults(o)
+	if err := o.check(); err != nil {
+		return Result{}, err
+	}
+	p, err := ClaudeCodePath(o)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Path: p}
+	target, data, mode, exists, err := read(p)
+	if err != nil {
+		return res, err
+	}
+	root := object()
+	if len(bytes.TrimSpace(data)) > 0 {
+		if root, err = parse(data); err != nil {
+			return res, badJSON(p, data, err)
+		}
+		if root.kind != '{' {
+			return res, errs.New(errs.ConfigInvalid, "%s holds a JSON %s, not an object; awaken-lua leaves it alone", p, kindName(root))
+		}
+	}
+	if err := o.merge(root, &res); err != nil {
+		return res, errs.Wrap(errs.ConfigInvalid, err, "%s", p)
+	}
+	if v, _ := root.get("disableAllHooks"); v != nil && string(v.raw) == "true" {
+		res.Warnings = append(res.Warnings, "disableAllHooks is true in "+p+": Claude Code runs none of its hooks")
+	}
+	if res.Added+res.Updated+res.Removed == 0 {
+		return res, nil
+	}
+	out := encode(root, indentOf(data))
+	if len(data) == 0 || bytes.HasSuffix(data, []byte("\n")) {
+		out = append(out, '\n')
+	}
+	if err := writeFile(target, data, out, mode, exists, o.Now(), &res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func defaults(o Options) Options {
+	if o.Scope == "" {
+		o.Scope = Project
+	}
+	if o.Command == "" {
+		o.Command = DefaultCommand
+	}
+	if o.URL == "" {
+		o.URL = DefaultURL
+	}
+	if o.TokenEnv == "" {
+		o.TokenEnv = DefaultTokenEnv
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+func (o Options) check() error {
+	if !o.isOurCommand(o.Command) {
+		return errs.New(errs.ConfigInvalid, "the hook command %q must run awaken-lua hook (like %q), so a later install or uninstall finds it", o.Command, DefaultCommand)
+	}
+	u, err := url.Parse(o.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.HasSuffix(u.Path, "/v1/hooks/claude-code") {
+		return errs.New(errs.ConfigInvalid, "the hook URL %q must be http(s)://HOST/v1/hooks/claude-code", o.URL)
+	}
+	if o.Timeout < 0 {
+		return errs.New(errs.ConfigInvalid, "the hook timeout %d must be positive (seconds)", o.Timeout)
+	}
+	return nil
+}
+
+// isOurCommand reports whether a command hook runs awaken-lua hook: its
+// executable is awaken-lua (any directory) or the one Options.Command
+// names, and its first argument is hook.
+func (o Options) isOurCommand(cmd string) bool {
+	f := strings.Fields(cmd)
+	if len(f) < 2 || f[1] != "hook" {
+		return false
+	}
+	base := filepath.Base(strings.Trim(f[0], `"'`))
+	own := filepath.Base(strings.Trim(strings.Fields(o.Command + " x")[0], `"'`))
+	return base == "awaken-lua" || base == "awaken-lua.exe" || base == own
+}
+
+// ours reports whether a hook handler is one awaken-lua installed.
+func (o Options) ours(h *node) bool {
+	if h.kind != '{' {
+		return false
+	}
+	typ, _ := h.get("type")
+	switch t, _ := typ.text(); t {
+	case "command":
+		c, _ := h.get("command")
+		s, ok := c.text()
+		return ok && o.isOurCommand(s)
+	case "http":
+		v, _ := h.get("url")
+		s, ok := v.text()
+		if !ok {
+			return false
+		}
+		u, err := url.Parse(s)
+		return err == nil && strings.HasSuffix(u.Path, "/v1/hooks/claude-code")
+	}
+	return false
+}
+
+// handler builds awaken-lua's hook handler for an event.
+func (o Options) handler(event string) *node {
+	h := object()
+	if o.HTTP && !commandOnly[event] {
+		h.set("type", str("http"))
+		h.set("url", str(o.URL))
+		if o.TokenEnv != "-" {
+			headers := object()
+			headers.set("Authorization", str("Bearer $"+o.TokenEnv))
+			h.set("headers", headers)
+			h.set("allowedEnvVars", array(str(o.TokenEnv)))
+		}
+	} else {
+		h.set("type", str("command"))
+		h.set("command", str(o.Command))
+	}
+	h.set("timeout", number(o.Timeout))
+	return h
+}
+
+// merge installs or removes awaken-lua's handlers in the settings tree.
+func (o Options) merge(root *node, res *Result) error {
+	hooks, n := root.get("hooks")
+	switch {
+	case n > 1:
+		return errors.New(`"hooks" is given twice; keep one and install again`)
+	case hooks == nil:
+		if o.Uninstall {
+			return nil
+		}
+		hooks = object()
+		root.set("hooks", hooks)
+	case hooks.kind != '{':
+		return fmt.Errorf(`"hooks" is a JSON %s, not an object of events`, kindName(hooks))
+	}
+	if err := checkHooks(hooks); err != nil {
+		return err
+	}
+	if o.Uninstall {
+		for i := 0; i < len(hooks.keys); i++ {
+			n := o.remove(hooks.vals[i])
+			res.Removed += n
+			if n > 0 && len(hooks.vals[i].elems) == 0 {
+				hooks.del(hooks.keys[i])
+				i--
+			}
+		}
+		if len(hooks.keys) == 0 && res.Removed > 0 {
+			root.del("hooks")
+		}
+		return nil
+	}
+	for _, event := range ClaudeCodeEvents {
+		o.install(hooks, event, res)
+	}
+	return nil
+}
+
+// checkHooks refuses hooks that are not shaped as Claude Code reads them,
+// naming where.
+func checkHooks(hooks *node) error {
+	seen := map[string]bool{}
+	for i, event := range hooks.keys {
+		if seen[event] {
+			return fmt.Errorf("hooks.%s is given twice; keep one and install again", event)
+		}
+		seen[event] = true
+		groups := hooks.vals[i]
+		if groups.kind != '[' {
+			return fmt.Errorf("hooks.%s is a JSON %s, not a list of matcher groups", event, kindName(groups))
+		}
+		for j, g := range groups.elems {
+			if g.kind != '{' {
+				return fmt.Errorf("hooks.%s[%d] is a JSON %s, not a matcher group", event, j, kindName(g))
+			}
+			hs, n := g.get("hooks")
+			if n > 1 {
+				return fmt.Errorf("hooks.%s[%d].hooks is given twice", event, j)
+			}
+			if hs != nil && hs.kind != '[' {
+				return fmt.Errorf("hooks.%s[%d].hooks is a JSON %s, not a list of hook handlers", event, j, kindName(hs))
+			}
+		}
+	}
+	return nil
+}
+
+// remove takes awaken-lua's handlers out of an event's groups, and the
+// groups they leave empty; it returns how many it removed.
+func (o Options) remove(groups *node) int {
+	removed := 0
+	var kept []*node
+	for _, g := range groups.elems {
+		hs, _ := g.get("hooks")
+		if hs == nil {
+			kept = append(kept, g)
+			continue
+		}
+		var left []*node
+		for _, h := range hs.elems {
+			if !o.ours(h) {
+				left = append(left, h)
+			}
+		}
+		if len(left) == len(hs.elems) {
+			kept = append(kept, g)
+			continue
+		}
+		removed += len(hs.elems) - len(left)
+		hs.setElems(left)
+		if len(left) > 0 {
+			kept = append(kept, g)
+		}
+	}
+	if removed > 0 {
+		groups.setElems(kept)
+	}
+	return removed
+}
+
+// install brings one event to exactly one awaken-lua handler, with the
+// matcher the event takes: left as it is when it already is, updated in
+// place when it is alone in a group with that matcher, else added as a
+// group of its own (after taking out any other copies).
+func (o Options) install(hooks *node, event string, res *Result) {
+	want := o.handler(event)
+	groups, _ := hooks.get(event)
+	if groups == nil {
+		groups = array()
+		hooks.set(event, groups)
+	}
+	type place struct{ group, index int }
+	var found []place
+	for gi, g := range groups.elems {
+		hs, _ := g.get("hooks")
+		if hs == nil {
+			continue
+		}
+		for hi, h := range hs.elems {
+			if o.ours(h) {
+				found = append(found, place{gi, hi})
+			}
+		}
+	}
+	if len(found) == 1 {
+		g := groups.elems[found[0].group]
+		if matcherOK(g, event) {
+			hs, _ := g.get("hooks")
+			if equal(hs.elems[found[0].index], want) {
+				return
+			}
+			hs.elems[found[0].index] = want
+			hs.dirty = true
+			res.Updated++
+			return
+		}
+	}
+	if len(found) > 0 {
+		o.remove(groups)
+		res.Updated++
+	} else {
+		res.Added++
+	}
+	g := object()
+	if toolEvents[event] {
+		g.set("matcher", str("*"))
+	}
+	g.set("hooks", array(want))
+	groups.setElems(append(groups.elems, g))
+}
+
+// matcherOK reports whether a group fires on every occurrence of the
+// event: no matcher, "" or "*".
+func matcherOK(g *node, event string) bool {
+	m, _ := g.get("matcher")
+	if m == nil {
+		return true
+	}
+	s, ok := m.text()
+	return ok && (s == "" || s == "*")
+}
+
+func kindName(n *node) string {
+	switch n.kind {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	switch n.raw[0] {
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// badJSON reports a syntax error with its line and column.
+func badJSON(p string, data []byte, err error) error {
+	line, col := 1, 1
+	var se *syntaxError
+	if errors.As(err, &se) {
+		off := min(se.offset, len(data))
+		before := data[:off]
+		line = bytes.Count(before, []byte("\n")) + 1
+		col = off - bytes.LastIndexByte(before, '\n')
+	}
+	e := errs.Wrap(errs.ConfigInvalid, err, "not valid JSON; fix it (or move it away) and install again: nothing was changed")
+	return e.At(errs.Pos{File: p, Line: line, Col: col})
+}
+
+// read reads the settings file: the path to write (a symbolic link's
+// target), the bytes, the mode, and whether it exists.
+func read(p string) (target string, data []byte, mode fs.FileMode, exists bool, err error) {
+	target, mode = p, 0o644
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		target = real
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", nil, 0, false, errs.Wrap(errs.ConfigInvalid, err, "cannot read %s", p)
+	}
+	f, err := os.Open(target)
+	if errors.Is(err, fs.ErrNotExist) {
+		return target, nil, mode, false, nil
+	}
+	if err != nil {
+		return "", nil, 0, false, errs.Wrap(errs.ConfigInvalid, err, "cannot read %s", p)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", nil, 0, false, errs.Wrap(errs.ConfigInvalid, err, "cannot read %s", p)
+	}
+	if !st.Mode().IsRegular() {
+		return "", nil, 0, false, errs.New(errs.ConfigInvalid, "%s is not a regular file", p)
+	}
+	if st.Size() > MaxSettings {
+		return "", nil, 0, false, errs.New(errs.ConfigInvalid, "%s is %d bytes, more than the %d a settings file may hold", p, st.Size(), MaxSettings)
+	}
+	data, err = readAll(f, st.Size())
+	if err != nil {
+		return "", nil, 0, false, errs.Wrap(errs.ConfigInvalid, err, "cannot read %s", p)
+	}
+	return target, data, st.Mode().Perm(), true, nil
+}
+
+func readAll(f *os.File, size int64) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, size+1))
+	_, err := buf.ReadFrom(io.LimitReader(f, MaxSettings+1))
+	if buf.Len() > MaxSettings {
+		return nil, fmt.Errorf("more than %d bytes", MaxSettings)
+	}
+	return buf.Bytes(), err
+}

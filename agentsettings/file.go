@@ -1,0 +1,106 @@
+package agentsettings
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+)
+
+// writeFile replaces the settings file with out: a backup of the old
+// bytes first (when the file exists), then a temporary file in the same
+// directory, synced and renamed over it, so a crash leaves the old file or
+// the new one, never half of one. If the file changed since it was read
+// (Claude Code writes it too), nothing is written.
+func writeFile(p string, old, out []byte, mode fs.FileMode, exists bool, now time.Time, res *Result) error {
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return errs.Wrap(errs.ConfigInvalid, err, "cannot create %s", dir)
+	}
+	if exists {
+		if cur, err := os.ReadFile(p); err != nil || !bytes.Equal(cur, old) {
+			return errs.New(errs.ConfigInvalid, "%s changed while awaken-lua was updating it; nothing was written, install again", p)
+		}
+		b, err := backup(p, old, mode, now)
+		if err != nil {
+			return err
+		}
+		res.Backup = b
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(p)+".*.tmp")
+	if err != nil {
+		return errs.Wrap(errs.ConfigInvalid, err, "cannot write %s", p)
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(out); err != nil {
+		return errs.Wrap(errs.ConfigInvalid, err, "cannot write %s", p)
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		return errs.Wrap(errs.ConfigInvalid, err, "cannot write %s", p)
+	}
+	if err := tmp.Sync(); err != nil {
+		return errs.Wrap(errs.ConfigInvalid, err, "cannot write %s", p)
+	}
+	if err := tmp.Close(); err != nil {
+		return errs.Wrap(errs.ConfigInvalid, err, "cannot write %s", p)
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		return errs.Wrap(errs.ConfigInvalid, err, "cannot write %s", p)
+	}
+	done = true
+	syncDir(dir)
+	res.Changed = true
+	return nil
+}
+
+// backup copies the old file to NAME.YYYYMMDDTHHMMSSZ.bak next to it (a
+// new name each time: an earlier backup is never overwritten).
+func backup(p string, old []byte, mode fs.FileMode, now time.Time) (string, error) {
+	stamp := now.UTC().Format("20060102T150405Z")
+	for i := 0; i < 100; i++ {
+		name := fmt.Sprintf("%s.%s.bak", p, stamp)
+		if i > 0 {
+			name = fmt.Sprintf("%s.%s-%d.bak", p, stamp, i+1)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", errs.Wrap(errs.ConfigInvalid, err, "cannot back up %s", p)
+		}
+		_, err = f.Write(old)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(name)
+			return "", errs.Wrap(errs.ConfigInvalid, err, "cannot back up %s", p)
+		}
+		return name, nil
+	}
+	return "", errs.New(errs.ConfigInvalid, "cannot back up %s: too many backups from the same second", p)
+}
+
+// syncDir makes a rename in dir durable (best effort: not every system
+// can sync a directory).
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}

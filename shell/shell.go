@@ -1,0 +1,776 @@
+// Package shell splits a shell command line into the simple commands it
+// would run, so that permission rules can judge each of them.
+//
+// It parses with a real shell parser (mvdan.cc/sh/v3/syntax, bash dialect):
+// a splitter written by hand cannot be trusted with a security decision,
+// since quoting, substitutions and here-documents decide where a command
+// starts. Split finds the commands after &&, ||, ;, |, & and newlines,
+// inside $(...), backticks, <(...) and >(...), subshells, brace groups,
+// if/while/until/for/case bodies and function bodies; it looks through
+// wrappers (sudo, env, nice, timeout, nohup, command, exec, xargs, ...)
+// and reports the wrapped command as well as the wrapper, and it parses the
+// script of bash -c, sh -c, zsh -c (and other shells), eval and env -S, to
+// a bounded depth.
+//
+// Words that are not literal (a parameter expansion, a glob, a command
+// substitution, a brace expansion, a tilde, a $"..." string) cannot
+// be known before the command runs. Split marks them instead of guessing:
+// each Word says whether it is Literal, and a word that is not holds its
+// source text as written. Callers must fail closed on them: a rule that
+// denies `rm *` cannot tell what `$CMD -rf /` runs, so it must treat an
+// unknown command name as a match. A shell whose script is not literal
+// (bash -c "$X", eval "$X", a shell reading its script from stdin) yields
+// a command of a single non-literal word, the script as written.
+//
+// A command that does not parse, or is too large or too deeply nested to
+// check, is an error (code shell_unparsable): callers treat it as a command
+// they cannot judge, never as an empty one.
+package shell
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Limits that keep hostile input cheap. The parser recurses once per level
+// of nesting, with a few KiB of stack each, so nesting is checked before
+// parsing.
+const (
+	// MaxInput is the largest command Split reads, in bytes.
+	MaxInput = 64 << 10
+	// MaxNesting is the deepest nesting of brackets and compound commands
+	// ((, {, [, if, case, for, while, until, select) Split parses.
+	MaxNesting = 100
+	// MaxScriptDepth is how many scripts deep Split looks (bash -c 'bash -c
+	// "..."'); the command line itself is depth 0.
+	MaxScriptDepth = 8
+	// MaxWrappers is the longest chain of wrappers Split unwraps in one
+	// command (sudo nice timeout 5 ...).
+	MaxWrappers = 16
+	// MaxCommands is the most commands Split reports for one command line.
+	MaxCommands = 4096
+
+	maxTreeDepth = 5000 // syntax tree depth Split walks (&& and | chains nest two levels a command)
+)
+
+// CodeUnparsable is the error code of every error Split returns.
+const CodeUnparsable errs.Code = "shell_unparsable"
+
+// Via says how a command was found.
+type Via uint8
+
+const (
+	// Top: a command of the command line itself, or of a command
+	// substitution, process substitution or function in it.
+	Top Via = iota
+	// Wrapper: the command a transparent wrapper runs in its own place:
+	// timeout, time, nice, nohup, stdbuf, command, builtin, exec, noglob,
+	// and xargs without options. Its parent is the wrapper's command.
+	Wrapper
+	// Runner: a command another program runs with changed privileges,
+	// environment or arguments: sudo, doas, env, setsid, xargs with
+	// options, find -exec. Its parent is that program's command.
+	Runner
+	// Script: a command of a script that its parent (a shell with -c, eval,
+	// env -S) runs.
+	Script
+)
+
+func (v Via) String() string {
+	switch v {
+	case Top:
+		return "top"
+	case Wrapper:
+		return "wrapper"
+	case Runner:
+		return "runner"
+	case Script:
+		return "script"
+	}
+	return fmt.Sprintf("Via(%d)", uint8(v))
+}
+
+// Word is one word of a command.
+type Word struct {
+	// Value is the word after quote removal when it is Literal, else its
+	// source text.
+	Value string
+	// Source is the word as written, quotes included.
+	Source string
+	// Literal is false when the word's value is only known at run time.
+	Literal bool
+}
+
+// Command is one simple command.
+type Command struct {
+	// Argv holds the value of each word (Words[i].Value): leading
+	// assignments and redirections are left out.
+	Argv []string
+	// Words are the words of Argv with their source and literalness.
+	Words []Word
+	// Dynamic reports whether some word is not literal.
+	Dynamic bool
+	// Text is the command's source text, assignments and redirections
+	// included (for a wrapped command, from its first word on).
+	Text string
+	// Env holds the leading assignments (FOO=1), as written.
+	Env []string
+	// Writes are the targets of output redirections (>, >>, >|, &>, &>>,
+	// <>, >& to a file) that apply to the command, its enclosing groups'
+	// included.
+	Writes []Word
+	// Parent is the index of the command this one was found in (Wrapper,
+	// Runner, Script), or -1 for a Top command of the command line.
+	Parent int
+	// Via says how the command was found.
+	Via Via
+}
+
+// Unknown reports whether the command's name is not known before it runs
+// ($CMD args, or the script of bash -c "$X").
+func (c Command) Unknown() bool { return len(c.Words) > 0 && !c.Words[0].Literal }
+
+// Line renders the command on one line, the form permission rules match:
+// literal words quoted only where the shell needs it to keep them one word
+// with the same value, other words as written; assignments and
+// redirections left out. (A first word that is a keyword or an assignment,
+// possible only when it was quoted, is not quoted again.)
+func (c Command) Line() string {
+	var b strings.Builder
+	for i, w := range c.Words {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if !w.Literal {
+			b.WriteString(w.Source)
+			continue
+		}
+		b.WriteString(quote(w))
+	}
+	return b.String()
+}
+
+// Split parses src as bash and returns its simple commands in source
+// order, each wrapper before the command it wraps and each command before
+// the commands of its substitutions and scripts.
+func Split(src string) ([]Command, error) {
+	s := &splitter{}
+	if err := s.script(src, 0, -1); err != nil {
+		return nil, err
+	}
+	return s.out, nil
+}
+
+type splitter struct {
+	out []Command
+}
+
+func unparsable(offset int, format string, args ...any) error {
+	e := errs.New(CodeUnparsable, format, args...)
+	if offset >= 0 {
+		e.Msg = fmt.Sprintf("at byte %d: %s", offset, e.Msg)
+	}
+	return e
+}
+
+// script splits one script: the command line (depth 0, owner -1) or the
+// script a shell, eval or env -S of command owner runs.
+func (s *splitter) script(src string, depth, owner int) error {
+	if depth > MaxScriptDepth {
+		return unparsable(-1, "scripts nested more than %d deep (bash -c inside bash -c ...); the command cannot be checked", MaxScriptDepth)
+	}
+	if len(src) > MaxInput {
+		return unparsable(-1, "the command is %d bytes, more than the %d this check reads", len(src), MaxInput)
+	}
+	if at := strings.IndexByte(src, 0); at >= 0 {
+		return unparsable(at, "a NUL byte, which no shell command holds")
+	}
+	n, at, bq := nesting(src)
+	if n > MaxNesting {
+		return unparsable(at, "nested more than %d deep; the command cannot be checked", MaxNesting)
+	}
+	if bq >= 0 {
+		return unparsable(bq, "backticks inside backticks; the command cannot be checked (write $(...) instead)")
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		var pe syntax.ParseError
+		if errors.As(err, &pe) {
+			return unparsable(int(pe.Pos.Offset()), "not valid shell syntax: %s", pe.Text)
+		}
+		var le syntax.LangError
+		if errors.As(err, &le) {
+			return unparsable(int(le.Pos.Offset()), "not valid bash: %s", le.Feature)
+		}
+		return unparsable(-1, "not valid shell syntax: %v", err)
+	}
+	w := walker{s: s, src: src, depth: depth, owner: owner}
+	syntax.Walk(f, w.visit)
+	return w.err
+}
+
+// walker visits one script's syntax tree.
+type walker struct {
+	s      *splitter
+	src    string
+	depth  int
+	owner  int
+	redirs []*syntax.Stmt // the statements with redirections around the current node
+	opened []bool         // for each open node, whether it is on redirs
+	err    error
+}
+
+func (w *walker) visit(n syntax.Node) bool {
+	if n == nil {
+		if w.opened[len(w.opened)-1] {
+			w.redirs = w.redirs[:len(w.redirs)-1]
+		}
+		w.opened = w.opened[:len(w.opened)-1]
+		return true
+	}
+	if w.err != nil {
+		return false
+	}
+	if len(w.opened) >= maxTreeDepth {
+		w.err = unparsable(int(n.Pos().Offset()), "nested more than %d deep; the command cannot be checked", maxTreeDepth)
+		return false
+	}
+	st, ok := n.(*syntax.Stmt)
+	redirected := ok && len(st.Redirs) > 0
+	w.opened = append(w.opened, redirected)
+	if redirected {
+		w.redirs = append(w.redirs, st)
+	}
+	if !ok {
+		return true
+	}
+	switch cmd := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		w.call(st, cmd)
+	case *syntax.DeclClause:
+		w.decl(st, cmd)
+	case nil:
+		if len(st.Redirs) > 0 { // > file: redirections only
+			start, end := span(st, st.Redirs[0].Pos(), st.Redirs[0].End())
+			w.add(nil, w.text(start, end), int(end.Offset()), nil, w.writes(), w.parent(), w.via(), 0)
+		}
+	}
+	return w.err == nil
+}
+
+// text returns the source of [pos, end).
+func (w *walker) text(pos, end syntax.Pos) string {
+	a, b := int(pos.Offset()), int(end.Offset())
+	if a < 0 || b > len(w.src) || a > b {
+		return ""
+	}
+	return w.src[a:b]
+}
+
+// span widens [start, end) to take in the statement's redirections.
+func span(st *syntax.Stmt, start, end syntax.Pos) (syntax.Pos, syntax.Pos) {
+	for _, r := range st.Redirs {
+		if r.Pos().Offset() < start.Offset() {
+			start = r.Pos()
+		}
+		if r.End().Offset() > end.Offset() {
+			end = r.End()
+		}
+	}
+	return start, end
+}
+
+// writes returns the output redirection targets of the statement and of
+// every statement around it.
+func (w *walker) writes() []Word {
+	var out []Word
+	for _, st := range w.redirs {
+		for _, r := range st.Redirs {
+			if r.Word == nil {
+				continue
+			}
+			switch r.Op {
+			case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrClob, syntax.AppClob,
+				syntax.RdrAll, syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob:
+			case syntax.DplOut:
+				// >&2 and >&- duplicate or close a descriptor; >&file writes.
+				if v, lit := w.word(r.Word); lit.Literal && (v == "-" || isDigits(v)) {
+					continue
+				}
+			default:
+				continue
+			}
+			_, wd := w.word(r.Word)
+			out = append(out, wd)
+		}
+	}
+	return out
+}
+
+func (w *walker) call(st *syntax.Stmt, c *syntax.CallExpr) {
+	if len(c.Args) == 0 && len(st.Redirs) == 0 {
+		return // FOO=1: assignments only
+	}
+	start, end := span(st, c.Pos(), c.End())
+	words := make([]iword, len(c.Args))
+	for i, a := range c.Args {
+		_, words[i] = w.iword(a)
+	}
+	env := make([]string, len(c.Assigns))
+	for i, a := range c.Assigns {
+		env[i] = w.text(a.Pos(), a.End())
+	}
+	w.add(words, w.text(start, end), int(end.Offset()), env, w.writes(), w.parent(), w.via(), 0)
+}
+
+func (w *walker) decl(st *syntax.Stmt, d *syntax.DeclClause) {
+	start, end := span(st, d.Pos(), d.End())
+	words := []iword{{Word{Value: d.Variant.Value, Source: d.Variant.Value, Literal: true}, int(d.Variant.Pos().Offset()), int(d.Variant.End().Offset())}}
+	for _, a := range d.Args {
+		words = append(words, w.assign(a))
+	}
+	w.add(words, w.text(start, end), int(end.Offset()), nil, w.writes(), w.parent(), w.via(), 0)
+}
+
+// assign renders a declaration's argument (export A=1, local x, declare -a
+// arr=(...)) as a word.
+func (w *walker) assign(a *syntax.Assign) iword {
+	src := w.text(a.Pos(), a.End())
+	iw := iword{Word{Value: src, Source: src}, int(a.Pos().Offset()), int(a.End().Offset())}
+	switch {
+	case a.Index != nil || a.Array != nil:
+	case a.Naked && a.Value != nil:
+		_, iw = w.iword(a.Value)
+	case a.Naked:
+		iw.Literal = true
+	case a.Value == nil:
+		iw.Literal, iw.Value = true, a.Name.Value+"="
+		if a.Append {
+			iw.Value = a.Name.Value + "+="
+		}
+	default:
+		if v, lw := w.word(a.Value); lw.Literal {
+			op := "="
+			if a.Append {
+				op = "+="
+			}
+			iw.Literal, iw.Value = true, a.Name.Value+op+v
+		}
+	}
+	return iw
+}
+
+func (w *walker) parent() int {
+	if w.depth == 0 {
+		return -1
+	}
+	return w.owner
+}
+
+func (w *walker) via() Via {
+	if w.depth == 0 {
+		return Top
+	}
+	return Script
+}
+
+// iword is a word with its offsets in the script it came from; off is -1
+// for a word made up by Split.
+type iword struct {
+	Word
+	off, end int
+}
+
+func (w *walker) iword(x *syntax.Word) (string, iword) {
+	v, wd := w.word(x)
+	return v, iword{wd, int(x.Pos().Offset()), int(x.End().Offset())}
+}
+
+// word classifies a word: its value when it is literal, else its source.
+func (w *walker) word(x *syntax.Word) (string, Word) {
+	src := w.text(x.Pos(), x.End())
+	v, ok := literal(x)
+	if !ok {
+		return src, Word{Value: src, Source: src}
+	}
+	return v, Word{Value: v, Source: src, Literal: true}
+}
+
+// add records a command and what it wraps or runs. end is the offset where
+// the command's text ends in the current script.
+func (w *walker) add(words []iword, text string, end int, env []string, writes []Word, parent int, via Via, wraps int) int {
+	if w.err != nil {
+		return -1
+	}
+	if len(w.s.out) >= MaxCommands {
+		w.err = unparsable(-1, "more than %d commands; the command cannot be checked", MaxCommands)
+		return -1
+	}
+	c := Command{Text: text, Env: env, Writes: writes, Parent: parent, Via: via}
+	c.Argv = make([]string, len(words))
+	c.Words = make([]Word, len(words))
+	for i, x := range words {
+		c.Argv[i], c.Words[i] = x.Value, x.Word
+		c.Dynamic = c.Dynamic || !x.Literal
+	}
+	idx := len(w.s.out)
+	w.s.out = append(w.s.out, c)
+	if len(words) == 0 {
+		return idx
+	}
+	w.inner(idx, words, end, writes, wraps)
+	return idx
+}
+
+// inner records the commands that command idx (words) runs: the command a
+// wrapper wraps, the commands find -exec runs, or a shell's script.
+func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int) {
+	first := words[0]
+	if !first.Literal {
+		return
+	}
+	name := path.Base(first.Value)
+	if name == "find" {
+		for _, r := range findExec(words) {
+			w.wrapped(idx, r, r[len(r)-1].end, writes, Runner, wraps)
+		}
+		return
+	}
+	if shells[name] {
+		w.shell(idx, words)
+		return
+	}
+	switch name {
+	case "eval":
+		w.eval(idx, words)
+		return
+	case "env":
+		if s, ok := envSplit(words); ok {
+			w.envScript(idx, words, s)
+			return
+		}
+	}
+	spec, ok := wrappers[name]
+	if !ok {
+		return
+	}
+	rest, via, ok := spec.unwrap(words)
+	if !ok || len(rest) == 0 {
+		return
+	}
+	if !rest[0].Literal && rest[0].off < 0 { // unknown: the options could not be read
+		w.unknown(idx, rest[0].Source, Runner)
+		return
+	}
+	w.wrapped(idx, rest, end, writes, via, wraps)
+}
+
+func (w *walker) wrapped(parent int, words []iword, end int, writes []Word, via Via, wraps int) {
+	if wraps >= MaxWrappers {
+		w.err = unparsable(words[0].off, "more than %d wrappers around one command; the command cannot be checked", MaxWrappers)
+		return
+	}
+	text := ""
+	if words[0].off >= 0 && end >= words[0].off && end <= len(w.src) {
+		text = w.src[words[0].off:end]
+	}
+	w.add(words, text, end, nil, writes, parent, via, wraps+1)
+}
+
+// unknown records a command of which nothing is known but its source.
+func (w *walker) unknown(parent int, source string, via Via) {
+	wd := iword{Word{Value: source, Source: source}, -1, -1}
+	w.add([]iword{wd}, source, -1, nil, nil, parent, via, MaxWrappers)
+}
+
+// sub splits a script that command idx runs.
+func (w *walker) sub(idx int, script string) {
+	if w.err != nil {
+		return
+	}
+	w.err = w.s.script(script, w.depth+1, idx)
+}
+
+// shells run the script after -c.
+var shells = map[string]bool{
+	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true,
+	"ash": true, "yash": true, "posh": true, "rbash": true,
+}
+
+// shell finds the script of sh/bash/zsh -c SCRIPT, or knows the shell reads
+// its script from stdin (no operand, or -s), which makes it unknown. A shell
+// running a script file is an ordinary command.
+func (w *walker) shell(idx int, words []iword) {
+	cflag, sflag := false, false
+	i := 1
+	for ; i < len(words); i++ {
+		x := words[i]
+		if !x.Literal {
+			w.unknown(idx, x.Source, Script) // options we cannot read
+			return
+		}
+		v := x.Value
+		if v == "--" || v == "-" {
+			i++
+			break
+		}
+		if strings.HasPrefix(v, "--") {
+			if v == "--rcfile" || v == "--init-file" {
+				i++
+			}
+			continue
+		}
+		if len(v) < 2 || (v[0] != '-' && v[0] != '+') {
+			break
+		}
+		takesArg := false
+		for _, ch := range v[1:] {
+			switch ch {
+			case 'c':
+				cflag = true
+			case 's':
+				sflag = true
+			case 'o', 'O':
+				takesArg = true
+			}
+		}
+		if takesArg {
+			i++
+		}
+	}
+	switch {
+	case cflag:
+		if i >= len(words) {
+			return // bash -c with no script fails
+		}
+		if !words[i].Literal {
+			w.unknown(idx, words[i].Source, Script)
+			return
+		}
+		w.sub(idx, words[i].Value)
+	case sflag || i >= len(words):
+		w.unknown(idx, words[0].Source+" (script read from stdin)", Script)
+	}
+}
+
+// eval runs its arguments joined by spaces.
+func (w *walker) eval(idx int, words []iword) {
+	args := words[1:]
+	if len(args) > 0 && args[0].Value == "--" {
+		args = args[1:]
+	}
+	parts := make([]string, len(args))
+	for i, a := range args {
+		if !a.Literal {
+			w.unknown(idx, a.Source, Script)
+			return
+		}
+		parts[i] = a.Value
+	}
+	if len(parts) > 0 {
+		w.sub(idx, strings.Join(parts, " "))
+	}
+}
+
+// envSplit finds env -S STRING (or --split-string): the index of the word
+// holding the string and the string itself.
+func envSplit(words []iword) (int, bool) {
+	for i := 1; i < len(words); i++ {
+		v := words[i].Value
+		if !words[i].Literal || !strings.HasPrefix(v, "-") || v == "-" || v == "--" {
+			return 0, false
+		}
+		if v == "-S" || v == "--split-string" {
+			return i + 1, i+1 < len(words)
+		}
+		if strings.HasPrefix(v, "--split-string=") || (strings.HasPrefix(v, "-S") && !strings.HasPrefix(v, "--")) {
+			return i, true
+		}
+		if v == "-u" || v == "-C" || v == "--unset" || v == "--chdir" {
+			i++
+		}
+	}
+	return 0, false
+}
+
+// envScript splits env -S STRING ARGS...: the string is split into words
+// and the remaining arguments follow them.
+func (w *walker) envScript(idx int, words []iword, at int) {
+	x := words[at]
+	if !x.Literal {
+		w.unknown(idx, x.Source, Script)
+		return
+	}
+	v := x.Value
+	switch {
+	case strings.HasPrefix(v, "--split-string="):
+		v = strings.TrimPrefix(v, "--split-string=")
+	case strings.HasPrefix(v, "-S") && at > 0 && words[at-1].Value != "-S":
+		v = strings.TrimPrefix(v, "-S")
+	}
+	var b strings.Builder
+	b.WriteString(v)
+	for _, r := range words[at+1:] {
+		b.WriteByte(' ')
+		b.WriteString(r.Source)
+	}
+	w.sub(idx, b.String())
+}
+
+// findExec returns the commands of find's -exec, -execdir, -ok and -okdir.
+func findExec(words []iword) [][]iword {
+	var out [][]iword
+	for i := 1; i < len(words); i++ {
+		switch words[i].Value {
+		case "-exec", "-execdir", "-ok", "-okdir":
+		default:
+			continue
+		}
+		j := i + 1
+		for j < len(words) && !(words[j].Literal && (words[j].Value == ";" || words[j].Value == "+")) {
+			j++
+		}
+		if j > i+1 {
+			out = append(out, words[i+1:j])
+		}
+		i = j
+	}
+	return out
+}
+
+// wrapSpec describes a wrapper's command line: [options] [operands] command.
+type wrapSpec struct {
+	via      Via
+	argOpts  string          // short options that take a value
+	longArgs map[string]bool // long options that take a value when not written --opt=value
+	noRun    string          // short options after which no command runs (command -v)
+	operands int             // operands before the command (timeout DURATION)
+	assigns  bool            // NAME=VALUE words may precede the command
+	digits   bool            // -N is an option (nice -10)
+	bareOnly bool            // transparent only without options (xargs)
+}
+
+func longs(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// wrappers: the commands that run another command given as their
+// arguments. The transparent ones are those Claude Code strips before
+// matching its Bash rules, plus exec.
+var wrappers = map[string]wrapSpec{
+	"timeout": {via: Wrapper, argOpts: "sk", longArgs: longs("--signal", "--kill-after"), operands: 1},
+	"time":    {via: Wrapper, argOpts: "fo", longArgs: longs("--format", "--output")},
+	"nice":    {via: Wrapper, argOpts: "n", longArgs: longs("--adjustment"), digits: true},
+	"nohup":   {via: Wrapper},
+	"stdbuf":  {via: Wrapper, argOpts: "ioe", longArgs: longs("--input", "--output", "--error")},
+	"command": {via: Wrapper, noRun: "vV"},
+	"builtin": {via: Wrapper},
+	"exec":    {via: Wrapper, argOpts: "a"},
+	"noglob":  {via: Wrapper},
+	"xargs": {via: Wrapper, bareOnly: true, argOpts: "adEILnPs", longArgs: longs("--arg-file", "--delimiter",
+		"--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var")},
+	"sudo": {via: Runner, argOpts: "CDghpRrTtUu", noRun: "elVvK", assigns: true, longArgs: longs("--close-from",
+		"--chdir", "--group", "--host", "--prompt", "--chroot", "--role", "--type", "--command-timeout",
+		"--other-user", "--user")},
+	"doas":   {via: Runner, argOpts: "uC"},
+	"env":    {via: Runner, argOpts: "uC", assigns: true, longArgs: longs("--unset", "--chdir")},
+	"setsid": {via: Runner},
+}
+
+// unwrap returns the wrapped command's words and how it is run. ok is
+// false when no command runs (command -v x). When a word the options depend
+// on is not literal, the result is one unknown word.
+func (sp wrapSpec) unwrap(words []iword) (rest []iword, via Via, ok bool) {
+	via = sp.via
+	opts := false
+	i := 1
+	for ; i < len(words); i++ {
+		x := words[i]
+		if !x.Literal {
+			if sp.assigns && isAssign(x.Source) {
+				continue // env FOO=$X cmd
+			}
+			return []iword{{Word{Value: x.Source, Source: x.Source}, -1, -1}}, via, true
+		}
+		v := x.Value
+		if v == "--" {
+			i++
+			break
+		}
+		if v == "-" || !strings.HasPrefix(v, "-") {
+			if sp.assigns && isAssign(v) {
+				continue
+			}
+			break
+		}
+		opts = true
+		if strings.HasPrefix(v, "--") {
+			if !strings.Contains(v, "=") && sp.longArgs[v] {
+				i++
+			}
+			continue
+		}
+		if sp.digits && isDigits(v[1:]) {
+			continue
+		}
+		for j := 1; j < len(v); j++ {
+			ch := v[j]
+			if strings.IndexByte(sp.noRun, ch) >= 0 {
+				return nil, via, false
+			}
+			if strings.IndexByte(sp.argOpts, ch) >= 0 {
+				if j == len(v)-1 {
+					i++ // the value is the next word
+				}
+				break
+			}
+		}
+	}
+	i += sp.operands
+	if i >= len(words) {
+		return nil, via, false
+	}
+	if sp.bareOnly && opts {
+		via = Runner
+	}
+	return words[i:], via, true
+}
+
+// isAssign reports whether s looks like NAME=VALUE or NAME+=VALUE.
+func isAssign(s string) bool {
+	eq := strings.IndexByte(s, '=')
+	if eq > 0 && s[eq-1] == '+' {
+		eq--
+	}
+	if eq <= 0 {
+		return false
+	}
+	for i := 0; i < eq; i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

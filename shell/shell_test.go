@@ -1,0 +1,317 @@
+package shell
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+)
+
+// got renders commands compactly: "argv words|via|parent", with a * after
+// a non-literal word.
+func render(cs []Command) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		ws := make([]string, len(c.Words))
+		for j, w := range c.Words {
+			ws[j] = w.Value
+			if !w.Literal {
+				ws[j] += "*"
+			}
+		}
+		out[i] = strings.Join(ws, " ") + "|" + c.Via.String() + "|" + itoa(c.Parent)
+	}
+	return out
+}
+
+func itoa(n int) string {
+	if n < 0 {
+		return "-"
+	}
+	return string(rune('0' + n))
+}
+
+func TestSplit(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		// Lists and pipelines.
+		{"and", "echo ok && rm -rf /", []string{"echo ok|top|-", "rm -rf /|top|-"}},
+		{"or", "test -f x || rm x", []string{"test -f x|top|-", "rm x|top|-"}},
+		{"semicolon", "cd /tmp; rm -rf x", []string{"cd /tmp|top|-", "rm -rf x|top|-"}},
+		{"newline", "ls\nrm x", []string{"ls|top|-", "rm x|top|-"}},
+		{"pipe", "cat x | grep y | rm z", []string{"cat x|top|-", "grep y|top|-", "rm z|top|-"}},
+		{"pipe stderr", "make |& tee log", []string{"make|top|-", "tee log|top|-"}},
+		{"background", "sleep 9 & rm x", []string{"sleep 9|top|-", "rm x|top|-"}},
+		{"negation", "! rm x", []string{"rm x|top|-"}},
+		// Substitutions.
+		{"command substitution", "echo $(rm -rf /)", []string{"echo $(rm -rf /)*|top|-", "rm -rf /|top|-"}},
+		{"backticks", "echo `rm -rf /`", []string{"echo `rm -rf /`*|top|-", "rm -rf /|top|-"}},
+		{"escaped backtick outside backticks", "git commit -m \"fix \\`x\\`\"", []string{"git commit -m fix `x`|top|-"}},
+		{"nested substitution", "echo $(echo $(rm x))", []string{"echo $(echo $(rm x))*|top|-", "echo $(rm x)*|top|-", "rm x|top|-"}},
+		{"substitution in double quotes", `echo "a $(rm x) b"`, []string{`echo "a $(rm x) b"*|top|-`, "rm x|top|-"}},
+		{"process substitution", "diff <(ls a) >(rm b)", []string{"diff <(ls a)* >(rm b)*|top|-", "ls a|top|-", "rm b|top|-"}},
+		{"substitution in assignment", "X=$(rm x)", []string{"rm x|top|-"}},
+		{"substitution in parameter default", "echo ${X:-$(rm x)}", []string{"echo ${X:-$(rm x)}*|top|-", "rm x|top|-"}},
+		{"substitution in arithmetic", "echo $(( $(rm x) + 1 ))", []string{"echo $(( $(rm x) + 1 ))*|top|-", "rm x|top|-"}},
+		{"substitution in redirection", "echo x > $(rm y)", []string{"echo x|top|-", "rm y|top|-"}},
+		{"here-document", "cat <<EOF\n$(rm x)\nEOF", []string{"cat|top|-", "rm x|top|-"}},
+		{"quoted here-document", "cat <<'EOF'\n$(rm x)\nEOF", []string{"cat|top|-"}},
+		// Compound commands.
+		{"subshell", "(cd x && rm y)", []string{"cd x|top|-", "rm y|top|-"}},
+		{"brace group", "{ ls; rm y; }", []string{"ls|top|-", "rm y|top|-"}},
+		{"if", "if test -f a; then rm a; elif true; then rm b; else rm c; fi", []string{"test -f a|top|-", "rm a|top|-", "true|top|-", "rm b|top|-", "rm c|top|-"}},
+		{"while", "while read l; do rm \"$l\"; done", []string{"read l|top|-", "rm \"$l\"*|top|-"}},
+		{"until", "until false; do rm x; done", []string{"false|top|-", "rm x|top|-"}},
+		{"for", "for f in a b; do rm $f; done", []string{"rm $f*|top|-"}},
+		{"for over substitution", "for f in $(ls); do :; done", []string{"ls|top|-", ":|top|-"}},
+		{"c-style for", "for ((i=0;i<3;i++)); do rm x; done", []string{"rm x|top|-"}},
+		{"case", "case $x in a) rm a;; *) rm b;; esac", []string{"rm a|top|-", "rm b|top|-"}},
+		{"select", "select x in a; do rm x; done", []string{"rm x|top|-"}},
+		{"function", "f() { rm -rf /; }; f", []string{"rm -rf /|top|-", "f|top|-"}},
+		{"function keyword", "function f { rm x; }", []string{"rm x|top|-"}},
+		{"test clause", "[[ -f $(rm x) ]] && ls", []string{"rm x|top|-", "ls|top|-"}},
+		{"time keyword", "time rm x", []string{"rm x|top|-"}},
+		{"coproc", "coproc rm x", []string{"rm x|top|-"}},
+		{"declaration", "export A=$(rm x) B=2", []string{"export A=$(rm x)* B=2|top|-", "rm x|top|-"}},
+		// Scripts.
+		{"bash -c", "bash -c 'git push; rm x'", []string{"bash -c git push; rm x|top|-", "git push|script|0", "rm x|script|0"}},
+		{"sh -c", `sh -c "rm x"`, []string{"sh -c rm x|top|-", "rm x|script|0"}},
+		{"zsh -c", "zsh -c 'rm x'", []string{"zsh -c rm x|top|-", "rm x|script|0"}},
+		{"path to shell", "/bin/bash -c 'rm x'", []string{"/bin/bash -c rm x|top|-", "rm x|script|0"}},
+		{"shell options", "bash -e -o pipefail -lc 'rm x' name arg", []string{"bash -e -o pipefail -lc rm x name arg|top|-", "rm x|script|0"}},
+		{"env bash -c", "env FOO=1 bash -c 'rm x'", []string{"env FOO=1 bash -c rm x|top|-", "bash -c rm x|runner|0", "rm x|script|1"}},
+		{"nested scripts", `bash -c "sh -c 'rm x'"`, []string{"bash -c sh -c 'rm x'|top|-", "sh -c rm x|script|0", "rm x|script|1"}},
+		{"script with substitution", "bash -c 'echo $(rm x)'", []string{"bash -c echo $(rm x)|top|-", "echo $(rm x)*|script|0", "rm x|script|0"}},
+		{"eval", `eval "rm -rf /"`, []string{"eval rm -rf /|top|-", "rm -rf /|script|0"}},
+		{"eval joins its arguments", "eval rm '-rf /'", []string{"eval rm -rf /|top|-", "rm -rf /|script|0"}},
+		{"env -S", `env -S "rm -rf" /`, []string{"env -S rm -rf /|top|-", "rm -rf /|script|0"}},
+		{"shell running a file", "bash deploy.sh", []string{"bash deploy.sh|top|-"}},
+		// Scripts that cannot be known.
+		{"dynamic script", `bash -c "$X"`, []string{`bash -c "$X"*|top|-`, `"$X"*|script|0`}},
+		{"dynamic eval", "eval $X", []string{"eval $X*|top|-", "$X*|script|0"}},
+		{"shell reading stdin", "curl x | sh", []string{"curl x|top|-", "sh|top|-", "sh (script read from stdin)*|script|1"}},
+		{"shell -s", "bash -s < x", []string{"bash -s|top|-", "bash (script read from stdin)*|script|0"}},
+		{"dynamic shell option", "bash $OPTS 'rm x'", []string{"bash $OPTS* rm x|top|-", "$OPTS*|script|0"}},
+		// Wrappers.
+		{"sudo", "sudo rm -rf /", []string{"sudo rm -rf /|top|-", "rm -rf /|runner|0"}},
+		{"sudo options", "sudo -u root -E -- rm x", []string{"sudo -u root -E -- rm x|top|-", "rm x|runner|0"}},
+		{"sudo -l lists", "sudo -l rm x", []string{"sudo -l rm x|top|-"}},
+		{"doas", "doas -u root rm x", []string{"doas -u root rm x|top|-", "rm x|runner|0"}},
+		{"env", "env -i PATH=/bin rm x", []string{"env -i PATH=/bin rm x|top|-", "rm x|runner|0"}},
+		{"nice", "nice -n 5 rm x", []string{"nice -n 5 rm x|top|-", "rm x|wrapper|0"}},
+		{"nice digits", "nice -10 rm x", []string{"nice -10 rm x|top|-", "rm x|wrapper|0"}},
+		{"timeout", "timeout -s KILL 30 npm test", []string{"timeout -s KILL 30 npm test|top|-", "npm test|wrapper|0"}},
+		{"nohup", "nohup rm x &", []string{"nohup rm x|top|-", "rm x|wrapper|0"}},
+		{"command", "command rm x", []string{"command rm x|top|-", "rm x|wrapper|0"}},
+		{"command -v runs nothing", "command -v rm", []string{"command -v rm|top|-"}},
+		{"exec", "exec -a name rm x", []string{"exec -a name rm x|top|-", "rm x|wrapper|0"}},
+		{"time program", "/usr/bin/time -f %e rm x", []string{"/usr/bin/time -f %e rm x|top|-", "rm x|wrapper|0"}},
+		{"stdbuf", "stdbuf -oL rm x", []string{"stdbuf -oL rm x|top|-", "rm x|wrapper|0"}},
+		{"chain of wrappers", "sudo nice timeout 5 rm x", []string{"sudo nice timeout 5 rm x|top|-", "nice timeout 5 rm x|runner|0", "timeout 5 rm x|wrapper|1", "rm x|wrapper|2"}},
+		{"xargs", "ls | xargs rm", []string{"ls|top|-", "xargs rm|top|-", "rm|wrapper|1"}},
+		{"xargs with options", "xargs -n1 -I{} rm {}", []string{"xargs -n1 -I{} rm {}|top|-", "rm {}|runner|0"}},
+		{"find -exec", `find . -exec rm {} \; -ok echo {} +`, []string{"find . -exec rm {} ; -ok echo {} +|top|-", "rm {}|runner|0", "echo {}|runner|0"}},
+		{"dynamic wrapper option", "sudo $ARGS", []string{"sudo $ARGS*|top|-", "$ARGS*|runner|0"}},
+		// Words.
+		{"assignment prefix", "FOO=1 BAR=2 rm x", []string{"rm x|top|-"}},
+		{"redirections", "rm x > out 2>&1 < in", []string{"rm x|top|-"}},
+		{"redirection first", "> out rm x", []string{"rm x|top|-"}},
+		{"redirection only", "> out", []string{"|top|-"}},
+		{"quotes", `echo "a\"b" 'c d' x\ y`, []string{`echo a"b c d x y|top|-`}},
+		{"globs", "rm *.go a? [ab] [", []string{"rm *.go* a?* [ab]* [|top|-"}},
+		{"tilde", "rm ~/x a=~/y '~'", []string{"rm ~/x* a=~/y* ~|top|-"}},
+		{"braces", "echo {a,b} {1..3} {} '{a,b}'", []string{"echo {a,b}* {1..3}* {} {a,b}|top|-"}},
+		{"parameter", "rm $X ${Y} \"$Z\"", []string{`rm $X* ${Y}* "$Z"*|top|-`}},
+		{"ansi-c string", `$'\x72m' -rf $'a\'b\n\101\u00e9\cA\q'`, []string{"rm -rf a'b\nA\u00e9\x01\\q|top|-"}},
+		{"ansi-c nul", `echo $'a\0b'`, []string{`echo $'a\0b'*|top|-`}},
+		{"locale string", `echo $"hi"`, []string{`echo $"hi"*|top|-`}},
+		{"escaped glob", `rm \*`, []string{"rm *|top|-"}},
+		{"line continuation", "rm \\\n  x", []string{"rm x|top|-"}},
+		{"comment", "ls # ; rm x", []string{"ls|top|-"}},
+		{"empty", "", nil},
+		{"assignments only", "FOO=1", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, err := Split(tc.src)
+			if err != nil {
+				t.Fatalf("Split(%q): %v", tc.src, err)
+			}
+			got := render(cs)
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("Split(%q)\n got: %q\nwant: %q", tc.src, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSplitText(t *testing.T) {
+	tests := []struct {
+		src  string
+		text []string
+	}{
+		{"FOO=1 rm x > out 2>&1; ls", []string{"FOO=1 rm x > out 2>&1", "ls"}},
+		{"> out rm x", []string{"> out rm x"}},
+		{"sudo -u r rm -rf / >log", []string{"sudo -u r rm -rf / >log", "rm -rf / >log"}},
+		{"bash -c 'a=1 rm x >y'", []string{"bash -c 'a=1 rm x >y'", "a=1 rm x >y"}},
+		{"find . -exec rm {} \\; -print", []string{"find . -exec rm {} \\; -print", "rm {}"}},
+	}
+	for _, tc := range tests {
+		cs, err := Split(tc.src)
+		if err != nil {
+			t.Fatalf("Split(%q): %v", tc.src, err)
+		}
+		var got []string
+		for _, c := range cs {
+			got = append(got, c.Text)
+		}
+		if strings.Join(got, "\n") != strings.Join(tc.text, "\n") {
+			t.Errorf("Split(%q) texts\n got: %q\nwant: %q", tc.src, got, tc.text)
+		}
+	}
+}
+
+func TestSplitEnvAndWrites(t *testing.T) {
+	cs, err := Split("A=1 B=$(x) rm y > o1 >> o2 2> e 2>&1 >&- &> all <> rw < in >&f; { ls; } > grp; cat <<<s >| clob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cs[0]
+	if strings.Join(c.Env, ",") != "A=1,B=$(x)" {
+		t.Errorf("Env = %q", c.Env)
+	}
+	var w []string
+	for _, x := range c.Writes {
+		w = append(w, x.Value)
+	}
+	if strings.Join(w, ",") != "o1,o2,e,all,rw,f" {
+		t.Errorf("Writes = %q, want o1,o2,e,all,rw,f", w)
+	}
+	if ls := cs[2]; ls.Argv[0] != "ls" || len(ls.Writes) != 1 || ls.Writes[0].Value != "grp" {
+		t.Errorf("a group's redirection applies to its commands: %+v", ls)
+	}
+	if cat := cs[3]; len(cat.Writes) != 1 || cat.Writes[0].Value != "clob" {
+		t.Errorf("cat writes = %+v", cat.Writes)
+	}
+	cs, _ = Split("echo > $OUT")
+	if len(cs[0].Writes) != 1 || cs[0].Writes[0].Literal || cs[0].Writes[0].Source != "$OUT" {
+		t.Errorf("a dynamic target is kept as written: %+v", cs[0].Writes)
+	}
+}
+
+func TestLine(t *testing.T) {
+	tests := []struct{ src, line string }{
+		{"git   commit  -m \"fix it\"", "git commit -m 'fix it'"},
+		{"FOO=1 rm x > y", "rm x"},
+		{`echo "it's" a=b {} '*' "$X"`, `echo 'it'\''s' a=b {} '*' "$X"`},
+		{`echo '' "#" a#b`, `echo '' '#' a#b`},
+	}
+	for _, tc := range tests {
+		cs, err := Split(tc.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cs[0].Line(); got != tc.line {
+			t.Errorf("Line of %q = %q, want %q", tc.src, got, tc.line)
+		}
+		// A literal command reads back as itself.
+		back, err := Split(cs[0].Line())
+		if err != nil || strings.Join(back[0].Argv, "\x00") != strings.Join(cs[0].Argv, "\x00") {
+			t.Errorf("Line %q reads back as %q (%v), want %q", cs[0].Line(), back[0].Argv, err, cs[0].Argv)
+		}
+	}
+}
+
+func TestSplitErrors(t *testing.T) {
+	deep := func(open, close string, n int) string {
+		return strings.Repeat(open, n) + "true" + strings.Repeat(close, n)
+	}
+	bashC := "rm x"
+	for range MaxScriptDepth + 1 {
+		bashC = "bash -c " + quoteAll(bashC)
+	}
+	tests := []struct {
+		name, src, want string
+	}{
+		{"syntax", "echo ok; (", "not valid shell syntax"},
+		{"unclosed quote", "rm 'x", "not valid shell syntax"},
+		{"nul", "rm \x00x", "a NUL byte"},
+		{"nested backticks", "echo `echo \\`rm x\\``", "backticks inside backticks"},
+		{"nested backticks in a here-document", "cat <<E\n`a \\`b\\``\nE", "backticks inside backticks"},
+		{"unclosed substitution in a script", "bash -c 'echo $('", "not valid shell syntax"},
+		{"too large", strings.Repeat("a", MaxInput+1), "more than the 65536"},
+		{"parentheses", deep("(", ")", MaxNesting+1), "nested more than 100"},
+		{"substitutions", deep("$(", ")", 20000), "nested more than 100"},
+		{"quoted closers", strings.Repeat(`( echo ")" `, MaxNesting+1), "nested more than 100"},
+		{"here-document", "cat <<E\n" + deep("$(", ")", MaxNesting+1) + "\nE", "nested more than 100"},
+		{"braces", deep("{ ", "; }", MaxNesting+1), "nested more than 100"},
+		{"ifs", deep("if ", "; then :; fi", MaxNesting+1), "nested more than 100"},
+		{"and chain", "true" + strings.Repeat(" && true", 3000), "nested more than 5000"},
+		{"scripts", bashC, "scripts nested more than 8"},
+		{"commands", strings.Repeat("a;", MaxCommands+1), "more than 4096 commands"},
+		{"wrappers", strings.Repeat("nice ", MaxWrappers+1) + "rm x", "more than 16 wrappers"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			cs, err := Split(tc.src)
+			if err == nil {
+				t.Fatalf("Split returned %d commands, want an error", len(cs))
+			}
+			if !errors.Is(err, CodeUnparsable) || errs.CodeOf(err) != CodeUnparsable {
+				t.Errorf("error %v has code %q, want %q", err, errs.CodeOf(err), CodeUnparsable)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("took %v", d) // a generous bound: only a runaway fails it
+			}
+		})
+	}
+}
+
+// quoteAll single-quotes s for the shell.
+func quoteAll(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func TestNestingCountsBracketsAndKeywords(t *testing.T) {
+	tests := []struct {
+		src  string
+		want int
+	}{
+		{"ls", 0},
+		{"(a) (b)", 1},
+		{"$(a $(b))", 2},
+		{"if a; then if b; then c; fi; fi", 2},
+		{"diff notify lsif fi_x", 0},
+		{"for x in a; do case y in z) ;; esac; done", 2},
+		// A closer in quotes or in a here-document closes nothing.
+		{`( echo ")" ( echo ")" ( x ) ) )`, 3},
+		{"( cat <<E\n)\n)\nE\n( x ) )", 2},
+		// Substitutions nest in a here-document (counted in a quoted one too).
+		{"cat <<E\n$( $( x ) )\nE", 3},
+		{"cat <<-'E'\n( ( x\n\tE\n(x)", 1},
+		{`echo "$(a "$(b)")"`, 4},
+		{"ls # ( ( (\n(x)", 1},
+		{`echo '(((' \(`, 0},
+	}
+	for _, tc := range tests {
+		if got, _, _ := nesting(tc.src); got != tc.want {
+			t.Errorf("nesting(%q) = %d, want %d", tc.src, got, tc.want)
+		}
+	}
+}
+
+func BenchmarkSplit(b *testing.B) {
+	src := `FOO=1 npm run test -- --watch=false && git diff HEAD~1 | grep -v '^#' > /tmp/out; bash -c "echo $(date)"`
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Split(src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

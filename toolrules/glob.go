@@ -1,0 +1,243 @@
+package toolrules
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+)
+
+// star is a glob where * matches any run of characters (spaces and
+// slashes included) and every other character stands for itself.
+type star []string // the literal parts between the stars
+
+func compileStar(p string) star { return strings.Split(p, "*") }
+
+// match reports whether the glob matches all of s. The parts between stars
+// are found leftmost first, which is exact for star-only globs, in time
+// linear in s for each part.
+func (g star) match(s string) bool {
+	if len(g) == 1 {
+		return s == g[0]
+	}
+	first, last := g[0], g[len(g)-1]
+	if !strings.HasPrefix(s, first) {
+		return false
+	}
+	s = s[len(first):]
+	if len(s) < len(last) || !strings.HasSuffix(s, last) {
+		return false
+	}
+	s = s[:len(s)-len(last)]
+	for _, part := range g[1 : len(g)-1] {
+		i := strings.Index(s, part)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(part):]
+	}
+	return true
+}
+
+// viable reports whether some string that starts with prefix matches the
+// glob: whether a command whose first words are prefix and whose rest is
+// unknown could match.
+func (g star) viable(prefix string) bool {
+	if strings.HasPrefix(g[0], prefix) {
+		return true
+	}
+	// Past the first star anything can follow.
+	return len(g) > 1 && strings.HasPrefix(prefix, g[0])
+}
+
+// command is a Bash specifier: a glob on each simple command, where a
+// final " *" (or the legacy ":*") also matches the command without
+// arguments (ls * matches ls and ls -la, never lsof).
+type command struct {
+	all  bool // Bash(*): every command
+	alts []star
+}
+
+func compileCommand(spec string) command {
+	if spec == "*" {
+		return command{all: true}
+	}
+	p := spec
+	if base, ok := strings.CutSuffix(p, ":*"); ok {
+		p = base + " *"
+	}
+	c := command{alts: []star{compileStar(p)}}
+	if base, ok := strings.CutSuffix(p, " *"); ok {
+		c.alts = append(c.alts, compileStar(base))
+	}
+	return c
+}
+
+func (c command) match(s string) bool {
+	for _, g := range c.alts {
+		if g.match(s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c command) viable(prefix string) bool {
+	for _, g := range c.alts {
+		if g.viable(prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// pathPattern is a file-tool specifier, gitignore-style.
+type pathPattern struct {
+	anchor    byte   // '/' the file system root (//x), '~' the home directory (~/x), '.' the project (x, ./x, /x)
+	rest      string // the pattern below the anchor, without a final /
+	anyDepth  bool   // a bare name (.env, *.key): at any depth under the anchor
+	singleDir bool   // a bare name/**: at any depth for deny and ask rules, at the top for allow rules
+}
+
+func compilePath(spec string) (*pathPattern, error) {
+	p := &pathPattern{anchor: '.'}
+	rest := spec
+	switch {
+	case strings.HasPrefix(spec, "//"):
+		p.anchor, rest = '/', spec[2:]
+	case spec == "~" || strings.HasPrefix(spec, "~/"):
+		p.anchor, rest = '~', strings.TrimPrefix(strings.TrimPrefix(spec, "~"), "/")
+	case strings.HasPrefix(spec, "/"):
+		rest = spec[1:]
+	case strings.HasPrefix(spec, "./"):
+		rest = spec[2:]
+	default:
+		trimmed := strings.TrimSuffix(spec, "/")
+		first, tail, slash := strings.Cut(trimmed, "/")
+		p.anyDepth = !slash
+		p.singleDir = slash && tail == "**" && !strings.ContainsAny(first, "*?[")
+	}
+	p.rest = strings.TrimSuffix(rest, "/")
+	for _, seg := range strings.Split(p.rest, "/") {
+		if seg == "**" {
+			continue
+		}
+		if validGlob(seg) != nil {
+			return nil, fmt.Errorf("%q is not a valid path pattern: check its [ ] classes and \\ escapes", seg)
+		}
+	}
+	return p, nil
+}
+
+// match reports whether the absolute, cleaned file path p is the pattern
+// or under it. home and project resolve the anchors; anyDepth widens a
+// bare single-directory pattern (deny and ask rules).
+func (pp *pathPattern) match(p, home, project string, widen bool) bool {
+	var dir string
+	switch pp.anchor {
+	case '/':
+		dir = "/"
+	case '~':
+		dir = home
+	default:
+		dir = project
+	}
+	pat := escapeGlob(dir)
+	if pp.anyDepth || pp.singleDir && widen {
+		pat = path.Join(pat, "**")
+	}
+	pat = path.Join(pat, pp.rest)
+	return matchSegments(splitPath(pat), splitPath(p))
+}
+
+// escapeGlob escapes the glob characters of a literal directory.
+func escapeGlob(s string) string {
+	if !strings.ContainsAny(s, `*?[\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(`*?[\`, s[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// matchSegments matches path segments against pattern segments (a ** is
+// any number of segments, others are path.Match globs). The pattern
+// matches a path when it matches the path or one of its directories, as a
+// gitignore pattern does: a directory's files come with it.
+func matchSegments(pat, segs []string) bool {
+	// ok[j]: the pattern so far matches segs[:j].
+	ok := make([]bool, len(segs)+1)
+	ok[0] = true
+	for _, p := range pat {
+		next := make([]bool, len(segs)+1)
+		any := false
+		for j := 0; j <= len(segs); j++ {
+			if p == "**" {
+				// ** takes any number of segments.
+				if ok[j] || j > 0 && next[j-1] {
+					next[j] = true
+				}
+			} else if j > 0 && ok[j-1] {
+				if m, _ := path.Match(p, segs[j-1]); m {
+					next[j] = true
+				}
+			}
+			any = any || next[j]
+		}
+		if !any {
+			return false
+		}
+		ok = next
+	}
+	for _, v := range ok {
+		if v {
+			return true
+		}
+	}
+	return false
+}
+
+// matchDomain matches a URL's host against a domain: pattern, as Claude
+// Code does: case-insensitive, without a final dot; * matches every host,
+// *.example.com every subdomain at any depth (not example.com itself), and
+// any other * one label.
+func matchDomain(pattern, rawURL string) (matched, ok bool) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false, false
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return false, false
+	}
+	switch {
+	case pattern == "*":
+		return true, true
+	case strings.HasPrefix(pattern, "*."):
+		suffix := pattern[1:]
+		return len(host) > len(suffix) && strings.HasSuffix(host, suffix), true
+	}
+	pl, hl := strings.Split(pattern, "."), strings.Split(host, ".")
+	if len(pl) != len(hl) {
+		return false, true
+	}
+	for i := range pl {
+		if !compileStar(pl[i]).match(hl[i]) {
+			return false, true
+		}
+	}
+	return true, true
+}

@@ -1,0 +1,389 @@
+package toolrules
+
+import (
+	"encoding/json"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/awaken-lua/awaken-lua/shell"
+)
+
+// MaxPath is the longest file path matched against path rules; a longer
+// one matches deny and ask rules and no allow rule.
+const MaxPath = 4096
+
+// Call is one tool call to match rules against.
+type Call struct {
+	// Tool is the tool's name and Input its arguments, as the agent sends
+	// them (Claude Code's tool_name and tool_input).
+	Tool  string
+	Input map[string]any
+	// ProjectDir anchors relative path patterns (src/**, ./.env, /src) and
+	// relative paths in Input; HomeDir anchors ~/ patterns.
+	ProjectDir, HomeDir string
+	// Tools says how rules see each tool; nil means the built-in table.
+	Tools Tools
+}
+
+// Match reports whether the rule, sitting in the b list, matches the call.
+// For a shell command a deny or ask rule matches when any simple command
+// matches, an allow rule when every one does; an allow rule never matches
+// a command that writes to a file (other than /dev/null) through a
+// redirection, which only Policy can clear against Edit rules.
+func (r Rule) Match(b Behavior, c Call) bool {
+	m := newMatcher(b, c)
+	return m.rule(&r, false)
+}
+
+// matcher matches rules of one behavior against one call, splitting its
+// shell command once.
+type matcher struct {
+	b     Behavior
+	c     Call
+	tools Tools
+	split map[string]splitResult
+}
+
+type splitResult struct {
+	cmds  []shell.Command
+	forms []forms
+	err   error
+}
+
+// forms are the strings rules match a command by, worked out once a call.
+type forms struct {
+	line  string // shell.Command.Line
+	join  string // the argv joined by spaces
+	text  string // the source, trimmed
+	allow string // the line with the leading assignments
+	known string // the line of the words before the first non-literal one, and a space
+}
+
+func formsOf(c *shell.Command) forms {
+	f := forms{line: c.Line(), join: strings.Join(c.Argv, " "), text: strings.TrimSpace(c.Text)}
+	f.allow = f.line
+	if len(c.Env) > 0 {
+		f.allow = strings.Join(c.Env, " ") + " " + f.line
+	}
+	if c.Dynamic {
+		lit := shell.Command{Words: c.Words[:slices.IndexFunc(c.Words, func(w shell.Word) bool { return !w.Literal })]}
+		f.known = lit.Line() + " "
+	}
+	return f
+}
+
+func newMatcher(b Behavior, c Call) *matcher {
+	tools := c.Tools
+	if tools == nil {
+		tools = defaultTools
+	}
+	return &matcher{b: b, c: c, tools: tools}
+}
+
+// as returns a matcher for another behavior that shares the split cache.
+func (m *matcher) as(b Behavior) *matcher {
+	c := *m
+	c.b = b
+	return &c
+}
+
+func (m *matcher) shell(s string) (splitResult, error) {
+	if r, ok := m.split[s]; ok {
+		return r, r.err
+	}
+	r := splitResult{}
+	r.cmds, r.err = shell.Split(s)
+	r.forms = make([]forms, len(r.cmds))
+	for i := range r.cmds {
+		r.forms[i] = formsOf(&r.cmds[i])
+	}
+	if m.split == nil {
+		m.split = map[string]splitResult{}
+	}
+	m.split[s] = r
+	return r, r.err
+}
+
+// view is one way a rule name covers the call's tool: the argument it
+// matches and how.
+type view struct {
+	arg, deflt string
+	kind       Kind
+	known      bool // the tool is in the table
+	params     []string
+}
+
+// views returns how a rule named name covers the call's tool.
+func (m *matcher) views(r *Rule) []view {
+	t, known := m.tools[m.c.Tool]
+	var vs []view
+	if r.Tool == m.c.Tool {
+		vs = append(vs, view{arg: t.Arg, kind: t.Kind, known: known, params: t.Params})
+	}
+	if !known {
+		return vs
+	}
+	family := func(arg string) view {
+		v := view{arg: arg, kind: t.Kind, known: true}
+		if ft, ok := m.tools[r.Tool]; ok {
+			v.kind = ft.Kind
+		}
+		return v
+	}
+	if t.Family != "" && t.Family == r.Tool {
+		arg := t.FamilyArg
+		if arg == "" {
+			arg = t.Arg
+		}
+		v := family(arg)
+		v.deflt = t.FamilyDefault
+		vs = append(vs, v)
+	}
+	if r.HasSpecifier && m.b != Allow && t.DenyFamily == r.Tool {
+		vs = append(vs, family(t.Arg))
+	}
+	if r.HasSpecifier && m.b == Allow && t.AllowFamily == r.Tool {
+		vs = append(vs, family(t.Arg))
+	}
+	return vs
+}
+
+// rule matches one rule. writes says whether an allow rule may match a
+// command that writes to files (Policy checks those against Edit rules).
+func (m *matcher) rule(r *Rule, writes bool) bool {
+	switch {
+	case r.nameGlob:
+		return !r.HasSpecifier && m.nameGlob(r.Tool)
+	case r.server:
+		if !strings.HasPrefix(m.c.Tool, r.Tool+"__") {
+			return false
+		}
+		return !r.HasSpecifier || m.spec(r, view{}, writes)
+	}
+	for _, v := range m.views(r) {
+		if !r.HasSpecifier || m.spec(r, v, writes) {
+			return true
+		}
+	}
+	return false
+}
+
+// nameGlob matches a tool-name glob. Allow rules take one only after a
+// literal mcp__server__ prefix; Claude Code skips any other.
+func (m *matcher) nameGlob(pattern string) bool {
+	if m.b == Allow {
+		rest, ok := strings.CutPrefix(pattern, "mcp__")
+		server, _, found := strings.Cut(rest, "__")
+		if !ok || !found || server == "" || strings.Contains(server, "*") {
+			return false
+		}
+	}
+	return compileStar(pattern).match(m.c.Tool)
+}
+
+// spec matches the rule's specifier through one view. What cannot be
+// judged (an unknown tool, a missing or non-string argument, a command
+// that does not parse) matches deny and ask rules and no allow rule.
+func (m *matcher) spec(r *Rule, v view, writes bool) bool {
+	unsure := m.b != Allow
+	if v.kind == Command && r.cmd.all {
+		return true
+	}
+	if r.param != "" && (!v.known || slices.Contains(v.params, r.param)) &&
+		!(v.kind == Command && strings.HasSuffix(strings.TrimSpace(r.Specifier), ":*")) {
+		return m.param(r)
+	}
+	if !v.known {
+		return unsure
+	}
+	raw, ok := m.c.Input[v.arg]
+	if !ok && v.deflt != "" {
+		raw, ok = v.deflt, true
+	}
+	s, isString := raw.(string)
+	if !ok || !isString {
+		return unsure
+	}
+	switch v.kind {
+	case Command:
+		return m.command(r, s, writes)
+	case Path:
+		return m.path(r, s)
+	case URL:
+		if r.isDomain {
+			matched, parsed := matchDomain(r.domain, s)
+			if !parsed {
+				return unsure
+			}
+			return matched
+		}
+	}
+	return compileStar(strings.TrimSpace(r.Specifier)).match(s)
+}
+
+// param matches Tool(param:value): deny and ask rules only, on a scalar
+// field the call sets.
+func (m *matcher) param(r *Rule) bool {
+	if m.b == Allow {
+		return false
+	}
+	raw, ok := m.c.Input[r.param]
+	if !ok {
+		return false
+	}
+	var s string
+	switch x := raw.(type) {
+	case string:
+		s = x
+	case bool, float64, int, int64, json.Number:
+		b, _ := json.Marshal(x)
+		s = string(b)
+	default:
+		return false
+	}
+	return compileStar(r.value).match(s)
+}
+
+// path matches a file-tool path.
+func (m *matcher) path(r *Rule, p string) bool {
+	unsure := m.b != Allow
+	if r.path == nil || len(p) > MaxPath {
+		return unsure
+	}
+	abs, ok := m.resolve(p)
+	if !ok {
+		return unsure
+	}
+	if r.path.anchor == '~' && m.c.HomeDir == "" || r.path.anchor == '.' && m.c.ProjectDir == "" {
+		return unsure
+	}
+	return r.path.match(abs, path.Clean(m.c.HomeDir), path.Clean(m.c.ProjectDir), m.b != Allow)
+}
+
+// resolve makes a path absolute and clean: relative to the project, ~/
+// to the home directory.
+func (m *matcher) resolve(p string) (string, bool) {
+	switch {
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		if m.c.HomeDir == "" {
+			return "", false
+		}
+		p = path.Join(m.c.HomeDir, p[1:])
+	case !path.IsAbs(p):
+		if m.c.ProjectDir == "" {
+			return "", false
+		}
+		p = path.Join(m.c.ProjectDir, p)
+	}
+	return path.Clean(p), true
+}
+
+// command matches a shell command line.
+func (m *matcher) command(r *Rule, s string, writes bool) bool {
+	sr, err := m.shell(s)
+	if err != nil {
+		return m.b != Allow
+	}
+	if m.b != Allow {
+		for i := range sr.cmds {
+			if denies(r.cmd, &sr.cmds[i], &sr.forms[i]) {
+				return true
+			}
+		}
+		return false
+	}
+	return allowed(sr.cmds, func(i int) bool {
+		return (writes || onlyNull(sr.cmds[i].Writes)) && allows(r.cmd, &sr.cmds[i], &sr.forms[i])
+	})
+}
+
+// denies reports whether a command may be one the pattern names: its line,
+// its words joined as they are, its text as written, or, when a word is
+// not known before it runs, any command that starts with its known words.
+func denies(p command, c *shell.Command, f *forms) bool {
+	if c.Unknown() {
+		return true
+	}
+	if p.match(f.line) || p.match(f.join) || p.match(f.text) {
+		return true
+	}
+	return c.Dynamic && p.viable(f.known)
+}
+
+// allows reports whether the pattern names the command exactly as it runs:
+// its line (non-literal words as written), with its leading assignments
+// when it has any (Claude Code matches past only a few known-safe
+// variables; this never does).
+func allows(p command, c *shell.Command, f *forms) bool {
+	if c.Unknown() || len(c.Words) == 0 {
+		return false
+	}
+	return p.match(f.allow)
+}
+
+// onlyNull reports whether every redirection writes to /dev/null.
+func onlyNull(ws []shell.Word) bool {
+	for _, w := range ws {
+		if !w.Literal || w.Value != "/dev/null" {
+			return false
+		}
+	}
+	return true
+}
+
+// allowed decides a command line for allow rules, given which commands
+// they match. Every top command must be allowed. A command is allowed when
+// it matches, or when a transparent wrapper's command does (timeout 5 npm
+// test), or when it is a shell or eval whose script is judged instead
+// (bash -c '...'); and in every case the commands it runs through a runner
+// (sudo, env, xargs with options, find -exec) and its script's commands
+// must be allowed too, whatever matched.
+func allowed(cmds []shell.Command, match func(i int) bool) bool {
+	kids := make([][]int, len(cmds))
+	for i := range cmds {
+		if p := cmds[i].Parent; p >= 0 {
+			kids[p] = append(kids[p], i)
+		}
+	}
+	var form func(i int) bool
+	var duties func(i int) bool
+	sat := func(i int) bool { return form(i) && duties(i) }
+	form = func(i int) bool {
+		if match(i) {
+			return true
+		}
+		for _, k := range kids[i] {
+			switch cmds[k].Via {
+			case shell.Script:
+				return true // the script is judged instead (duties)
+			case shell.Wrapper:
+				if form(k) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	duties = func(i int) bool {
+		for _, k := range kids[i] {
+			switch cmds[k].Via {
+			case shell.Runner, shell.Script:
+				if !sat(k) {
+					return false
+				}
+			case shell.Wrapper:
+				if !duties(k) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for i := range cmds {
+		if cmds[i].Parent == -1 && !sat(i) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,307 @@
+package toolrules
+
+import (
+	"strings"
+	"testing"
+)
+
+const (
+	project = "/home/u/proj"
+	home    = "/home/u"
+)
+
+func call(tool string, input map[string]any) Call {
+	return Call{Tool: tool, Input: input, ProjectDir: project, HomeDir: home}
+}
+
+func bash(cmd string) Call { return call("Bash", map[string]any{"command": cmd, "description": "d"}) }
+
+func file(tool, p string) Call { return call(tool, map[string]any{"file_path": p}) }
+
+type matchCase struct {
+	rule string
+	b    Behavior
+	call Call
+	want bool
+}
+
+func runMatches(t *testing.T, tests []matchCase) {
+	t.Helper()
+	for _, tc := range tests {
+		r, err := ParseRule(tc.rule)
+		if err != nil {
+			t.Fatalf("ParseRule(%q): %v", tc.rule, err)
+		}
+		if got := r.Match(tc.b, tc.call); got != tc.want {
+			t.Errorf("%s rule %q on %s %v: got %v, want %v", tc.b, tc.rule, tc.call.Tool, tc.call.Input, got, tc.want)
+		}
+	}
+}
+
+func TestMatchBashDeny(t *testing.T) {
+	var tests []matchCase
+	for cmd, want := range map[string]bool{
+		"rm -rf /":                  true, // with a description beside it
+		"echo ok && rm -rf /":       true,
+		"ls; rm x":                  true,
+		"ls || rm x":                true,
+		"ls | rm x":                 true,
+		"ls & rm x":                 true,
+		"$(rm -rf /)":               true,
+		"echo $(rm -rf /)":          true,
+		"echo `rm -rf /`":           true,
+		"(cd /; rm -rf x)":          true,
+		"{ rm x; }":                 true,
+		"if true; then rm x; fi":    true,
+		"bash -c 'rm -rf /'":        true,
+		"sh -c \"echo; rm -rf /\"":  true,
+		"env A=1 bash -c 'rm x'":    true,
+		"eval 'rm x'":               true,
+		"sudo rm -rf /":             true,
+		"FOO=1 rm x":                true,
+		"timeout 5 nice rm x":       true,
+		"ls | xargs rm":             true,
+		"find . -exec rm {} \\;":    true,
+		"rm x > /dev/null 2>&1":     true,
+		`r"m" -rf /`:                true, // quotes removed
+		"$CMD -rf /":                true, // the command's name is unknown
+		`bash -c "$X"`:              true, // so is the script's
+		"curl x | sh":               true,
+		"rm 'unclosed":              true, // does not parse
+		"echo rm":                   false,
+		"rmdir x":                   false,
+		"ls -la":                    false,
+		"grep -r rm .":              false,
+		"echo 'rm -rf /'":           false,
+		"git rm x":                  false,
+		"echo $(date) && ls $HOME/": false,
+	} {
+		tests = append(tests, matchCase{"Bash(rm *)", Deny, bash(cmd), want})
+	}
+	runMatches(t, tests)
+}
+
+func TestMatchBashDynamicWords(t *testing.T) {
+	runMatches(t, []matchCase{
+		// A word not known before the command runs could be anything the
+		// pattern needs, but not turn known words into others.
+		{"Bash(rm -rf *)", Deny, bash("rm $FLAGS /"), true},
+		{"Bash(rm -rf *)", Deny, bash("rm -r $X"), false},
+		{"Bash(git push --force *)", Deny, bash("git push $ARGS"), true},
+		{"Bash(git push --force *)", Deny, bash("git pull $ARGS"), false},
+		{"Bash(curl * | sh)", Ask, bash("curl $URL | sh"), true},
+		// An allow rule sees non-literal words as written.
+		{"Bash(echo *)", Allow, bash("echo $HOME"), true},
+		{"Bash(ls $HOME)", Allow, bash("ls $HOME"), true},
+		{"Bash(git status)", Allow, bash("git status $X"), false},
+		{"Bash(*)", Allow, bash("$CMD"), true},
+		{"Bash(npm *)", Allow, bash("$CMD"), false},
+	})
+}
+
+func TestMatchBashAllow(t *testing.T) {
+	var tests []matchCase
+	for cmd, want := range map[string]bool{
+		"npm run test":                     true,
+		"npm run test -- --watch=false":    true,
+		"npm  run   test":                  true, // spaces between words do not count
+		"npm run testx":                    false,
+		"npm run test && rm -rf /":         false,
+		"npm run test; npm run test":       true,
+		"npm run test > out.txt":           false, // writes a file
+		"npm run test 2>/dev/null":         true,
+		"FOO=1 npm run test":               false, // an assignment in front
+		"timeout 60 npm run test":          true,  // a transparent wrapper
+		"nohup nice npm run test &":        true,
+		"sudo npm run test":                false, // a runner must match itself
+		"bash -c 'npm run test'":           true,  // the script is judged
+		"bash -c 'npm run test; rm x'":     false,
+		`bash -c "$X"`:                     false,
+		"timeout 5 bash -c 'npm run test'": true,
+		"echo $(npm run test)":             false, // echo is not allowed
+		"npm run test 'unclosed":           false,
+		"ls | xargs npm run test":          false, // ls is not allowed
+	} {
+		tests = append(tests, matchCase{"Bash(npm run test:*)", Allow, bash(cmd), want})
+	}
+	runMatches(t, tests)
+	runMatches(t, []matchCase{
+		{"Bash(git diff *)", Allow, bash("git diff HEAD~1 -- a.go"), true},
+		{"Bash(git diff *)", Allow, bash("git diff"), true},
+		{"Bash(git diff *)", Allow, bash("git diff | less"), false},
+		{"Bash(ls *)", Allow, bash("lsof"), false},
+		{"Bash(ls*)", Allow, bash("lsof"), true},
+		{"Bash(git * main)", Allow, bash("git push origin main"), true},
+		{"Bash(* --version)", Allow, bash("node --version"), true},
+		{"Bash(npm run build)", Allow, bash("npm run build"), true},
+		{"Bash(npm run build)", Allow, bash("npm run build --prod"), false},
+		{"Bash(xargs *)", Allow, bash("xargs -n1 rm"), false}, // rm runs, and is not allowed
+		{"Bash(sudo *)", Allow, bash("sudo bash -c 'rm x'"), false},
+		{"Bash(git commit *)", Allow, bash(`git commit -m "it's done"`), true},
+		// Bash and Bash(*) match every call, even one that does not parse.
+		{"Bash", Allow, bash("rm 'x"), true},
+		{"Bash(*)", Allow, bash("rm 'x"), true},
+		{"Bash", Deny, bash("ls"), true},
+	})
+}
+
+func TestMatchBashAsk(t *testing.T) {
+	runMatches(t, []matchCase{
+		{"Bash(git push *)", Ask, bash("git push origin main"), true},
+		{"Bash(git push *)", Ask, bash("git commit -am x && git push"), true},
+		{"Bash(git push *)", Ask, bash("git status"), false},
+	})
+}
+
+func TestMatchParams(t *testing.T) {
+	bg := func(v any) Call {
+		return call("Bash", map[string]any{"command": "sleep 9", "run_in_background": v})
+	}
+	runMatches(t, []matchCase{
+		{"Bash(run_in_background:true)", Deny, bg(true), true},
+		{"Bash(run_in_background : true)", Deny, bg(true), true},
+		{"Bash(run_in_background:true)", Deny, bg(false), false},
+		{"Bash(run_in_background:true)", Allow, bg(true), false}, // allow rules never match a field
+		{"Agent(model:opus)", Deny, call("Agent", map[string]any{"model": "opus", "subagent_type": "Explore"}), true},
+		{"Agent(model:*)", Ask, call("Agent", map[string]any{"subagent_type": "Explore"}), false},
+		{"Agent(isolation:*)", Ask, call("Agent", map[string]any{"isolation": "worktree"}), true},
+		// The legacy :* stays a command prefix, also for a word that is a field.
+		{"Bash(timeout:*)", Deny, bash("timeout 5 ls"), true},
+		// A tool outside the table takes field rules only.
+		{"mcp__db__query(database:prod)", Deny, call("mcp__db__query", map[string]any{"database": "prod"}), true},
+		{"mcp__db__query(database:prod)", Deny, call("mcp__db__query", map[string]any{"database": "dev"}), false},
+		{"mcp__db__query(database:prod*)", Deny, call("mcp__db__query", map[string]any{"database": "prod-eu"}), true},
+		{"mcp__db__query(limit:10)", Deny, call("mcp__db__query", map[string]any{"limit": 10.0}), true},
+		{"mcp__db__query(anything)", Deny, call("mcp__db__query", map[string]any{"x": 1}), true}, // cannot judge: fail closed
+		{"mcp__db__query(anything)", Allow, call("mcp__db__query", map[string]any{"x": 1}), false},
+	})
+}
+
+func TestMatchPaths(t *testing.T) {
+	runMatches(t, []matchCase{
+		{"Read(./.env)", Deny, file("Read", project+"/.env"), true},
+		{"Read(./.env)", Deny, file("Read", project+"/sub/.env"), false},
+		{"Read(./.env)", Deny, file("Read", home+"/.env"), false},
+		{"Read(./.env)", Deny, file("Read", project+"/src/../.env"), true}, // cleaned
+		{"Read(./.env)", Deny, file("Read", ".env"), true},                 // relative to the project
+		{"Read(.env)", Deny, file("Read", project+"/a/b/.env"), true},      // a bare name: any depth
+		{"Read(.env)", Deny, file("Read", home+"/.env"), false},            // but under the project
+		{"Read(*.key)", Deny, file("Read", project+"/a/x.key"), true},
+		{"Read(**/.env)", Deny, file("Read", project+"/a/.env"), true},
+		{"Edit(src/**)", Allow, file("Edit", project+"/src/a/b.go"), true},
+		{"Edit(src/**)", Allow, file("Edit", project+"/vendor/pkg/src/lib.js"), false},
+		{"Edit(src/**)", Deny, file("Edit", project+"/vendor/pkg/src/lib.js"), true},
+		{"Edit(/src/**)", Deny, file("Edit", project+"/vendor/pkg/src/lib.js"), false},
+		{"Edit(/src/**)", Allow, file("Edit", project+"/src/app.ts"), true},
+		{"Edit(**/src/**)", Allow, file("Edit", project+"/vendor/pkg/src/lib.js"), true},
+		{"Edit(src/*.go)", Allow, file("Edit", project+"/src/a/b.go"), false},
+		{"Edit(src)", Allow, file("Edit", project+"/src/a.go"), true}, // a directory covers its files
+		{"Read(//etc/**)", Deny, file("Read", "/etc/passwd"), true},
+		{"Read(//etc/**)", Deny, file("Read", project+"/etc/x"), false},
+		{"Read(//**/.env)", Deny, file("Read", "/srv/app/.env"), true},
+		{"Read(~/.ssh/**)", Deny, file("Read", home+"/.ssh/id_rsa"), true},
+		{"Read(~/.ssh/**)", Deny, file("Read", "~/.ssh/id_rsa"), true},
+		{"Read(~/.zshrc)", Deny, file("Read", home+"/.zshrc"), true},
+		{"Read(~/.zshrc)", Deny, file("Read", home+"/x/.zshrc"), false},
+		{"Read(~)", Deny, file("Read", home+"/anything"), true},
+		// Claude Code escapes [ ] * in approved paths; a literal [ is a class.
+		{`Edit(./a\[1\].txt)`, Allow, file("Edit", project+"/a[1].txt"), true},
+		// The file tools share the rules (Write and NotebookEdit by Edit's,
+		// Grep and Glob by Read's on their path).
+		{"Edit(src/**)", Allow, file("Write", project+"/src/a"), true},
+		{"Edit(src/**)", Allow, file("MultiEdit", project+"/src/a"), true},
+		{"Edit(nb/**)", Deny, call("NotebookEdit", map[string]any{"notebook_path": project + "/nb/a.ipynb"}), true},
+		{"Write(src/**)", Deny, file("Write", project+"/src/a"), true},
+		{"Read(./.env)", Deny, file("Edit", project+"/.env"), true},   // a Read deny covers edits
+		{"Read(./.env)", Ask, file("Write", project+"/.env"), true},   // and writes
+		{"Read(./.env)", Allow, file("Edit", project+"/.env"), false}, // a Read allow does not
+		{"Read(nb/**)", Deny, call("NotebookEdit", map[string]any{"notebook_path": project + "/nb/a.ipynb"}), false},
+		{"Edit(src/**)", Allow, file("Read", project+"/src/a"), true}, // an Edit allow grants reading
+		{"Edit(src/**)", Deny, file("Read", project+"/src/a"), false},
+		{"Read", Deny, file("Edit", project+"/a"), false}, // a bare rule names its tool only
+		{"Edit", Deny, file("Write", project+"/a"), true},
+		{"Read(./secrets/**)", Deny, call("Grep", map[string]any{"pattern": "x", "path": project + "/secrets"}), true},
+		{"Read(./secrets/**)", Deny, call("Glob", map[string]any{"pattern": "**", "path": "secrets/a"}), true},
+		{"Read(./secrets/**)", Deny, call("Grep", map[string]any{"pattern": "x"}), false}, // searches the project
+		{"Read(./**)", Deny, call("Grep", map[string]any{"pattern": "x"}), true},
+		{"Glob(*.go)", Deny, call("Glob", map[string]any{"pattern": "*.go"}), true},
+		{"Grep(TODO*)", Ask, call("Grep", map[string]any{"pattern": "TODO.*fix"}), true},
+		// What cannot be judged matches deny and ask rules only.
+		{"Read(./x)", Deny, call("Read", map[string]any{}), true},
+		{"Read(./x)", Allow, call("Read", map[string]any{}), false},
+		{"Read(./x)", Deny, call("Read", map[string]any{"file_path": 3.0}), true},
+		{"Read(./x)", Deny, file("Read", "/"+strings.Repeat("a", MaxPath)), true},
+		{"Read(./x)", Deny, Call{Tool: "Read", Input: map[string]any{"file_path": "/a/x"}}, true}, // no project
+		// Other agents' file tools.
+		{"Read(./.env)", Deny, file("read_file", project+"/.env"), true},
+		{"Edit(src/**)", Allow, file("replace", project+"/src/a"), true},
+		{"Read(./.env)", Deny, file("write_file", project+"/.env"), true},
+	})
+}
+
+func TestMatchWeb(t *testing.T) {
+	fetch := func(u string) Call { return call("WebFetch", map[string]any{"url": u, "prompt": "p"}) }
+	runMatches(t, []matchCase{
+		{"WebFetch(domain:example.com)", Allow, fetch("https://example.com/x"), true},
+		{"WebFetch(domain:example.com)", Allow, fetch("https://EXAMPLE.com./x"), true},
+		{"WebFetch(domain:example.com)", Allow, fetch("https://example.com:8443/x"), true},
+		{"WebFetch(domain:example.com)", Allow, fetch("https://api.example.com/"), false},
+		{"WebFetch(domain:example.com)", Allow, fetch("https://example.com.evil.org/"), false},
+		{"WebFetch(domain:example.com)", Allow, fetch("https://evil.org/?u=example.com"), false},
+		{"WebFetch(domain:example.com)", Allow, fetch("https://example.com@evil.org/"), false},
+		{"WebFetch(domain:*.example.com)", Allow, fetch("https://a.b.example.com/"), true},
+		{"WebFetch(domain:*.example.com)", Allow, fetch("https://example.com/"), false},
+		{"WebFetch(domain:example.*)", Allow, fetch("https://example.org/"), true},
+		{"WebFetch(domain:example.*)", Allow, fetch("https://example.evil.com/"), false},
+		{"WebFetch(domain:*)", Allow, fetch("https://any.where/"), true},
+		{"WebFetch(domain:example.com)", Deny, fetch("::not a url"), true},
+		{"WebFetch(domain:example.com)", Allow, fetch("::not a url"), false},
+		{"WebFetch(https://example.com/*)", Allow, fetch("https://example.com/docs"), true},
+		{"WebSearch(*weather*)", Ask, call("WebSearch", map[string]any{"query": "weather in Paris"}), true},
+		{"WebSearch", Deny, call("WebSearch", map[string]any{"query": "x"}), true},
+		{"Task(*deploy*)", Ask, call("Task", map[string]any{"prompt": "deploy to prod"}), true},
+		{"Agent(Explore)", Deny, call("Agent", map[string]any{"subagent_type": "Explore", "prompt": "p"}), true},
+		{"Agent(Explore)", Deny, call("Agent", map[string]any{"subagent_type": "Plan"}), false},
+	})
+}
+
+func TestMatchNames(t *testing.T) {
+	mcp := func(name string) Call { return call(name, map[string]any{}) }
+	runMatches(t, []matchCase{
+		{"mcp__github", Allow, mcp("mcp__github__create_issue"), true},
+		{"mcp__github", Allow, mcp("mcp__github2__x"), false},
+		{"mcp__github", Allow, mcp("mcp__github"), false},
+		{"mcp__github__create_issue", Deny, mcp("mcp__github__create_issue"), true},
+		{"mcp__github__create_issue", Deny, mcp("mcp__github__create_issues"), false},
+		{"mcp__github__*", Allow, mcp("mcp__github__list"), true},
+		{"mcp__github__get_*", Allow, mcp("mcp__github__get_issue"), true},
+		{"mcp__github__get_*", Allow, mcp("mcp__github__create"), false},
+		{"mcp__*", Deny, mcp("mcp__gitlab__x"), true},
+		{"mcp__*", Allow, mcp("mcp__gitlab__x"), false}, // unanchored allow globs are skipped
+		{"*", Deny, call("Bash", map[string]any{"command": "ls"}), true},
+		{"*", Allow, call("Bash", map[string]any{"command": "ls"}), false},
+		{"B*", Ask, call("Bash", map[string]any{"command": "ls"}), true},
+		{"Bash", Deny, call("BashX", map[string]any{"command": "ls"}), false},
+		// Shell tools of other agents are in the Bash family.
+		{"Bash(rm *)", Deny, call("exec_command", map[string]any{"cmd": "ls && rm -rf /"}), true},
+		{"Bash(rm *)", Deny, call("shell_command", map[string]any{"command": "rm x"}), true},
+		{"Bash(rm *)", Deny, call("run_shell_command", map[string]any{"command": "sudo rm x"}), true},
+		{"Bash(npm *)", Allow, call("run_shell_command", map[string]any{"command": "npm test"}), true},
+		{"Bash", Deny, call("run_shell_command", map[string]any{"command": "ls"}), true},
+	})
+}
+
+func TestToolsExtend(t *testing.T) {
+	tools := DefaultTools()
+	tools["Shell"] = Tool{Name: "Shell", Kind: Command, Arg: "command", Family: "Bash"}
+	c := call("Shell", map[string]any{"command": "echo && rm x"})
+	c.Tools = tools
+	r, _ := ParseRule("Bash(rm *)")
+	if !r.Match(Deny, c) {
+		t.Error("a tool added to the table is not matched by the Bash rules")
+	}
+	c.Tools = nil
+	if r.Match(Deny, c) {
+		t.Error("the built-in table was changed through a copy")
+	}
+}

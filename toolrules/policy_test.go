@@ -1,0 +1,91 @@
+package toolrules
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDecide(t *testing.T) {
+	p, err := ParsePolicy(
+		[]string{"Bash(npm test)", "Bash(git status)", "Bash(echo *)", "Edit(./out/**)", "Read", "Bash(rm -i *)"},
+		[]string{"Bash(git push *)", "Read(./secrets/**)"},
+		[]string{"Bash(rm *)", "Read(./.env)", "Edit(//etc/**)"},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		call Call
+		want Behavior
+		rule string // the deciding rule
+	}{
+		{"deny beats a more specific allow", bash("rm -i x"), Deny, "Bash(rm *)"},
+		{"deny beats ask", bash("git push && rm x"), Deny, "Bash(rm *)"},
+		{"ask beats allow", bash("npm test && git push origin"), Ask, "Bash(git push *)"},
+		{"ask beats a bare allow", file("Read", project+"/secrets/k"), Ask, "Read(./secrets/**)"},
+		{"a bare allow", file("Read", project+"/README.md"), Allow, "Read"},
+		{"deny beats a bare allow", file("Read", project+"/.env"), Deny, "Read(./.env)"},
+		{"each command by its own rule", bash("npm test && git status"), Allow, "Bash(npm test)"},
+		{"one command uncovered", bash("npm test && ls"), "", ""},
+		{"a write needs an Edit rule", bash("echo hi > notes.txt"), "", ""},
+		{"a write an Edit rule allows", bash("echo hi > out/notes.txt"), Allow, "Bash(echo *)"},
+		{"a write to /dev/null", bash("echo hi > /dev/null"), Allow, "Bash(echo *)"},
+		{"a write an Edit deny rule covers", bash("echo x > /etc/passwd"), Deny, "Edit(//etc/**)"},
+		{"a write to an unknown target", bash(`echo x > "$F"`), Deny, "Edit(//etc/**)"},
+		{"a group's write", bash("{ echo x; } >> /etc/hosts"), Deny, "Edit(//etc/**)"},
+		{"unparsable: deny rules match", bash("npm test 'x"), Deny, "Bash(rm *)"},
+		{"nothing matches", bash("make"), "", ""},
+		{"another tool", call("WebSearch", map[string]any{"query": "x"}), "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := p.Decide(tc.call)
+			if d.Behavior != tc.want || d.Rule.Source != tc.rule {
+				t.Errorf("Decide = %q by %q (%s), want %q by %q", d.Behavior, d.Rule.Source, d.Reason, tc.want, tc.rule)
+			}
+			if tc.want != "" && !strings.Contains(d.Reason, tc.rule) {
+				t.Errorf("reason %q does not name the rule %q", d.Reason, tc.rule)
+			}
+		})
+	}
+	d := p.Decide(bash("echo x > /etc/passwd"))
+	if !strings.Contains(d.Reason, "writes to /etc/passwd") {
+		t.Errorf("reason %q does not name the target", d.Reason)
+	}
+}
+
+func TestDecideBareBashAllowsWrites(t *testing.T) {
+	p, err := ParsePolicy([]string{"Bash"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Decide(bash("echo x > f; rm y")); d.Behavior != Allow {
+		t.Errorf("a bare Bash allow rule: %+v", d)
+	}
+	if d := p.Decide(bash("unclosed '")); d.Behavior != Allow {
+		t.Errorf("a bare Bash allow rule on an unparsable command: %+v", d)
+	}
+}
+
+func BenchmarkDecide(b *testing.B) {
+	p, err := ParsePolicy(
+		[]string{"Bash(npm run *)", "Bash(git status)", "Bash(git diff *)", "Read", "Edit(src/**)"},
+		[]string{"Bash(git push *)"},
+		[]string{"Bash(rm *)", "Read(./.env)", "Read(./secrets/**)", "WebFetch(domain:evil.com)"},
+	)
+	if err != nil {
+		b.Fatal(err)
+	}
+	calls := []Call{
+		bash("npm run test -- --watch=false && git status"),
+		file("Edit", project+"/src/app/main.go"),
+		bash("rm -rf build"),
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, c := range calls {
+			p.Decide(c)
+		}
+	}
+}

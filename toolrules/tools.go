@@ -1,0 +1,112 @@
+package toolrules
+
+// Kind says how a rule's specifier matches a tool's primary argument.
+type Kind uint8
+
+const (
+	// Text: a glob on the value, where * matches any run of characters.
+	Text Kind = iota
+	// Command: a shell command, split into its simple commands (package
+	// shell); the specifier is a glob on each, Claude Code's Bash syntax.
+	Command
+	// Path: a file path, matched gitignore-style against the specifier.
+	Path
+	// URL: a URL; domain:HOST matches its host, anything else is a glob on
+	// the whole URL.
+	URL
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Text:
+		return "text"
+	case Command:
+		return "command"
+	case Path:
+		return "path"
+	case URL:
+		return "url"
+	}
+	return "kind?"
+}
+
+// Tool says how rules see one tool of one agent.
+type Tool struct {
+	// Name is the tool's name as the agent reports it.
+	Name string
+	// Arg is the field of the tool input that Name(x) matches x against.
+	Arg string
+	// Kind is how x matches Arg.
+	Kind Kind
+	// Family is another rule name whose rules cover this tool as well,
+	// matched against FamilyArg (Arg when empty) the way that rule's own
+	// tool is: Edit rules cover Write, Bash rules cover Gemini CLI's
+	// run_shell_command, Read rules cover Grep's path.
+	Family, FamilyArg string
+	// FamilyDefault is the value of FamilyArg when the input lacks it
+	// ("." for Grep's and Glob's path: the project directory).
+	FamilyDefault string
+	// DenyFamily is a rule name whose deny and ask rules with a specifier
+	// also cover this tool, on Arg: a Read deny rule blocks Edit and Write
+	// on the same path.
+	DenyFamily string
+	// AllowFamily is a rule name whose allow rules with a specifier also
+	// cover this tool, on Arg: an Edit allow rule grants Read on the path.
+	AllowFamily string
+	// Params are the input fields, other than Arg, that deny and ask rules
+	// may name as Tool(param:value).
+	Params []string
+}
+
+// Tools maps a tool name to how rules see it.
+type Tools map[string]Tool
+
+// The tools of the agents whose argument names were checked against their
+// sources (see README.md in this directory): Claude Code's built-in tools,
+// OpenAI Codex's shell tools and Gemini CLI's built-in tools. Never
+// written after initialization; DefaultTools hands out copies.
+var defaultTools = table(
+	// Claude Code (hooks reference and permissions docs).
+	Tool{Name: "Bash", Kind: Command, Arg: "command", Params: []string{"description", "timeout", "run_in_background"}},
+	Tool{Name: "Read", Kind: Path, Arg: "file_path", AllowFamily: "Edit"},
+	Tool{Name: "Write", Kind: Path, Arg: "file_path", Family: "Edit", DenyFamily: "Read"},
+	Tool{Name: "Edit", Kind: Path, Arg: "file_path", DenyFamily: "Read"},
+	Tool{Name: "MultiEdit", Kind: Path, Arg: "file_path", Family: "Edit", DenyFamily: "Read"},
+	Tool{Name: "NotebookEdit", Kind: Path, Arg: "notebook_path", Family: "Edit"},
+	Tool{Name: "Glob", Kind: Text, Arg: "pattern", Family: "Read", FamilyArg: "path", FamilyDefault: "."},
+	Tool{Name: "Grep", Kind: Text, Arg: "pattern", Family: "Read", FamilyArg: "path", FamilyDefault: "."},
+	Tool{Name: "WebFetch", Kind: URL, Arg: "url"},
+	Tool{Name: "WebSearch", Kind: Text, Arg: "query"},
+	Tool{Name: "Agent", Kind: Text, Arg: "subagent_type", Params: []string{"model", "isolation"}},
+	Tool{Name: "Task", Kind: Text, Arg: "prompt"},
+	// OpenAI Codex (codex-rs/core/src/tools/handlers/shell_spec.rs).
+	Tool{Name: "exec_command", Kind: Command, Arg: "cmd", Family: "Bash"},
+	Tool{Name: "shell_command", Kind: Command, Arg: "command", Family: "Bash"},
+	// Gemini CLI (packages/core/src/tools/definitions/base-declarations.ts).
+	Tool{Name: "run_shell_command", Kind: Command, Arg: "command", Family: "Bash"},
+	Tool{Name: "read_file", Kind: Path, Arg: "file_path", Family: "Read"},
+	Tool{Name: "write_file", Kind: Path, Arg: "file_path", Family: "Edit", DenyFamily: "Read"},
+	Tool{Name: "replace", Kind: Path, Arg: "file_path", Family: "Edit", DenyFamily: "Read"},
+	Tool{Name: "glob", Kind: Text, Arg: "pattern"},
+	Tool{Name: "grep_search", Kind: Text, Arg: "pattern"},
+	Tool{Name: "google_web_search", Kind: Text, Arg: "query"},
+)
+
+// table indexes tools by name.
+func table(ts ...Tool) Tools {
+	out := make(Tools, len(ts))
+	for _, t := range ts {
+		out[t.Name] = t
+	}
+	return out
+}
+
+// DefaultTools returns a copy of the built-in table, to extend with other
+// agents' tools.
+func DefaultTools() Tools {
+	out := make(Tools, len(defaultTools))
+	for k, v := range defaultTools {
+		out[k] = v
+	}
+	return out
+}
