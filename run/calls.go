@@ -46,6 +46,7 @@ const scanCalls = 8
 func (s *Session) setCalls(calls []*CallRecord) {
 	s.calls = calls
 	s.callsGen++
+	s.callsReplaced()
 	s.index = nil
 	s.nSuspended, s.suspendedKnown = 0, false
 }
@@ -103,6 +104,7 @@ func (s *Session) setStatus(c *CallRecord, to CallStatus) {
 		}
 	}
 	c.Status = to
+	s.callChanged(c)
 }
 
 func (s *Session) move(c *CallRecord, to CallStatus) error {
@@ -179,6 +181,7 @@ func (s *Session) AnnounceCall(ctx context.Context, call model.ToolCall) (Outcom
 		s.index[call.ID] = len(s.calls)
 	}
 	s.calls = append(s.calls, &CallRecord{Call: call, Status: CallNew})
+	s.callChanged(s.calls[len(s.calls)-1])
 	return s.outcome(), nil
 }
 
@@ -318,6 +321,7 @@ func (s *Session) BeforeToolExecute(ctx context.Context, call model.ToolCall) (O
 			c.Call.ID, c.Status, gateName(c.Gate))
 	}
 	c.Started = true
+	s.callChanged(c)
 	if err := s.phase(ctx, phase.BeforeToolExecute, plugin.Input{Tool: &plugin.ToolInfo{Call: c.Call, Resume: resumeOf(c), Gate: gateInfo(c)}}); err != nil {
 		return s.outcome(), err
 	}

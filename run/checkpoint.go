@@ -25,6 +25,7 @@ func (s *Session) Checkpoint() Checkpoint {
 		Messages:       cloneMessages(s.messages),
 		Revision:       snap.Revision(),
 		ThreadRevision: s.thread.Revision,
+		Seq:            s.seq,
 	}
 	// A declared thread key the run has not set is saved as null, so a
 	// restore does not take the thread's value for it (after a crash
@@ -82,13 +83,14 @@ func (s *Session) save(ctx context.Context) error {
 		if err != nil {
 			return &SaveError{Op: "read run " + s.info.ID, Err: err}
 		}
-		if err := st.PutRun(ctx, s.Checkpoint()); err != nil {
+		if err := s.putRun(ctx); err != nil {
 			return &SaveError{Op: "save run " + s.info.ID, Err: err}
 		}
 		rev, err := st.PutThread(ctx, th)
 		if err != nil {
 			// The run must not stay saved as waiting on a thread that
 			// does not say so: put back what was saved before.
+			s.saved = nil // the store no longer holds what putRun saved
 			takeBack := st.DeleteRun
 			if had {
 				takeBack = func(ctx context.Context, _ string) error { return st.PutRun(ctx, prev) }
@@ -109,6 +111,7 @@ func (s *Session) save(ctx context.Context) error {
 		}
 		th.Revision = rev
 		s.thread = th
+		s.saved = nil // the run is forgotten: nothing more to save
 		if err := st.DeleteRun(ctx, s.info.ID); err != nil {
 			return &SaveError{Op: "forget run " + s.info.ID + " (its thread is saved)", Err: err}
 		}
@@ -168,6 +171,7 @@ func (s *Session) mark() undo {
 // rebuilt from the snapshot at its revision, as a restore would; values of
 // transient keys start from their defaults, as after a restore.
 func (s *Session) rollback(u undo) {
+	s.saved = nil // the changes tracked since the last save are not these
 	keep := func(scope state.Scope) map[string]any {
 		return u.snap.Values(func(k *state.Key) bool { return k.Scope == scope })
 	}
@@ -237,6 +241,10 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 		}
 	}
 	s.thread, s.threadSeen = th, ok
+	// The first save after a restore is whole (s.saved is nil): the run's
+	// generation, keys or values that no longer fit may differ from the
+	// checkpoint's, and the restore cost as much anyway.
+	s.seq = cp.Seq
 	if err := s.open(threadValues, cp.Values, cp.Revision); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (model
 	}
 	if len(req.Messages) > 0 {
 		s.messages = cloneMessages(req.Messages)
+		s.messagesReplaced()
 	}
 	s.tools = req.Tools
 	if err := s.phase(ctx, phase.BeforeInference, plugin.Input{}); err != nil {

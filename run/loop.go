@@ -402,6 +402,7 @@ func (s *Session) RunPluginTool(ctx context.Context, callID string) (res model.T
 	}
 	res = s.ExecuteTool(ctx, t, c.Call)
 	c.Ran = &res
+	s.callChanged(c)
 	return res, true
 }
 

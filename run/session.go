@@ -145,6 +145,11 @@ type Session struct {
 	thread     Thread
 	threadSeen bool
 	onEffect   func(key string, payload any)
+
+	// seq is the Seq of the run's last save (or of the checkpoint it was
+	// restored from); saved tracks what changed since (see SaveRun).
+	seq   uint64
+	saved *savedRun
 }
 
 // StartOptions start a run.

@@ -66,11 +66,16 @@ type Checkpoint struct {
 	// since (see RestoreCheckpoint).
 	ThreadRevision uint64          `json:"thread_revision,omitempty"`
 	Messages       []model.Message `json:"messages"`
-	Offered        []string        `json:"offered,omitempty"`
+	// Offered are the tools offered in the step: null for every tool, []
+	// for none (which omitempty would turn into every tool).
+	Offered []string `json:"offered"`
 	// Tools are the host's tools (StartOptions.Tools).
 	Tools    []model.ToolSpec `json:"tools,omitempty"`
 	Calls    []CallRecord     `json:"calls,omitempty"`
 	Revision uint64           `json:"revision"`
+	// Seq counts the run's saves: a Delta applies on the checkpoint whose
+	// Seq is its Base (see RunLog).
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // Store keeps threads and runs between runs and across restarts. The memory
@@ -96,6 +101,14 @@ type Store interface {
 // store fails, so it recovers by itself once the store can write again.
 type Prober interface {
 	Probe(ctx context.Context) error
+}
+
+// Volatile is a Store that may keep nothing across a restart: Volatile
+// reports whether it does. A sidecar over a volatile store checkpoints a
+// run only when it leaves memory, since a copy per call would buy nothing;
+// a store without the method is durable, and saved after every call.
+type Volatile interface {
+	Volatile() bool
 }
 
 // DefaultMaxThreads is how many threads a MemoryStore keeps unless
@@ -166,6 +179,9 @@ func NewMemoryStore(opts ...MemoryStoreOption) *MemoryStore {
 	}
 	return m
 }
+
+// Volatile implements Volatile: the memory store dies with the process.
+func (m *MemoryStore) Volatile() bool { return true }
 
 // MaxThreads returns the bound on threads.
 func (m *MemoryStore) MaxThreads() int { return m.max }
@@ -369,7 +385,9 @@ func cloneCheckpoint(cp Checkpoint) Checkpoint {
 	cp.Values = cloneMap(cp.Values)
 	cp.ThreadValues = cloneMap(cp.ThreadValues)
 	cp.Messages = cloneMessages(cp.Messages)
-	cp.Offered = append([]string(nil), cp.Offered...)
+	if cp.Offered != nil { // nil: every tool; empty: none
+		cp.Offered = append([]string{}, cp.Offered...)
+	}
 	cp.Tools = cloneTools(cp.Tools)
 	if cp.Calls != nil {
 		calls := make([]CallRecord, len(cp.Calls))

@@ -221,9 +221,11 @@ func (s *Server) settle(ctx context.Context, e *entry, changed bool) error {
 	return nil
 }
 
-// checkpoint saves the run; a failure is store_unavailable.
+// checkpoint saves the run (what changed since its last save, when the
+// store keeps a log of changes: see run.Session.SaveRun); a failure is
+// store_unavailable.
 func (s *Server) checkpoint(ctx context.Context, e *entry) error {
-	if err := s.h.Store().PutRun(context.WithoutCancel(ctx), e.sess.Checkpoint()); err != nil {
+	if err := e.sess.SaveRun(context.WithoutCancel(ctx)); err != nil {
 		return storeUnavailable(fmt.Errorf("save run %s: %w", e.id, err))
 	}
 	e.dirty = false

@@ -105,7 +105,7 @@ type Server struct {
 	metrics   *metrics
 	hooks     *HookMetrics
 	mux       *http.ServeMux
-	volatile  bool // the store is the in-process memory store
+	volatile  bool // the store keeps nothing across a restart (run.Volatile)
 	draining  atomic.Bool
 	health    storeHealth
 
@@ -157,7 +157,9 @@ func New(h *host.Host, o Options) *Server {
 	if s.abandon <= 0 {
 		s.abandon = DefaultAbandonAfter
 	}
-	_, s.volatile = h.Store().(*run.MemoryStore)
+	if v, ok := h.Store().(run.Volatile); ok {
+		s.volatile = v.Volatile()
+	}
 	s.metrics = newMetrics()
 	s.hooks = o.Hooks
 	s.cc = newClaudeCode(s)

@@ -42,6 +42,9 @@ var (
 // a directory: threads/<stem>.json and runs/<stem>.json, where the stem
 // escapes the id (see stemOf). One file per record keeps a save O(record)
 // and lets an operator read, copy or delete one thread with plain tools.
+// A run also has a log of the changes saved since its base was written,
+// runs/<stem>.log (run.RunLog, see runlog.go), so saving one tool call of
+// a long step costs O(the change), not O(the run).
 //
 // Every save writes a temp file in the same directory, fsyncs it, renames it
 // over the record and fsyncs the directory: after a crash the record is
@@ -58,6 +61,10 @@ type Store struct {
 
 	mu       sync.Mutex
 	problems []Problem
+	logs     map[string]*logState // by base path: see AppendRun
+	// compactAt is the log size below which a log is never compacted
+	// (compactMin; tests lower it).
+	compactAt int64
 }
 
 // Problem is a corrupt file the store found and set aside. Operators see it
@@ -81,7 +88,7 @@ func openFS(dir string, log *slog.Logger, fsys fileSystem) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{dir: dir, log: log, fs: fsys}
+	s := &Store{dir: dir, log: log, fs: fsys, compactAt: compactMin}
 	for _, sub := range []string{threadsDir, runsDir} {
 		if err := fsys.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("open file store: %w", err)
@@ -103,7 +110,50 @@ func openFS(dir string, log *slog.Logger, fsys fileSystem) (*Store, error) {
 			return nil, fmt.Errorf("open file store: %w", err)
 		}
 	}
+	if err := s.removeOrphanLogs(filepath.Join(dir, runsDir)); err != nil {
+		return nil, fmt.Errorf("open file store: %w", err)
+	}
 	return s, nil
+}
+
+// removeOrphanLogs deletes the logs of runs whose base is gone: a crash
+// stopped DeleteRun between the two. A log whose base was set aside as
+// corrupt stays, for the operator who repairs it.
+func (s *Store) removeOrphanLogs(dir string) error {
+	entries, err := s.fs.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	names := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	removed := 0
+	for _, e := range entries {
+		stem, isLog := strings.CutSuffix(e.Name(), logExt)
+		if !isLog || e.IsDir() || names[stem+ext] {
+			continue
+		}
+		setAside := false
+		for name := range names {
+			if strings.HasPrefix(name, stem+ext+corruptSuffix) {
+				setAside = true
+				break
+			}
+		}
+		if setAside {
+			continue
+		}
+		if err := s.fs.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		removed++
+	}
+	if removed > 0 {
+		s.log.Info("removed the logs of deleted runs", "dir", dir, "count", removed)
+		return s.fs.SyncDir(dir)
+	}
+	return nil
 }
 
 // removeTemps deletes the temp files of writes a crash interrupted. Their
@@ -170,13 +220,14 @@ func (s *Store) PutThread(ctx context.Context, t run.Thread) (uint64, error) {
 		return 0, errs.New(errs.RevisionConflict, "thread %q was saved by another run (revision %d, expected %d); run again", t.ID, cur.Revision, t.Revision)
 	}
 	t.Revision++
-	if err := s.write(path, &t); err != nil {
+	if _, err := s.write(path, &t); err != nil {
 		return 0, fmt.Errorf("save thread %q: %w", t.ID, err)
 	}
 	return t.Revision, nil
 }
 
-// Run implements run.Store.
+// Run implements run.Store: the run's base with its log applied (see
+// AppendRun).
 func (s *Store) Run(ctx context.Context, id string) (run.Checkpoint, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return run.Checkpoint{}, false, err
@@ -186,10 +237,15 @@ func (s *Store) Run(ctx context.Context, id string) (run.Checkpoint, bool, error
 	}
 	path := s.path(runsDir, id)
 	defer s.locks.lock(path)()
-	return load(ctx, s, path, id, runID)
+	cp, st, clean, ok, err := s.readRun(ctx, id, path)
+	if ok && clean && st.epoch != "" && s.state(path) == nil {
+		s.remember(path, &st) // the next AppendRun need not read the files
+	}
+	return cp, ok, err
 }
 
-// PutRun implements run.Store.
+// PutRun implements run.Store: it writes the whole checkpoint as the run's
+// base, replacing the base and its log.
 func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -199,14 +255,15 @@ func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
 	}
 	path := s.path(runsDir, cp.RunID)
 	defer s.locks.lock(path)()
-	if err := s.write(path, &cp); err != nil {
+	if _, err := s.putBase(ctx, path, s.logPath(cp.RunID), cp); err != nil {
 		return fmt.Errorf("save run %q: %w", cp.RunID, err)
 	}
 	return nil
 }
 
 // DeleteRun implements run.Store. Deleting a missing run succeeds, so a
-// retried delete is harmless.
+// retried delete is harmless. The base goes first: a crash before the log
+// follows leaves a log without a base, which no read uses.
 func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -216,14 +273,16 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	}
 	path := s.path(runsDir, id)
 	defer s.locks.lock(path)()
-	if err := s.fs.Remove(path); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+	s.forget(path)
+	if err := s.fs.Remove(path); err == nil {
+		// Synced like a save, so a crash cannot bring back a finished run.
+		if err := s.fs.SyncDir(filepath.Dir(path)); err != nil {
+			return fmt.Errorf("delete run %q: %w", id, err)
 		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete run %q: %w", id, err)
 	}
-	// Synced like a save, so a crash cannot bring back a finished run.
-	if err := s.fs.SyncDir(filepath.Dir(path)); err != nil {
+	if err := s.removeLog(s.logPath(id)); err != nil {
 		return fmt.Errorf("delete run %q: %w", id, err)
 	}
 	return nil
@@ -242,8 +301,7 @@ func checkID(kind, id string) error {
 	return nil
 }
 
-func threadID(t *run.Thread) string   { return t.ID }
-func runID(cp *run.Checkpoint) string { return cp.RunID }
+func threadID(t *run.Thread) string { return t.ID }
 
 // load reads the record at path. A missing file is (zero, false, nil). A
 // corrupt one is set aside and reported, then treated as missing, so one bad
@@ -313,41 +371,41 @@ func (s *Store) setAside(ctx context.Context, path string, cause error) error {
 // over the target, fsync the directory (so the rename itself survives a
 // crash). If only the last fsync fails the new record is in place but may
 // not survive a crash; the error says so and a retry sees the new revision.
-func (s *Store) write(path string, v any) error {
+func (s *Store) write(path string, v any) (n int, err error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // readable "<" and "&" in messages; same bytes back
 	if err := enc.Encode(v); err != nil {
-		return err
+		return 0, err
 	}
 	dir := filepath.Dir(path)
 	f, err := s.fs.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	tmp := f.Name()
 	if _, err := f.Write(buf.Bytes()); err != nil {
 		f.Close()
 		s.fs.Remove(tmp)
-		return err
+		return 0, err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
 		s.fs.Remove(tmp)
-		return err
+		return 0, err
 	}
 	if err := f.Close(); err != nil {
 		s.fs.Remove(tmp)
-		return err
+		return 0, err
 	}
 	if err := s.fs.Rename(tmp, path); err != nil {
 		s.fs.Remove(tmp)
-		return err
+		return 0, err
 	}
 	if err := s.fs.SyncDir(dir); err != nil {
-		return fmt.Errorf("written but not synced: %w", err)
+		return 0, fmt.Errorf("written but not synced: %w", err)
 	}
-	return nil
+	return buf.Len(), nil
 }
 
 // Probe implements run.Prober: it writes, fsyncs and removes a temp file in

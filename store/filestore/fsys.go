@@ -17,13 +17,17 @@ type fileSystem interface {
 	Lstat(path string) (fs.FileInfo, error)
 	// CreateTemp makes a new file in dir, as os.CreateTemp.
 	CreateTemp(dir, pattern string) (tempFile, error)
+	// OpenAppend opens path for appending, creating it (mode 0o600) if
+	// it does not exist.
+	OpenAppend(path string) (tempFile, error)
 	Rename(from, to string) error
 	Remove(path string) error
 	// SyncDir fsyncs a directory, making renames and removals in it durable.
 	SyncDir(dir string) error
 }
 
-// tempFile is the file a save writes before renaming it into place.
+// tempFile is the file a save writes before renaming it into place, or a
+// run's log of changes that a save appends to.
 type tempFile interface {
 	Name() string
 	Write(b []byte) (int, error)
@@ -43,6 +47,14 @@ func (osFS) Remove(path string) error                     { return os.Remove(pat
 
 func (osFS) CreateTemp(dir, pattern string) (tempFile, error) {
 	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (osFS) OpenAppend(path string) (tempFile, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}

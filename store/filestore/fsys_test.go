@@ -26,9 +26,18 @@ type recFS struct {
 	fail string
 	// written holds what was written to each temp file.
 	written map[string][]byte
+	// crashIn, when set, counts the steps left before a crash: the step
+	// that reaches 0 fails (a write writes half its bytes first) and so
+	// does every later one, as if the process had died there.
+	crashIn int
+	crashed bool
 }
 
-var errInjected = errors.New("injected failure")
+var (
+	errInjected = errors.New("injected failure")
+	errCrashing = errors.New("crashed at this step")
+	errCrashed  = errors.New("crashed before this step")
+)
 
 func newRecFS(root string) *recFS {
 	return &recFS{root: root, temp: map[string]string{}, written: map[string][]byte{}}
@@ -43,6 +52,15 @@ func (r *recFS) step(op string, paths ...string) error {
 		line += " " + r.rel(p)
 	}
 	r.ops = append(r.ops, line)
+	if r.crashed {
+		return errCrashed
+	}
+	if r.crashIn > 0 {
+		if r.crashIn--; r.crashIn == 0 {
+			r.crashed = true
+			return fmt.Errorf("%s: %w", op, errCrashing)
+		}
+	}
 	if r.fail == op {
 		r.fail = ""
 		return fmt.Errorf("%s: %w", op, errInjected)
@@ -114,6 +132,17 @@ func (r *recFS) CreateTemp(dir, pattern string) (tempFile, error) {
 	return &recFile{r: r, f: f}, nil
 }
 
+func (r *recFS) OpenAppend(path string) (tempFile, error) {
+	if err := r.step("open-append", path); err != nil {
+		return nil, err
+	}
+	f, err := osFS{}.OpenAppend(path)
+	if err != nil {
+		return nil, err
+	}
+	return &recFile{r: r, f: f}, nil
+}
+
 func (r *recFS) Rename(from, to string) error {
 	if err := r.step("rename", from, to); err != nil {
 		return err
@@ -144,6 +173,10 @@ func (f *recFile) Name() string { return f.f.Name() }
 
 func (f *recFile) Write(b []byte) (int, error) {
 	if err := f.r.step("write", f.f.Name()); err != nil {
+		if errors.Is(err, errCrashing) { // torn: part of the bytes reach the file
+			n, _ := f.f.Write(b[:len(b)/2])
+			return n, err
+		}
 		return 0, err
 	}
 	f.r.mu.Lock()
