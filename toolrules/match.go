@@ -36,6 +36,45 @@ func (r Rule) Match(b Behavior, c Call) bool {
 	return m.rule(&r, false)
 }
 
+// Matcher matches rules against one call and splits its shell command
+// once for all of them. Not safe for concurrent use.
+type Matcher struct{ m matcher }
+
+// NewMatcher returns a Matcher for the call.
+func NewMatcher(c Call) *Matcher {
+	m := newMatcher(Deny, c)
+	m.split = map[string]splitResult{}
+	return &Matcher{m: *m}
+}
+
+// Match is r.Match(b, call).
+func (m *Matcher) Match(r *Rule, b Behavior) bool {
+	return m.m.as(b).rule(r, false)
+}
+
+// MatchArgument matches the rule's specifier against the primary argument
+// of the call's own tool, whatever tool the rule names: Tool(x) read as if
+// Tool were the call's tool, with no family (an Edit specifier does not
+// cover Write here). known is false, and matched too, when the table has
+// no entry for the call's tool. A rule without a specifier matches.
+func (m *Matcher) MatchArgument(r *Rule, b Behavior) (matched, known bool) {
+	t, ok := m.m.tools[m.m.c.Tool]
+	if !ok {
+		return false, false
+	}
+	if !r.HasSpecifier {
+		return true, true
+	}
+	v := view{arg: t.Arg, kind: t.Kind, known: true, params: t.Params}
+	return m.m.as(b).spec(r, v, false), true
+}
+
+// Decide is p.Decide(call), sharing the split command with the other
+// matches of this Matcher.
+func (m *Matcher) Decide(p *Policy) Decision {
+	return p.decide(&m.m)
+}
+
 // matcher matches rules of one behavior against one call, splitting its
 // shell command once.
 type matcher struct {

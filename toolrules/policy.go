@@ -56,6 +56,11 @@ type Decision struct {
 func (p Policy) Decide(c Call) Decision {
 	base := newMatcher(Deny, c)
 	base.split = map[string]splitResult{} // shared: the command is split once
+	return p.decide(base)
+}
+
+func (p *Policy) decide(base *matcher) Decision {
+	c := base.c
 	for _, b := range []Behavior{Deny, Ask} {
 		rules := p.Deny
 		if b == Ask {
@@ -87,6 +92,20 @@ func (p Policy) Decide(c Call) Decision {
 		}
 	}
 	return Decision{}
+}
+
+// DeniesTool reports whether a deny rule without a specifier (Bash,
+// mcp__server, mcp__server__*, *) covers every call of the tool, so the
+// tool can be withheld from the model. tools is the table (nil: the
+// built-in one).
+func (p *Policy) DeniesTool(tool string, tools Tools) bool {
+	m := newMatcher(Deny, Call{Tool: tool, Tools: tools})
+	for i := range p.Deny {
+		if !p.Deny[i].HasSpecifier && m.rule(&p.Deny[i], true) {
+			return true
+		}
+	}
+	return false
 }
 
 func reason(tool string, b Behavior, r *Rule, target string) string {

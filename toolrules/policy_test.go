@@ -89,3 +89,37 @@ func BenchmarkDecide(b *testing.B) {
 		}
 	}
 }
+
+func TestMatcherDecideIsDecide(t *testing.T) {
+	p, err := ParsePolicy([]string{"Bash(npm *)"}, []string{"Bash(git push *)"}, []string{"Bash(rm *)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"npm test", "npm test && rm x", "git push", "make", "npm 'x"} {
+		if got, want := NewMatcher(bash(cmd)).Decide(&p), p.Decide(bash(cmd)); got.Behavior != want.Behavior || got.Rule.Source != want.Rule.Source {
+			t.Errorf("%q: Matcher.Decide = %q by %q, Decide = %q by %q", cmd, got.Behavior, got.Rule.Source, want.Behavior, want.Rule.Source)
+		}
+	}
+}
+
+func TestDeniesTool(t *testing.T) {
+	p, err := ParsePolicy([]string{"Read"}, []string{"WebFetch"}, []string{"Bash(rm *)", "Edit", "mcp__github", "mcp__db__*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tool, want := range map[string]bool{
+		"Bash":              false, // only some commands
+		"Edit":              true,
+		"Write":             true, // Edit rules cover Write
+		"Read":              false,
+		"WebFetch":          false, // ask, not deny
+		"mcp__github__x":    true,
+		"mcp__db__query":    true,
+		"mcp__dbx__query":   false,
+		"run_shell_command": false,
+	} {
+		if got := p.DeniesTool(tool, nil); got != want {
+			t.Errorf("DeniesTool(%q) = %v, want %v", tool, got, want)
+		}
+	}
+}
