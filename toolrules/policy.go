@@ -59,7 +59,16 @@ func (p Policy) Decide(c Call) Decision {
 	return p.decide(base)
 }
 
+// decide is Decide; a decision that Call.Stop cut short denies.
 func (p *Policy) decide(base *matcher) Decision {
+	d := p.decideRules(base)
+	if base.stopped() {
+		return Decision{Behavior: Deny, Reason: base.c.Tool + " denied: the permission rules could not be checked in time"}
+	}
+	return d
+}
+
+func (p *Policy) decideRules(base *matcher) Decision {
 	c := base.c
 	for _, b := range []Behavior{Deny, Ask} {
 		rules := p.Deny
@@ -68,6 +77,9 @@ func (p *Policy) decide(base *matcher) Decision {
 		}
 		m := base.as(b)
 		for i := range rules {
+			if m.stopped() {
+				return Decision{}
+			}
 			if m.rule(&rules[i], true) {
 				return Decision{Behavior: b, Rule: rules[i], Reason: reason(c.Tool, b, &rules[i], "")}
 			}
@@ -152,6 +164,9 @@ func (m *matcher) writes(rules []Rule) (*Rule, string, bool) {
 		return nil, "", false // the command rules already judged it
 	}
 	for i := range sr.cmds {
+		if m.stopped() {
+			return nil, "", false
+		}
 		for _, w := range sr.cmds[i].Writes {
 			if w.Literal && w.Value == "/dev/null" {
 				continue

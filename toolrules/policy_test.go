@@ -123,3 +123,39 @@ func TestDeniesTool(t *testing.T) {
 		}
 	}
 }
+
+func TestStopFailsClosed(t *testing.T) {
+	p, err := ParsePolicy([]string{"Bash(npm *)"}, nil, []string{"Bash(rm *)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := bash("npm test")
+	c.Stop = func() bool { return true }
+	if d := p.Decide(c); d.Behavior != Deny || !strings.Contains(d.Reason, "in time") {
+		t.Errorf("a stopped decision = %+v, want a deny", d)
+	}
+	npm, rm := p.Allow[0], p.Deny[0]
+	if npm.Match(Allow, c) || !rm.Match(Deny, c) {
+		t.Error("a stopped match does not fail closed")
+	}
+
+	// Stop is asked per rule and per command, and once it trips the
+	// decision ends within a few more looks.
+	var deny []string
+	for i := range 50 {
+		deny = append(deny, "Bash(tool"+strings.Repeat("x", i)+" *)")
+	}
+	p, err = ParsePolicy(nil, nil, deny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	c = bash(strings.Repeat("ls; ", 4000) + "ls")
+	c.Stop = func() bool { calls++; return calls > 1000 }
+	if d := p.Decide(c); d.Behavior != Deny {
+		t.Errorf("a decision stopped halfway = %+v, want a deny", d)
+	}
+	if calls < 1001 || calls > 1010 {
+		t.Errorf("Stop was asked %d times, want 1001 to 1010 (once per rule and command, and no more once it tripped)", calls)
+	}
+}
