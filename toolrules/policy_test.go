@@ -151,6 +151,14 @@ func TestStopFailsClosed(t *testing.T) {
 	}
 	calls := 0
 	c = bash(strings.Repeat("ls; ", 4000) + "ls")
+	c.Stop = func() bool { calls++; return false }
+	if d := p.Decide(c); d.Behavior != "" {
+		t.Fatalf("Decide = %+v, want no decision", d)
+	}
+	if calls < 50*4001 {
+		t.Errorf("Stop was asked %d times, want at least once per deny rule and simple command (%d)", calls, 50*4001)
+	}
+	calls = 0
 	c.Stop = func() bool { calls++; return calls > 1000 }
 	if d := p.Decide(c); d.Behavior != Deny {
 		t.Errorf("a decision stopped halfway = %+v, want a deny", d)
