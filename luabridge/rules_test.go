@@ -246,6 +246,15 @@ func TestRulesDecide(t *testing.T) {
 		t.Errorf("a project given per call: %v, want no decision", out)
 	}
 
+	// an unparsable command is never allowed, even with no deny rule
+	allowNpm := map[string]any{"allow": []any{"Bash(npm *)"}}
+	if out := call(t, m, "decide", allowNpm, "Bash", bashArgs("npm test")); out[0] != "allow" {
+		t.Errorf("npm test: %v, want allow", out)
+	}
+	if out := call(t, m, "decide", allowNpm, "Bash", bashArgs("npm test 'unclosed")); out[0] != nil {
+		t.Errorf("an unparsable command: %v, want no decision", out)
+	}
+
 	// denies_tool: a deny rule without a specifier
 	for name, want := range map[string]bool{"mcp__prod__drop": true, "Bash": false, "Read": false} {
 		if out := call(t, m, "denies_tool", ccBlock, name); out[0] != want {

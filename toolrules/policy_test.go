@@ -55,6 +55,18 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+func TestDecideUnparsableIsNeverAllowed(t *testing.T) {
+	p, err := ParsePolicy([]string{"Bash(npm *)", "Bash(echo *)"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"npm test 'unclosed", "echo $(", "npm test; (", "npm " + strings.Repeat("x ", 40000)} {
+		if d := p.Decide(bash(cmd)); d.Behavior != "" {
+			t.Errorf("%.30q: %+v, want no decision", cmd, d)
+		}
+	}
+}
+
 func TestDecideBareBashAllowsWrites(t *testing.T) {
 	p, err := ParsePolicy([]string{"Bash"}, nil, nil)
 	if err != nil {
