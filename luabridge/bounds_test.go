@@ -133,7 +133,7 @@ func TestBuildersAreBounded(t *testing.T) {
 		{"table.insert far past the end", "", `table.insert({}, 67108863, true)`, []errs.Code{errs.HookFailed}, "out of bounds", 16 << 20, false},
 		{"a write far past the end of a list", "", `local t = {}; t[67108863] = true`, []errs.Code{errs.HookFailed}, "past the end of the list", 16 << 20, false},
 		{"a constructor with a key far past the end", "", `local k = 67108863; local t = {1, 2, [k] = true}`, []errs.Code{errs.HookFailed}, "past the end of the list", 16 << 20, false},
-		{"lists grown by t[#t + 1] and small gaps", "", `local t = {}; for i = 1, 70000 do t[#t + 1] = i end; local u = {[60000] = 1}; u[65000] = 1; t[#t + 2] = 1; print(#t, u[65000])`, nil, "", 0, false},
+		{"lists grown by t[#t + 1] and small gaps", "", `local t = {}; for i = 1, 70000 do t[#t + 1] = i end; local u = {[60000] = 1}; u[65000] = 1; t[#t + 2] = 1; print(#t, u[65000])`, nil, "", 0, true},
 		{"upper, lower and reverse of 16 MiB", "", `local s = string.rep("x", 16777000); for i = 1, 100 do s = s:upper():lower():reverse() end`,
 			[]errs.Code{errs.HookTimeout}, "budget", 0, false},
 		{"unpack feeding string.char", "", `string.char(unpack({}, 1, 100000))`, []errs.Code{errs.HookFailed}, "too many results", 16 << 20, false},
