@@ -76,8 +76,8 @@ func (inst *instance) setupAPI() {
 	funcs := inst.awakenFuncs()
 	m := L.SetFuncs(L.CreateTable(0, len(funcs)+4), funcs)
 	m.RawSetString("null", inst.null)
-	// awaken.json, awaken.log and awaken.regex are made on first use: a
-	// state that never uses one does not carry it.
+	// awaken.json, awaken.log, awaken.regex, awaken.shell and awaken.rules
+	// are made on first use: a state that never uses one does not carry it.
 	libs := L.CreateTable(0, 1)
 	libs.RawSetString("__index", L.NewFunction(inst.openLibrary))
 	m.Metatable = libs
@@ -96,6 +96,10 @@ func (inst *instance) openLibrary(L *lua.LState) int {
 		funcs = inst.logFuncs()
 	case "regex":
 		funcs = inst.regexFuncs()
+	case "shell":
+		funcs = shellFuncs()
+	case "rules":
+		funcs = rulesFuncs()
 	default:
 		L.Push(lua.LNil)
 		return 1

@@ -78,6 +78,13 @@ func fromLua(v lua.LValue, null lua.LValue) (any, error) {
 	return c.run(v)
 }
 
+// fromLuaShared is fromLua for what a plugin's prepare returns: it may
+// hold shared values (compiled awaken.rules), kept as they are.
+func fromLuaShared(v lua.LValue, null lua.LValue) (any, error) {
+	c := converter{null: null, maxEntries: maxEntries, maxBytes: maxBytes, shared: true}
+	return c.run(v)
+}
+
 // fromLuaIn is fromLua for a Go function called from Lua: a long
 // conversion raises the deadline's error once the call's deadline has
 // fired.
@@ -102,6 +109,7 @@ type converter struct {
 	maxEntries int
 	maxBytes   int
 	L          *lua.LState // when set, its deadline is polled (and raises)
+	shared     bool        // shared values are kept (fromLuaShared)
 	nextPoll   int         // entries at which the deadline is polled next
 }
 
@@ -172,6 +180,11 @@ func (c *converter) convert(v lua.LValue, depth int) (any, error) {
 			return (*v.r).Value(), nil
 		case *callView:
 			return map[string]any{"id": v.t.Call.ID, "name": v.t.Call.Name, "args": v.t.Call.Args}, nil
+		case shared:
+			if c.shared {
+				return v, nil
+			}
+			return nil, failf("%s cannot be stored; return it from prepare (ctx.prepared) to compile it once", v)
 		}
 		return nil, failf("a %s cannot be stored; use tables, strings, numbers and booleans", describe(x))
 	}

@@ -105,10 +105,10 @@ func cfgOrEmpty(cfg any) any {
 
 // preparedFrom converts what prepare returned.
 func (inst *instance) preparedFrom(v lua.LValue) (prepared, error) {
-	g, err := fromLua(v, inst.null)
+	g, err := fromLuaShared(v, inst.null)
 	if err != nil {
 		return prepared{}, &errs.Error{Code: errs.HookFailed, Pos: errs.Pos{File: inst.p.file},
-			Msg: fmt.Sprintf("prepare returned what cannot be shared between Lua states (%v); return plain tables, strings, numbers and booleans", err)}
+			Msg: fmt.Sprintf("prepare returned what cannot be shared between Lua states (%v); return plain tables, strings, numbers, booleans and compiled awaken.rules", err)}
 	}
 	return prepared{v: g}, nil
 }

@@ -39,6 +39,10 @@ func TestReadmeReferenceMatchesStubs(t *testing.T) {
 	compare(t, "awaken.json", found("`awaken\\.json\\.(\\w+)\\("), stubNames(stub, `(?m)^function json\.(\w+)\(`))
 	compare(t, "awaken.log", found("`awaken\\.log\\.(\\w+)\\("), stubNames(stub, `(?m)^function log\.(\w+)\(`))
 	compare(t, "awaken.regex", found("`awaken\\.regex\\.(\\w+)\\("), stubNames(stub, `(?m)^function regex\.(\w+)\(`))
+	compare(t, "awaken.shell", found("`awaken\\.shell\\.(\\w+)\\("), stubNames(stub, `(?m)^function shell\.(\w+)\(`))
+	compare(t, "awaken.rules", found("`awaken\\.rules\\.(\\w+)\\("), stubNames(stub, `(?m)^function rules\.(\w+)\(`))
+	compare(t, "policy methods", found("`policy:(\\w+)\\("), stubNames(stub, `(?m)^function Policy:(\w+)\(`))
+	compare(t, "rule methods", found("`rule:(\\w+)\\("), stubNames(stub, `(?m)^function Rule:(\w+)\(`))
 	var fields []string
 	if m := regexp.MustCompile("`awaken\\.plugin\\(spec\\)` \\|[^|\n]*`\\{([^}`]*)\\}`").FindStringSubmatch(ref); m != nil {
 		for _, f := range strings.Split(m[1], ",") {

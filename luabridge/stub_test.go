@@ -44,7 +44,7 @@ func TestStubMatchesAPI(t *testing.T) {
 		return proxy.Metatable.(*lua.LTable).RawGetString("__index").(*lua.LTable)
 	}
 	module := real(inst.awaken)
-	for _, lib := range []string{"json", "log", "regex"} {
+	for _, lib := range []string{"json", "log", "regex", "shell", "rules"} {
 		inst.L.GetField(inst.awaken, lib) // libraries are made on first use
 	}
 	var fns, fields []string
@@ -60,6 +60,10 @@ func TestStubMatchesAPI(t *testing.T) {
 	compare(t, "awaken.json", keys(real(module.RawGetString("json").(*lua.LTable))), stubNames(src, `(?m)^function json\.(\w+)\(`))
 	compare(t, "awaken.log", keys(real(module.RawGetString("log").(*lua.LTable))), stubNames(src, `(?m)^function log\.(\w+)\(`))
 	compare(t, "awaken.regex", keys(real(module.RawGetString("regex").(*lua.LTable))), stubNames(src, `(?m)^function regex\.(\w+)\(`))
+	compare(t, "awaken.shell", keys(real(module.RawGetString("shell").(*lua.LTable))), stubNames(src, `(?m)^function shell\.(\w+)\(`))
+	compare(t, "awaken.rules", keys(real(module.RawGetString("rules").(*lua.LTable))), stubNames(src, `(?m)^function rules\.(\w+)\(`))
+	compare(t, "policy methods", keys(rulesMeta(inst.L, rulesPolicyMetaKey).RawGetString("__index").(*lua.LTable)), stubNames(src, `(?m)^function Policy:(\w+)\(`))
+	compare(t, "rule methods", keys(rulesMeta(inst.L, rulesRuleMetaKey).RawGetString("__index").(*lua.LTable)), stubNames(src, `(?m)^function Rule:(\w+)\(`))
 
 	var methods []string
 	for k := range inst.methods {

@@ -127,6 +127,8 @@ func deepView(L *lua.LState, null lua.LValue, v any, what string) lua.LValue {
 			t.Append(lua.LString(e))
 		}
 		return newView(L, t, what)
+	case shared:
+		return x.toLua(L)
 	}
 	return toLua(L, null, v)
 }

@@ -54,6 +54,11 @@ const (
 	MaxWrappers = 16
 	// MaxCommands is the most commands Split reports for one command line.
 	MaxCommands = 4096
+	// MaxWords is the most words Split reports, summed over its commands:
+	// their argv and their redirection targets. A wrapped command repeats
+	// the words after its wrapper, and every command in a redirected group
+	// carries the group's targets, so the sum can outgrow the input.
+	MaxWords = 1 << 16
 
 	maxTreeDepth = 5000 // syntax tree depth Split walks (&& and | chains nest two levels a command)
 )
@@ -167,7 +172,8 @@ func Split(src string) ([]Command, error) {
 }
 
 type splitter struct {
-	out []Command
+	out   []Command
+	words int // argv words and write targets reported so far
 }
 
 func unparsable(offset int, format string, args ...any) error {
@@ -216,19 +222,24 @@ func (s *splitter) script(src string, depth, owner int) error {
 
 // walker visits one script's syntax tree.
 type walker struct {
-	s      *splitter
-	src    string
-	depth  int
-	owner  int
-	redirs []*syntax.Stmt // the statements with redirections around the current node
-	opened []bool         // for each open node, whether it is on redirs
-	err    error
+	s     *splitter
+	src   string
+	depth int
+	owner int
+	// targets are the output redirection targets of the statements around
+	// the current node, outermost first; marks holds, for each open node
+	// that added some, the length of targets before it did.
+	targets []Word
+	marks   []int
+	opened  []bool // for each open node, whether it is on marks
+	err     error
 }
 
 func (w *walker) visit(n syntax.Node) bool {
 	if n == nil {
 		if w.opened[len(w.opened)-1] {
-			w.redirs = w.redirs[:len(w.redirs)-1]
+			w.targets = w.targets[:w.marks[len(w.marks)-1]]
+			w.marks = w.marks[:len(w.marks)-1]
 		}
 		w.opened = w.opened[:len(w.opened)-1]
 		return true
@@ -244,7 +255,8 @@ func (w *walker) visit(n syntax.Node) bool {
 	redirected := ok && len(st.Redirs) > 0
 	w.opened = append(w.opened, redirected)
 	if redirected {
-		w.redirs = append(w.redirs, st)
+		w.marks = append(w.marks, len(w.targets))
+		w.targets = w.outputs(st, w.targets)
 	}
 	if !ok {
 		return true
@@ -285,31 +297,46 @@ func span(st *syntax.Stmt, start, end syntax.Pos) (syntax.Pos, syntax.Pos) {
 	return start, end
 }
 
-// writes returns the output redirection targets of the statement and of
-// every statement around it.
-func (w *walker) writes() []Word {
-	var out []Word
-	for _, st := range w.redirs {
-		for _, r := range st.Redirs {
-			if r.Word == nil {
-				continue
-			}
-			switch r.Op {
-			case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrClob, syntax.AppClob,
-				syntax.RdrAll, syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob:
-			case syntax.DplOut:
-				// >&2 and >&- duplicate or close a descriptor; >&file writes.
-				if v, lit := w.word(r.Word); lit.Literal && (v == "-" || isDigits(v)) {
-					continue
-				}
-			default:
-				continue
-			}
-			_, wd := w.word(r.Word)
-			out = append(out, wd)
+// outputs appends the targets of the statement's output redirections to
+// out.
+func (w *walker) outputs(st *syntax.Stmt, out []Word) []Word {
+	for _, r := range st.Redirs {
+		if r.Word == nil {
+			continue
 		}
+		switch r.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrInOut, syntax.RdrClob, syntax.AppClob,
+			syntax.RdrAll, syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob:
+		case syntax.DplOut:
+			// >&2 and >&- duplicate or close a descriptor; >&file writes.
+			if v, lit := w.word(r.Word); lit.Literal && (v == "-" || isDigits(v)) {
+				continue
+			}
+		default:
+			continue
+		}
+		_, wd := w.word(r.Word)
+		out = append(out, wd)
 	}
 	return out
+}
+
+// writes returns the output redirection targets of the current statement
+// and of every statement around it. Past MaxWords it fails the walk
+// instead of copying them.
+func (w *walker) writes() []Word {
+	if len(w.targets) == 0 {
+		return nil
+	}
+	if w.s.words+len(w.targets) > MaxWords {
+		w.err = tooManyWords()
+		return nil
+	}
+	return append([]Word(nil), w.targets...)
+}
+
+func tooManyWords() error {
+	return unparsable(-1, "more than %d words and redirection targets in all (wrappers and redirected groups repeat them); the command cannot be checked", MaxWords)
 }
 
 func (w *walker) call(st *syntax.Stmt, c *syntax.CallExpr) {
@@ -411,6 +438,11 @@ func (w *walker) add(words []iword, text string, end int, env []string, writes [
 		w.err = unparsable(-1, "more than %d commands; the command cannot be checked", MaxCommands)
 		return -1
 	}
+	if w.s.words+len(words)+len(writes) > MaxWords {
+		w.err = tooManyWords()
+		return -1
+	}
+	w.s.words += len(words) + len(writes)
 	c := Command{Text: text, Env: env, Writes: writes, Parent: parent, Via: via}
 	c.Argv = make([]string, len(words))
 	c.Words = make([]Word, len(words))

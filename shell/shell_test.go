@@ -197,6 +197,19 @@ func TestSplitEnvAndWrites(t *testing.T) {
 	if cat := cs[3]; len(cat.Writes) != 1 || cat.Writes[0].Value != "clob" {
 		t.Errorf("cat writes = %+v", cat.Writes)
 	}
+	cs, err = Split("{ { a; } > in; b > own; c; } > out < r; d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"out,in", "out,own", "out", ""} {
+		var got []string
+		for _, x := range cs[i].Writes {
+			got = append(got, x.Value)
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("%s writes %q, want %q: a group's targets apply inside it only", cs[i].Argv[0], got, want)
+		}
+	}
 	cs, _ = Split("echo > $OUT")
 	if len(cs[0].Writes) != 1 || cs[0].Writes[0].Literal || cs[0].Writes[0].Source != "$OUT" {
 		t.Errorf("a dynamic target is kept as written: %+v", cs[0].Writes)
@@ -254,6 +267,11 @@ func TestSplitErrors(t *testing.T) {
 		{"scripts", bashC, "scripts nested more than 8"},
 		{"commands", strings.Repeat("a;", MaxCommands+1), "more than 4096 commands"},
 		{"wrappers", strings.Repeat("nice ", MaxWrappers+1) + "rm x", "more than 16 wrappers"},
+		// each command of a redirected group carries the group's targets,
+		// and each wrapped command the words after its wrapper: the sum
+		// is bounded, not the product
+		{"redirected group", "{ " + strings.Repeat("a;", 1000) + " } " + strings.Repeat(">x ", 1000), "more than 65536 words"},
+		{"wrapped words", strings.Repeat("nice ", MaxWrappers-1) + strings.Repeat("x ", 5000), "more than 65536 words"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -14,6 +15,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/command"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/engine/state"
 	"github.com/awaken-lua/awaken-lua/luabridge"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
@@ -230,5 +232,58 @@ func (h *hookProfile) print(b *testing.B) {
 	sort.Slice(keys, func(i, j int) bool { return h.times[keys[i]] > h.times[keys[j]] })
 	for _, k := range keys {
 		b.Logf("%-50s %8.1f us/step", k, float64(h.times[k].Microseconds())/float64(h.steps))
+	}
+}
+
+// BenchmarkPermissionGate is one gate decision of the permission plugin on
+// a Bash call as Claude Code sends it ({command, description}): with the
+// README's rules, and with a pasted Claude Code permissions block (the
+// command split once, in Go, and the call's arguments never converted to
+// Lua).
+func BenchmarkPermissionGate(b *testing.B) {
+	pasted := map[string]any{
+		"allow": []any{"Bash(npm run test:*)", "Bash(npm run lint)", "Bash(git diff *)", "Bash(git status)", "Read", "Edit(src/**)", "WebFetch(domain:docs.example.com)"},
+		"ask":   []any{"Bash(git push *)", "Bash(npm publish *)"},
+		"deny":  []any{"Bash(rm *)", "Bash(curl *)", "Read(./.env)", "Read(./secrets/**)", "mcp__prod"},
+	}
+	for _, c := range []struct {
+		name   string
+		config map[string]any
+	}{
+		{"rules", allSix["permission"].(map[string]any)},
+		{"claude_code", map[string]any{"default": "ask", "claude_code": pasted, "project_dir": "/home/dev/shop"}},
+	} {
+		for _, cmd := range []string{"npm run test -- --watch=false", "npm run build && rm -rf dist"} {
+			b.Run(c.name+"/"+strings.Fields(cmd)[2], func(b *testing.B) {
+				l := &luabridge.Loader{Stdlib: luabridge.Source{FS: stdlib.FS, Name: "stdlib"}, Enable: []string{"permission"}}
+				l.Limits.HookTimeout = 10 * time.Second
+				g, err := l.Load(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer g.Close()
+				configs, err := g.Set.Configure(map[string]any{"permission": c.config})
+				if err != nil {
+					b.Fatal(err)
+				}
+				st, _ := state.NewStore(g.Set.Registry(), nil)
+				x, err := engine.New(g.Set).Exec(engine.ExecConfig{Store: st, Configs: configs})
+				if err != nil {
+					b.Fatal(err)
+				}
+				in := plugin.Input{Configs: configs, Tool: &plugin.ToolInfo{Call: model.ToolCall{ID: "c1", Name: "Bash",
+					Args: map[string]any{"command": cmd, "description": "runs it"}}}}
+				ctx := context.Background()
+				if _, err := x.Gate(ctx, in); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := x.Gate(ctx, in); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

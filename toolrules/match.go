@@ -24,6 +24,11 @@ type Call struct {
 	ProjectDir, HomeDir string
 	// Tools says how rules see each tool; nil means the built-in table.
 	Tools Tools
+	// Stop, when set, is asked between rules and between the simple
+	// commands of a shell command: once it reports true, matching fails
+	// closed and ends soon (a rule matches as a deny or ask rule, never as
+	// an allow rule, and Decide denies). Hosts set it to their deadline.
+	Stop func() bool
 }
 
 // Match reports whether the rule, sitting in the b list, matches the call.
@@ -32,8 +37,56 @@ type Call struct {
 // a command that writes to a file (other than /dev/null) through a
 // redirection, which only Policy can clear against Edit rules.
 func (r Rule) Match(b Behavior, c Call) bool {
-	m := newMatcher(b, c)
-	return m.rule(&r, false)
+	return NewMatcher(c).Match(&r, b)
+}
+
+// Matcher matches rules against one call and splits its shell command
+// once for all of them. Not safe for concurrent use.
+type Matcher struct{ m matcher }
+
+// NewMatcher returns a Matcher for the call.
+func NewMatcher(c Call) *Matcher {
+	m := newMatcher(Deny, c)
+	m.split = map[string]splitResult{}
+	return &Matcher{m: *m}
+}
+
+// Match is r.Match(b, call).
+func (m *Matcher) Match(r *Rule, b Behavior) bool {
+	mb := m.m.as(b)
+	ok := mb.rule(r, false)
+	if mb.stopped() {
+		return b != Allow
+	}
+	return ok
+}
+
+// MatchArgument matches the rule's specifier against the primary argument
+// of the call's own tool, whatever tool the rule names: Tool(x) read as if
+// Tool were the call's tool, with no family (an Edit specifier does not
+// cover Write here). known is false, and matched too, when the table has
+// no entry for the call's tool. A rule without a specifier matches.
+func (m *Matcher) MatchArgument(r *Rule, b Behavior) (matched, known bool) {
+	t, ok := m.m.tools[m.m.c.Tool]
+	if !ok {
+		return false, false
+	}
+	if !r.HasSpecifier {
+		return true, true
+	}
+	v := view{arg: t.Arg, kind: t.Kind, known: true, params: t.Params}
+	mb := m.m.as(b)
+	ok = mb.spec(r, v, false)
+	if mb.stopped() {
+		return b != Allow, true
+	}
+	return ok, true
+}
+
+// Decide is p.Decide(call), sharing the split command with the other
+// matches of this Matcher.
+func (m *Matcher) Decide(p *Policy) Decision {
+	return p.decide(&m.m)
 }
 
 // matcher matches rules of one behavior against one call, splitting its
@@ -80,6 +133,9 @@ func newMatcher(b Behavior, c Call) *matcher {
 	}
 	return &matcher{b: b, c: c, tools: tools}
 }
+
+// stopped reports whether the call's Stop asks to end now.
+func (m *matcher) stopped() bool { return m.c.Stop != nil && m.c.Stop() }
 
 // as returns a matcher for another behavior that shares the split cache.
 func (m *matcher) as(b Behavior) *matcher {
@@ -287,14 +343,14 @@ func (m *matcher) command(r *Rule, s string, writes bool) bool {
 	}
 	if m.b != Allow {
 		for i := range sr.cmds {
-			if denies(r.cmd, &sr.cmds[i], &sr.forms[i]) {
+			if m.stopped() || denies(r.cmd, &sr.cmds[i], &sr.forms[i]) {
 				return true
 			}
 		}
 		return false
 	}
 	return allowed(sr.cmds, func(i int) bool {
-		return (writes || onlyNull(sr.cmds[i].Writes)) && allows(r.cmd, &sr.cmds[i], &sr.forms[i])
+		return !m.stopped() && (writes || onlyNull(sr.cmds[i].Writes)) && allows(r.cmd, &sr.cmds[i], &sr.forms[i])
 	})
 }
 

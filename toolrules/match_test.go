@@ -305,3 +305,52 @@ func TestToolsExtend(t *testing.T) {
 		t.Error("the built-in table was changed through a copy")
 	}
 }
+
+func TestMatchArgument(t *testing.T) {
+	tests := []struct {
+		spec         string
+		b            Behavior
+		call         Call
+		match, known bool
+	}{
+		// the rule's own name does not matter: X(x) is read as the call's
+		// tool's rule
+		{"X(rm *)", Deny, bash("echo ok && rm -rf /"), true, true},
+		{"X(rm *)", Allow, bash("rm -rf /"), true, true},
+		{"X(npm *)", Allow, bash("npm test && rm -rf /"), false, true},
+		{"X(npm *)", Deny, bash("npm test 'x"), true, true}, // unparsable
+		{"X(npm *)", Allow, bash("npm test 'x"), false, true},
+		{"X(npm *)", Allow, bash("npm test > out.txt"), false, true}, // a write needs an Edit rule
+		{"X(./.env)", Deny, file("Read", project+"/.env"), true, true},
+		{"X(./.env)", Deny, file("Read", project+"/a.txt"), false, true},
+		{"X(src/**)", Allow, file("Write", project+"/src/a.go"), true, true},
+		{"X(domain:example.com)", Deny, call("WebFetch", map[string]any{"url": "https://example.com/x"}), true, true},
+		{"X(*.go)", Deny, call("Glob", map[string]any{"pattern": "*.go"}), true, true},
+		{"X(model:opus)", Deny, call("Agent", map[string]any{"subagent_type": "x", "model": "opus"}), true, true},
+		// no family: an Edit call is matched on its own argument only
+		{"X", Allow, call("Bash", nil), true, true},
+		{"X(rm *)", Deny, call("mcp__x__y", map[string]any{"command": "rm x"}), false, false},
+	}
+	for _, tc := range tests {
+		r, err := ParseRule(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := NewMatcher(tc.call)
+		if match, known := m.MatchArgument(&r, tc.b); match != tc.match || known != tc.known {
+			t.Errorf("%s %q on %s %v: got %v, %v; want %v, %v", tc.b, tc.spec, tc.call.Tool, tc.call.Input, match, known, tc.match, tc.known)
+		}
+	}
+}
+
+func TestMatcherSharesTheSplit(t *testing.T) {
+	rm, _ := ParseRule("Bash(rm *)")
+	npm, _ := ParseRule("Bash(npm *)")
+	m := NewMatcher(bash("npm test && rm -rf /"))
+	if !m.Match(&rm, Deny) || m.Match(&npm, Allow) || !m.Match(&npm, Deny) {
+		t.Error("a Matcher's matches differ from Rule.Match")
+	}
+	if len(m.m.split) != 1 {
+		t.Errorf("the command was split into %d cache entries, want 1", len(m.m.split))
+	}
+}

@@ -56,6 +56,20 @@ type Decision struct {
 func (p Policy) Decide(c Call) Decision {
 	base := newMatcher(Deny, c)
 	base.split = map[string]splitResult{} // shared: the command is split once
+	return p.decide(base)
+}
+
+// decide is Decide; a decision that Call.Stop cut short denies.
+func (p *Policy) decide(base *matcher) Decision {
+	d := p.decideRules(base)
+	if base.stopped() {
+		return Decision{Behavior: Deny, Reason: base.c.Tool + " denied: the permission rules could not be checked in time"}
+	}
+	return d
+}
+
+func (p *Policy) decideRules(base *matcher) Decision {
+	c := base.c
 	for _, b := range []Behavior{Deny, Ask} {
 		rules := p.Deny
 		if b == Ask {
@@ -63,6 +77,9 @@ func (p Policy) Decide(c Call) Decision {
 		}
 		m := base.as(b)
 		for i := range rules {
+			if m.stopped() {
+				return Decision{}
+			}
 			if m.rule(&rules[i], true) {
 				return Decision{Behavior: b, Rule: rules[i], Reason: reason(c.Tool, b, &rules[i], "")}
 			}
@@ -87,6 +104,20 @@ func (p Policy) Decide(c Call) Decision {
 		}
 	}
 	return Decision{}
+}
+
+// DeniesTool reports whether a deny rule without a specifier (Bash,
+// mcp__server, mcp__server__*, *) covers every call of the tool, so the
+// tool can be withheld from the model. tools is the table (nil: the
+// built-in one).
+func (p *Policy) DeniesTool(tool string, tools Tools) bool {
+	m := newMatcher(Deny, Call{Tool: tool, Tools: tools})
+	for i := range p.Deny {
+		if !p.Deny[i].HasSpecifier && m.rule(&p.Deny[i], true) {
+			return true
+		}
+	}
+	return false
 }
 
 func reason(tool string, b Behavior, r *Rule, target string) string {
@@ -133,6 +164,9 @@ func (m *matcher) writes(rules []Rule) (*Rule, string, bool) {
 		return nil, "", false // the command rules already judged it
 	}
 	for i := range sr.cmds {
+		if m.stopped() {
+			return nil, "", false
+		}
 		for _, w := range sr.cmds[i].Writes {
 			if w.Literal && w.Value == "/dev/null" {
 				continue

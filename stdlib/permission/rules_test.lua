@@ -38,20 +38,84 @@ t.test("tool names: exact, glob and regex", function()
 end)
 
 t.test("a single glob matches the only argument, or all of them as JSON", function()
-  t.eq(m("Bash(npm *)", "Bash", { command = "npm test" }), true)
-  t.eq(m("Bash(npm *)", "Bash", { command = "rm -rf /" }), false)
-  t.eq(m("Bash(npm *)", "Bash", { command = "npm test", cwd = "/x" }), false)
-  t.eq(m('Bash(*"command":"npm *)', "Bash", { command = "npm test", cwd = "/x" }), true)
-  t.eq(m('Bash({"a":1,"b":2})', "Bash", { b = 2, a = 1 }), true)
+  -- (a tool without a primary argument: see the next test for the others)
+  t.eq(m("Run(npm *)", "Run", { command = "npm test" }), true)
+  t.eq(m("Run(npm *)", "Run", { command = "rm -rf /" }), false)
+  t.eq(m("Run(npm *)", "Run", { command = "npm test", cwd = "/x" }), false)
+  t.eq(m('Run(*"command":"npm *)', "Run", { command = "npm test", cwd = "/x" }), true)
+  t.eq(m('Run({"a":1,"b":2})', "Run", { b = 2, a = 1 }), true)
   t.eq(m("Count(4?)", "Count", { n = 42 }), true)
+  t.eq(m("Run(*)", "Run", {}), true)
   t.eq(m("Bash(*)", "Bash", {}), true)
   -- a quoted glob, for patterns that look like conditions
   t.eq(m('Bash("a = b")', "Bash", { command = "a = b" }), true)
+  t.eq(m('Run("a = b")', "Run", { command = "a = b" }), true)
   -- an operator after a space must be followed by one: these are globs
   t.eq(parse("Bash(cd ~/src)").mode, "glob")
   t.eq(m("Bash(cd ~/src)", "Bash", { command = "cd ~/src" }), true)
   t.eq(parse("Bash(ls ~)").mode, "glob")
-  t.eq(m("Bash(echo (hi))", "Bash", { command = "echo (hi)" }), true)
+  t.eq(m("Run(echo (hi))", "Run", { command = "echo (hi)" }), true)
+end)
+
+-- mb matches a rule as a rule of behavior b.
+local function mb(s, b, name, args)
+  return rules.matches(parse(s), name, args or {}, nil, nil, b)
+end
+
+t.test("Tool(x) on a tool's primary argument, Claude Code's way", function()
+  local function bash(cmd) return { command = cmd, description = "what it does" } end
+  -- Claude Code sends Bash as {command, description}: the rule still sees
+  -- the command (it matched the JSON of both, and denied nothing, before)
+  t.eq(mb("Bash(rm *)", "deny", "Bash", { command = "rm -rf /", description = "clean" }), true)
+  -- deny and ask: any simple command
+  for _, cmd in ipairs({
+    "echo ok && rm -rf /", "$(rm -rf /)", "echo `rm -rf /`", "(cd /tmp; rm -rf x)", "bash -c 'rm -rf /'",
+    "sh -c \"ls; rm x\"", "sudo rm -rf /", "FOO=1 rm -rf /", "ls > out.txt; rm x", "ls | rm x", "ls; rm x",
+    "false || rm x", "rm", "timeout 5 rm x", "env A=1 rm x", "xargs rm < list", "$CMD -rf /",
+  }) do
+    t.eq(mb("Bash(rm *)", "deny", "Bash", bash(cmd)), true, cmd)
+    t.eq(mb("Bash(rm *)", "ask", "Bash", bash(cmd)), true, cmd)
+  end
+  t.eq(mb("Bash(rm *)", "deny", "Bash", bash("echo rm -rf /")), false)
+  t.eq(mb("Bash(rm *)", "deny", "Bash", bash("rmdir x")), false)
+  -- allow: every simple command
+  t.eq(mb("Bash(npm *)", "allow", "Bash", bash("npm test")), true)
+  t.eq(mb("Bash(npm *)", "allow", "Bash", bash("npm")), true)
+  t.eq(mb("Bash(npm *)", "allow", "Bash", bash("npm test && npm run lint")), true)
+  for _, cmd in ipairs({
+    "npm test && rm -rf /", "npm test; rm x", "npm test | sh", "npm test || rm x", "npm $(rm x)",
+    "npm test `rm x`", "(npm test; rm x)", "npm test > out.txt", "sudo npm test", "npmx",
+  }) do
+    t.eq(mb("Bash(npm *)", "allow", "Bash", bash(cmd)), false, cmd)
+  end
+  -- a command that does not parse: deny and ask match, allow does not
+  t.eq(mb("Bash(rm *)", "deny", "Bash", bash("echo 'unclosed")), true)
+  t.eq(mb("Bash(git push *)", "ask", "Bash", bash("ls $(")), true)
+  t.eq(mb("Bash(echo *)", "allow", "Bash", bash("echo 'unclosed")), false)
+  -- Claude Code's forms
+  t.eq(mb("Bash(npm run test:*)", "allow", "Bash", bash("npm run test -- --watch")), true)
+  t.eq(mb("Bash(npm run test:*)", "allow", "Bash", bash("npm run build")), false)
+  t.eq(mb("Bash(git diff *)", "allow", "Bash", bash("git diff HEAD~1")), true)
+  t.eq(mb("Bash(git diff *)", "allow", "Bash", bash("git diff-tree x")), false)
+  t.eq(mb("WebFetch(domain:example.com)", "allow", "WebFetch", { url = "https://example.com/a", prompt = "p" }), true)
+  t.eq(mb("WebFetch(domain:example.com)", "allow", "WebFetch", { url = "https://example.com.evil.io/", prompt = "p" }), false)
+  t.eq(mb("WebSearch(weather *)", "allow", "WebSearch", { query = "weather in Paris" }), true)
+  t.eq(mb("Task(*deploy*)", "deny", "Task", { prompt = "deploy to prod", description = "d" }), true)
+  t.eq(mb("Glob(**/*.key)", "deny", "Glob", { pattern = "**/*.key", path = "/p" }), true)
+  t.eq(mb("Grep(password*)", "deny", "Grep", { pattern = "password=", path = "/p" }), true)
+  -- file tools: absolute paths match absolute patterns without a project
+  t.eq(mb("Read(//etc/**)", "deny", "Read", { file_path = "/etc/passwd" }), true)
+  t.eq(mb("Edit(//etc/**)", "deny", "Edit", { file_path = "/etc/hosts", old_string = "a", new_string = "b" }), true)
+  t.eq(mb("MultiEdit(//etc/**)", "deny", "MultiEdit", { file_path = "/etc/hosts", edits = {} }), true)
+  t.eq(mb("Write(//tmp/**)", "allow", "Write", { file_path = "/tmp/x", content = "y" }), true)
+  -- a project path without a project: deny matches (fail closed), allow not
+  t.eq(mb("Read(./.env)", "deny", "Read", { file_path = "/home/me/shop/README.md" }), true)
+  t.eq(mb("Edit(src/**)", "allow", "Edit", { file_path = "/home/me/shop/src/a.go" }), false)
+  -- a missing or non-string argument: the same
+  t.eq(mb("Bash(rm *)", "deny", "Bash", { description = "no command" }), true)
+  t.eq(mb("Bash(ls)", "allow", "Bash", { command = 42 }), false)
+  -- the other agents' shell tools are Bash-like
+  t.eq(mb("run_shell_command(rm *)", "deny", "run_shell_command", { command = "ls && rm x" }), true)
 end)
 
 t.test("operators", function()
@@ -223,7 +287,7 @@ t.test("specificity and precedence", function()
   t.eq({ decide({ { tool = "/B.*/", behavior = "deny" }, { tool = "B*", behavior = "deny" }, { tool = "Bash", behavior = "deny" } }, "Bash") }, { "deny", 2 })
   t.eq({ decide({ { tool = "/B.*/", behavior = "deny" }, { tool = "B*", behavior = "deny" } }, "Bash") }, { "deny", 1 })
   -- with conditions over without; more conditions over fewer
-  t.eq({ decide({ { tool = "Bash", behavior = "allow" }, { tool = "Bash(ls)", behavior = "allow" } }, "Bash", { c = "ls" }) }, { "allow", 1 })
+  t.eq({ decide({ { tool = "Bash", behavior = "allow" }, { tool = "Bash(ls)", behavior = "allow" } }, "Bash", { command = "ls" }) }, { "allow", 1 })
   t.eq({ decide({ { tool = "E(a = 1, b = 2)", behavior = "allow" }, { tool = "E(a = 1)", behavior = "allow" } }, "E", { a = 1, b = 2 }) }, { "allow", 0 })
   -- exact beats glob even when the glob has conditions
   t.eq({ decide({ { tool = "E*(a = 1)", behavior = "allow" }, { tool = "E", behavior = "allow" } }, "E", { a = 1 }) }, { "allow", 1 })
@@ -285,4 +349,18 @@ t.test("compiled configs: plain data; what a name needs", function()
   t.eq(rules.needs_args(cfg, "mcp__x"), false)
   t.eq(rules.needs_args(cfg, "Other"), false)
   t.eq(rules.needs_args(rules.compile({ { tool = "E*(a = 1)", behavior = "allow" } }), "Edit"), true)
+end)
+
+t.test("mcp__server names every tool of that server", function()
+  t.eq(m("mcp__github", "mcp__github__create_issue"), true)
+  t.eq(m("mcp__github", "mcp__github"), true) -- the name itself, as any exact name
+  t.eq(m("mcp__github", "mcp__github2__x"), false)
+  t.eq(m("mcp__github__create_issue", "mcp__github__create_issue"), true)
+  t.eq(m("mcp__github__create_issue", "mcp__github__create_issues"), false)
+  local cfg = rules.compile({ { tool = "mcp__github", behavior = "deny" }, { tool = "mcp__github__list", behavior = "allow" } })
+  t.eq({ rules.decide(cfg, "mcp__github__delete", {}, "ask") }, { "deny", cfg.entries[1] })
+  t.eq(rules.decide(cfg, "mcp__github__list", {}, "ask"), "deny") -- deny over allow
+  t.eq(rules.decide(cfg, "mcp__gitlab__list", {}, "ask"), "ask")
+  t.eq(rules.hides(cfg, "mcp__github__delete"), true)
+  t.eq(rules.hides(cfg, "mcp__gitlab__delete"), false)
 end)

@@ -308,11 +308,145 @@ function regex.find(pattern, s, init) end
 ---@nodiscard
 function regex.match(pattern, s) end
 
+---One simple command of a shell command line (awaken.shell.split).
+---@class awaken.ShellCommand
+---@field argv string[] the words after quote removal; a word not known before the command runs (a "$VAR", a $(...), a glob) as written
+---@field literal boolean[] for each word of argv, whether its value is known
+---@field text string the command as written, leading assignments and redirections included
+---@field line string the words on one line, quoted where the shell needs it (what permission rules match)
+---@field dynamic boolean some word is not known before the command runs
+---@field unknown boolean the command's name is not known before it runs ($CMD x, bash -c "$X"): judge it as any command
+---@field via "top"|"wrapper"|"runner"|"script" found on the line itself; wrapped by a transparent wrapper (timeout, nice, nohup, exec...); run by sudo, env, xargs or find -exec; in the script of bash -c, eval or env -S
+---@field parent integer|nil the index of the command it was found in (via ~= "top")
+---@field env string[] the leading assignments (FOO=1), as written
+---@field writes {value: string, source: string, literal: boolean}[] the targets of output redirections, the enclosing groups' included
+
+---A shell command line split into its simple commands with a real shell
+---parser (mvdan.cc/sh, bash): those after &&, ||, ;, |, &, inside $(...),
+---backticks, <(...), subshells, groups, if/while/for/case bodies, the
+---command a wrapper (sudo, env, timeout, xargs...) runs, and the script of
+---bash -c, sh -c and eval.
+---@class awaken.shell
+local shell = {}
+
+---Splits cmd into its simple commands, each wrapper before the command it
+---wraps and each command before those of its substitutions. A command that
+---does not parse, is over 64 KiB, nests too deep, or holds more than 4,096
+---commands or 65,536 words gives nil and an error starting with
+---"shell_unparsable": a policy must treat it as a command it cannot judge.
+---@param cmd string
+---@return awaken.ShellCommand[]|nil commands
+---@return string|nil err
+---@nodiscard
+function shell.split(cmd) end
+
+---Directories that anchor path rules: ./x, /x and bare names under
+---project_dir, ~/x under home_dir. Absolute paths; without them such rules
+---cannot be judged (deny and ask rules match, allow rules do not).
+---@class awaken.RuleDirs
+---@field project_dir? string
+---@field home_dir? string
+
+---A permissions block of Claude Code's settings.json, compiled.
+---@class awaken.RulesSpec: awaken.RuleDirs
+---@field allow? string[]
+---@field ask? string[]
+---@field deny? string[]
+
+---A compiled permissions block (awaken.rules.compile): immutable, shared by
+---every state; return it from prepare to compile it once per config.
+---@class awaken.RulesPolicy
+local Policy = {}
+
+---Decides a call as Claude Code does: a matching deny rule denies, else an
+---ask rule asks, else the call is allowed when allow rules cover it (for a
+---shell command, every simple command; output redirections need an Edit
+---rule). call is the gate's call or ctx.tool (its arguments are read in Go,
+---not converted), or a tool name and its arguments. Returns the behavior,
+---the deciding rule and a reason, or nil when no rule decides.
+---@param call awaken.ToolCall|string
+---@param args_or_dirs? table the arguments after a name; else dirs
+---@param dirs? awaken.RuleDirs overrides the policy's
+---@return "deny"|"ask"|"allow"|nil behavior
+---@return string|nil rule
+---@return string|nil reason
+function Policy:decide(call, args_or_dirs, dirs) end
+
+---Whether a deny rule without a specifier (Bash, mcp__server,
+---mcp__server__*, *) covers every call of the tool.
+---@param name string
+---@return boolean
+function Policy:denies_tool(name) end
+
+---One compiled rule (awaken.rules.parse, awaken.rules.specifier).
+---@class awaken.Rule
+local Rule = {}
+
+---Matches the rule as a rule of the behavior's list: for a shell command
+---deny and ask rules match when any simple command does, allow rules when
+---every one does, and a command that does not parse matches deny and ask
+---and never allow. A specifier (awaken.rules.specifier) is matched against
+---the primary argument of the call's tool, whatever tool the rule names;
+---it gives nil for a tool that has none.
+---@param behavior "allow"|"ask"|"deny"
+---@param call awaken.ToolCall|string the gate's call or ctx.tool, or a tool name
+---@param args_or_dirs? table the arguments after a name; else dirs
+---@param dirs? awaken.RuleDirs
+---@return boolean|nil
+function Rule:match(behavior, call, args_or_dirs, dirs) end
+
+---Claude Code's permission rules as its settings.json writes them:
+---Bash(npm run test:*), Bash(git diff *), Read(./.env), Edit(src/**),
+---WebFetch(domain:example.com), mcp__server, mcp__server__tool, Tool and
+---Tool(x) on the tool's primary argument.
+---@class awaken.rules
+local rules = {}
+
+---Compiles a permissions block (at most 4,096 rules). Invalid rules give
+---nil, a message starting with "config_invalid" and the list of problems,
+---each named by its list and 0-based index ("deny[2]: ..."). An unknown
+---field raises.
+---@param spec awaken.RulesSpec
+---@return awaken.RulesPolicy|nil policy
+---@return string|nil err
+---@return string[]|nil problems
+---@nodiscard
+function rules.compile(spec) end
+
+---Compiles one rule, or gives nil and a message.
+---@param rule string
+---@param dirs? awaken.RuleDirs
+---@return awaken.Rule|nil
+---@return string|nil err
+---@nodiscard
+function rules.parse(rule, dirs) end
+
+---Compiles x as the specifier of a rule on whatever tool a call names:
+---rule:match reads it against that tool's primary argument.
+---@param x string
+---@param dirs? awaken.RuleDirs
+---@return awaken.Rule|nil
+---@return string|nil err
+---@nodiscard
+function rules.specifier(x, dirs) end
+
+---The input field that Tool(x) matches x against, and how: Bash command
+---("command"), Read/Write/Edit/MultiEdit file_path ("path"), Glob/Grep
+---pattern and WebSearch query and Task prompt ("text"), WebFetch url
+---("url"); nil for a tool the table does not know.
+---@param name string
+---@return string|nil field
+---@return "command"|"path"|"url"|"text"|nil kind
+---@nodiscard
+function rules.primary(name) end
+
 ---@class awaken
 ---@field null userdata a value that removes a field in a merge update
 ---@field json awaken.json
 ---@field log awaken.log
 ---@field regex awaken.regex
+---@field shell awaken.shell
+---@field rules awaken.rules
 local awaken = {}
 
 ---Creates the plugin; the file must end with `return p`.
