@@ -160,10 +160,12 @@ type Agent struct {
 	Plugins []string
 	// Tools names the host tools offered to the model (fs_read, fs_list,
 	// fs_write, shell, or an embedder's own); empty offers none.
-	Tools       []string
-	MaxSteps    int      // 0 means Runtime.MaxSteps
-	Model       string   // overrides the model name for this agent; "" keeps it
-	Temperature *float64 // nil leaves the model's default
+	Tools    []string
+	MaxSteps int // 0 means Runtime.MaxSteps
+	// MaxContinues bounds runtime.continue per run (default 3; 0: none).
+	MaxContinues int
+	Model        string   // overrides the model name for this agent; "" keeps it
+	Temperature  *float64 // nil leaves the model's default
 	// PluginConfigs holds the agent's own [agents.<id>.plugins.<plugin>]
 	// tables (canonical values), which replace [plugins.<plugin>] for this
 	// agent; nil when there are none. Every id here is also in Plugins.
@@ -172,6 +174,7 @@ type Agent struct {
 
 // Defaults that Default and Parse share.
 const (
+	defaultContinues    = 3
 	defaultSteps        = 16
 	defaultStorePath    = ".awaken/store"
 	defaultMaxThreads   = 10000 // run.DefaultMaxThreads
@@ -205,7 +208,7 @@ func Default() *Config {
 }
 
 func newAgent(id string) *Agent {
-	return &Agent{ID: id, Tools: slices.Clone(defaultTools)}
+	return &Agent{ID: id, Tools: slices.Clone(defaultTools), MaxContinues: defaultContinues}
 }
 
 // Load reads and parses the file at path. The path "" means no file: the

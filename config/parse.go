@@ -537,6 +537,7 @@ func (p *parser) agents(k toml.Key, v any) {
 			{"plugins", func(k toml.Key, v any) { p.agentPlugins(k, v, a) }},
 			{"tools", func(k toml.Key, v any) { p.agentTools(k, v, a) }},
 			{"max_steps", p.integer(&a.MaxSteps, 0)},
+			{"max_continues", p.integer(&a.MaxContinues, 0)},
 			{"model", p.str(&a.Model, nil)},
 			{"temperature", func(k toml.Key, v any) { p.temperature(k, v, a) }},
 		})

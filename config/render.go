@@ -109,6 +109,7 @@ func (w *renderer) agent(a *Agent, id string) {
 		note = "  # 0: runtime.max_steps"
 	}
 	w.kv("max_steps", itoa(a.MaxSteps)+note)
+	w.kv("max_continues", itoa(a.MaxContinues))
 	w.kv("model", quoteString(a.Model))
 	if a.Temperature != nil {
 		w.kv("temperature", formatNumber(*a.Temperature))

@@ -133,6 +133,12 @@ func (tr *testRun) newHarness(L *lua.LState) int {
 			case "max_steps":
 				f, _ := v.(float64)
 				agent.MaxSteps = int(f)
+			case "max_continues":
+				f, _ := v.(float64)
+				agent.MaxContinues = int(f)
+				if f == 0 {
+					agent.MaxContinues = -1 // as in awaken.toml: 0 is none
+				}
 			case "max_phase_rounds":
 				f, _ := v.(float64)
 				maxRounds = int(f)
@@ -149,7 +155,7 @@ func (tr *testRun) newHarness(L *lua.LState) int {
 			case "id":
 				agent.ID, _ = v.(string)
 			default:
-				L.ArgError(1, fmt.Sprintf("unknown agent field %q (fields: id, system_prompt, max_steps, max_phase_rounds, plugins)", k))
+				L.ArgError(1, fmt.Sprintf("unknown agent field %q (fields: id, system_prompt, max_steps, max_continues, max_phase_rounds, plugins)", k))
 			}
 		}
 	}

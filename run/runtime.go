@@ -30,6 +30,9 @@ type Agent struct {
 	// Tools names the host tools (Runtime's WithTools) offered to the model.
 	Tools    []string
 	MaxSteps int
+	// MaxContinues bounds runtime.continue per run: 0 means
+	// DefaultMaxContinues, negative none.
+	MaxContinues int
 	// Configs maps plugin ids to their validated config for this agent.
 	Configs map[string]any
 	// Model overrides the runtime's model for this agent (optional).

@@ -95,6 +95,9 @@ type Outcome struct {
 	// Termination is set once the run is ending (or waiting: "suspended").
 	Termination string
 	Revision    uint64
+	// Continued, from StepEnd, are the messages runtime.continue added to
+	// the conversation: the run goes on with another step.
+	Continued []model.Message
 }
 
 type stage string

@@ -73,6 +73,10 @@ func (t *trace) Emit(ev event.Event) {
 		fmt.Fprintf(t.w, "%s %s resumed %s\n", label("resume"), e.CallID, short(compact(e.Result), 100))
 	case event.EffectFailed:
 		fmt.Fprintf(t.w, "%s %s %s: %s\n", label("effect"), e.Key, c("31", "failed in "+e.Plugin), e.Error)
+	case event.RunContinued:
+		fmt.Fprintf(t.w, "%s by %s: %s\n", label("continue"), e.Plugin, short(fmt.Sprintf("%q", e.Content), 100))
+	case event.ContinueLimit:
+		fmt.Fprintf(t.w, "%s %s asked again; the run already went on %d times (max_continues)\n", label("continue"), e.Plugin, e.Max)
 	case event.StepEnd:
 	case event.RunFinish:
 		col := "32"

@@ -78,6 +78,9 @@ type Input struct {
 	Configs map[string]any // plugin id -> config for the running agent
 	Log     *slog.Logger
 	Audit   AuditSink
+	// Scheduler is, for an action handler, the plugin that scheduled the
+	// action ("" elsewhere).
+	Scheduler string
 }
 
 // Config returns the config of the plugin with the given id.
