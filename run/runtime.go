@@ -218,6 +218,16 @@ func (r *Runtime) Agent(id string) (Agent, bool) {
 	return a.Agent, true
 }
 
+// PluginOrder lists the plugins active for an agent (built-ins aside) in
+// the order their hooks run, or nil for an unknown agent.
+func (r *Runtime) PluginOrder(agent string) []string {
+	a, ok := r.agents[agent]
+	if !ok {
+		return nil
+	}
+	return a.view.Order()
+}
+
 // AgentIDs lists the agents, sorted.
 func (r *Runtime) AgentIDs() []string {
 	var out []string

@@ -200,6 +200,11 @@ type Info struct {
 	Config      *schema.Schema // nil: the plugin takes no config
 	Pos         errs.Pos
 	Builtin     bool
+	// Priority orders plugins (MinPriority to MaxPriority, higher first,
+	// DefaultPriority unless set): their hooks in serial fallbacks, their
+	// commands' merge order and gate ties. Equal priorities keep the order
+	// of the agent's plugins list, then the order the plugins were given.
+	Priority int
 	// ValidateConfig, when set, checks a config beyond its schema (for
 	// example a rule syntax) after defaults are filled.
 	ValidateConfig func(cfg any) error
