@@ -98,6 +98,9 @@ type Runtime struct {
 	MaxSteps       int      // steps per run (>= 1)
 	MaxPhaseRounds int      // EXECUTE rounds per phase (>= 1)
 	HookTimeout    Duration // time budget of one hook call (> 0)
+	// TicketTimeout is how long a suspended call waits for a decision when
+	// its ticket sets no timeout; then the runtime cancels it (0: forever).
+	TicketTimeout Duration
 	// MaxValueSize bounds one state key's value, encoded as JSON; a run
 	// whose plugin writes more fails with state_too_large.
 	MaxValueSize Size

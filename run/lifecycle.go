@@ -193,7 +193,11 @@ func (s *Session) Cancel(ctx context.Context, reason string) (Outcome, error) {
 func (s *Session) cancelCall(c *CallRecord, reason string) {
 	s.setStatus(c, CallCancelled)
 	msg := "the call was cancelled"
-	if reason != "" {
+	switch reason {
+	case "":
+	case expiredReason:
+		msg = "no decision came before the approval expired, so the call was cancelled"
+	default:
 		msg += ": " + reason
 	}
 	r := model.Error(msg)

@@ -74,6 +74,8 @@ type Runtime struct {
 	clock      func() time.Time
 	newID      func(prefix string) string
 	toolCalls  *state.Key // __runtime.tool_calls
+	// ticketTimeout applies to suspended calls whose ticket sets none.
+	ticketTimeout time.Duration
 }
 
 type agentRT struct {
@@ -114,6 +116,12 @@ func WithTools(tools ...plugin.Tool) Option {
 
 // WithStore sets where threads and runs are kept (default: in memory).
 func WithStore(s Store) Option { return func(r *Runtime) error { r.store = s; return nil } }
+
+// WithTicketTimeout sets how long a suspended call waits for a decision
+// when its ticket does not say (0: forever); then the runtime cancels it.
+func WithTicketTimeout(d time.Duration) Option {
+	return func(r *Runtime) error { r.ticketTimeout = d; return nil }
+}
 
 // WithGeneration names the plugin generation runs report.
 func WithGeneration(id string) Option {

@@ -126,7 +126,8 @@ type Session struct {
 	stage       stage
 	termination string
 	natural     bool
-	aborted     bool // a hook error ended the run: run_end does not run
+	expired     []string // calls settled by expiry since the session was made
+	aborted     bool     // a hook error ended the run: run_end does not run
 
 	messages []model.Message
 	offered  []string         // tool names offered in this step; nil: not restricted

@@ -318,7 +318,7 @@ func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
 		}
 	}
 	e := &entry{gen: g, genID: g.ID, genHdr: []string{g.ID}}
-	e.sink = runSink{log: s.log}
+	e.sink = runSink{log: s.log, expired: &s.metrics.ticketsExpired}
 	start := time.Now()
 	sess, _, err := g.Runtime.Start(ctx, run.StartOptions{Agent: req.Agent, ThreadID: req.ThreadID,
 		Messages: msgs, Tools: req.Tools, Events: &e.sink})

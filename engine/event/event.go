@@ -159,6 +159,15 @@ type ContinueLimit struct {
 	Max    int    `json:"max"`
 }
 
+// TicketExpired says a suspended call waited past its ticket's timeout
+// and the runtime decided for it: OnTimeout "cancel" or "resume".
+type TicketExpired struct {
+	CallID    string `json:"call_id"`
+	TicketID  string `json:"ticket_id"`
+	OnTimeout string `json:"on_timeout"`
+	ExpiredAt string `json:"expired_at"`
+}
+
 // RunFinish closes a run with its termination string.
 type RunFinish struct {
 	Termination string `json:"termination"`
@@ -175,6 +184,7 @@ func (GateDecision) Type() string      { return "gate_decision" }
 func (ToolCallStart) Type() string     { return "tool_call_start" }
 func (ToolCallDone) Type() string      { return "tool_call_done" }
 func (ToolCallResumed) Type() string   { return "tool_call_resumed" }
+func (TicketExpired) Type() string     { return "ticket_expired" }
 func (EffectFailed) Type() string      { return "effect_failed" }
 func (StepEnd) Type() string           { return "step_end" }
 func (RunFinish) Type() string         { return "run_finish" }

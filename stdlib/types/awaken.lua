@@ -127,6 +127,8 @@
 ---@field response_schema? awaken.Schema
 ---@field options? string[]
 ---@field resume_mode? awaken.ResumeMode
+---@field timeout? string how long the call waits for a decision, e.g. "10m" or "24h" (at most 720h); default [runtime] ticket_timeout, or forever
+---@field on_timeout? "cancel"|"resume" what the runtime decides once the timeout passes (default "cancel"); recorded as expired, not as a human's decision
 
 ---@class awaken.Decision
 ---@field decision "block"|"suspend"|"set_result"|"rewrite"
