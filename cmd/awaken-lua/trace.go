@@ -69,6 +69,8 @@ func (t *trace) Emit(ev event.Event) {
 			status = c("31", "✗ "+status)
 		}
 		fmt.Fprintf(t.w, "%s %s %s %s\n", label(""), e.CallID, status, short(resultText(e.Result), 110))
+	case event.TicketExpired:
+		fmt.Fprintf(t.w, "%s %s %s: no decision before %s (%s)\n", label("expired"), e.CallID, e.TicketID, e.ExpiredAt, e.OnTimeout)
 	case event.ToolCallResumed:
 		fmt.Fprintf(t.w, "%s %s resumed %s\n", label("resume"), e.CallID, short(compact(e.Result), 100))
 	case event.EffectFailed:
