@@ -98,6 +98,9 @@ type Runtime struct {
 	MaxSteps       int      // steps per run (>= 1)
 	MaxPhaseRounds int      // EXECUTE rounds per phase (>= 1)
 	HookTimeout    Duration // time budget of one hook call (> 0)
+	// TicketTimeout is how long a suspended call waits for a decision when
+	// its ticket sets no timeout; then the runtime cancels it (0: forever).
+	TicketTimeout Duration
 	// MaxValueSize bounds one state key's value, encoded as JSON; a run
 	// whose plugin writes more fails with state_too_large.
 	MaxValueSize Size
@@ -160,10 +163,12 @@ type Agent struct {
 	Plugins []string
 	// Tools names the host tools offered to the model (fs_read, fs_list,
 	// fs_write, shell, or an embedder's own); empty offers none.
-	Tools       []string
-	MaxSteps    int      // 0 means Runtime.MaxSteps
-	Model       string   // overrides the model name for this agent; "" keeps it
-	Temperature *float64 // nil leaves the model's default
+	Tools    []string
+	MaxSteps int // 0 means Runtime.MaxSteps
+	// MaxContinues bounds runtime.continue per run (default 3; 0: none).
+	MaxContinues int
+	Model        string   // overrides the model name for this agent; "" keeps it
+	Temperature  *float64 // nil leaves the model's default
 	// PluginConfigs holds the agent's own [agents.<id>.plugins.<plugin>]
 	// tables (canonical values), which replace [plugins.<plugin>] for this
 	// agent; nil when there are none. Every id here is also in Plugins.
@@ -172,6 +177,7 @@ type Agent struct {
 
 // Defaults that Default and Parse share.
 const (
+	defaultContinues    = 3
 	defaultSteps        = 16
 	defaultStorePath    = ".awaken/store"
 	defaultMaxThreads   = 10000 // run.DefaultMaxThreads
@@ -205,7 +211,7 @@ func Default() *Config {
 }
 
 func newAgent(id string) *Agent {
-	return &Agent{ID: id, Tools: slices.Clone(defaultTools)}
+	return &Agent{ID: id, Tools: slices.Clone(defaultTools), MaxContinues: defaultContinues}
 }
 
 // Load reads and parses the file at path. The path "" means no file: the

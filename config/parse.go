@@ -222,6 +222,7 @@ func (p *parser) top(m map[string]any) {
 				{"max_steps", p.integer(&c.Runtime.MaxSteps, 1)},
 				{"max_phase_rounds", p.integer(&c.Runtime.MaxPhaseRounds, 1)},
 				{"hook_timeout", p.duration(&c.Runtime.HookTimeout)},
+				{"ticket_timeout", p.durationIn(&c.Runtime.TicketTimeout, true, maxTicketTimeout)},
 				{"max_value_size", p.stateLimit(&c.Runtime.MaxValueSize, KiB)},
 				{"max_state_size", p.stateLimit(&c.Runtime.MaxStateSize, 64*KiB)},
 			})
@@ -439,11 +440,18 @@ func (p *parser) boolean(dst *bool) func(toml.Key, any) {
 const (
 	maxDuration = Duration(time.Hour)
 	maxSize     = GiB
+	// An approval may wait for days, never for months.
+	maxTicketTimeout = Duration(30 * 24 * time.Hour)
 )
 
 // duration reads a duration string in (0, maxDuration]. NaN, infinities
 // and numbers without a unit are not durations, so they fail too.
 func (p *parser) duration(dst *Duration) func(toml.Key, any) {
+	return p.durationIn(dst, false, maxDuration)
+}
+
+// durationIn reads a duration string in (0, max], or [0, max] with zero.
+func (p *parser) durationIn(dst *Duration, zero bool, max Duration) func(toml.Key, any) {
 	return func(k toml.Key, v any) {
 		s, isStr := v.(string)
 		if !isStr {
@@ -456,11 +464,14 @@ func (p *parser) duration(dst *Duration) func(toml.Key, any) {
 			return
 		}
 		switch {
-		case d <= 0:
+		case d < 0 || (d == 0 && !zero):
 			p.fail(k, "must be positive, got %q", s)
 			return
-		case d > maxDuration:
-			p.fail(k, "must be at most %s, got %q; a wait that long is a mistake (did you mean ms or s?)", maxDuration, s)
+		case d > max && max == maxDuration:
+			p.fail(k, "must be at most %s, got %q; a wait that long is a mistake (did you mean ms or s?)", max, s)
+			return
+		case d > max:
+			p.fail(k, "must be at most %s, got %q", max, s)
 			return
 		}
 		*dst = d
@@ -537,6 +548,7 @@ func (p *parser) agents(k toml.Key, v any) {
 			{"plugins", func(k toml.Key, v any) { p.agentPlugins(k, v, a) }},
 			{"tools", func(k toml.Key, v any) { p.agentTools(k, v, a) }},
 			{"max_steps", p.integer(&a.MaxSteps, 0)},
+			{"max_continues", p.integer(&a.MaxContinues, 0)},
 			{"model", p.str(&a.Model, nil)},
 			{"temperature", func(k toml.Key, v any) { p.temperature(k, v, a) }},
 		})

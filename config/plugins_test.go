@@ -156,14 +156,14 @@ plugins = ["permision"]
 [plugins.xyzzy]
 `,
 			agent: "a",
-			wantErr: `awaken.toml:2: config_invalid: agents.a.plugins: no plugin "permision" is loaded (did you mean "permission"?); loaded plugins: permission, budget, plain
-awaken.toml:4: config_invalid: plugins.xyzzy: no plugin "xyzzy" is loaded; loaded plugins: permission, budget, plain`,
+			wantErr: `awaken.toml:2: config_invalid: agents.a.plugins: no plugin "permision" is loaded (did you mean "permission"?); loaded plugins: budget, permission, plain
+awaken.toml:4: config_invalid: plugins.xyzzy: no plugin "xyzzy" is loaded; loaded plugins: budget, permission, plain`,
 		},
 		{
 			name:    "unknown plugin in an agent's table",
 			src:     "[agents.b.plugins.budgt]\n",
 			agent:   "b",
-			wantErr: `awaken.toml:1: config_invalid: agents.b.plugins.budgt: no plugin "budgt" is loaded (did you mean "budget"?); loaded plugins: permission, budget, plain`,
+			wantErr: `awaken.toml:1: config_invalid: agents.b.plugins.budgt: no plugin "budgt" is loaded (did you mean "budget"?); loaded plugins: budget, permission, plain`,
 		},
 		{
 			name:    "ValidateConfig",

@@ -29,6 +29,11 @@ func (c *Config) Render() string {
 	w.kv("max_steps", itoa(c.Runtime.MaxSteps))
 	w.kv("max_phase_rounds", itoa(c.Runtime.MaxPhaseRounds))
 	w.kv("hook_timeout", quoteString(c.Runtime.HookTimeout.String()))
+	forever := ""
+	if c.Runtime.TicketTimeout == 0 {
+		forever = "  # 0s: suspended calls wait until decided"
+	}
+	w.kv("ticket_timeout", quoteString(c.Runtime.TicketTimeout.String())+forever)
 	w.kv("max_value_size", quoteString(c.Runtime.MaxValueSize.String()))
 	w.kv("max_state_size", quoteString(c.Runtime.MaxStateSize.String()))
 
@@ -109,6 +114,7 @@ func (w *renderer) agent(a *Agent, id string) {
 		note = "  # 0: runtime.max_steps"
 	}
 	w.kv("max_steps", itoa(a.MaxSteps)+note)
+	w.kv("max_continues", itoa(a.MaxContinues))
 	w.kv("model", quoteString(a.Model))
 	if a.Temperature != nil {
 		w.kv("temperature", formatNumber(*a.Temperature))

@@ -287,7 +287,9 @@ func (t *txn) dispatch(ctx context.Context, a map[string]any) error {
 		}
 		cmd := command.Command{Plugin: entry.Plugin}
 		if err := t.x.e.timed(entry.Plugin, t.p, "action", func() error {
-			return callAction(ctx, entry.Handler, t.input(t.fork.Snapshot()), p, &cmd)
+			in := t.input(t.fork.Snapshot())
+			in.Scheduler = str(a["plugin"])
+			return callAction(ctx, entry.Handler, in, p, &cmd)
 		}); err != nil {
 			var e *errs.Error
 			if errors.As(err, &e) {

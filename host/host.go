@@ -445,7 +445,7 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 			}
 		}
 		agents = append(agents, run.Agent{ID: aid, SystemPrompt: a.SystemPrompt, Plugins: a.Plugins, Tools: own,
-			MaxSteps: maxSteps, Configs: configs, Params: run.ModelParams{Model: a.Model, Temperature: a.Temperature}})
+			MaxSteps: maxSteps, MaxContinues: continues(a.MaxContinues), Configs: configs, Params: run.ModelParams{Model: a.Model, Temperature: a.Temperature}})
 	}
 	if err := list.Err(); err != nil {
 		return nil, err
@@ -464,7 +464,7 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 		ts = append(ts, toolset[n])
 	}
 	rt, err := run.New(eng, run.WithAgents(agents...), run.WithTools(ts...), run.WithStore(h.store),
-		run.WithGeneration(id), run.WithLogger(h.log))
+		run.WithGeneration(id), run.WithLogger(h.log), run.WithTicketTimeout(time.Duration(cfg.Runtime.TicketTimeout)))
 	if err != nil {
 		return nil, err
 	}
@@ -543,4 +543,13 @@ func (a *auditFile) close() error {
 	err := a.f.Close()
 	a.f, a.path = nil, ""
 	return err
+}
+
+// continues maps the configured bound (0: none) to run.Agent's (0: the
+// default, negative: none).
+func continues(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

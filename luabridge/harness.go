@@ -133,6 +133,12 @@ func (tr *testRun) newHarness(L *lua.LState) int {
 			case "max_steps":
 				f, _ := v.(float64)
 				agent.MaxSteps = int(f)
+			case "max_continues":
+				f, _ := v.(float64)
+				agent.MaxContinues = int(f)
+				if f == 0 {
+					agent.MaxContinues = -1 // as in awaken.toml: 0 is none
+				}
 			case "max_phase_rounds":
 				f, _ := v.(float64)
 				maxRounds = int(f)
@@ -149,7 +155,7 @@ func (tr *testRun) newHarness(L *lua.LState) int {
 			case "id":
 				agent.ID, _ = v.(string)
 			default:
-				L.ArgError(1, fmt.Sprintf("unknown agent field %q (fields: id, system_prompt, max_steps, max_phase_rounds, plugins)", k))
+				L.ArgError(1, fmt.Sprintf("unknown agent field %q (fields: id, system_prompt, max_steps, max_continues, max_phase_rounds, plugins)", k))
 			}
 		}
 	}
@@ -532,6 +538,15 @@ func (h *harness) resume(L *lua.LState) int {
 		thread = defaultThread
 	}
 	m, tools := h.modelAndTools(L, spec)
+	if v := spec.RawGetString("after"); v != lua.LNil {
+		// The decisions come this long after the run suspended: tickets
+		// whose timeout passed meanwhile expire first.
+		d, err := time.ParseDuration(lua.LVAsString(v))
+		if s, ok := v.(lua.LString); !ok || err != nil || d < 0 {
+			L.ArgError(2, fmt.Sprintf("after must be a duration such as \"2h\", got %s", lua.LVAsString(s)))
+		}
+		h.now = h.now.Add(d)
+	}
 	raw, err := fromLua(spec.RawGetString("decisions"), h.tr.inst.null)
 	if err != nil {
 		L.ArgError(2, "decisions: "+err.Error())
@@ -646,6 +661,10 @@ func (h *harness) result(L *lua.LState, res run.Result, rec *event.Recorder, eff
 	for _, t := range res.Suspended {
 		suspended = append(suspended, t.Value())
 	}
+	expired := []any{}
+	for _, id := range res.Expired {
+		expired = append(expired, id)
+	}
 	out := map[string]any{
 		"termination": res.Termination,
 		"state":       pluginState(res.State),
@@ -654,6 +673,7 @@ func (h *harness) result(L *lua.LState, res run.Result, rec *event.Recorder, eff
 		"requests":    reqs,
 		"steps":       float64(res.Steps),
 		"suspended":   suspended,
+		"expired":     expired,
 		"run_id":      res.RunID,
 		"thread":      res.ThreadID,
 		"effects":     append([]any{}, effects...),

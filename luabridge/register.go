@@ -3,6 +3,7 @@ package luabridge
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
@@ -100,10 +101,10 @@ func (inst *instance) pluginID() string {
 }
 
 var pluginFields = map[string]bool{"id": true, "description": true, "config": true, "validate": true,
-	"prepare": true, "hook_timeout": true}
+	"prepare": true, "hook_timeout": true, "priority": true}
 
 func pluginFieldNames() []string {
-	return []string{"id", "description", "config", "validate", "prepare", "hook_timeout"}
+	return []string{"id", "description", "config", "validate", "prepare", "hook_timeout", "priority"}
 }
 
 func (inst *instance) checkLoading(L *lua.LState, what string) {
@@ -189,8 +190,24 @@ func (inst *instance) newPlugin(L *lua.LState) int {
 		}
 		inst.timeout = d
 	}
-	inst.record(L, -1, "awaken.plugin{id = %q, description = %q, config = %t, validate = %d, prepare = %d, hook_timeout = %s}",
-		reg.ID(), desc, sch != nil, validate, prepare, inst.timeout)
+	priority := plugin.DefaultPriority
+	if v := spec.RawGetString("priority"); v != lua.LNil {
+		n, ok := v.(lua.LNumber)
+		if !ok || float64(n) != math.Trunc(float64(n)) || math.IsInf(float64(n), 0) {
+			raise(L, errs.PluginLoadFailed, "awaken.plugin: priority must be an integer from %d to %d (default %d, higher runs first), got a %s",
+				plugin.MinPriority, plugin.MaxPriority, plugin.DefaultPriority, v.Type().String())
+		}
+		if float64(n) < plugin.MinPriority || float64(n) > plugin.MaxPriority {
+			raise(L, errs.PluginLoadFailed, "awaken.plugin: priority %s is out of range: give an integer from %d to %d (default %d, higher runs first)",
+				lua.LVAsString(v), plugin.MinPriority, plugin.MaxPriority, plugin.DefaultPriority)
+		}
+		priority = int(n)
+		if err := reg.SetPriority(priority, inst.where(L)); err != nil {
+			inst.fail(L, err)
+		}
+	}
+	inst.record(L, -1, "awaken.plugin{id = %q, description = %q, config = %t, validate = %d, prepare = %d, hook_timeout = %s, priority = %d}",
+		reg.ID(), desc, sch != nil, validate, prepare, inst.timeout, priority)
 	ud := L.NewUserData()
 	ud.Value = inst.p
 	ud.Metatable = inst.pluginMeta

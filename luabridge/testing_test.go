@@ -41,3 +41,18 @@ func TestLuaTestRunner(t *testing.T) {
 		t.Fatalf("verbose:\n%s", out.String())
 	}
 }
+
+// TestTicketExpiryInTheHarness runs testdata/expiry: tickets with a
+// timeout, h:resume{after = ...} and h:run's expired.
+func TestTicketExpiryInTheHarness(t *testing.T) {
+	src := luabridge.Source{FS: os.DirFS("testdata/expiry"), Name: "scripts"}
+	files, err := luabridge.FindTests(src)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("files %v %v", files, err)
+	}
+	var out strings.Builder
+	sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Plugins: src, Out: &out, Verbose: true})
+	if sum.Passed != 4 || sum.Failed != 0 {
+		t.Fatalf("passed %d failed %d\n%s", sum.Passed, sum.Failed, out.String())
+	}
+}

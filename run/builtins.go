@@ -27,7 +27,8 @@ const (
 	KeyInferenceOverride = "__runtime.inference_override"
 )
 
-// Built-in actions (SPEC §6); all run in before_inference.
+// Built-in actions; these run in before_inference (runtime.continue, in
+// continue.go, in step_end).
 const (
 	ActionAddContextMessage    = "runtime.add_context_message"
 	ActionRemoveContextMessage = "runtime.remove_context_message"
@@ -55,7 +56,7 @@ func (builtins) Register(r *plugin.Registrar) error {
 	if err := engine.RegisterCore(r); err != nil {
 		return err
 	}
-	for _, k := range []string{KeyRun, KeyToolCalls, KeyContextMessages, KeyThrottle, KeyToolFilter, KeyInferenceOverride} {
+	for _, k := range []string{KeyRun, KeyToolCalls, KeyContextMessages, KeyThrottle, KeyToolFilter, KeyInferenceOverride, KeyContinue} {
 		if _, err := r.Key(state.Spec{Name: k, Scope: state.ScopeRun, Trusted: true}, errs.Pos{}); err != nil {
 			return err
 		}
@@ -98,7 +99,7 @@ func (builtins) Register(r *plugin.Registrar) error {
 			return err
 		}
 	}
-	return nil
+	return r.Action(continueSpec())
 }
 
 func lookupMap(in *plugin.Input, key string) map[string]any {

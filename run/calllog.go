@@ -266,6 +266,9 @@ func (s *Session) logEntry(c *CallRecord, limit int, prev logEntry) logEntry {
 	if c.Result != nil {
 		r.result(*c.Result)
 	}
+	if c.Expired {
+		r.add("expired", true)
+	}
 	return logEntry{id: c.Call.ID, rec: r.m, size: int32(fixed + r.size()), fixed: int32(fixed)}
 }
 

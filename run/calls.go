@@ -248,6 +248,7 @@ func (s *Session) evaluate(ctx context.Context, c *CallRecord) (*GateRecord, err
 			return nil, &errs.Error{Code: errs.HookFailed, Plugin: d.Plugin, Phase: "tool_gate",
 				Msg: fmt.Sprintf("suspend: resume_mode %q is not one of replay, use_decision_as_result, pass_decision_to_tool", t.ResumeMode)}
 		}
+		s.arm(&t)
 		g.Ticket, g.Reason = &t, t.Message
 	case gate.SetResult:
 		r := model.Success(nil)
@@ -475,6 +476,7 @@ func (s *Session) suspendByTool(ctx context.Context, c *CallRecord, result model
 		}
 	}
 	t.CallID = c.Call.ID
+	s.arm(&t)
 	c.Gate = &GateRecord{Decision: "suspend", Plugin: "tool", Reason: t.Message, Ticket: &t, Args: c.Call.Args}
 	if err := s.move(c, CallSuspended); err != nil {
 		return result, s.outcome(), err

@@ -71,16 +71,22 @@ func (s *Session) StepEnd(ctx context.Context) (Outcome, error) {
 	if err := s.phase(ctx, phase.StepEnd, plugin.Input{}); err != nil {
 		return s.outcome(), err
 	}
+	s.checkStop()
+	added, err := s.settleContinue(ctx)
+	if err != nil {
+		return s.outcome(), err
+	}
 	s.stage = stageStepEnded
 	s.events.Emit(event.StepEnd{Step: s.info.Step})
-	s.checkStop()
 	if s.termination == "" && s.natural {
 		s.termination = "natural"
 	}
 	if s.termination == "" && s.info.Step >= s.agent.MaxSteps {
 		s.termination = "stopped:max_steps"
 	}
-	return s.outcome(), nil
+	o := s.outcome()
+	o.Continued = added
+	return o, nil
 }
 
 func (s *Session) wait(ctx context.Context) (Outcome, error) {
@@ -187,7 +193,11 @@ func (s *Session) Cancel(ctx context.Context, reason string) (Outcome, error) {
 func (s *Session) cancelCall(c *CallRecord, reason string) {
 	s.setStatus(c, CallCancelled)
 	msg := "the call was cancelled"
-	if reason != "" {
+	switch reason {
+	case "":
+	case expiredReason:
+		msg = "no decision came before the approval expired, so the call was cancelled"
+	default:
 		msg += ": " + reason
 	}
 	r := model.Error(msg)

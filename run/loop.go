@@ -57,8 +57,12 @@ type Result struct {
 	Messages    []model.Message
 	Requests    []model.Request // every request as the model received it
 	Suspended   []gate.Ticket
-	State       map[string]any
-	Session     *Session
+	// Expired lists the calls whose approval expired and which the runtime
+	// decided for (their tickets' on_timeout) while Run or ResumeRun drove
+	// the run.
+	Expired []string
+	State   map[string]any
+	Session *Session
 	// Err is the error that ended the run "error:<code>", if any.
 	Err error
 }
@@ -149,7 +153,7 @@ func (l *loop) result() Result {
 	s := l.s
 	return Result{RunID: s.info.ID, ThreadID: s.info.ThreadID, Termination: s.termination, Status: s.status,
 		Steps: s.info.Step, Messages: s.Messages(), Requests: l.requests, Suspended: s.Suspended(),
-		State: s.State(), Session: s, Err: l.err}
+		Expired: s.ExpiredCalls(), State: s.State(), Session: s, Err: l.err}
 }
 
 // drive runs the session until it is done or waiting.

@@ -15,7 +15,8 @@ import (
 type ResumeDecision = gate.Resume
 
 // Resume applies decisions to suspended calls, addressed by call id or
-// ticket id: "resume" makes the call pass the gate again (with call.resume
+// ticket id, after the runtime's own for calls whose tickets expired (see
+// Expire): "resume" makes the call pass the gate again (with call.resume
 // set), "cancel" cancels it without running it. Every target is checked
 // first; an unknown one is unknown_resume_target and nothing changes. The run
 // is running again afterwards: the host gates and runs the resumed calls,
@@ -24,6 +25,7 @@ func (s *Session) Resume(ctx context.Context, decisions []ResumeDecision) ([]Cal
 	if s.status != Waiting {
 		return nil, s.outcome(), invalid("resume: the run is %s, not waiting", s.status)
 	}
+	decisions, expired := s.withExpiries(decisions)
 	// Every decision is checked before anything changes.
 	byTicket := map[string]*CallRecord{}
 	for _, c := range s.calls {
@@ -68,6 +70,7 @@ func (s *Session) Resume(ctx context.Context, decisions []ResumeDecision) ([]Cal
 	}
 	s.status = Running
 	s.termination = ""
+	s.markExpired(expired)
 	var out []CallRecord
 	for i, d := range decisions {
 		c := targets[i]

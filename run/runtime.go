@@ -30,6 +30,9 @@ type Agent struct {
 	// Tools names the host tools (Runtime's WithTools) offered to the model.
 	Tools    []string
 	MaxSteps int
+	// MaxContinues bounds runtime.continue per run: 0 means
+	// DefaultMaxContinues, negative none.
+	MaxContinues int
 	// Configs maps plugin ids to their validated config for this agent.
 	Configs map[string]any
 	// Model overrides the runtime's model for this agent (optional).
@@ -71,6 +74,8 @@ type Runtime struct {
 	clock      func() time.Time
 	newID      func(prefix string) string
 	toolCalls  *state.Key // __runtime.tool_calls
+	// ticketTimeout applies to suspended calls whose ticket sets none.
+	ticketTimeout time.Duration
 }
 
 type agentRT struct {
@@ -111,6 +116,12 @@ func WithTools(tools ...plugin.Tool) Option {
 
 // WithStore sets where threads and runs are kept (default: in memory).
 func WithStore(s Store) Option { return func(r *Runtime) error { r.store = s; return nil } }
+
+// WithTicketTimeout sets how long a suspended call waits for a decision
+// when its ticket does not say (0: forever); then the runtime cancels it.
+func WithTicketTimeout(d time.Duration) Option {
+	return func(r *Runtime) error { r.ticketTimeout = d; return nil }
+}
 
 // WithGeneration names the plugin generation runs report.
 func WithGeneration(id string) Option {
@@ -213,6 +224,16 @@ func (r *Runtime) Agent(id string) (Agent, bool) {
 		return Agent{}, false
 	}
 	return a.Agent, true
+}
+
+// PluginOrder lists the plugins active for an agent (built-ins aside) in
+// the order their hooks run, or nil for an unknown agent.
+func (r *Runtime) PluginOrder(agent string) []string {
+	a, ok := r.agents[agent]
+	if !ok {
+		return nil
+	}
+	return a.view.Order()
 }
 
 // AgentIDs lists the agents, sorted.

@@ -95,6 +95,9 @@ type Outcome struct {
 	// Termination is set once the run is ending (or waiting: "suspended").
 	Termination string
 	Revision    uint64
+	// Continued, from StepEnd, are the messages runtime.continue added to
+	// the conversation: the run goes on with another step.
+	Continued []model.Message
 }
 
 type stage string
@@ -123,7 +126,8 @@ type Session struct {
 	stage       stage
 	termination string
 	natural     bool
-	aborted     bool // a hook error ended the run: run_end does not run
+	expired     []string // calls settled by expiry since the session was made
+	aborted     bool     // a hook error ended the run: run_end does not run
 
 	messages []model.Message
 	offered  []string         // tool names offered in this step; nil: not restricted

@@ -39,6 +39,9 @@ type CallRecord struct {
 	// Ran is what a plugin's tool answered when the runtime ran it for a
 	// host (RunPluginTool), kept so a retry gets it again.
 	Ran *model.ToolResult `json:"ran,omitempty"`
+	// Expired: the call's ticket expired and the runtime decided for it
+	// (ticket.on_timeout), not a human.
+	Expired bool `json:"expired,omitempty"`
 }
 
 // Checkpoint is a run as a store keeps it: enough to continue it in another

@@ -47,6 +47,13 @@ type (
 		Revision    uint64 `json:"revision"`
 		Termination string `json:"termination,omitempty"`
 	}
+	// stepEndReply: continued lists the messages runtime.continue added;
+	// the client appends them to its conversation and runs another step.
+	stepEndReply struct {
+		Revision    uint64          `json:"revision"`
+		Termination string          `json:"termination,omitempty"`
+		Continued   []model.Message `json:"continued,omitempty"`
+	}
 	inferenceRequest struct {
 		Messages []model.Message `json:"messages"`
 		// Tools: absent means the tools given when the run was created.
@@ -311,7 +318,7 @@ func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
 		}
 	}
 	e := &entry{gen: g, genID: g.ID, genHdr: []string{g.ID}}
-	e.sink = runSink{log: s.log}
+	e.sink = runSink{log: s.log, expired: &s.metrics.ticketsExpired}
 	start := time.Now()
 	sess, _, err := g.Runtime.Start(ctx, run.StartOptions{Agent: req.Agent, ThreadID: req.ThreadID,
 		Messages: msgs, Tools: req.Tools, Events: &e.sink})
@@ -525,7 +532,7 @@ func (s *Server) runPhase(w http.ResponseWriter, r *http.Request) error {
 		err, reply = err2, afterToolReply{Result: out, Revision: o.Revision, Termination: o.Termination}
 	case "step_end":
 		o, err2 := sess.StepEnd(ctx)
-		err, reply = err2, outcomeReply{Revision: o.Revision, Termination: o.Termination}
+		err, reply = err2, stepEndReply{Revision: o.Revision, Termination: o.Termination, Continued: o.Continued}
 	case "run_end":
 		o, err2 := sess.RunEnd(ctx)
 		err, reply = err2, outcomeReply{Revision: o.Revision, Termination: o.Termination}

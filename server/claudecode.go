@@ -139,8 +139,11 @@ type ccSession struct {
 	seen     map[string]bool // tools seen in the session
 	listed   map[string]bool // tools the adapter offered in the open step
 	approved map[string]model.ToolResult
-	lastUsed atomic.Int64
-	gone     bool
+	// continued: the messages runtime.continue added when the open run's
+	// last step ended.
+	continued []model.Message
+	lastUsed  atomic.Int64
+	gone      bool
 }
 
 func newClaudeCode(s *Server) *claudeCode {
@@ -304,6 +307,8 @@ func shape(eventName string, res ccResult) ccOutput {
 		spec.AdditionalContext = strings.Join(res.context, "\n\n")
 	case evPostToolUse, evPostToolUseFailure, evUserPromptSubmit, evSessionStart:
 		spec.AdditionalContext = strings.Join(res.context, "\n\n")
+	case evStop:
+		out.Decision, out.Reason = res.decision, res.reason
 	}
 	if spec.PermissionDecision != "" || spec.AdditionalContext != "" || spec.UpdatedInput != nil {
 		out.HookSpecificOutput = spec
@@ -326,7 +331,7 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 		}
 		e, err = c.drive(ctx, cs, e, &res, stReady, "")
 		if err == nil && e != nil {
-			err = c.finishRun(ctx, cs, e, &res)
+			err = c.finishRun(ctx, cs, e, &res, false)
 			e = nil
 		}
 		return res, c.release(ctx, e, err)
@@ -345,7 +350,11 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 	case evPostToolUse, evPostToolUseFailure:
 		return c.postToolUse(ctx, cs, in)
 	case evStop:
-		return res, c.endOpenRun(ctx, cs)
+		e, err := c.openRun(ctx, cs)
+		if err != nil || e == nil {
+			return res, err
+		}
+		return res, c.finishRun(ctx, cs, e, &res, true)
 	case evSessionEnd:
 		err := c.endOpenRun(ctx, cs)
 		c.forget(cs)
@@ -411,7 +420,7 @@ func (c *claudeCode) clearThread(ctx context.Context, cs *ccSession) error {
 	c.s.mu.Unlock()
 	if holder != "" {
 		if e, err := c.s.lockRun(ctx, holder); err == nil {
-			if err := c.finishRun(ctx, cs, e, &ccResult{}); err != nil {
+			if err := c.finishRun(ctx, cs, e, &ccResult{}, false); err != nil {
 				return err
 			}
 		}
@@ -424,7 +433,7 @@ func (c *claudeCode) clearThread(ctx context.Context, cs *ccSession) error {
 	if err != nil {
 		return nil // the waiting run is gone; Start reports a thread that still waits
 	}
-	return c.finishRun(ctx, cs, e, &ccResult{})
+	return c.finishRun(ctx, cs, e, &ccResult{}, false)
 }
 
 // endOpenRun ends the session's open run as if the model had answered
@@ -435,17 +444,33 @@ func (c *claudeCode) endOpenRun(ctx context.Context, cs *ccSession) error {
 	if err != nil || e == nil {
 		return err
 	}
-	return c.finishRun(ctx, cs, e, &ccResult{})
+	return c.finishRun(ctx, cs, e, &ccResult{}, false)
 }
 
 // finishRun drives e (locked) to its end and run_end, and unlocks it.
-func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e *entry, res *ccResult) (err error) {
+// On Stop (stop), a runtime.continue keeps the run open instead: Claude
+// Code is told to go on (decision block) with the messages as the reason,
+// and the next events are the run's next step. Elsewhere a continue cannot
+// be expressed and the run is driven on to its end, which max_steps and
+// max_continues bound.
+func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e *entry, res *ccResult, stop bool) (err error) {
 	defer func() { err = c.release(ctx, e, err) }()
 	if cs.runID == e.id {
 		cs.runID = ""
 	}
 	sess := e.sess
-	for i := 0; i < 16; i++ {
+	cs.continued = nil
+	for i := 0; i < 1024; i++ {
+		if stop && len(cs.continued) > 0 && sess.Termination() == "" {
+			parts := make([]string, len(cs.continued))
+			for j, m := range cs.continued {
+				parts[j] = m.Content
+			}
+			res.decision, res.reason = "block", strings.Join(parts, "\n\n")
+			cs.continued = nil
+			cs.runID = e.id
+			return nil
+		}
 		if sess.Status() == run.Done {
 			return nil
 		}
@@ -532,12 +557,12 @@ func (c *claudeCode) drive(ctx context.Context, cs *ccSession, e *entry, res *cc
 		if t := sess.Termination(); t != "" || sess.Status() == run.Done {
 			if stop := pluginStop(e); stop != "" {
 				res.stop = stop
-				err := c.finishRun(ctx, cs, e, res)
+				err := c.finishRun(ctx, cs, e, res, false)
 				return nil, err
 			}
 			// Ended by the step limit, a block or a failure: carry on in a
 			// new run on the same thread.
-			if err := c.finishRun(ctx, cs, e, res); err != nil {
+			if err := c.finishRun(ctx, cs, e, res, false); err != nil {
 				return nil, err
 			}
 			ne, err := c.newRun(ctx, cs, nil)
@@ -710,7 +735,7 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 	}
 	if e.sess.Termination() != "" {
 		// Blocked or stopped: end the run now; the next event starts another.
-		return res, c.finishRun(ctx, cs, e, &res)
+		return res, c.finishRun(ctx, cs, e, &res, false)
 	}
 	return res, c.release(ctx, e, nil)
 }
@@ -823,7 +848,8 @@ func (c *claudeCode) closeStep(ctx context.Context, cs *ccSession, e *entry, fin
 	if sess.Termination() != "" || sess.Status() != run.Running {
 		return true, nil
 	}
-	_, err := sess.StepEnd(ctx)
+	o, err := sess.StepEnd(ctx)
+	cs.continued = o.Continued
 	return true, err
 }
 
@@ -956,7 +982,7 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 	}
 	if stop := pluginStop(e); stop != "" {
 		res.stop = stop
-		return res, c.finishRun(ctx, cs, e, &res)
+		return res, c.finishRun(ctx, cs, e, &res, false)
 	}
 	if sess.Termination() == "" && sess.Status() == run.Running {
 		closed, err := c.closeStep(ctx, cs, e, false)

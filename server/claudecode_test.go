@@ -379,3 +379,42 @@ func TestClaudeCodeWithoutToolUseID(t *testing.T) {
 	out := sc.hook(t, fixture(t, "post_tool_use_write", map[string]any{"session_id": "old", "tool_use_id": nil}), "")
 	wantContext(t, out, "PostToolUse", "Run the formatter")
 }
+
+// ccContinueLua asks the model to go on whenever it answered without tool
+// calls: runtime.continue, which Stop maps to decision block.
+const ccContinueLua = `local awaken = require("awaken")
+local p = awaken.plugin { id = "reviewer" }
+p:on("after_inference", function(ctx)
+  if #ctx.response.tool_calls == 0 then
+    ctx:schedule("runtime.continue", { content = "Run the tests before you finish." })
+  end
+end)
+return p
+`
+
+func TestClaudeCodeStopContinues(t *testing.T) {
+	sc := newSidecar(t, project(t, "\n[agents.reviewed]\ntools = []\nmax_continues = 1\n",
+		map[string]string{"reviewer.lua": ccContinueLua}), Options{Log: quietLog()})
+	q := "?agent=reviewed"
+	sc.hook(t, fixture(t, "user_prompt_submit", nil), q)
+	session := fixture(t, "stop", nil)["session_id"].(string)
+	first := sc.ccRunID(t, session)
+	out := sc.hook(t, fixture(t, "stop", nil), q)
+	if out["decision"] != "block" || out["reason"] != "Run the tests before you finish." {
+		t.Fatalf("the first Stop: want decision block with the continue's content, got %s", mustJSON(out))
+	}
+	if got := sc.ccRunID(t, session); got != first || got == "" {
+		t.Fatalf("after a continue the run stays open: run %q, was %q", got, first)
+	}
+	// Claude Code goes on: a tool call belongs to the same run's next step.
+	wantEmpty(t, sc.hook(t, fixture(t, "pre_tool_use_bash_ls", nil), q))
+	if got := sc.ccRunID(t, session); got != first {
+		t.Fatalf("the call after a continue opened run %q, not the continued %q", got, first)
+	}
+	sc.hook(t, fixture(t, "post_tool_use_bash_ls", nil), q)
+	// The bound of one continue is spent: this Stop ends the run.
+	wantEmpty(t, sc.hook(t, fixture(t, "stop", map[string]any{"stop_hook_active": true}), q))
+	if got := sc.ccRunID(t, session); got != "" {
+		t.Fatalf("the run %s is still open after the last Stop", got)
+	}
+}

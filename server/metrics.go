@@ -181,6 +181,9 @@ type metrics struct {
 	decisions *counterVec
 	reloads   *counterVec
 	phases    *histogramVec
+	// ticketsExpired counts suspended calls the runtime settled because
+	// their tickets expired (not a human's decision).
+	ticketsExpired atomic.Int64
 }
 
 func newMetrics() *metrics {
@@ -208,6 +211,8 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 	m.phases.write(bw)
 	m.decisions.write(bw)
 	m.reloads.write(bw)
+	fmt.Fprintf(bw, "# HELP awaken_tickets_expired_total Suspended calls the runtime settled because their approval expired.\n# TYPE awaken_tickets_expired_total counter\n")
+	fmt.Fprintf(bw, "awaken_tickets_expired_total %d\n", m.ticketsExpired.Load())
 	if s.hooks != nil {
 		s.hooks.hooks.write(bw)
 	}

@@ -19,8 +19,10 @@ type pluginsReply struct {
 	LoadedAt   time.Time            `json:"loaded_at"`
 	Agents     []string             `json:"agents"`
 	Plugins    []plugin.Description `json:"plugins"`
-	LastReload host.Status          `json:"last_reload"`
-	Store      storeReport          `json:"store"`
+	// Order lists, per agent, its plugins in the order their hooks run.
+	Order      map[string][]string `json:"order"`
+	LastReload host.Status         `json:"last_reload"`
+	Store      storeReport         `json:"store"`
 }
 
 type storeReport struct {
@@ -41,8 +43,12 @@ func (s *Server) plugins(w http.ResponseWriter, r *http.Request) error {
 	if g == nil {
 		return notReady()
 	}
+	order := map[string][]string{}
+	for _, id := range g.Runtime.AgentIDs() {
+		order[id] = g.Runtime.PluginOrder(id)
+	}
 	return writeJSON(w, http.StatusOK, pluginsReply{Generation: g.ID, Hash: g.Hash, LoadedAt: g.LoadedAt,
-		Agents: g.Runtime.AgentIDs(), Plugins: g.Runtime.Set().Describe(), LastReload: s.h.Status(), Store: s.storeReport()})
+		Agents: g.Runtime.AgentIDs(), Plugins: g.Runtime.Set().Describe(), Order: order, LastReload: s.h.Status(), Store: s.storeReport()})
 }
 
 // reload builds a generation from the files as they are now. A failed load

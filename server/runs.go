@@ -58,9 +58,13 @@ type runSink struct {
 	runID   string
 	capture bool
 	placed  []event.ContextMessage
+	expired *atomic.Int64 // awaken_tickets_expired_total
 }
 
 func (k *runSink) Emit(ev event.Event) {
+	if _, ok := ev.(event.TicketExpired); ok && k.expired != nil {
+		k.expired.Add(1)
+	}
 	if k.capture {
 		if cm, ok := ev.(event.ContextMessages); ok {
 			k.placed = append(k.placed, cm.Messages...)
@@ -124,7 +128,7 @@ func (s *Server) restore(ctx context.Context, e *entry) error {
 		return runNotFound(e.id)
 	}
 	g := s.h.Acquire()
-	e.sink = runSink{log: s.log, runID: e.id}
+	e.sink = runSink{log: s.log, runID: e.id, expired: &s.metrics.ticketsExpired}
 	sess, err := g.Runtime.RestoreCheckpoint(ctx, cp, &e.sink)
 	if err != nil {
 		g.Release()
@@ -132,6 +136,7 @@ func (s *Server) restore(ctx context.Context, e *entry) error {
 	}
 	e.sess, e.gen, e.genID, e.genHdr, e.threadID = sess, g, g.ID, []string{g.ID}, sess.ThreadID()
 	e.suspended.Store(int64(len(sess.Suspended())))
+	s.noteExpiry(e)
 	e.touch()
 	s.mu.Lock()
 	if _, busy := s.threads[e.threadID]; !busy {
@@ -198,6 +203,7 @@ func (s *Server) register(e *entry) {
 // leaves memory (see sweep); the session itself saves a run that waits.
 func (s *Server) settle(ctx context.Context, e *entry, changed bool) error {
 	e.suspended.Store(int64(len(e.sess.Suspended())))
+	s.noteExpiry(e)
 	if e.sess.Status() == run.Done {
 		e.dirty = false
 		s.finish(e)
@@ -277,6 +283,7 @@ func (s *Server) sweepLoop() {
 		case now := <-t.C:
 			s.sweep(now)
 			s.cc.sweep(now, s.idle)
+			s.expire(now)
 		}
 	}
 }
@@ -331,6 +338,66 @@ func (s *Server) sweep(now time.Time) {
 				slog.String("run_id", id), slog.Duration("idle", idle))
 		}
 	}
+}
+
+// noteExpiry records when the run's next ticket expires (e locked), so
+// the janitor settles it even after the run left memory.
+func (s *Server) noteExpiry(e *entry) {
+	at := time.Time{}
+	if e.sess != nil && e.sess.Status() == run.Waiting {
+		at = e.sess.NextExpiry()
+	}
+	s.mu.Lock()
+	if at.IsZero() {
+		delete(s.expiries, e.id)
+	} else {
+		s.expiries[e.id] = at
+	}
+	s.mu.Unlock()
+}
+
+// expire settles the suspended calls whose tickets expired, without
+// waiting for a client to ask: each due run is locked (restored from the
+// store when it left memory), its expired calls are decided as their
+// tickets say, and it is saved.
+func (s *Server) expire(now time.Time) {
+	s.mu.Lock()
+	var due []string
+	for id, at := range s.expiries {
+		if !now.Before(at) {
+			due = append(due, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range due {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := s.expireRun(ctx, id)
+		cancel()
+		if err != nil {
+			s.log.LogAttrs(context.Background(), slog.LevelWarn, "cannot settle an expired approval; will retry",
+				slog.String("run_id", id), slog.String("error", err.Error()))
+		}
+	}
+}
+
+func (s *Server) expireRun(ctx context.Context, id string) error {
+	e, err := s.lockRun(ctx, id)
+	if err != nil {
+		s.mu.Lock()
+		delete(s.expiries, id) // a run that is gone expires nothing
+		s.mu.Unlock()
+		return err
+	}
+	settled, _, err := e.sess.Expire(ctx)
+	if err == nil && len(settled) > 0 {
+		s.log.LogAttrs(ctx, slog.LevelInfo, "approvals expired; the runtime settled the calls",
+			slog.String("run_id", id), slog.Int("calls", len(settled)))
+	}
+	if serr := s.settle(ctx, e, len(settled) > 0); err == nil {
+		err = serr
+	}
+	s.unlock(e)
+	return err
 }
 
 // openSuspensions counts suspended calls of the runs in memory.

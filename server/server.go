@@ -113,6 +113,8 @@ type Server struct {
 	runs    map[string]*entry
 	threads map[string]string    // thread id -> the run in memory that is not done
 	parked  map[string]time.Time // memory store: runs evicted mid-step -> when
+	// expiries: waiting runs -> when their next ticket expires.
+	expiries map[string]time.Time
 
 	cc *claudeCode
 
@@ -127,7 +129,7 @@ type Server struct {
 // stops.
 func New(h *host.Host, o Options) *Server {
 	s := &Server{h: h, log: o.Log, bodyLimit: o.BodyLimit, idle: o.IdleTimeout, retain: o.DoneRetention,
-		abandon: o.AbandonAfter, runs: map[string]*entry{}, threads: map[string]string{},
+		abandon: o.AbandonAfter, runs: map[string]*entry{}, threads: map[string]string{}, expiries: map[string]time.Time{},
 		parked: map[string]time.Time{}, stop: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

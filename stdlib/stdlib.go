@@ -16,5 +16,6 @@ import "embed"
 //go:embed permission/init.lua permission/rules.lua
 //go:embed redact/init.lua redact/patterns.lua redact/scrub.lua
 //go:embed reminder/init.lua reminder/match.lua
+//go:embed verify/init.lua
 //go:embed types/*.lua
 var FS embed.FS

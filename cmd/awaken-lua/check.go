@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/awaken-lua/awaken-lua/config"
@@ -77,6 +79,7 @@ func cmdCheck(e *env) int {
 			if d.Description != "" {
 				fmt.Fprintf(e.stdout, "  %s\n", d.Description)
 			}
+			fmt.Fprintf(e.stdout, "  %-8s %d\n", "priority:", d.Priority)
 			for _, part := range []struct {
 				name  string
 				items []string
@@ -86,6 +89,9 @@ func cmdCheck(e *env) int {
 				}
 			}
 		}
+	}
+	if g != nil && cfg != nil {
+		printOrder(e.stdout, cfg, g.Set)
 	}
 	if len(problems) > 0 {
 		problems.Sort()
@@ -98,4 +104,25 @@ func cmdCheck(e *env) int {
 	}
 	fmt.Fprintf(e.stdout, "\nno problems; effective configuration:\n\n%s", cfg.Render())
 	return exitOK
+}
+
+// printOrder prints, per agent, the order in which its plugins' hooks run
+// (priority, then its plugins list, then the plugin id).
+func printOrder(w io.Writer, cfg *config.Config, set *plugin.Set) {
+	ids := make([]string, 0, len(cfg.Agents))
+	for id := range cfg.Agents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		v, err := set.Activate(cfg.Agents[id].Plugins)
+		if err != nil {
+			continue // reported with the configuration's problems
+		}
+		order := strings.Join(v.Order(), ", ")
+		if order == "" {
+			order = "(no plugins)"
+		}
+		fmt.Fprintf(w, "agent %s runs plugins in this order: %s\n", id, order)
+	}
 }

@@ -69,10 +69,16 @@ func (t *trace) Emit(ev event.Event) {
 			status = c("31", "✗ "+status)
 		}
 		fmt.Fprintf(t.w, "%s %s %s %s\n", label(""), e.CallID, status, short(resultText(e.Result), 110))
+	case event.TicketExpired:
+		fmt.Fprintf(t.w, "%s %s %s: no decision before %s (%s)\n", label("expired"), e.CallID, e.TicketID, e.ExpiredAt, e.OnTimeout)
 	case event.ToolCallResumed:
 		fmt.Fprintf(t.w, "%s %s resumed %s\n", label("resume"), e.CallID, short(compact(e.Result), 100))
 	case event.EffectFailed:
 		fmt.Fprintf(t.w, "%s %s %s: %s\n", label("effect"), e.Key, c("31", "failed in "+e.Plugin), e.Error)
+	case event.RunContinued:
+		fmt.Fprintf(t.w, "%s by %s: %s\n", label("continue"), e.Plugin, short(fmt.Sprintf("%q", e.Content), 100))
+	case event.ContinueLimit:
+		fmt.Fprintf(t.w, "%s %s asked again; the run already went on %d times (max_continues)\n", label("continue"), e.Plugin, e.Max)
 	case event.StepEnd:
 	case event.RunFinish:
 		col := "32"

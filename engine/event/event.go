@@ -142,6 +142,32 @@ type StepEnd struct {
 	Step int `json:"step"`
 }
 
+// RunContinued says a run goes on after the model answered without tool
+// calls, because a plugin scheduled runtime.continue.
+type RunContinued struct {
+	Step    int    `json:"step"`
+	Plugin  string `json:"plugin"`
+	Content string `json:"content"`
+	Role    string `json:"role"`
+}
+
+// ContinueLimit says a runtime.continue was refused: the run already went
+// on max times, so it ends natural.
+type ContinueLimit struct {
+	Step   int    `json:"step"`
+	Plugin string `json:"plugin"`
+	Max    int    `json:"max"`
+}
+
+// TicketExpired says a suspended call waited past its ticket's timeout
+// and the runtime decided for it: OnTimeout "cancel" or "resume".
+type TicketExpired struct {
+	CallID    string `json:"call_id"`
+	TicketID  string `json:"ticket_id"`
+	OnTimeout string `json:"on_timeout"`
+	ExpiredAt string `json:"expired_at"`
+}
+
 // RunFinish closes a run with its termination string.
 type RunFinish struct {
 	Termination string `json:"termination"`
@@ -150,12 +176,15 @@ type RunFinish struct {
 // Type implementations.
 func (RunStart) Type() string          { return "run_start" }
 func (StepStart) Type() string         { return "step_start" }
+func (RunContinued) Type() string      { return "run_continued" }
+func (ContinueLimit) Type() string     { return "continue_limit" }
 func (InferenceComplete) Type() string { return "inference_complete" }
 func (ContextMessages) Type() string   { return "context_messages" }
 func (GateDecision) Type() string      { return "gate_decision" }
 func (ToolCallStart) Type() string     { return "tool_call_start" }
 func (ToolCallDone) Type() string      { return "tool_call_done" }
 func (ToolCallResumed) Type() string   { return "tool_call_resumed" }
+func (TicketExpired) Type() string     { return "ticket_expired" }
 func (EffectFailed) Type() string      { return "effect_failed" }
 func (StepEnd) Type() string           { return "step_end" }
 func (RunFinish) Type() string         { return "run_finish" }

@@ -4,6 +4,7 @@ package gate
 
 import (
 	"github.com/awaken-lua/awaken-lua/model"
+	"time"
 )
 
 // Kind is a decision kind; its value is its priority.
@@ -82,7 +83,21 @@ type Ticket struct {
 	ResponseSchema any        `json:"response_schema,omitempty"`
 	Options        []string   `json:"options,omitempty"`
 	ResumeMode     ResumeMode `json:"resume_mode"`
+	// Timeout, when positive, is how long the call waits for a decision
+	// (the host's default applies when zero); OnTimeout is what the runtime
+	// then decides: OnTimeoutCancel (the default) or OnTimeoutResume.
+	Timeout   time.Duration `json:"-"`
+	OnTimeout string        `json:"on_timeout,omitempty"`
+	// ExpiresAt is when the runtime settles the call itself (zero: never),
+	// set when the call is suspended.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
+
+// What the runtime decides for a call whose ticket expired.
+const (
+	OnTimeoutCancel = "cancel"
+	OnTimeoutResume = "resume"
+)
 
 // Value is the ticket as a canonical value, with its JSON field names.
 func (t Ticket) Value() map[string]any {
@@ -100,6 +115,10 @@ func (t Ticket) Value() map[string]any {
 	}
 	if t.ResponseSchema != nil {
 		m["response_schema"] = t.ResponseSchema
+	}
+	set("on_timeout", t.OnTimeout)
+	if !t.ExpiresAt.IsZero() {
+		m["expires_at"] = t.ExpiresAt.UTC().Format(time.RFC3339Nano)
 	}
 	if len(t.Options) > 0 {
 		opts := make([]any, len(t.Options))

@@ -78,6 +78,9 @@ type Input struct {
 	Configs map[string]any // plugin id -> config for the running agent
 	Log     *slog.Logger
 	Audit   AuditSink
+	// Scheduler is, for an action handler, the plugin that scheduled the
+	// action ("" elsewhere).
+	Scheduler string
 }
 
 // Config returns the config of the plugin with the given id.
@@ -197,6 +200,11 @@ type Info struct {
 	Config      *schema.Schema // nil: the plugin takes no config
 	Pos         errs.Pos
 	Builtin     bool
+	// Priority orders plugins (MinPriority to MaxPriority, higher first,
+	// DefaultPriority unless set): their hooks in serial fallbacks, their
+	// commands' merge order and gate ties. Equal priorities keep the order
+	// of the agent's plugins list, then the order the plugins were given.
+	Priority int
 	// ValidateConfig, when set, checks a config beyond its schema (for
 	// example a rule syntax) after defaults are filled.
 	ValidateConfig func(cfg any) error

@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -94,7 +95,24 @@ type Registrar struct {
 // Loaders that build a plugin's registrations themselves (luabridge) use it;
 // NewSet makes one for every Plugin.
 func NewRegistrar(id string, pos errs.Pos) *Registrar {
-	return &Registrar{info: Info{ID: id, Pos: pos}}
+	return &Registrar{info: Info{ID: id, Pos: pos, Priority: DefaultPriority}}
+}
+
+// Plugin priorities: higher runs first.
+const (
+	MinPriority     = 0
+	MaxPriority     = 1000
+	DefaultPriority = 500
+)
+
+// SetPriority sets the plugin's priority (see Info.Priority).
+func (r *Registrar) SetPriority(n int, pos errs.Pos) error {
+	if n < MinPriority || n > MaxPriority {
+		return r.fail(errs.PluginLoadFailed, pos, "", "priority %d is out of range: give an integer from %d to %d (default %d, higher runs first)",
+			n, MinPriority, MaxPriority, DefaultPriority)
+	}
+	r.info.Priority = n
+	return nil
 }
 
 // ID is the plugin's id.
@@ -324,9 +342,17 @@ func safeRegister(p Plugin, r *Registrar) (err error) {
 	return p.Register(r)
 }
 
-// Build freezes registrars into a Set, in order. Loaders that register
-// plugins themselves call it directly.
+// Build freezes registrars into a Set, in hook order: priority (higher
+// first), then plugin id. Loaders that register plugins themselves call
+// it directly.
 func Build(regs ...*Registrar) (*Set, error) {
+	regs = slices.Clone(regs)
+	slices.SortStableFunc(regs, func(a, b *Registrar) int {
+		if a.info.Priority != b.info.Priority {
+			return b.info.Priority - a.info.Priority
+		}
+		return strings.Compare(a.info.ID, b.info.ID)
+	})
 	s := &Set{
 		byID:    map[string]int{},
 		actions: map[string]*ActionEntry{},
@@ -471,7 +497,7 @@ func (s *Set) Activate(filter []string) (*View, error) {
 		in := s.infos[s.byID[plugin]]
 		return in.Builtin
 	}
-	a := s.all
+	a := s.ordered(filter)
 	for p := range a.hooks {
 		for _, h := range a.hooks[p] {
 			if keep(h.Plugin) {
@@ -501,6 +527,63 @@ func (s *Set) Activate(filter []string) (*View, error) {
 		}
 	}
 	return v, nil
+}
+
+// rank returns the indexes of s.infos in hook order for an agent's
+// plugins list: priority (higher first; s.infos is sorted so already),
+// then the position in filter (plugins it does not name after those it
+// names), then the set's order (the plugin id).
+func (s *Set) rank(filter []string) []int {
+	at := make(map[string]int, len(filter))
+	for i, id := range filter {
+		at[id] = i
+	}
+	pos := func(i int) int {
+		if r, ok := at[s.infos[i].ID]; ok {
+			return r
+		}
+		return len(filter)
+	}
+	idx := make([]int, len(s.infos))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		if pa, pb := s.infos[a].Priority, s.infos[b].Priority; pa != pb {
+			return pb - pa
+		}
+		return pos(a) - pos(b)
+	})
+	return idx
+}
+
+// ordered returns the view of every plugin in hook order for filter (see
+// rank): the set's own view when that order is the set's.
+func (s *Set) ordered(filter []string) *View {
+	idx := s.rank(filter)
+	order := make([]int, len(s.infos)) // index in s.infos -> position
+	same := true
+	for p, i := range idx {
+		order[i] = p
+		same = same && p == i
+	}
+	if same {
+		return s.all
+	}
+	pos := func(plugin string) int { return order[s.byID[plugin]] }
+	a := s.all
+	v := &View{set: s, tools: a.tools, toolList: a.toolList}
+	for p := range a.hooks {
+		v.hooks[p] = slices.Clone(a.hooks[p])
+		slices.SortStableFunc(v.hooks[p], func(x, y HookEntry) int { return pos(x.Plugin) - pos(y.Plugin) })
+	}
+	v.gates = slices.Clone(a.gates)
+	slices.SortStableFunc(v.gates, func(x, y GateEntry) int { return pos(x.Plugin) - pos(y.Plugin) })
+	v.transforms = slices.Clone(a.transforms)
+	slices.SortStableFunc(v.transforms, func(x, y TransformEntry) int { return pos(x.Plugin) - pos(y.Plugin) })
+	v.results = slices.Clone(a.results)
+	slices.SortStableFunc(v.results, func(x, y ResultTransformEntry) int { return pos(x.Plugin) - pos(y.Plugin) })
+	return v
 }
 
 // View is the behavioural parts active for one agent.
@@ -558,6 +641,19 @@ func (v *View) Transforms() []TransformEntry { return v.transforms }
 
 // ResultTransforms lists the active result transforms in registration order.
 func (v *View) ResultTransforms() []ResultTransformEntry { return v.results }
+
+// Order lists the view's plugins that are not built-ins in the order
+// their hooks run: priority, then the agent's plugins list, then the set's
+// order.
+func (v *View) Order() []string {
+	var out []string
+	for _, i := range v.set.rank(v.filter) {
+		if in := v.set.infos[i]; !in.Builtin && v.Active(in.ID) {
+			out = append(out, in.ID)
+		}
+	}
+	return out
+}
 
 // Active reports whether the plugin's behavioural parts are in this view.
 func (v *View) Active(plugin string) bool {
@@ -665,6 +761,7 @@ type Description struct {
 	Description string   `json:"description,omitempty"`
 	File        string   `json:"file,omitempty"`
 	Builtin     bool     `json:"builtin,omitempty"`
+	Priority    int      `json:"priority"`
 	Keys        []string `json:"keys"`
 	Hooks       []string `json:"hooks"` // phases, "tool_gate", "transform", "result_transform"
 	Tools       []string `json:"tools"`
@@ -677,7 +774,7 @@ type Description struct {
 func (s *Set) Describe() []Description {
 	out := make([]Description, len(s.infos))
 	for i, in := range s.infos {
-		out[i] = Description{ID: in.ID, Description: in.Description, File: in.Pos.File, Builtin: in.Builtin,
+		out[i] = Description{ID: in.ID, Description: in.Description, File: in.Pos.File, Builtin: in.Builtin, Priority: in.Priority,
 			Config: in.Config != nil, Keys: []string{}, Hooks: []string{}, Tools: []string{}, Actions: []string{}, Effects: []string{}}
 	}
 	at := func(id string) *Description { return &out[s.byID[id]] }

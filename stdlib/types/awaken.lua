@@ -46,6 +46,7 @@
 ---@field validate? fun(config: table): string|string[]|nil checks beyond the schema; return messages
 ---@field prepare? fun(config: table): any turns a config into what hooks read as ctx.prepared (parsed rules, indexes): run once per agent config and generation when the host configures the agent, with the load budget; return plain tables, strings, numbers and booleans
 ---@field hook_timeout? string|number the time budget of each call, e.g. "250ms" or 250 (milliseconds); default 100ms, at most 1h
+---@field priority? integer hook order, 0 to 1000 (default 500, higher first); ties follow the agent's plugins list, then the plugin id
 
 ---@class awaken.KeySpec
 ---@field scope? awaken.Scope "run" (default: fresh every run) or "thread" (kept across runs)
@@ -126,6 +127,8 @@
 ---@field response_schema? awaken.Schema
 ---@field options? string[]
 ---@field resume_mode? awaken.ResumeMode
+---@field timeout? string how long the call waits for a decision, e.g. "10m" or "24h" (at most 720h); default [runtime] ticket_timeout, or forever
+---@field on_timeout? "cancel"|"resume" what the runtime decides once the timeout passes (default "cancel"); recorded as expired, not as a human's decision
 
 ---@class awaken.Decision
 ---@field decision "block"|"suspend"|"set_result"|"rewrite"

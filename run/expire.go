@@ -1,0 +1,115 @@
+package run
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
+)
+
+// expiredReason is the reason of the runtime's decision for an expired
+// call, as a gate hook reads it in call.resume.reason.
+const expiredReason = "expired"
+
+// arm sets when a suspended call's ticket expires: its own timeout, else
+// the runtime's default, counted from the runtime's clock.
+func (s *Session) arm(t *gate.Ticket) {
+	d := t.Timeout
+	if d <= 0 {
+		d = s.rt.ticketTimeout
+	}
+	if d <= 0 {
+		return
+	}
+	t.ExpiresAt = s.rt.clock().Add(d)
+	if t.OnTimeout == "" {
+		t.OnTimeout = gate.OnTimeoutCancel
+	}
+}
+
+// NextExpiry is when the earliest suspended call's ticket expires (zero:
+// none will), so a host knows when to call Expire.
+func (s *Session) NextExpiry() time.Time {
+	var next time.Time
+	for _, c := range s.calls {
+		if c.Status != CallSuspended || c.Gate == nil || c.Gate.Ticket == nil {
+			continue
+		}
+		if at := c.Gate.Ticket.ExpiresAt; !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	return next
+}
+
+// Expire settles the suspended calls whose tickets have expired, as a
+// human's decisions would be (ticket.on_timeout: cancel or resume), and
+// records them as expired. It does nothing while none has, or when the run
+// is not waiting. Resume settles them too, before a human's decisions.
+func (s *Session) Expire(ctx context.Context) ([]CallRecord, Outcome, error) {
+	if s.status != Waiting || len(s.due(s.rt.clock())) == 0 {
+		return nil, s.outcome(), nil
+	}
+	return s.Resume(ctx, nil)
+}
+
+// due lists the suspended calls whose tickets expired by now.
+func (s *Session) due(now time.Time) []*CallRecord {
+	var out []*CallRecord
+	for _, c := range s.calls {
+		if c.Status != CallSuspended || c.Gate == nil || c.Gate.Ticket == nil {
+			continue
+		}
+		if at := c.Gate.Ticket.ExpiresAt; !at.IsZero() && !now.Before(at) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// withExpiries returns the decisions the runtime takes for expired calls
+// followed by the host's decisions for the others; a host's decision for
+// an expired call comes too late and is dropped (the ticket_expired event
+// says what was decided instead).
+func (s *Session) withExpiries(decisions []ResumeDecision) ([]ResumeDecision, []*CallRecord) {
+	due := s.due(s.rt.clock())
+	if len(due) == 0 {
+		return decisions, nil
+	}
+	expired := make(map[string]bool, 2*len(due))
+	out := make([]ResumeDecision, 0, len(due)+len(decisions))
+	for _, c := range due {
+		t := c.Gate.Ticket
+		expired[c.Call.ID], expired[t.ID] = true, true
+		action := "cancel"
+		if t.OnTimeout == gate.OnTimeoutResume {
+			action = "resume"
+		}
+		out = append(out, ResumeDecision{Target: c.Call.ID, Action: action, Reason: expiredReason})
+	}
+	for _, d := range decisions {
+		if !expired[d.Target] {
+			out = append(out, d)
+		}
+	}
+	return out, due
+}
+
+// markExpired records the calls the runtime decided for, once Resume has
+// accepted every decision.
+func (s *Session) markExpired(due []*CallRecord) {
+	for _, c := range due {
+		c.Expired = true
+		s.callChanged(c)
+		s.expired = append(s.expired, c.Call.ID)
+		t := c.Gate.Ticket
+		s.events.Emit(event.TicketExpired{CallID: c.Call.ID, TicketID: t.ID, OnTimeout: t.OnTimeout,
+			ExpiredAt: t.ExpiresAt.UTC().Format(time.RFC3339Nano)})
+	}
+}
+
+// ExpiredCalls lists the calls the runtime decided for since this
+// Session was started or restored.
+func (s *Session) ExpiredCalls() []string { return slices.Clone(s.expired) }
