@@ -128,6 +128,9 @@ type Server struct {
 	TokenEnv      string // the environment variable holding the bearer token; "" for none
 	BodyLimit     Size   // largest request body
 	MaxConcurrent int    // requests served at once before 429
+	// HookAgent is the agent coding agents' hook events run as, unless
+	// the request names one (?agent=).
+	HookAgent string
 }
 
 // Store is [store]: where threads and runs are kept.
@@ -202,7 +205,7 @@ func Default() *Config {
 			MaxValueSize: defaultMaxValueSize, MaxStateSize: defaultMaxStateSize},
 		Model: Model{Kind: ModelScripted, Script: "testdata/scenarios/demo.toml",
 			Timeout: defaultModelTimeout, MaxRetries: 3},
-		Server: Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64},
+		Server: Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64, HookAgent: DefaultAgent},
 		Store:  Store{Kind: StoreMemory, Path: defaultStorePath, MaxThreads: defaultMaxThreads},
 		Audit:  Audit{Path: "audit.jsonl"},
 		Tools:  Tools{Root: ".", ShellTimeout: defaultShellTimeout},

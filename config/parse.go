@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -244,6 +245,7 @@ func (p *parser) top(m map[string]any) {
 				{"token_env", p.envName(&c.Server.TokenEnv, "AWAKEN_TOKEN")},
 				{"body_limit", p.size(&c.Server.BodyLimit)},
 				{"max_concurrent", p.integer(&c.Server.MaxConcurrent, 1)},
+				{"hook_agent", p.str(&c.Server.HookAgent, nil)},
 			})
 		}},
 		{"store", func(k toml.Key, v any) {
@@ -276,6 +278,16 @@ func (p *parser) check() {
 	if sk := (toml.Key{"store"}); p.maxThreadsSet && c.Store.Kind == StoreFile {
 		p.failAt(p.atFirst(key(sk, "max_threads"), sk), "store.max_threads",
 			`applies to the memory store only: the file store keeps every thread on disk, so there is nothing to bound; remove max_threads, or set kind = "memory"`)
+	}
+	if sk := (toml.Key{"server"}); p.at(key(sk, "hook_agent")).Line > 0 && c.Agents[c.Server.HookAgent] == nil {
+		ids := make([]string, 0, len(c.Agents))
+		for id := range c.Agents {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		p.failAt(p.atFirst(key(sk, "hook_agent"), sk), "server.hook_agent",
+			"no agent %q is declared%s; agents: %s (declare [agents.%s], or name one of them)",
+			c.Server.HookAgent, errs.DidYouMean(c.Server.HookAgent, ids), strings.Join(ids, ", "), c.Server.HookAgent)
 	}
 	if rk := (toml.Key{"runtime"}); c.Runtime.MaxValueSize > c.Runtime.MaxStateSize {
 		p.failAt(p.atFirst(key(rk, "max_value_size"), key(rk, "max_state_size"), rk), "runtime.max_value_size",

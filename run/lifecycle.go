@@ -205,3 +205,18 @@ func (s *Session) cancelCall(c *CallRecord, reason string) {
 	s.messages = append(s.messages, ToolMessage(c.Call, r))
 	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(CallCancelled), Result: &r})
 }
+
+// EndUninferred ends a run whose open inference the host will never make:
+// a coding agent's session start, where plugins place context in
+// before_inference but no model answers. The step ends without
+// after_inference or step_end (no answer was made, so no hook is told one
+// was), the run ends "natural", and only RunEnd may follow.
+func (s *Session) EndUninferred(ctx context.Context) (Outcome, error) {
+	if err := s.expect(phase.AfterInference, stageInferenceReady); err != nil {
+		return s.outcome(), err
+	}
+	s.stage = stageStepEnded
+	s.termination = "natural"
+	s.events.Emit(event.StepEnd{Step: s.info.Step})
+	return s.outcome(), nil
+}

@@ -232,7 +232,11 @@ func (c *claudeCode) handle(w http.ResponseWriter, r *http.Request) (err error) 
 		}
 		select {
 		case c.s.sem <- struct{}{}:
-			out = c.dispatch(context.WithoutCancel(r.Context()), in, r.URL.Query().Get("agent"))
+			agent := r.URL.Query().Get("agent")
+			if agent == "" {
+				agent = c.s.hookAgent
+			}
+			out = c.dispatch(context.WithoutCancel(r.Context()), in, agent)
 			<-c.s.sem
 		default:
 			out = c.failure(in.HookEventName, fmt.Errorf("the sidecar is overloaded (%d requests in flight); raise [server] max_concurrent", cap(c.s.sem)))
@@ -330,6 +334,11 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 			return res, err
 		}
 		e, err = c.drive(ctx, cs, e, &res, stReady, "")
+		if err == nil && e != nil && e.sess.Termination() == "" {
+			// No model answers a session start: the run ends without
+			// telling after_inference hooks that one did.
+			_, err = e.sess.EndUninferred(ctx)
+		}
 		if err == nil && e != nil {
 			err = c.finishRun(ctx, cs, e, &res, false)
 			e = nil

@@ -67,6 +67,9 @@ type Options struct {
 	Addr string
 	// MaxConcurrent bounds the API requests served at once (429 past it).
 	MaxConcurrent int
+	// HookAgent is the agent hook events run as when the request names
+	// none (?agent=); "" is the runtime's default agent.
+	HookAgent string
 	// Log receives the access log (Info), failures (Error) and run events
 	// (Debug); nil discards.
 	Log *slog.Logger
@@ -116,7 +119,8 @@ type Server struct {
 	// expiries: waiting runs -> when their next ticket expires.
 	expiries map[string]time.Time
 
-	cc *claudeCode
+	cc        *claudeCode
+	hookAgent string
 
 	curGen atomic.Pointer[[]string] // {current generation id} for reply headers
 
@@ -165,6 +169,7 @@ func New(h *host.Host, o Options) *Server {
 	s.metrics = newMetrics()
 	s.hooks = o.Hooks
 	s.cc = newClaudeCode(s)
+	s.hookAgent = o.HookAgent
 	s.routes()
 	s.janitor.Add(1)
 	go s.sweepLoop()

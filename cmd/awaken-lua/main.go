@@ -6,6 +6,8 @@
 //	awaken-lua [--config FILE] check
 //	awaken-lua [--config FILE] dev
 //	awaken-lua [--config FILE] serve [--addr HOST:PORT]
+//	awaken-lua [--config FILE] hook [--agent claude-code] [--url URL] [--timeout D] [--fail closed|open] [--local] [--as AGENT]
+//	awaken-lua install claude-code [--scope project|local|user] [--http] [--uninstall]
 //	awaken-lua version
 //
 // Exit codes: 0 success, 1 the work failed (a test, a check, a run that
@@ -63,6 +65,8 @@ func commands() []command {
 		{"check", "load everything and report every problem", cmdCheck},
 		{"dev", "watch, reload and re-run the tests on every save", cmdDev},
 		{"serve", "serve the sidecar HTTP API (and the Claude Code hooks)", cmdServe},
+		{"hook", "a coding agent's command hook: an event on stdin, the decision on stdout", cmdHook},
+		{"install", "add awaken-lua's hooks to a coding agent's settings (claude-code)", cmdInstall},
 		{"version", "print the version", cmdVersion},
 	}
 }

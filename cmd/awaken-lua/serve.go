@@ -66,7 +66,7 @@ func cmdServe(e *env) int {
 		return exitFailed
 	}
 	srv := server.New(h, server.Options{Hooks: hooks, Token: token, BodyLimit: int64(cfg.Server.BodyLimit),
-		MaxConcurrent: cfg.Server.MaxConcurrent, Log: log, Addr: listen})
+		MaxConcurrent: cfg.Server.MaxConcurrent, HookAgent: cfg.Server.HookAgent, Log: log, Addr: listen})
 	// The server reads each body before it takes a concurrency slot, under
 	// its own deadline (server.DefaultBodyTimeout); ReadTimeout bounds the
 	// requests it never reads a body for.

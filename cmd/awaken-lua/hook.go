@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/config"
+	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/server"
+	"github.com/awaken-lua/awaken-lua/store/filestore"
+)
+
+// Defaults of the command hook.
+const (
+	defaultHookURL = "http://127.0.0.1:7878"
+	// Under the 30 s the installer gives the hook in Claude Code's
+	// settings, so the shim answers (and fails closed) before Claude Code
+	// gives up on it and fails open.
+	defaultHookTimeout = 20 * time.Second
+	maxHookEvent       = 4 << 20
+)
+
+// hookProtocols are the agents whose hook events `hook` forwards, with the
+// events on which a tool's permission is decided (those fail closed).
+var hookProtocols = map[string]map[string]bool{
+	"claude-code": {"PreToolUse": true, "PermissionRequest": true},
+}
+
+// cmdHook is a coding agent's command hook: one event on stdin, the
+// sidecar's reply on stdout. When no reply comes, a tool-permission event
+// fails closed (exit 2, the reason on stderr, which the agent reads as a
+// block) and the others fail open (exit 0, no output), unless --fail says
+// otherwise.
+func cmdHook(e *env) int {
+	fs := e.flags("hook")
+	agent := fs.String("agent", "claude-code", "the coding agent whose hook protocol the event speaks: claude-code")
+	addr := fs.String("url", "", "the sidecar (default $AWAKEN_URL, else "+defaultHookURL+")")
+	timeout := fs.Duration("timeout", defaultHookTimeout, "how long to wait for the decision")
+	fail := fs.String("fail", "", "closed or open: the answer when no decision comes (default: closed for tool-permission events, open for the rest)")
+	local := fs.Bool("local", false, "decide in-process from awaken.toml and its plugins, with the file store, instead of asking a sidecar")
+	as := fs.String("as", "", "the awaken-lua agent the event runs as (default: [server] hook_agent)")
+	args, err := parse(fs, e.args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(args) > 0 {
+		fmt.Fprintf(e.stderr, "awaken-lua hook: unexpected argument %q (the event comes on stdin)\n", args[0])
+		return exitUsage
+	}
+	permission, ok := hookProtocols[*agent]
+	if !ok {
+		fmt.Fprintf(e.stderr, "awaken-lua hook: --agent %q is not a supported agent; supported: claude-code\n", *agent)
+		return exitUsage
+	}
+	if *fail != "" && *fail != "closed" && *fail != "open" {
+		fmt.Fprintf(e.stderr, "awaken-lua hook: --fail is closed or open, not %q\n", *fail)
+		return exitUsage
+	}
+	body, err := io.ReadAll(io.LimitReader(e.stdin, maxHookEvent+1))
+	var name struct {
+		Event string `json:"hook_event_name"`
+	}
+	_ = json.Unmarshal(body, &name) // a bad event is the sidecar's to answer
+	closed := *fail == "closed" || (*fail == "" && permission[name.Event])
+	if err == nil && len(body) > maxHookEvent {
+		err = fmt.Errorf("the event is over %d bytes", maxHookEvent)
+	}
+	if err != nil {
+		return hookFailed(e, closed, err)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, *timeout)
+	defer cancel()
+	var reply []byte
+	if *local {
+		reply, err = hookLocal(ctx, e, *agent, *as, body)
+	} else {
+		reply, err = hookRemote(ctx, *addr, *agent, *as, body)
+	}
+	if err != nil {
+		return hookFailed(e, closed, err)
+	}
+	e.stdout.Write(reply)
+	return exitOK
+}
+
+// hookFailed answers when no decision came.
+func hookFailed(e *env, closed bool, err error) int {
+	if closed {
+		fmt.Fprintf(e.stderr, "awaken-lua could not decide on this tool call, so it is denied (fail closed): %v\n", err)
+		return exitUsage // 2: the agent blocks the call and shows the reason
+	}
+	fmt.Fprintf(e.stderr, "awaken-lua hook: no decision (%v); the event goes on without one\n", err)
+	return exitOK
+}
+
+func hookPath(agent, as string) string {
+	p := "/v1/hooks/" + agent
+	if as != "" {
+		p += "?agent=" + url.QueryEscape(as)
+	}
+	return p
+}
+
+// hookRemote posts the event to a sidecar.
+func hookRemote(ctx context.Context, addr, agent, as string, body []byte) ([]byte, error) {
+	if addr == "" {
+		addr = os.Getenv("AWAKEN_URL")
+	}
+	if addr == "" {
+		addr = defaultHookURL
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(addr, "/")+hookPath(agent, as), bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("the sidecar address %q: %w", addr, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if tok := strings.TrimSpace(os.Getenv("AWAKEN_TOKEN")); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("the sidecar at %s did not answer in time", addr)
+		}
+		return nil, fmt.Errorf("the sidecar at %s cannot be reached: %w (start it with awaken-lua serve, or pass --local)", addr, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, maxHookEvent))
+	if err != nil {
+		return nil, fmt.Errorf("reading the sidecar's reply: %w", err)
+	}
+	return checkHookReply(resp.StatusCode, out)
+}
+
+func checkHookReply(status int, out []byte) ([]byte, error) {
+	if status != http.StatusOK {
+		msg := strings.TrimSpace(string(out))
+		if len(msg) > 300 {
+			msg = msg[:300] + "..."
+		}
+		return nil, fmt.Errorf("the sidecar answered %d: %s", status, msg)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out, &v); err != nil {
+		return nil, fmt.Errorf("the sidecar's reply is not a JSON object: %w", err)
+	}
+	return out, nil
+}
+
+// hookLocal decides in this process: the configuration and plugins of
+// awaken.toml, with the file store, so thread state carries from one event
+// to the next. The adapter's per-session memory does not: each event runs
+// in a fresh process.
+func hookLocal(ctx context.Context, e *env, agent, as string, body []byte) ([]byte, error) {
+	path := e.config
+	if path == "" {
+		if _, err := os.Stat(host.DefaultConfig); err == nil {
+			path = host.DefaultConfig // as host.Open finds it
+		}
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	store, err := filestore.Open(cfg.Path(cfg.Store.Path), log)
+	if err != nil {
+		return nil, err
+	}
+	h, err := host.Open(ctx, host.Options{ConfigPath: path, Log: log, Store: store})
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	srv := server.New(h, server.Options{HookAgent: cfg.Server.HookAgent, Log: log})
+	defer srv.Close()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequestWithContext(ctx, "POST", "http://127.0.0.1"+hookPath(agent, as), bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	srv.ServeHTTP(rec, req)
+	return checkHookReply(rec.Code, rec.Body.Bytes())
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/server"
+)
+
+// runChild runs one command line in a process of its own (the test
+// binary as awaken-lua, see TestMain) with stdin, in dir ("" for the
+// current one), and returns its stdout, stderr and exit code.
+func runChild(t *testing.T, dir string, env []string, stdin []byte, args ...string) (string, string, int) {
+	t.Helper()
+	raw, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if dir != "" {
+		exe, err := filepath.Abs(os.Args[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd = exec.Command(exe, "-test.run=^$")
+		cmd.Dir = dir
+	}
+	cmd.Env = append(append(os.Environ(), childEnv+"="+string(raw)), env...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("%v did not exit: %s", args, errOut.String())
+	}
+	return "", "", -1
+}
+
+// recordedEvents lists testdata/agents/claude-code's events in order.
+func recordedEvents(t *testing.T) (string, []string) {
+	t.Helper()
+	dir := filepath.Join("..", "..", "testdata", "agents", "claude-code")
+	all, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	var events []string
+	for _, f := range all {
+		if !strings.HasSuffix(f, ".reply.json") {
+			events = append(events, f)
+		}
+	}
+	sort.Strings(events)
+	if len(events) == 0 {
+		t.Fatal("no recorded events")
+	}
+	return dir, events
+}
+
+func sameJSON(t *testing.T, got []byte, wantFile string) bool {
+	t.Helper()
+	want, err := os.ReadFile(wantFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		return false
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	return reflect.DeepEqual(g, w)
+}
+
+// TestHookCommandRecordedSession sends every recorded Claude Code event
+// through `awaken-lua hook` (a process per event, as Claude Code runs it)
+// to a sidecar on loopback with the reference policy, and compares each
+// printed reply.
+func TestHookCommandRecordedSession(t *testing.T) {
+	dir, events := recordedEvents(t)
+	h, err := host.Open(context.Background(), host.Options{ConfigPath: filepath.Join(dir, "policy", "awaken.toml"),
+		Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := server.New(h, server.Options{HookAgent: "default", Log: slog.New(slog.DiscardHandler)})
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	for _, f := range events {
+		event, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := runChild(t, "", nil, event, "hook", "--agent", "claude-code", "--url", ts.URL)
+		if code != 0 || !sameJSON(t, []byte(out), strings.TrimSuffix(f, ".json")+".reply.json") {
+			t.Errorf("%s: exit %d, stdout %s, stderr %s", filepath.Base(f), code, out, errOut)
+		}
+	}
+}
+
+// TestHookFailsClosed: when no decision comes, a PreToolUse is denied
+// (exit 2, the reason on stderr) and other events go on (exit 0, no
+// output), unless --fail says otherwise.
+func TestHookFailsClosed(t *testing.T) {
+	dir, _ := recordedEvents(t)
+	pre, _ := os.ReadFile(filepath.Join(dir, "06.pre_tool_use.bash_rm.json"))
+	post, _ := os.ReadFile(filepath.Join(dir, "04.post_tool_use.write.json"))
+	perm, _ := os.ReadFile(filepath.Join(dir, "08.permission_request.bash_git_push.json"))
+	// A port nothing listens on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+	// A sidecar that answers too late, and one that answers 500.
+	stop := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	defer slow.Close()
+	defer close(stop) // before Close, which waits for the handler
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) }))
+	defer broken.Close()
+	tests := []struct {
+		name  string
+		event []byte
+		args  []string
+		code  int
+		err   string
+	}{
+		{"PreToolUse, refused", pre, []string{"--url", refused}, 2, "denied (fail closed)"},
+		{"PreToolUse, too slow", pre, []string{"--url", slow.URL, "--timeout", "200ms"}, 2, "did not answer in time"},
+		{"PreToolUse, 500", pre, []string{"--url", broken.URL}, 2, "answered 500"},
+		{"PermissionRequest, refused", perm, []string{"--url", refused}, 2, "denied (fail closed)"},
+		{"PostToolUse, refused", post, []string{"--url", refused}, 0, "no decision"},
+		{"PreToolUse, --fail open", pre, []string{"--url", refused, "--fail", "open"}, 0, "no decision"},
+		{"PostToolUse, --fail closed", post, []string{"--url", refused, "--fail", "closed"}, 2, "fail closed"},
+		{"not JSON, fails closed with --fail closed", []byte("{"), []string{"--url", refused, "--fail", "closed"}, 2, "fail closed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runChild(t, "", nil, tc.event, append([]string{"hook"}, tc.args...)...)
+			if code != tc.code || out != "" || !strings.Contains(errOut, tc.err) {
+				t.Fatalf("exit %d (want %d), stdout %q, stderr %q (want %q)", code, tc.code, out, errOut, tc.err)
+			}
+		})
+	}
+}
+
+// TestHookLocal decides in-process, with the file store: a denied command
+// is denied without a sidecar, and thread state reaches the next event's
+// process.
+func TestHookLocal(t *testing.T) {
+	dir, _ := recordedEvents(t)
+	policy, _ := filepath.Abs(filepath.Join(dir, "policy"))
+	work := t.TempDir()
+	script, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "scenarios", "demo.toml"))
+	cfg := "plugin_dir = " + quote(policy) + "\n\n[model]\nkind = \"scripted\"\nscript = " + quote(script) +
+		"\n\n[store]\nkind = \"file\"\npath = \"state\"\n\n[audit]\npath = \"\"\n\n[agents.default]\nplugins = [\"reference\"]\ntools = []\n"
+	if err := os.WriteFile(filepath.Join(work, "awaken.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prompt, _ := os.ReadFile(filepath.Join(dir, "02.user_prompt_submit.json"))
+	if out, errOut, code := runChild(t, work, nil, prompt, "hook", "--local"); code != 0 || !sameJSON(t, []byte(out), filepath.Join(dir, "02.user_prompt_submit.reply.json")) {
+		t.Fatalf("prompt: exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	pre, _ := os.ReadFile(filepath.Join(dir, "06.pre_tool_use.bash_rm.json"))
+	out, errOut, code := runChild(t, work, nil, pre, "hook", "--local")
+	if code != 0 || !sameJSON(t, []byte(out), filepath.Join(dir, "06.pre_tool_use.bash_rm.reply.json")) {
+		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	if runs, err := filepath.Glob(filepath.Join(work, "state", "*", "*")); err != nil || len(runs) == 0 {
+		t.Fatalf("the file store keeps the session where awaken.toml says: %v %v", runs, err)
+	}
+}
+
+func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestInstallCommand installs into scratch settings: a fresh project, a
+// file with the user's own hooks, a second install, then an uninstall.
+func TestInstallCommand(t *testing.T) {
+	work := t.TempDir()
+	settings := filepath.Join(work, ".claude", "settings.json")
+	read := func() map[string]any {
+		t.Helper()
+		b, err := os.ReadFile(settings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	user := `{"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./lint.sh"}]}]}}`
+	if err := os.WriteFile(settings, []byte(user), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runChild(t, work, nil, nil, "install", "claude-code")
+	if code != 0 || !strings.Contains(out, "hooks added") || !strings.Contains(out, "kept as") {
+		t.Fatalf("install: exit %d %s %s", code, out, errOut)
+	}
+	m := read()
+	if m["model"] != "opus" || !strings.Contains(mustMarshal(m), "./lint.sh") || !strings.Contains(mustMarshal(m), "awaken-lua hook --agent claude-code") {
+		t.Fatalf("settings after install: %s", mustMarshal(m))
+	}
+	for _, ev := range []string{"SessionStart", "PreToolUse", "Stop"} {
+		if _, ok := m["hooks"].(map[string]any)[ev]; !ok {
+			t.Fatalf("no %s hook: %s", ev, mustMarshal(m))
+		}
+	}
+	before, _ := os.ReadFile(settings)
+	out, _, code = runChild(t, work, nil, nil, "install", "claude-code")
+	after, _ := os.ReadFile(settings)
+	if code != 0 || !strings.Contains(out, "already up to date") || !bytes.Equal(before, after) {
+		t.Fatalf("a second install changes nothing: exit %d %s", code, out)
+	}
+	out, _, code = runChild(t, work, nil, nil, "install", "claude-code", "--uninstall")
+	if code != 0 || !strings.Contains(out, "removed") {
+		t.Fatalf("uninstall: exit %d %s", code, out)
+	}
+	m = read()
+	if strings.Contains(mustMarshal(m), "awaken-lua") || !strings.Contains(mustMarshal(m), "./lint.sh") {
+		t.Fatalf("after uninstall only the user's hooks stay: %s", mustMarshal(m))
+	}
+	// The user scope goes where $CLAUDE_CONFIG_DIR says, in an empty file.
+	cfgDir := t.TempDir()
+	out, errOut, code = runChild(t, work, []string{"CLAUDE_CONFIG_DIR=" + cfgDir}, nil, "install", "claude-code", "--scope", "user", "--http")
+	if code != 0 {
+		t.Fatalf("user install: exit %d %s %s", code, out, errOut)
+	}
+	b, err := os.ReadFile(filepath.Join(cfgDir, "settings.json"))
+	if err != nil || !strings.Contains(string(b), "/v1/hooks/claude-code") {
+		t.Fatalf("user settings: %s %v", b, err)
+	}
+	if _, _, code := runChild(t, work, nil, nil, "install", "codex-cli"); code != 2 {
+		t.Fatalf("an unsupported agent is a usage error, exit %d", code)
+	}
+}
+
+func mustMarshal(v any) string { b, _ := json.Marshal(v); return string(b) }

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/awaken-lua/awaken-lua/agentsettings"
+)
+
+// cmdInstall merges awaken-lua's hooks into a coding agent's settings
+// (agentsettings): idempotent, with a backup first, other hooks untouched.
+func cmdInstall(e *env) int {
+	fs := e.flags("install")
+	scope := fs.String("scope", "project", "project (.claude/settings.json), local (.claude/settings.local.json) or user (~/.claude/settings.json)")
+	useHTTP := fs.Bool("http", false, "install HTTP hooks instead of the command hook (Claude Code runs HTTP hooks fail-open: a sidecar that is down lets tools run)")
+	uninstall := fs.Bool("uninstall", false, "remove awaken-lua's hooks instead")
+	command := fs.String("command", "", "the command hook to install (default \""+agentsettings.DefaultCommand+"\")")
+	hookURL := fs.String("url", "", "the HTTP hook's address with --http (default "+agentsettings.DefaultURL+")")
+	args, err := parse(fs, e.args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(args) != 1 || args[0] != "claude-code" {
+		fmt.Fprintln(e.stderr, "usage: awaken-lua install claude-code [--scope project|local|user] [--http] [--uninstall]")
+		if len(args) == 1 {
+			fmt.Fprintf(e.stderr, "awaken-lua install: %q is not a supported agent; supported: claude-code\n", args[0])
+		}
+		return exitUsage
+	}
+	var s agentsettings.Scope
+	switch *scope {
+	case "project":
+		s = agentsettings.Project
+	case "local":
+		s = agentsettings.Local
+	case "user":
+		s = agentsettings.User
+	default:
+		fmt.Fprintf(e.stderr, "awaken-lua install: --scope is project, local or user, not %q\n", *scope)
+		return exitUsage
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua install: %v\n", err)
+		return exitFailed
+	}
+	cfgDir := os.Getenv("CLAUDE_CONFIG_DIR")
+	if cfgDir == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			cfgDir = filepath.Join(home, ".claude")
+		}
+	}
+	res, err := agentsettings.InstallClaudeCode(agentsettings.Options{Scope: s, HTTP: *useHTTP, Uninstall: *uninstall,
+		ProjectDir: wd, ConfigDir: cfgDir, Command: *command, URL: *hookURL})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua install: %v\n", err)
+		return exitFailed
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
+	switch {
+	case !res.Changed:
+		fmt.Fprintf(e.stdout, "%s: already up to date\n", res.Path)
+	case *uninstall:
+		fmt.Fprintf(e.stdout, "%s: removed %d awaken-lua hooks\n", res.Path, res.Removed)
+	default:
+		fmt.Fprintf(e.stdout, "%s: %d hooks added, %d updated\n", res.Path, res.Added, res.Updated)
+	}
+	if res.Backup != "" {
+		fmt.Fprintf(e.stdout, "the previous file is kept as %s\n", res.Backup)
+	}
+	return exitOK
+}

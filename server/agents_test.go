@@ -1,0 +1,80 @@
+package server
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// agentEvents lists testdata/agents/<agent>'s recorded events in session
+// order: each event file with its expected reply file.
+func agentEvents(t *testing.T, agent string) (dir string, events []string) {
+	t.Helper()
+	dir = filepath.Join("..", "testdata", "agents", agent)
+	all, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range all {
+		if !strings.HasSuffix(f, ".reply.json") {
+			events = append(events, f)
+		}
+	}
+	sort.Strings(events)
+	if len(events) == 0 {
+		t.Fatalf("no events in %s", dir)
+	}
+	return dir, events
+}
+
+func readJSON(t *testing.T, path string) any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return v
+}
+
+// TestClaudeCodeRecordedSession drives every recorded Claude Code event
+// through POST /v1/hooks/claude-code, in order, on the reference policy
+// and the default hook agent (no ?agent=), and compares each reply.
+func TestClaudeCodeRecordedSession(t *testing.T) {
+	dir, events := agentEvents(t, "claude-code")
+	sc := newSidecar(t, filepath.Join(dir, "policy"), Options{Log: quietLog()})
+	for _, f := range events {
+		body := readJSON(t, f)
+		want := readJSON(t, strings.TrimSuffix(f, ".json")+".reply.json")
+		r := sc.call("POST", "/v1/hooks/claude-code", body)
+		if r.status != 200 {
+			t.Fatalf("%s: status %d %s", filepath.Base(f), r.status, r.raw)
+		}
+		var got any
+		if err := json.Unmarshal(r.raw, &got); err != nil {
+			t.Fatalf("%s: %v", filepath.Base(f), err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %s, want %s", filepath.Base(f), r.raw, mustJSON(want))
+		}
+	}
+}
+
+// TestHookAgent: hook events without ?agent= run as [server] hook_agent,
+// and ?agent= still overrides it.
+func TestHookAgent(t *testing.T) {
+	dir := project(t, "\n[agents.open]\ntools = []\nplugins = [\"other\"]\n",
+		map[string]string{"ccpolicy.lua": ccPolicyLua, "other.lua": "local awaken = require(\"awaken\")\nreturn awaken.plugin { id = \"other\" }\n"})
+	sc := newSidecar(t, dir, Options{Log: quietLog(), HookAgent: "open"})
+	rm := fixture(t, "pre_tool_use_bash_rm", nil)
+	wantEmpty(t, sc.hook(t, rm, "")) // the hook agent has no policy
+	rm["session_id"] = "another"
+	wantDecision(t, sc.hook(t, rm, "?agent=default"), "deny", "rm is not allowed")
+}
