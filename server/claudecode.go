@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"regexp"
 	"runtime/debug"
 	"sort"
@@ -95,6 +96,15 @@ type ccSpecific struct {
 	PermissionDecisionReason string         `json:"permissionDecisionReason,omitempty"`
 	UpdatedInput             map[string]any `json:"updatedInput,omitempty"`
 	AdditionalContext        string         `json:"additionalContext,omitempty"`
+	Decision                 *ccPermission  `json:"decision,omitempty"` // PermissionRequest
+}
+
+// ccPermission is PermissionRequest's answer to the question Claude Code
+// is about to ask its user.
+type ccPermission struct {
+	Behavior     string         `json:"behavior"` // allow or deny
+	Message      string         `json:"message,omitempty"`
+	UpdatedInput map[string]any `json:"updatedInput,omitempty"`
 }
 
 // Hook event names.
@@ -104,6 +114,8 @@ const (
 	evPostToolUseFailure = "PostToolUseFailure"
 	evUserPromptSubmit   = "UserPromptSubmit"
 	evStop               = "Stop"
+	evPermissionRequest  = "PermissionRequest"
+	evPostToolBatch      = "PostToolBatch"
 	evSessionStart       = "SessionStart"
 	evSessionEnd         = "SessionEnd"
 )
@@ -278,7 +290,8 @@ type ccResult struct {
 
 func (c *claudeCode) dispatch(ctx context.Context, in ccInput, agent string) ccOutput {
 	switch in.HookEventName {
-	case evPreToolUse, evPostToolUse, evPostToolUseFailure, evUserPromptSubmit, evStop, evSessionStart, evSessionEnd:
+	case evPreToolUse, evPostToolUse, evPostToolUseFailure, evUserPromptSubmit, evStop, evSessionStart, evSessionEnd,
+		evPermissionRequest, evPostToolBatch:
 	default:
 		return ccOutput{} // an event the adapter does not map (Notification, PreCompact, ...)
 	}
@@ -313,8 +326,12 @@ func shape(eventName string, res ccResult) ccOutput {
 		spec.AdditionalContext = strings.Join(res.context, "\n\n")
 	case evStop:
 		out.Decision, out.Reason = res.decision, res.reason
+	case evPermissionRequest:
+		if res.decision != "" {
+			spec.Decision = &ccPermission{Behavior: res.decision, Message: res.reason, UpdatedInput: res.updated}
+		}
 	}
-	if spec.PermissionDecision != "" || spec.AdditionalContext != "" || spec.UpdatedInput != nil {
+	if spec.PermissionDecision != "" || spec.AdditionalContext != "" || spec.UpdatedInput != nil || spec.Decision != nil {
 		out.HookSpecificOutput = spec
 	}
 	return out
@@ -356,6 +373,20 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 		return res, c.release(ctx, e, err)
 	case evPreToolUse:
 		return c.preToolUse(ctx, cs, in)
+	case evPermissionRequest:
+		return c.permissionRequest(ctx, cs, in)
+	case evPostToolBatch:
+		// Claude Code ran the batch: the step ends here, and calls whose
+		// PostToolUse never came are finished with an error result. The
+		// next inference opens with the next event.
+		e, err := c.openRun(ctx, cs)
+		if err != nil || e == nil {
+			return res, err
+		}
+		if stageOf(e) == stInferred {
+			_, err = c.closeStep(ctx, cs, e, true)
+		}
+		return res, c.release(ctx, e, err)
 	case evPostToolUse, evPostToolUseFailure:
 		return c.postToolUse(ctx, cs, in)
 	case evStop:
@@ -657,6 +688,56 @@ func findCall(e *entry, id string) (run.CallRecord, bool) {
 		}
 	}
 	return run.CallRecord{}, false
+}
+
+// permissionRequest answers Claude Code before it asks its user whether a
+// call may run. The call was gated at its PreToolUse when that hook is
+// installed: that decision answers (block and set_result deny, a rewrite
+// allows with its input); otherwise the call is gated now. Suspend and
+// allow leave the question to the user ({}), so a plugin never widens
+// what the user is asked about.
+func (c *claudeCode) permissionRequest(ctx context.Context, cs *ccSession, in ccInput) (ccResult, error) {
+	var res ccResult
+	call, err := toolCall(in)
+	if err != nil {
+		return res, err
+	}
+	e, err := c.openRun(ctx, cs)
+	if err != nil {
+		return res, err
+	}
+	if e != nil {
+		calls := e.sess.Calls()
+		for i := len(calls) - 1; i >= 0; i-- {
+			rec := calls[i]
+			if rec.Call.Name != call.Name || rec.Gate == nil || !reflect.DeepEqual(rec.Call.Args, call.Args) {
+				continue
+			}
+			switch rec.Gate.Decision {
+			case "block", "set_result":
+				res.decision, res.reason = "deny", rec.Gate.Reason
+				if rec.Gate.Decision == "set_result" && rec.Gate.Result != nil {
+					res.reason = "awaken-lua answered this call without running it (" + rec.Gate.Plugin + "): " + run.ResultText(*rec.Gate.Result)
+				}
+			case "allow":
+				if rec.Gate.RewrittenBy != "" {
+					res.decision, res.updated = "allow", rec.Gate.Args
+				}
+			}
+			c.s.unlock(e)
+			return res, nil
+		}
+		c.s.unlock(e)
+	}
+	pre, err := c.preToolUse(ctx, cs, in)
+	switch {
+	case pre.decision == "deny":
+		res.decision, res.reason = "deny", pre.reason
+	case pre.decision == "allow" && pre.updated != nil:
+		res.decision, res.updated = "allow", pre.updated
+	}
+	res.stop = pre.stop
+	return res, err
 }
 
 func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) (ccResult, error) {
