@@ -107,6 +107,11 @@ type ccPermission struct {
 	UpdatedInput map[string]any `json:"updatedInput,omitempty"`
 }
 
+// preOnlyBatch bounds the calls of one step while the session sends no
+// PostToolUse: more than Claude Code runs in parallel, few enough that an
+// event's cost does not grow with the session.
+const preOnlyBatch = 32
+
 // Hook event names.
 const (
 	evPreToolUse         = "PreToolUse"
@@ -151,6 +156,10 @@ type ccSession struct {
 	seen     map[string]bool // tools seen in the session
 	listed   map[string]bool // tools the adapter offered in the open step
 	approved map[string]model.ToolResult
+	// posts: the session sends PostToolUse (or PostToolBatch). Without
+	// them (only PreToolUse installed) no call is ever seen to finish, so a
+	// step holds at most preOnlyBatch calls instead of growing forever.
+	posts bool
 	// continued: the messages runtime.continue added when the open run's
 	// last step ended.
 	continued []model.Message
@@ -376,6 +385,7 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 	case evPermissionRequest:
 		return c.permissionRequest(ctx, cs, in)
 	case evPostToolBatch:
+		cs.posts = true
 		// Claude Code ran the batch: the step ends here, and calls whose
 		// PostToolUse never came are finished with an error result. The
 		// next inference opens with the next event.
@@ -388,6 +398,7 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 		}
 		return res, c.release(ctx, e, err)
 	case evPostToolUse, evPostToolUseFailure:
+		cs.posts = true
 		return c.postToolUse(ctx, cs, in)
 	case evStop:
 		e, err := c.openRun(ctx, cs)
@@ -541,7 +552,7 @@ func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e *entry, res
 	return fmt.Errorf("run %s did not end", e.id)
 }
 
-func stageOf(e *entry) string { return e.sess.Checkpoint().Stage }
+func stageOf(e *entry) string { return e.sess.Stage() }
 
 // beforeInference runs before_inference offering Claude Code's tools, and
 // collects the context messages plugins placed.
@@ -681,14 +692,7 @@ func toolCall(in ccInput) (model.ToolCall, error) {
 	return model.ToolCall{ID: id, Name: in.ToolName, Args: args}, nil
 }
 
-func findCall(e *entry, id string) (run.CallRecord, bool) {
-	for _, c := range e.sess.Calls() {
-		if c.Call.ID == id {
-			return c, true
-		}
-	}
-	return run.CallRecord{}, false
-}
+func findCall(e *entry, id string) (run.CallRecord, bool) { return e.sess.Call(id) }
 
 // permissionRequest answers Claude Code before it asks its user whether a
 // call may run. The call was gated at its PreToolUse when that hook is
@@ -863,7 +867,7 @@ func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e *entry, res *c
 		if _, ok := findCall(e, call.ID); ok {
 			return e, nil // a retry: the gate answers with its kept decision
 		}
-		if c.stepBusy(e) && cs.listed[call.Name] {
+		if c.stepBusy(e) && cs.listed[call.Name] && (cs.posts || len(e.sess.Calls()) < preOnlyBatch) {
 			// A parallel call joins the step.
 			if _, err := sess.AnnounceCall(ctx, call); err != nil {
 				return e, err
@@ -926,7 +930,7 @@ func (c *claudeCode) closeStep(ctx context.Context, cs *ccSession, e *entry, fin
 		if sess.Termination() != "" {
 			return true, nil
 		}
-		if err := c.abandon(ctx, e, rec); err != nil {
+		if err := c.abandon(ctx, cs, e, rec); err != nil {
 			return true, err
 		}
 	}
@@ -944,9 +948,14 @@ func (c *claudeCode) closeStep(ctx context.Context, cs *ccSession, e *entry, fin
 }
 
 // abandon finishes a call whose PostToolUse never came.
-func (c *claudeCode) abandon(ctx context.Context, e *entry, rec run.CallRecord) error {
+func (c *claudeCode) abandon(ctx context.Context, cs *ccSession, e *entry, rec run.CallRecord) error {
 	sess := e.sess
 	noResult := model.Error("Claude Code reported no result for this call (the user denied it, or it failed)")
+	if !cs.posts {
+		// Only PreToolUse is installed: the call ran, or not; nobody says.
+		noResult = model.ToolResult{Status: model.StatusSuccess,
+			Message: "Claude Code reports no tool results to awaken-lua (no PostToolUse hook), so this result is unknown"}
+	}
 	switch rec.Status {
 	case run.CallNew, run.CallResuming:
 		d, _, err := sess.ToolGate(ctx, rec.Call)

@@ -78,7 +78,7 @@ p:on("run_end", function(ctx) ctx:update(turns, 1) end)
 return p
 `
 
-func ccSidecar(t *testing.T, o Options) *sidecar {
+func ccSidecar(t testing.TB, o Options) *sidecar {
 	o.Log = quietLog()
 	return newSidecar(t, project(t, "", map[string]string{"ccpolicy.lua": ccPolicyLua}), o)
 }
@@ -478,5 +478,21 @@ func TestClaudeCodePostToolBatchEndsTheStep(t *testing.T) {
 	wantEmpty(t, sc.hook(t, batch, ""))
 	if got := state(); got != `["toolu_A:succeeded","toolu_B:failed"]` {
 		t.Fatalf("after PostToolBatch: %s", got)
+	}
+}
+
+// TestClaudeCodePreToolUseOnlyStepsStaySmall: with only PreToolUse
+// installed no call is seen to finish, and steps are capped instead of
+// growing with the session.
+func TestClaudeCodePreToolUseOnlyStepsStaySmall(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	for i := 0; i < 3*preOnlyBatch; i++ {
+		sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": "pre", "tool_use_id": fmt.Sprintf("t%d", i),
+			"tool_input": map[string]any{"file_path": fmt.Sprintf("f%d", i), "content": "x"}}), "")
+	}
+	id := sc.ccRunID(t, "pre")
+	calls := sc.must(200, "GET", "/v1/runs/"+id, nil).body["state"].(map[string]any)["__runtime.tool_calls"].(map[string]any)
+	if len(calls) == 0 || len(calls) > preOnlyBatch {
+		t.Fatalf("the open step holds %d calls, at most %d expected", len(calls), preOnlyBatch)
 	}
 }
