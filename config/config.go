@@ -131,6 +131,10 @@ type Server struct {
 	// HookAgent is the agent coding agents' hook events run as, unless
 	// the request names one (?agent=).
 	HookAgent string
+	// SessionHistory bounds the messages a thread keeps of its
+	// conversation (its state is kept whole), so a long session costs the
+	// same per event as a short one.
+	SessionHistory int
 }
 
 // Store is [store]: where threads and runs are kept.
@@ -205,7 +209,7 @@ func Default() *Config {
 			MaxValueSize: defaultMaxValueSize, MaxStateSize: defaultMaxStateSize},
 		Model: Model{Kind: ModelScripted, Script: "testdata/scenarios/demo.toml",
 			Timeout: defaultModelTimeout, MaxRetries: 3},
-		Server: Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64, HookAgent: DefaultAgent},
+		Server: Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64, HookAgent: DefaultAgent, SessionHistory: 200},
 		Store:  Store{Kind: StoreMemory, Path: defaultStorePath, MaxThreads: defaultMaxThreads},
 		Audit:  Audit{Path: "audit.jsonl"},
 		Tools:  Tools{Root: ".", ShellTimeout: defaultShellTimeout},

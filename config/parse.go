@@ -246,6 +246,7 @@ func (p *parser) top(m map[string]any) {
 				{"body_limit", p.size(&c.Server.BodyLimit)},
 				{"max_concurrent", p.integer(&c.Server.MaxConcurrent, 1)},
 				{"hook_agent", p.str(&c.Server.HookAgent, nil)},
+				{"session_history", p.integer(&c.Server.SessionHistory, 1)},
 			})
 		}},
 		{"store", func(k toml.Key, v any) {

@@ -51,6 +51,7 @@ func (c *Config) Render() string {
 	w.kv("token_env", quoteString(c.Server.TokenEnv))
 	w.kv("body_limit", quoteString(c.Server.BodyLimit.String()))
 	w.kv("max_concurrent", itoa(c.Server.MaxConcurrent))
+	w.kv("session_history", itoa(c.Server.SessionHistory))
 	if c.Agents[c.Server.HookAgent] != nil { // else hook events must name their agent (?agent=)
 		w.kv("hook_agent", quoteString(c.Server.HookAgent))
 	}

@@ -104,7 +104,7 @@ func (s *Session) save(ctx context.Context) error {
 		s.thread = th
 	case Done:
 		th.Waiting = ""
-		th.Messages = cloneMessages(s.messages)
+		th.Messages = cloneMessages(recent(s.messages, s.rt.maxHistory))
 		rev, err := st.PutThread(ctx, th)
 		if err != nil {
 			return &SaveError{Op: "save thread " + th.ID, Err: err}
@@ -258,6 +258,20 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 		s.calls = append(s.calls, &c)
 	}
 	return s, nil
+}
+
+// recent returns the last n messages of msgs (all when n <= 0), starting
+// after a tool result whose call was cut off: a conversation never opens
+// with an answer to a question it no longer holds.
+func recent(msgs []model.Message, n int) []model.Message {
+	if n <= 0 || len(msgs) <= n {
+		return msgs
+	}
+	out := msgs[len(msgs)-n:]
+	for len(out) > 0 && out[0].Role == model.RoleTool {
+		out = out[1:]
+	}
+	return out
 }
 
 // ThreadMessages returns a thread's saved conversation.

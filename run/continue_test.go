@@ -153,3 +153,25 @@ func TestContinueThroughTheSession(t *testing.T) {
 		t.Fatalf("after a restore, the bound of 1 must hold: %+v", o)
 	}
 }
+
+// TestThreadKeepsRecentHistory: a thread keeps its last messages only
+// (WithMaxHistory), never opening with a tool result whose call it lost.
+func TestThreadKeepsRecentHistory(t *testing.T) {
+	rt := newRuntime(t, []run.Option{run.WithMaxHistory(4)})
+	ctx := context.Background()
+	var rs []model.Response
+	for range 5 {
+		rs = append(rs, calls(call("echo", nil)))
+	}
+	rs = append(rs, text("done"))
+	if _, err := rt.Run(ctx, run.Request{ThreadID: "th", Prompt: "go", Model: turns(rs...), Tools: []plugin.Tool{newTool("echo", nil)}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := rt.ThreadMessages(ctx, "th")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) == 0 || len(msgs) > 4 || msgs[0].Role == model.RoleTool || msgs[len(msgs)-1].Content != "done" {
+		t.Fatalf("thread messages %+v", msgs)
+	}
+}

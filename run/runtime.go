@@ -76,6 +76,8 @@ type Runtime struct {
 	toolCalls  *state.Key // __runtime.tool_calls
 	// ticketTimeout applies to suspended calls whose ticket sets none.
 	ticketTimeout time.Duration
+	// maxHistory bounds the messages a thread keeps (0: all).
+	maxHistory int
 }
 
 type agentRT struct {
@@ -121,6 +123,13 @@ func WithStore(s Store) Option { return func(r *Runtime) error { r.store = s; re
 // when its ticket does not say (0: forever); then the runtime cancels it.
 func WithTicketTimeout(d time.Duration) Option {
 	return func(r *Runtime) error { r.ticketTimeout = d; return nil }
+}
+
+// WithMaxHistory bounds the conversation a thread keeps to its last n
+// messages (0: all), so a session that runs for days costs the same per
+// run as a new one; thread state is kept whole.
+func WithMaxHistory(n int) Option {
+	return func(r *Runtime) error { r.maxHistory = n; return nil }
 }
 
 // WithGeneration names the plugin generation runs report.

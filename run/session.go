@@ -267,6 +267,10 @@ func (s *Session) Step() int { return s.info.Step }
 // Status returns the run's status.
 func (s *Session) Status() Status { return s.status }
 
+// Stage names where the run is within its phases (the Checkpoint's
+// Stage), without copying the run as Checkpoint does.
+func (s *Session) Stage() string { return string(s.stage) }
+
 // Termination returns the termination string, empty while running.
 func (s *Session) Termination() string { return s.termination }
 

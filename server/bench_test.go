@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -162,6 +163,30 @@ func runEnds(id func(c, i int) string) func(c, i int) string {
 // been exact: its sleeps overshoot (by 0.6 ms median and up to a few ms on
 // this VM), and that lateness is the client's, not the server's.
 func loadAt(b *testing.B, base string, rate float64, path, end func(client, i int) string) {
+	loadBodies(b, base, rate, path, end, gateBody)
+}
+
+// gateBody is the i-th tool_gate request's body: fresh calls, one in four
+// a shell command, one in eight a read of .env.
+func gateBody(body []byte, c, i int) []byte {
+	body = append(body[:0], `{"call":{"id":"c`...)
+	body = strconv.AppendInt(body, int64(i%callsPerRun+1), 10)
+	tool, arg := "fs_read", `{"path":"src/main.go","line":12}`
+	switch i % 8 {
+	case 3:
+		tool, arg = "shell", `{"cmd":"ls","dir":"/tmp"}`
+	case 7:
+		tool, arg = "fs_read", `{"path":".env"}`
+	}
+	body = append(body, `","name":"`...)
+	body = append(body, tool...)
+	body = append(body, `","args":`...)
+	body = append(body, arg...)
+	return append(body, `}}`...)
+}
+
+// loadBodies is loadAt with the request bodies that mk makes.
+func loadBodies(b *testing.B, base string, rate float64, path, end func(client, i int) string, mk func(body []byte, c, i int) []byte) {
 	addr := strings.TrimPrefix(base, "http://")
 	per := (b.N + clients - 1) / clients
 	lat := make([][]time.Duration, clients)
@@ -200,20 +225,7 @@ func loadAt(b *testing.B, base string, rate float64, path, end func(client, i in
 						time.Sleep(d)
 					}
 				}
-				body = append(body[:0], `{"call":{"id":"c`...)
-				body = strconv.AppendInt(body, int64(i%callsPerRun+1), 10)
-				tool, arg := "fs_read", `{"path":"src/main.go","line":12}`
-				switch i % 8 {
-				case 3:
-					tool, arg = "shell", `{"cmd":"ls","dir":"/tmp"}`
-				case 7:
-					tool, arg = "fs_read", `{"path":".env"}`
-				}
-				body = append(body, `","name":"`...)
-				body = append(body, tool...)
-				body = append(body, `","args":`...)
-				body = append(body, arg...)
-				body = append(body, `}}`...)
+				body = mk(body, c, i)
 				sent := time.Now()
 				status, err := rc.do("POST", path(c, i), body)
 				if err != nil {
@@ -221,7 +233,7 @@ func loadAt(b *testing.B, base string, rate float64, path, end func(client, i in
 					return
 				}
 				if status != http.StatusOK {
-					errc <- fmt.Errorf("tool_gate: status %d", status)
+					errc <- fmt.Errorf("%s: status %d", path(c, i), status)
 					return
 				}
 				took := time.Since(sent)
@@ -397,5 +409,39 @@ func BenchmarkToolGateHandler(b *testing.B) {
 		if rec.Code != 200 {
 			b.Fatalf("%d %s", rec.Code, rec.Body)
 		}
+	}
+}
+
+// BenchmarkServeClaudeCode is the Claude Code figure: PreToolUse events
+// over loopback HTTP from 16 clients, each with a fresh tool_use_id, half
+// of them opening a new session, decided by the reference policy of
+// testdata/agents/claude-code (Bash split with the shell parser, deny rm,
+// ask for git push): as fast as the clients can, and at 10,000/s.
+func BenchmarkServeClaudeCode(b *testing.B) {
+	defer gctune.TuneGC()()
+	for _, rate := range []float64{0, 10000} {
+		name := "pre-tool-use"
+		if rate > 0 {
+			name += "-at-10k"
+		}
+		b.Run(name, func(b *testing.B) {
+			sc := newSidecar(b, filepath.Join("..", "testdata", "agents", "claude-code", "policy"), Options{Log: quietLog(), MaxConcurrent: 256})
+			commands := []string{`ls -la src`, `npm run build && rm -rf dist`, `npm test`, `git status`}
+			mk := func(body []byte, c, i int) []byte {
+				body = append(body[:0], `{"session_id":"s`...)
+				body = strconv.AppendInt(body, int64(c), 10)
+				body = append(body, '-')
+				body = strconv.AppendInt(body, int64(i/2), 10)
+				body = append(body, `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"`...)
+				body = append(body, commands[i%len(commands)]...)
+				body = append(body, `","description":"x"},"tool_use_id":"toolu_`...)
+				body = strconv.AppendInt(body, int64(c), 10)
+				body = append(body, '_')
+				body = strconv.AppendInt(body, int64(i), 10)
+				return append(body, `"}`...)
+			}
+			loadBodies(b, sc.ts.URL, rate, func(c, i int) string { return "/v1/hooks/claude-code" },
+				func(c, i int) string { return "" }, mk)
+		})
 	}
 }

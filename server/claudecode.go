@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"regexp"
 	"runtime/debug"
 	"sort"
@@ -95,7 +96,21 @@ type ccSpecific struct {
 	PermissionDecisionReason string         `json:"permissionDecisionReason,omitempty"`
 	UpdatedInput             map[string]any `json:"updatedInput,omitempty"`
 	AdditionalContext        string         `json:"additionalContext,omitempty"`
+	Decision                 *ccPermission  `json:"decision,omitempty"` // PermissionRequest
 }
+
+// ccPermission is PermissionRequest's answer to the question Claude Code
+// is about to ask its user.
+type ccPermission struct {
+	Behavior     string         `json:"behavior"` // allow or deny
+	Message      string         `json:"message,omitempty"`
+	UpdatedInput map[string]any `json:"updatedInput,omitempty"`
+}
+
+// preOnlyBatch bounds the calls of one step while the session sends no
+// PostToolUse: more than Claude Code runs in parallel, few enough that an
+// event's cost does not grow with the session.
+const preOnlyBatch = 32
 
 // Hook event names.
 const (
@@ -104,6 +119,8 @@ const (
 	evPostToolUseFailure = "PostToolUseFailure"
 	evUserPromptSubmit   = "UserPromptSubmit"
 	evStop               = "Stop"
+	evPermissionRequest  = "PermissionRequest"
+	evPostToolBatch      = "PostToolBatch"
 	evSessionStart       = "SessionStart"
 	evSessionEnd         = "SessionEnd"
 )
@@ -139,6 +156,10 @@ type ccSession struct {
 	seen     map[string]bool // tools seen in the session
 	listed   map[string]bool // tools the adapter offered in the open step
 	approved map[string]model.ToolResult
+	// posts: the session sends PostToolUse (or PostToolBatch). Without
+	// them (only PreToolUse installed) no call is ever seen to finish, so a
+	// step holds at most preOnlyBatch calls instead of growing forever.
+	posts bool
 	// continued: the messages runtime.continue added when the open run's
 	// last step ended.
 	continued []model.Message
@@ -278,7 +299,8 @@ type ccResult struct {
 
 func (c *claudeCode) dispatch(ctx context.Context, in ccInput, agent string) ccOutput {
 	switch in.HookEventName {
-	case evPreToolUse, evPostToolUse, evPostToolUseFailure, evUserPromptSubmit, evStop, evSessionStart, evSessionEnd:
+	case evPreToolUse, evPostToolUse, evPostToolUseFailure, evUserPromptSubmit, evStop, evSessionStart, evSessionEnd,
+		evPermissionRequest, evPostToolBatch:
 	default:
 		return ccOutput{} // an event the adapter does not map (Notification, PreCompact, ...)
 	}
@@ -313,8 +335,12 @@ func shape(eventName string, res ccResult) ccOutput {
 		spec.AdditionalContext = strings.Join(res.context, "\n\n")
 	case evStop:
 		out.Decision, out.Reason = res.decision, res.reason
+	case evPermissionRequest:
+		if res.decision != "" {
+			spec.Decision = &ccPermission{Behavior: res.decision, Message: res.reason, UpdatedInput: res.updated}
+		}
 	}
-	if spec.PermissionDecision != "" || spec.AdditionalContext != "" || spec.UpdatedInput != nil {
+	if spec.PermissionDecision != "" || spec.AdditionalContext != "" || spec.UpdatedInput != nil || spec.Decision != nil {
 		out.HookSpecificOutput = spec
 	}
 	return out
@@ -356,7 +382,23 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 		return res, c.release(ctx, e, err)
 	case evPreToolUse:
 		return c.preToolUse(ctx, cs, in)
+	case evPermissionRequest:
+		return c.permissionRequest(ctx, cs, in)
+	case evPostToolBatch:
+		cs.posts = true
+		// Claude Code ran the batch: the step ends here, and calls whose
+		// PostToolUse never came are finished with an error result. The
+		// next inference opens with the next event.
+		e, err := c.openRun(ctx, cs)
+		if err != nil || e == nil {
+			return res, err
+		}
+		if stageOf(e) == stInferred {
+			_, err = c.closeStep(ctx, cs, e, true)
+		}
+		return res, c.release(ctx, e, err)
 	case evPostToolUse, evPostToolUseFailure:
+		cs.posts = true
 		return c.postToolUse(ctx, cs, in)
 	case evStop:
 		e, err := c.openRun(ctx, cs)
@@ -510,7 +552,7 @@ func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e *entry, res
 	return fmt.Errorf("run %s did not end", e.id)
 }
 
-func stageOf(e *entry) string { return e.sess.Checkpoint().Stage }
+func stageOf(e *entry) string { return e.sess.Stage() }
 
 // beforeInference runs before_inference offering Claude Code's tools, and
 // collects the context messages plugins placed.
@@ -650,13 +692,56 @@ func toolCall(in ccInput) (model.ToolCall, error) {
 	return model.ToolCall{ID: id, Name: in.ToolName, Args: args}, nil
 }
 
-func findCall(e *entry, id string) (run.CallRecord, bool) {
-	for _, c := range e.sess.Calls() {
-		if c.Call.ID == id {
-			return c, true
-		}
+func findCall(e *entry, id string) (run.CallRecord, bool) { return e.sess.Call(id) }
+
+// permissionRequest answers Claude Code before it asks its user whether a
+// call may run. The call was gated at its PreToolUse when that hook is
+// installed: that decision answers (block and set_result deny, a rewrite
+// allows with its input); otherwise the call is gated now. Suspend and
+// allow leave the question to the user ({}), so a plugin never widens
+// what the user is asked about.
+func (c *claudeCode) permissionRequest(ctx context.Context, cs *ccSession, in ccInput) (ccResult, error) {
+	var res ccResult
+	call, err := toolCall(in)
+	if err != nil {
+		return res, err
 	}
-	return run.CallRecord{}, false
+	e, err := c.openRun(ctx, cs)
+	if err != nil {
+		return res, err
+	}
+	if e != nil {
+		calls := e.sess.Calls()
+		for i := len(calls) - 1; i >= 0; i-- {
+			rec := calls[i]
+			if rec.Call.Name != call.Name || rec.Gate == nil || !reflect.DeepEqual(rec.Call.Args, call.Args) {
+				continue
+			}
+			switch rec.Gate.Decision {
+			case "block", "set_result":
+				res.decision, res.reason = "deny", rec.Gate.Reason
+				if rec.Gate.Decision == "set_result" && rec.Gate.Result != nil {
+					res.reason = "awaken-lua answered this call without running it (" + rec.Gate.Plugin + "): " + run.ResultText(*rec.Gate.Result)
+				}
+			case "allow":
+				if rec.Gate.RewrittenBy != "" {
+					res.decision, res.updated = "allow", rec.Gate.Args
+				}
+			}
+			c.s.unlock(e)
+			return res, nil
+		}
+		c.s.unlock(e)
+	}
+	pre, err := c.preToolUse(ctx, cs, in)
+	switch {
+	case pre.decision == "deny":
+		res.decision, res.reason = "deny", pre.reason
+	case pre.decision == "allow" && pre.updated != nil:
+		res.decision, res.updated = "allow", pre.updated
+	}
+	res.stop = pre.stop
+	return res, err
 }
 
 func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) (ccResult, error) {
@@ -782,7 +867,7 @@ func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e *entry, res *c
 		if _, ok := findCall(e, call.ID); ok {
 			return e, nil // a retry: the gate answers with its kept decision
 		}
-		if c.stepBusy(e) && cs.listed[call.Name] {
+		if c.stepBusy(e) && cs.listed[call.Name] && (cs.posts || len(e.sess.Calls()) < preOnlyBatch) {
 			// A parallel call joins the step.
 			if _, err := sess.AnnounceCall(ctx, call); err != nil {
 				return e, err
@@ -845,7 +930,7 @@ func (c *claudeCode) closeStep(ctx context.Context, cs *ccSession, e *entry, fin
 		if sess.Termination() != "" {
 			return true, nil
 		}
-		if err := c.abandon(ctx, e, rec); err != nil {
+		if err := c.abandon(ctx, cs, e, rec); err != nil {
 			return true, err
 		}
 	}
@@ -863,9 +948,14 @@ func (c *claudeCode) closeStep(ctx context.Context, cs *ccSession, e *entry, fin
 }
 
 // abandon finishes a call whose PostToolUse never came.
-func (c *claudeCode) abandon(ctx context.Context, e *entry, rec run.CallRecord) error {
+func (c *claudeCode) abandon(ctx context.Context, cs *ccSession, e *entry, rec run.CallRecord) error {
 	sess := e.sess
 	noResult := model.Error("Claude Code reported no result for this call (the user denied it, or it failed)")
+	if !cs.posts {
+		// Only PreToolUse is installed: the call ran, or not; nobody says.
+		noResult = model.ToolResult{Status: model.StatusSuccess,
+			Message: "Claude Code reports no tool results to awaken-lua (no PostToolUse hook), so this result is unknown"}
+	}
 	switch rec.Status {
 	case run.CallNew, run.CallResuming:
 		d, _, err := sess.ToolGate(ctx, rec.Call)

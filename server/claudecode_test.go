@@ -78,7 +78,7 @@ p:on("run_end", function(ctx) ctx:update(turns, 1) end)
 return p
 `
 
-func ccSidecar(t *testing.T, o Options) *sidecar {
+func ccSidecar(t testing.TB, o Options) *sidecar {
 	o.Log = quietLog()
 	return newSidecar(t, project(t, "", map[string]string{"ccpolicy.lua": ccPolicyLua}), o)
 }
@@ -416,5 +416,83 @@ func TestClaudeCodeStopContinues(t *testing.T) {
 	wantEmpty(t, sc.hook(t, fixture(t, "stop", map[string]any{"stop_hook_active": true}), q))
 	if got := sc.ccRunID(t, session); got != "" {
 		t.Fatalf("the run %s is still open after the last Stop", got)
+	}
+}
+
+// TestClaudeCodePermissionRequest: before Claude Code asks its user, a
+// blocked call is denied (gated now when no PreToolUse came, or by its
+// PreToolUse's decision), a rewrite is allowed with its input, and an
+// allowed or suspended call is left to the user.
+func TestClaudeCodePermissionRequest(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	perm := func(name string, over map[string]any) map[string]any {
+		ev := fixture(t, name, over)
+		ev["hook_event_name"] = "PermissionRequest"
+		delete(ev, "tool_use_id")
+		return sc.hook(t, ev, "")
+	}
+	decision := func(out map[string]any) map[string]any {
+		s := specific(out)
+		if s == nil || s["hookEventName"] != "PermissionRequest" {
+			t.Fatalf("not a PermissionRequest answer: %s", mustJSON(out))
+		}
+		d, _ := s["decision"].(map[string]any)
+		return d
+	}
+	// No PreToolUse before: the gate runs now.
+	if d := decision(perm("pre_tool_use_bash_rm", nil)); d["behavior"] != "deny" || !strings.Contains(fmt.Sprint(d["message"]), "rm is not allowed") {
+		t.Fatalf("rm: %v", d)
+	}
+	if d := decision(perm("pre_tool_use_bash_ls", map[string]any{"session_id": "s2"})); d["behavior"] != "allow" ||
+		d["updatedInput"].(map[string]any)["command"] != "ls -la" {
+		t.Fatalf("a rewrite: %v", d)
+	}
+	wantEmpty(t, perm("pre_tool_use_write", map[string]any{"session_id": "s3"}))
+	wantEmpty(t, perm("pre_tool_use_git_push", map[string]any{"session_id": "s4"}))
+	// After the PreToolUse, its decision answers, without a second gate.
+	sc.hook(t, fixture(t, "pre_tool_use_read_env", map[string]any{"session_id": "s5"}), "")
+	if d := decision(perm("pre_tool_use_read_env", map[string]any{"session_id": "s5"})); d["behavior"] != "deny" ||
+		!strings.Contains(fmt.Sprint(d["message"]), "secrets are off limits") {
+		t.Fatalf("a set_result: %v", d)
+	}
+}
+
+// TestClaudeCodePostToolBatchEndsTheStep: the batch's calls whose
+// PostToolUse never came are finished as failed, and the step ends.
+func TestClaudeCodePostToolBatchEndsTheStep(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	sc.hook(t, fixture(t, "user_prompt_submit", nil), "")
+	sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"tool_use_id": "toolu_A"}), "")
+	sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"tool_use_id": "toolu_B", "tool_input": map[string]any{"file_path": "b.txt", "content": "b"}}), "")
+	sc.hook(t, fixture(t, "post_tool_use_write", map[string]any{"tool_use_id": "toolu_A"}), "")
+	session := fixture(t, "user_prompt_submit", nil)["session_id"].(string)
+	id := sc.ccRunID(t, session)
+	state := func() string {
+		return mustJSON(sc.must(200, "GET", "/v1/runs/"+id, nil).body["state"].(map[string]any)["ccpolicy.ended"])
+	}
+	if got := state(); got != "[]" && got != "null" {
+		t.Fatalf("the step ended before the batch did: %s", got)
+	}
+	batch := fixture(t, "user_prompt_submit", nil)
+	batch["hook_event_name"] = "PostToolBatch"
+	wantEmpty(t, sc.hook(t, batch, ""))
+	if got := state(); got != `["toolu_A:succeeded","toolu_B:failed"]` {
+		t.Fatalf("after PostToolBatch: %s", got)
+	}
+}
+
+// TestClaudeCodePreToolUseOnlyStepsStaySmall: with only PreToolUse
+// installed no call is seen to finish, and steps are capped instead of
+// growing with the session.
+func TestClaudeCodePreToolUseOnlyStepsStaySmall(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	for i := 0; i < 3*preOnlyBatch; i++ {
+		sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": "pre", "tool_use_id": fmt.Sprintf("t%d", i),
+			"tool_input": map[string]any{"file_path": fmt.Sprintf("f%d", i), "content": "x"}}), "")
+	}
+	id := sc.ccRunID(t, "pre")
+	calls := sc.must(200, "GET", "/v1/runs/"+id, nil).body["state"].(map[string]any)["__runtime.tool_calls"].(map[string]any)
+	if len(calls) == 0 || len(calls) > preOnlyBatch {
+		t.Fatalf("the open step holds %d calls, at most %d expected", len(calls), preOnlyBatch)
 	}
 }
