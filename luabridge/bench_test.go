@@ -17,7 +17,7 @@ import (
 )
 
 // BenchmarkGateHookLua is one gate decision by one Lua gate hook for a call
-// with 5 argument fields (SPEC §14: <= 3us/op, <= 40 allocs/op).
+// with 5 argument fields (target <= 3us/op, <= 40 allocs/op; the README Speed table).
 func BenchmarkGateHookLua(b *testing.B) {
 	g := mustLoad(b, map[string]string{"guard.lua": `
 local awaken = require("awaken")
@@ -80,7 +80,7 @@ return p`})
 }
 
 // BenchmarkPhaseLua8 is one phase with 8 Lua hooks, each reading 2 keys and
-// writing 1 (SPEC §14: <= 30us/op and <= 5x BenchmarkPhaseGo8).
+// writing 1 (target <= 30us/op and <= 5x BenchmarkPhaseGo8; the README Speed table).
 func BenchmarkPhaseLua8(b *testing.B) {
 	files := map[string]string{}
 	for i := 0; i < 8; i++ {
@@ -113,7 +113,7 @@ return p`, i, (i+1)%8)
 
 // BenchmarkWarmState makes warm states (one plugin loaded) and keeps them:
 // ns/op is the cost of a new state, retained-bytes/state the heap each keeps
-// (SPEC §14: <= 64 KiB).
+// (target <= 64 KiB; the README Speed table).
 func BenchmarkWarmState(b *testing.B) {
 	src := map[string]string{"guard.lua": `
 local awaken = require("awaken")

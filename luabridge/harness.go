@@ -28,7 +28,7 @@ import (
 
 // harness is what t.harness returns: named plugins loaded into a real
 // engine and runtime, with a memory store kept between calls, so thread
-// state carries over. Its results are plain tables (SPEC §12).
+// state carries over. Its results are plain tables (docs/design.md).
 type harness struct {
 	tr      *testRun
 	gen     *Generation

@@ -1,4 +1,4 @@
-// Package luabridge turns Lua plugins into engine plugins (SPEC §8): the
+// Package luabridge turns Lua plugins into engine plugins (docs/design.md): the
 // awaken module, a sandbox with limits, pools of warm Lua states, and the
 // conversions between Lua and Go values.
 //

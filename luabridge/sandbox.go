@@ -11,7 +11,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/luabridge/lpattern"
 )
 
-// Limits bound what one Lua state may do (SPEC §8.5).
+// Limits bound what one Lua state may do (docs/design.md).
 type Limits struct {
 	// HookTimeout is the time budget of one hook call (default 100ms).
 	HookTimeout time.Duration

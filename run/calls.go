@@ -16,7 +16,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
-// The interrupted-call result text of SPEC §5.
+// interruptedText is the result of a call a block interrupted.
 const interruptedText = "[tool execution was interrupted]"
 
 // recordCalls mirrors the step's tool calls into __runtime.tool_calls: only

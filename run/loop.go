@@ -262,7 +262,7 @@ func (l *loop) tool(name string) (plugin.Tool, bool) {
 	return l.s.tool(name)
 }
 
-// calls runs the step's tool calls in batch order (SPEC §5): calls are gated
+// calls runs the step's tool calls in batch order (docs/design.md): calls are gated
 // in model order; allowed calls wait in a batch; a call the gate decides
 // about while allowed calls wait first makes them run, then is gated again.
 func (l *loop) calls(ctx context.Context) error {

@@ -1,4 +1,4 @@
-// Package run is the agent run (SPEC §2, §5, §6, §10, §12): a host-driven
+// Package run is the agent run (docs/design.md): a host-driven
 // Session with one method per phase, and the autonomous loop that drives a
 // Session with a model and tools. The sidecar is another thin driver of the
 // same Session; no phase has a second implementation.
@@ -146,7 +146,7 @@ func WithIDs(f func(prefix string) string) Option {
 }
 
 // NewSet builds a plugin set with the runtime's built-ins ("runtime": the
-// engine's keys and effects plus the built-in actions of SPEC §6) first.
+// engine's keys and effects plus the built-in actions) added.
 func NewSet(plugins ...plugin.Plugin) (*plugin.Set, error) {
 	return plugin.NewSet(append([]plugin.Plugin{Builtins()}, plugins...)...)
 }

@@ -40,7 +40,7 @@ const callsPerRun = 8
 
 const clients = 16
 
-// BenchmarkServeToolGate is SPEC §14's sidecar figure: tool_gate decisions
+// BenchmarkServeToolGate is the README Speed table's sidecar figure: tool_gate decisions
 // over a real loopback HTTP server with 16 concurrent clients, each call a
 // fresh decision (evaluated by a Lua gate and recorded in the run). Runs are
 // brought to their step before the timer starts. It reports decisions/s and

@@ -97,6 +97,8 @@ type ccSpecific struct {
 	UpdatedInput             map[string]any `json:"updatedInput,omitempty"`
 	AdditionalContext        string         `json:"additionalContext,omitempty"`
 	Decision                 *ccPermission  `json:"decision,omitempty"` // PermissionRequest
+	UpdatedMCPToolOutput     any            `json:"updatedMCPToolOutput,omitempty"`
+	hasMCP                   bool
 }
 
 // ccPermission is PermissionRequest's answer to the question Claude Code
@@ -291,6 +293,9 @@ func (c *claudeCode) failure(eventName string, err error) ccOutput {
 
 // ccResult is what an event produced, before it is shaped for its event.
 type ccResult struct {
+	// mcpOutput replaces an MCP tool's output (PostToolUse), when set.
+	mcpOutput        any
+	hasMCPOutput     bool
 	decision, reason string
 	updated          map[string]any
 	context          []string
@@ -333,6 +338,9 @@ func shape(eventName string, res ccResult) ccOutput {
 		spec.AdditionalContext = strings.Join(res.context, "\n\n")
 	case evPostToolUse, evPostToolUseFailure, evUserPromptSubmit, evSessionStart:
 		spec.AdditionalContext = strings.Join(res.context, "\n\n")
+		if res.hasMCPOutput {
+			spec.UpdatedMCPToolOutput, spec.hasMCP = res.mcpOutput, true
+		}
 	case evStop:
 		out.Decision, out.Reason = res.decision, res.reason
 	case evPermissionRequest:
@@ -340,7 +348,7 @@ func shape(eventName string, res ccResult) ccOutput {
 			spec.Decision = &ccPermission{Behavior: res.decision, Message: res.reason, UpdatedInput: res.updated}
 		}
 	}
-	if spec.PermissionDecision != "" || spec.AdditionalContext != "" || spec.UpdatedInput != nil || spec.Decision != nil {
+	if spec.PermissionDecision != "" || spec.AdditionalContext != "" || spec.UpdatedInput != nil || spec.Decision != nil || spec.hasMCP {
 		out.HookSpecificOutput = spec
 	}
 	return out
@@ -1074,8 +1082,15 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 					return res, c.release(ctx, e, err)
 				}
 			}
-			if _, _, err := sess.AfterToolExecute(ctx, rec.Call, result); err != nil {
+			out, _, err := sess.AfterToolExecute(ctx, rec.Call, result)
+			if err != nil {
 				return res, c.release(ctx, e, err)
+			}
+			// A result transform (redaction) changed an MCP tool's output:
+			// Claude Code lets a hook replace only those.
+			if strings.HasPrefix(call.Name, "mcp__") && in.HookEventName == evPostToolUse &&
+				out.Status == model.StatusSuccess && !reflect.DeepEqual(out.Data, result.Data) {
+				res.mcpOutput, res.hasMCPOutput = out.Data, true
 			}
 		}
 	}

@@ -496,3 +496,39 @@ func TestClaudeCodePreToolUseOnlyStepsStaySmall(t *testing.T) {
 		t.Fatalf("the open step holds %d calls, at most %d expected", len(calls), preOnlyBatch)
 	}
 }
+
+// redactLua hides tokens in every tool result.
+const redactLua = `local awaken = require("awaken")
+local p = awaken.plugin { id = "redactor" }
+p:result_transform(function(call, result, ctx)
+  if type(result.data) == "string" then
+    return awaken.success((result.data:gsub("ghp_%w+", "[REDACTED]")))
+  end
+  return result
+end)
+return p
+`
+
+// TestClaudeCodeRedactsMCPOutput: a result transform that changes an MCP
+// tool's output answers PostToolUse with updatedMCPToolOutput; a result it
+// leaves alone, or a built-in tool's, gets no such field.
+func TestClaudeCodeRedactsMCPOutput(t *testing.T) {
+	sc := newSidecar(t, project(t, "", map[string]string{"redactor.lua": redactLua}), Options{Log: quietLog()})
+	mcp := map[string]any{"session_id": "m", "tool_name": "mcp__github__get_token", "tool_input": map[string]any{}, "tool_use_id": "toolu_M1"}
+	pre := fixture(t, "pre_tool_use_mcp", mcp)
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "m"}), "")
+	sc.hook(t, pre, "")
+	post := fixture(t, "post_tool_use_write", mcp)
+	post["tool_response"] = "token ghp_abc123 issued"
+	out := sc.hook(t, post, "")
+	if s := specific(out); s == nil || s["updatedMCPToolOutput"] != "token [REDACTED] issued" {
+		t.Fatalf("want the redacted output: %s", mustJSON(out))
+	}
+	mcp["tool_use_id"] = "toolu_M2"
+	sc.hook(t, fixture(t, "pre_tool_use_mcp", mcp), "")
+	post = fixture(t, "post_tool_use_write", mcp)
+	post["tool_response"] = "nothing secret"
+	if s := specific(sc.hook(t, post, "")); s != nil && s["updatedMCPToolOutput"] != nil {
+		t.Fatalf("an unchanged result: %v", s)
+	}
+}

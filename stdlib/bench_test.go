@@ -53,7 +53,7 @@ var allSix = map[string]any{
 }
 
 // BenchmarkStep is one whole step (scripted answer with 2 tool calls) with
-// the six standard plugins active (SPEC §14: <= 300 us/op).
+// the six standard plugins active (target <= 300 us/op; the README Speed table).
 func BenchmarkStep(b *testing.B) {
 	benchSession(b, []string{"permission", "reminder", "deferred_tools", "budget", "audit", "redact"})
 }
