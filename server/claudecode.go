@@ -77,6 +77,9 @@ type ccInput struct {
 	Source         string `json:"source"`
 	Reason         string `json:"reason"`
 	StopHookActive bool   `json:"stop_hook_active"`
+	// SubagentStop
+	AgentID              string `json:"agent_id"`
+	LastAssistantMessage string `json:"last_assistant_message"`
 }
 
 // ccOutput is Claude Code's hook output.
@@ -123,6 +126,7 @@ const (
 	evStop               = "Stop"
 	evPermissionRequest  = "PermissionRequest"
 	evPostToolBatch      = "PostToolBatch"
+	evSubagentStop       = "SubagentStop"
 	evSessionStart       = "SessionStart"
 	evSessionEnd         = "SessionEnd"
 )
@@ -162,6 +166,9 @@ type ccSession struct {
 	// them (only PreToolUse installed) no call is ever seen to finish, so a
 	// step holds at most preOnlyBatch calls instead of growing forever.
 	posts bool
+	// subRuns: a subagent's run (by agent_id) that a runtime.continue
+	// kept open at its SubagentStop.
+	subRuns map[string]string
 	// continued: the messages runtime.continue added when the open run's
 	// last step ended.
 	continued []model.Message
@@ -305,7 +312,7 @@ type ccResult struct {
 func (c *claudeCode) dispatch(ctx context.Context, in ccInput, agent string) ccOutput {
 	switch in.HookEventName {
 	case evPreToolUse, evPostToolUse, evPostToolUseFailure, evUserPromptSubmit, evStop, evSessionStart, evSessionEnd,
-		evPermissionRequest, evPostToolBatch:
+		evPermissionRequest, evPostToolBatch, evSubagentStop:
 	default:
 		return ccOutput{} // an event the adapter does not map (Notification, PreCompact, ...)
 	}
@@ -341,7 +348,7 @@ func shape(eventName string, res ccResult) ccOutput {
 		if res.hasMCPOutput {
 			spec.UpdatedMCPToolOutput, spec.hasMCP = res.mcpOutput, true
 		}
-	case evStop:
+	case evStop, evSubagentStop:
 		out.Decision, out.Reason = res.decision, res.reason
 	case evPermissionRequest:
 		if res.decision != "" {
@@ -392,6 +399,8 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 		return c.preToolUse(ctx, cs, in)
 	case evPermissionRequest:
 		return c.permissionRequest(ctx, cs, in)
+	case evSubagentStop:
+		return c.subagentStop(ctx, cs, in)
 	case evPostToolBatch:
 		cs.posts = true
 		// Claude Code ran the batch: the step ends here, and calls whose
@@ -701,6 +710,69 @@ func toolCall(in ccInput) (model.ToolCall, error) {
 }
 
 func findCall(e *entry, id string) (run.CallRecord, bool) { return e.sess.Call(id) }
+
+// subagentStop is a subagent's last answer: a run of its own (on the
+// thread "<session>/subagent/<agent_id>") whose inference answered
+// last_assistant_message without tool calls, so plugins may keep the
+// subagent going with runtime.continue ({"decision": "block"}). The run
+// stays open while they do, so max_continues bounds them; otherwise it
+// ends.
+func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput) (ccResult, error) {
+	var res ccResult
+	if in.AgentID == "" || len(in.AgentID) > maxIDLen {
+		return res, fmt.Errorf("SubagentStop needs an agent_id of at most %d bytes", maxIDLen)
+	}
+	if cs.subRuns == nil {
+		cs.subRuns = map[string]string{}
+	}
+	var e *entry
+	if id := cs.subRuns[in.AgentID]; id != "" {
+		if le, err := c.s.lockRun(ctx, id); err == nil {
+			if le.done.Load() || le.sess.Status() != run.Running || le.sess.Stage() != stStepEnded {
+				c.s.unlock(le)
+			} else {
+				e = le
+			}
+		}
+		delete(cs.subRuns, in.AgentID)
+	}
+	if e == nil {
+		var err error
+		e, err = c.s.start(ctx, createRequest{Agent: cs.agent, ThreadID: cs.id + "/subagent/" + in.AgentID, bare: true})
+		if err != nil {
+			return res, err
+		}
+	}
+	sess := e.sess
+	var o run.Outcome
+	err := func() error {
+		if _, err := sess.StepStart(ctx); err != nil || sess.Termination() != "" {
+			return err
+		}
+		if _, _, err := sess.BeforeInference(ctx, model.Request{}); err != nil || sess.Termination() != "" {
+			return err
+		}
+		if _, err := sess.AfterInference(ctx, model.Response{Text: in.LastAssistantMessage}); err != nil || sess.Termination() != "" {
+			return err
+		}
+		var err error
+		o, err = sess.StepEnd(ctx)
+		return err
+	}()
+	if err == nil && sess.Termination() == "" && len(o.Continued) > 0 {
+		parts := make([]string, len(o.Continued))
+		for i, m := range o.Continued {
+			parts[i] = m.Content
+		}
+		res.decision, res.reason = "block", strings.Join(parts, "\n\n")
+		cs.subRuns[in.AgentID] = e.id
+		return res, c.release(ctx, e, nil)
+	}
+	if err == nil && sess.Status() == run.Running && sess.Termination() != "" {
+		_, err = sess.RunEnd(ctx)
+	}
+	return res, c.release(ctx, e, err)
+}
 
 // permissionRequest answers Claude Code before it asks its user whether a
 // call may run. The call was gated at its PreToolUse when that hook is

@@ -532,3 +532,22 @@ func TestClaudeCodeRedactsMCPOutput(t *testing.T) {
 		t.Fatalf("an unchanged result: %v", s)
 	}
 }
+
+// TestClaudeCodeSubagentStopContinues: a subagent's stop is a run of its
+// own that runtime.continue keeps going ({"decision": "block"}) up to the
+// agent's max_continues, per subagent.
+func TestClaudeCodeSubagentStopContinues(t *testing.T) {
+	sc := newSidecar(t, project(t, "\n[agents.reviewed]\ntools = []\nmax_continues = 1\n",
+		map[string]string{"reviewer.lua": ccContinueLua}), Options{Log: quietLog(), HookAgent: "reviewed"})
+	stop := func(agent string) map[string]any {
+		return sc.hook(t, map[string]any{"session_id": "sub", "hook_event_name": "SubagentStop", "agent_id": agent,
+			"agent_type": "Explore", "last_assistant_message": "found it", "stop_hook_active": false}, "")
+	}
+	for _, agent := range []string{"a1", "a2"} {
+		if out := stop(agent); out["decision"] != "block" || out["reason"] != "Run the tests before you finish." {
+			t.Fatalf("subagent %s, first stop: %s", agent, mustJSON(out))
+		}
+	}
+	wantEmpty(t, stop("a1")) // a1's bound of one continue is spent
+	wantEmpty(t, sc.hook(t, map[string]any{"session_id": "sub", "hook_event_name": "SubagentStop", "agent_id": ""}, ""))
+}

@@ -60,9 +60,12 @@ p:tool_gate(function(ctx, call)
 end)
 
 -- The model answered without tool calls (Claude Code's Stop): the first
--- time in the session, the run goes on with one more instruction.
+-- time in the session, the run goes on with one more instruction. A
+-- subagent's stop (its own thread, "<session>/subagent/<agent_id>") is left
+-- alone.
 p:on("after_inference", function(ctx)
   if #ctx.response.tool_calls > 0 or ctx:get(continued) then return end
+  if ctx.run.thread_id:find("/subagent/", 1, true) then return end
   ctx:update(continued, true)
   ctx:schedule("runtime.continue", { content = ctx.config.continue })
 end)
