@@ -23,6 +23,12 @@ func cmdCheck(e *env) int {
 	if _, err := parse(fs, e.args); err != nil {
 		return exitUsage
 	}
+	cleanup, err := e.useDefault("check")
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua check: %v\n", err)
+		return exitFailed
+	}
+	defer cleanup()
 	path := e.config
 	if path == "" {
 		if _, err := os.Stat(host.DefaultConfig); err == nil {

@@ -56,19 +56,36 @@ type env struct {
 type command struct {
 	name, summary string
 	run           func(e *env) int
+	// args names the positional arguments, for usage lines; more is text
+	// help COMMAND prints after the flags.
+	args, more string
 }
+
+const runExitCodes = `Exit codes: 0 the run ended (natural, stopped by a plugin or by its step
+limit, or blocked by the gate), 1 it ended in error (error:<code>), 2 bad
+usage or configuration, 3 it waits for decisions on suspended calls
+(answer with --thread ID --approve all|none).`
 
 func commands() []command {
 	return []command{
-		{"run", "run an agent and print its trace", cmdRun},
-		{"test", "run Lua plugin tests (*_test.lua)", cmdTest},
-		{"check", "load everything and report every problem", cmdCheck},
-		{"dev", "watch, reload and re-run the tests on every save", cmdDev},
-		{"serve", "serve the sidecar HTTP API (and the Claude Code hooks)", cmdServe},
-		{"hook", "a coding agent's command hook: an event on stdin, the decision on stdout", cmdHook},
-		{"install", "add awaken-lua's hooks to a coding agent's settings (claude-code)", cmdInstall},
-		{"version", "print the version", cmdVersion},
+		{"run", "run an agent and print its trace", cmdRun, "[PROMPT]", runExitCodes},
+		{"test", "run Lua plugin tests (*_test.lua)", cmdTest, "[PATH...]", ""},
+		{"check", "load everything and report every problem", cmdCheck, "", ""},
+		{"dev", "watch, reload and re-run the tests on every save", cmdDev, "", ""},
+		{"serve", "serve the sidecar HTTP API (and the Claude Code hooks)", cmdServe, "", ""},
+		{"hook", "a coding agent's command hook: an event on stdin, the decision on stdout", cmdHook, "< EVENT.json", ""},
+		{"install", "add awaken-lua's hooks to a coding agent's settings (claude-code)", cmdInstall, "AGENT", ""},
+		{"version", "print the version", cmdVersion, "", ""},
 	}
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
 }
 
 // cli runs one command line and returns the exit code; only main exits.
@@ -77,31 +94,60 @@ func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	global := flag.NewFlagSet("awaken-lua", flag.ContinueOnError)
 	global.SetOutput(stderr)
 	global.StringVar(&e.config, "config", "", "the configuration file (default ./awaken.toml)")
-	global.Usage = func() { usage(stderr) }
+	showVersion := global.Bool("version", false, "print the version")
+	global.Usage = func() {}
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout)
 			return exitOK
 		}
+		usage(stderr)
 		return exitUsage
+	}
+	if *showVersion {
+		return cmdVersion(e)
 	}
 	rest := global.Args()
 	if len(rest) == 0 {
 		usage(stderr)
 		return exitUsage
 	}
-	for _, c := range commands() {
-		if c.name == rest[0] {
-			e.args = rest[1:]
-			return c.run(e)
+	if rest[0] == "help" {
+		if len(rest) == 1 {
+			usage(stdout)
+			return exitOK
+		}
+		return help(e, rest[1])
+	}
+	c, ok := lookup(rest[0])
+	if !ok {
+		fmt.Fprintf(stderr, "awaken-lua: unknown command %q%s\n", rest[0], errs.DidYouMean(rest[0], names()))
+		usage(stderr)
+		return exitUsage
+	}
+	for _, a := range rest[1:] {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			return help(e, c.name)
 		}
 	}
-	if rest[0] == "help" || rest[0] == "-h" {
-		usage(stdout)
-		return exitOK
+	e.args = rest[1:]
+	return c.run(e)
+}
+
+// help prints a command's usage, flags and notes to stdout.
+func help(e *env, name string) int {
+	c, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(e.stderr, "awaken-lua help: unknown command %q%s\n", name, errs.DidYouMean(name, names()))
+		return exitUsage
 	}
-	fmt.Fprintf(stderr, "awaken-lua: unknown command %q%s\n", rest[0], errs.DidYouMean(rest[0], names()))
-	usage(stderr)
-	return exitUsage
+	h := *e
+	h.stderr, h.args = e.stdout, []string{"-h"}
+	c.run(&h) // its flag set prints the usage and stops at -h
+	return exitOK
 }
 
 func names() []string {
@@ -114,12 +160,13 @@ func names() []string {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: awaken-lua [--config FILE] COMMAND [ARGS]")
+	fmt.Fprintln(w, "       awaken-lua help COMMAND | --version")
 	fmt.Fprintln(w)
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'awaken-lua COMMAND -h' for a command's flags.")
+	fmt.Fprintln(w, "Run 'awaken-lua help COMMAND' for a command's arguments and flags.")
 }
 
 // flags makes a command's flag set; --config is accepted after the command
@@ -127,6 +174,15 @@ func usage(w io.Writer) {
 func (e *env) flags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("awaken-lua "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	c, _ := lookup(name)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: awaken-lua %s [flags] %s\n\n%s\n\nflags:\n", name, c.args, c.summary)
+		fs.PrintDefaults()
+		if c.more != "" {
+			fmt.Fprintf(w, "\n%s\n", c.more)
+		}
+	}
 	fs.StringVar(&e.config, "config", e.config, "the configuration file (default ./awaken.toml)")
 	return fs
 }

@@ -27,6 +27,12 @@ func cmdRun(e *env) int {
 		fmt.Fprintf(e.stderr, "awaken-lua run: --approve is all or none, not %q\n", *approve)
 		return exitUsage
 	}
+	cleanup, err := e.useDefault("run")
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua run: %v\n", err)
+		return exitFailed
+	}
+	defer cleanup()
 	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Model: *modelFlag})
 	if err != nil {
 		return e.fail(err, configCode(err))

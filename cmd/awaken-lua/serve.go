@@ -43,6 +43,12 @@ func cmdServe(e *env) int {
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: lv}))
 	defer gctune.TuneGC()()
 	hooks := server.NewHookMetrics()
+	cleanup, err := e.useDefault("serve")
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua serve: %v\n", err)
+		return exitFailed
+	}
+	defer cleanup()
 	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Log: log, HookObserver: hooks.Observe})
 	if err != nil {
 		return e.fail(err, configCode(err))

@@ -45,6 +45,16 @@ func cmdTest(e *env) int {
 	if sum.Failed > 0 {
 		return exitFailed
 	}
+	if sum.Passed == 0 {
+		// A filter that matches nothing, or files without tests: a CI job
+		// that runs this must not pass by testing nothing.
+		what := "no tests ran"
+		if filter != nil {
+			what = fmt.Sprintf("-run %q matches no test", *runRe)
+		}
+		fmt.Fprintf(e.stderr, "awaken-lua test: %s in %d file(s)\n", what, len(files))
+		return exitFailed
+	}
 	return exitOK
 }
 

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestBinaryInAnEmptyDirectory runs the command as a user who just
+// installed it: in an empty directory, without an awaken.toml.
+func TestBinaryInAnEmptyDirectory(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := runChild(t, dir, nil, nil, "run", "Why does reserving fail?")
+	if code != 0 || !strings.Contains(out, "finish natural") || !strings.Contains(errOut, "built-in demo") {
+		t.Fatalf("run: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("run left %v behind", left)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--help"}, "usage: awaken-lua"},
+		{[]string{"-h"}, "usage: awaken-lua"},
+		{[]string{"help"}, "usage: awaken-lua"},
+		{[]string{"help", "run"}, "Exit codes: 0"},
+		{[]string{"run", "--help"}, "usage: awaken-lua run [flags] [PROMPT]"},
+		{[]string{"install", "-h"}, "usage: awaken-lua install [flags] AGENT"},
+		{[]string{"--version"}, "awaken-lua "},
+		{[]string{"version"}, "awaken-lua "},
+	} {
+		out, errOut, code := runChild(t, dir, nil, nil, tc.args...)
+		if code != 0 || !strings.Contains(out, tc.want) || errOut != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q (want %q on stdout)", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	for _, args := range [][]string{{"rnu"}, {"help", "rnu"}, {}} {
+		if _, errOut, code := runChild(t, dir, nil, nil, args...); code != 2 || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, code, errOut)
+		}
+	}
+	out, _, code = runChild(t, dir, nil, nil, "check")
+	if code != 0 || !strings.Contains(out, "plugin guard") {
+		t.Fatalf("check on the built-in default: exit %d %s", code, out)
+	}
+}
+
+// TestTestRunMatchingNothingFails: a -run filter that matches no test is
+// a failure that says so, not a green "0 passed".
+func TestTestRunMatchingNothingFails(t *testing.T) {
+	_, errOut, code := runChild(t, "", nil, nil, "--config", "../../awaken.toml", "test", "-run", "no such test")
+	if code != 1 || !strings.Contains(errOut, `-run "no such test" matches no test`) {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if out, errOut, code := runChild(t, "", nil, nil, "--config", "../../awaken.toml", "test", "-run", "secrets"); code != 0 {
+		t.Fatalf("a matching filter: exit %d %s %s", code, out, errOut)
+	}
+}
