@@ -57,3 +57,30 @@ func TestTestRunMatchingNothingFails(t *testing.T) {
 		t.Fatalf("a matching filter: exit %d %s %s", code, out, errOut)
 	}
 }
+
+// TestEval gates one call like opa eval: the decision on stdout, exit 0
+// for allow and 1 otherwise, JSON with --json, nothing left behind.
+func TestEval(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"eval", "fs_read", `{"path": ".env"}`}, 1, "set_result by guard: error: guard: .env holds secrets"},
+		{[]string{"eval", "fs_read", `{"path": "src/main.go"}`}, 0, "allow"},
+		{[]string{"eval", "fs_list"}, 0, "allow"},
+		{[]string{"eval", "--json", "fs_read", `{"path": ".env"}`}, 1, `"decision":"set_result"`},
+		{[]string{"eval", "fs_read", `[1]`}, 2, ""},
+		{[]string{"eval", "fs_read", `{`}, 2, ""},
+		{[]string{"eval"}, 2, ""},
+	} {
+		out, errOut, code := runChild(t, dir, nil, nil, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: exit %d (want %d), stdout %q, stderr %q", tc.args, code, tc.code, out, errOut)
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("eval left %v behind", left)
+	}
+}

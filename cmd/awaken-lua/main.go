@@ -4,6 +4,7 @@
 //	awaken-lua [--config FILE] run [--agent ID] [--thread ID] [--model scripted:FILE|openai:MODEL] [--json] [--approve all|none] [PROMPT]
 //	awaken-lua [--config FILE] test [PATH...] [-run REGEX] [-v]
 //	awaken-lua [--config FILE] check
+//	awaken-lua [--config FILE] eval [--agent ID] [--thread ID] [--json] TOOL [ARGS-JSON]
 //	awaken-lua [--config FILE] dev
 //	awaken-lua [--config FILE] serve [--addr HOST:PORT]
 //	awaken-lua [--config FILE] hook [--agent claude-code] [--url URL] [--timeout D] [--fail closed|open] [--local] [--as AGENT]
@@ -71,6 +72,7 @@ func commands() []command {
 		{"run", "run an agent and print its trace", cmdRun, "[PROMPT]", runExitCodes},
 		{"test", "run Lua plugin tests (*_test.lua)", cmdTest, "[PATH...]", ""},
 		{"check", "load everything and report every problem", cmdCheck, "", ""},
+		{"eval", "gate one tool call and print the decision (exit 0 allow, 1 otherwise)", cmdEval, "TOOL [ARGS-JSON]", ""},
 		{"dev", "watch, reload and re-run the tests on every save", cmdDev, "", ""},
 		{"serve", "serve the sidecar HTTP API (and the Claude Code hooks)", cmdServe, "", ""},
 		{"hook", "a coding agent's command hook: an event on stdin, the decision on stdout", cmdHook, "< EVENT.json", ""},

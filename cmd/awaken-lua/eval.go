@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/value"
+	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/run"
+)
+
+// cmdEval gates one call, as `opa eval` evaluates one query: the plugins
+// of the configuration decide about TOOL with ARGS-JSON in a run of its
+// own that is never saved, so thread state is read and not changed. It
+// prints the decision, the deciding plugin and the reason; exit 0 when
+// the call is allowed (rewritten included), 1 otherwise.
+func cmdEval(e *env) int {
+	fs := e.flags("eval")
+	agent := fs.String("agent", "", "the agent whose plugins decide (default: the only or \"default\" agent)")
+	thread := fs.String("thread", "", "read this thread's state (with [store] kind = \"file\", across invocations)")
+	asJSON := fs.Bool("json", false, "print the decision as JSON")
+	args, err := parse(fs, e.args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(args) < 1 || len(args) > 2 {
+		fmt.Fprintln(e.stderr, `usage: awaken-lua eval [--agent ID] [--thread ID] [--json] TOOL [ARGS-JSON], such as: awaken-lua eval fs_read '{"path": ".env"}'`)
+		return exitUsage
+	}
+	call := model.ToolCall{ID: "eval_1", Name: args[0], Args: map[string]any{}}
+	if len(args) == 2 {
+		var raw any
+		if err := json.Unmarshal([]byte(args[1]), &raw); err != nil {
+			fmt.Fprintf(e.stderr, "awaken-lua eval: ARGS-JSON is not JSON: %v\n", err)
+			return exitUsage
+		}
+		v, err := value.Normalize(raw)
+		m, ok := v.(map[string]any)
+		if err != nil || !ok {
+			fmt.Fprintln(e.stderr, `awaken-lua eval: ARGS-JSON must be a JSON object, such as '{"path": "src/main.go"}'`)
+			return exitUsage
+		}
+		call.Args = m
+	}
+	cleanup, err := e.useDefault("eval")
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua eval: %v\n", err)
+		return exitFailed
+	}
+	defer cleanup()
+	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config})
+	if err != nil {
+		return e.fail(err, configCode(err))
+	}
+	defer h.Close()
+	g := h.Acquire()
+	defer g.Release()
+	d, err := evalCall(e, g.Runtime, *agent, *thread, call)
+	if err != nil {
+		return e.fail(err, configCode(err))
+	}
+	if *asJSON {
+		b, _ := json.Marshal(d)
+		fmt.Fprintf(e.stdout, "%s\n", b)
+	} else {
+		line := d.Decision
+		if d.Decision == "allow" && d.Plugin != "" {
+			line = "rewrite"
+		}
+		if d.Plugin != "" {
+			line += " by " + d.Plugin
+		}
+		reason := d.Reason
+		if reason == "" && d.Result != nil {
+			reason = run.ResultText(*d.Result)
+		}
+		if reason != "" {
+			line += ": " + reason
+		}
+		fmt.Fprintln(e.stdout, line)
+		if d.Decision == "allow" && d.Plugin != "" {
+			b, _ := json.Marshal(d.Args)
+			fmt.Fprintf(e.stdout, "  args: %s\n", b)
+		}
+	}
+	if d.Decision == "allow" {
+		return exitOK
+	}
+	return exitFailed
+}
+
+// evalCall runs one step up to the gate: the call is the model's answer,
+// offered as a tool of that step. The session is dropped, never saved.
+func evalCall(e *env, rt *run.Runtime, agent, thread string, call model.ToolCall) (run.Decision, error) {
+	s, o, err := rt.Start(e.ctx, run.StartOptions{Agent: agent, ThreadID: thread, Events: event.Discard{}})
+	if err != nil {
+		return run.Decision{}, err
+	}
+	steps := []func() (run.Outcome, error){
+		func() (run.Outcome, error) { return s.StepStart(e.ctx) },
+		func() (run.Outcome, error) {
+			_, o, err := s.BeforeInference(e.ctx, model.Request{Tools: []model.ToolSpec{{Name: call.Name}}})
+			return o, err
+		},
+		func() (run.Outcome, error) {
+			return s.AfterInference(e.ctx, model.Response{ToolCalls: []model.ToolCall{call}})
+		},
+	}
+	for _, step := range steps {
+		if o.Termination != "" {
+			return run.Decision{}, errs.New(errs.HookFailed, "the run ended before the gate (%s): a plugin stopped it", o.Termination)
+		}
+		if o, err = step(); err != nil {
+			return run.Decision{}, err
+		}
+	}
+	d, _, err := s.ToolGate(e.ctx, call)
+	return d, err
+}
