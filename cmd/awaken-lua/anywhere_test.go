@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBinaryInAnEmptyDirectory runs the command as a user who just
@@ -82,5 +85,54 @@ func TestEval(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("eval left %v behind", left)
+	}
+}
+
+// TestInitMakesAWorkingProject: init writes a project whose tests pass at
+// once, whose run works and whose dev loads; a second init writes nothing.
+func TestInitMakesAWorkingProject(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "proj")
+	out, errOut, code := runChild(t, "", nil, nil, "init", dir)
+	if code != 0 || !strings.Contains(out, "scripts/policy_test.lua") || !strings.Contains(out, "types/awaken.lua") {
+		t.Fatalf("init: exit %d %s %s", code, out, errOut)
+	}
+	for _, f := range []string{"awaken.toml", "scenario.toml", ".luarc.json", "scripts/policy.lua", "types/testing.lua"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("init wrote no %s: %v", f, err)
+		}
+	}
+	if out, errOut, code := runChild(t, dir, nil, nil, "test"); code != 0 || !strings.Contains(out, "4 passed, 0 failed") {
+		t.Fatalf("test in the new project: exit %d %s %s", code, out, errOut)
+	}
+	if out, errOut, code := runChild(t, dir, nil, nil, "run", "tidy up"); code != 0 || !strings.Contains(out, "finish blocked:policy: notes/todo.md is not writable") {
+		t.Fatalf("run in the new project: exit %d %s %s", code, out, errOut)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "scripts", "policy.lua"))
+	os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), []byte("-- mine\n"), 0o644)
+	if _, errOut, code := runChild(t, "", nil, nil, "init", dir); code != 1 || !strings.Contains(errOut, "nothing was written") {
+		t.Fatalf("a second init: exit %d %s", code, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "scripts", "policy.lua")); string(b) != "-- mine\n" {
+		t.Fatal("a second init overwrote a file")
+	}
+	os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), before, 0o644)
+	// dev loads the project and runs its tests.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	buf := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- cli(ctx, []string{"--config", filepath.Join(dir, "awaken.toml"), "dev"}, strings.NewReader(""), buf, buf)
+	}()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(buf.String(), "4 passed, 0 failed"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("dev in the new project:\n%s", buf.String())
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("dev did not stop")
 	}
 }

@@ -3,6 +3,7 @@
 //
 //	awaken-lua [--config FILE] run [--agent ID] [--thread ID] [--model scripted:FILE|openai:MODEL] [--json] [--approve all|none] [PROMPT]
 //	awaken-lua [--config FILE] test [PATH...] [-run REGEX] [-v]
+//	awaken-lua init [DIR]
 //	awaken-lua [--config FILE] check
 //	awaken-lua [--config FILE] eval [--agent ID] [--thread ID] [--json] TOOL [ARGS-JSON]
 //	awaken-lua [--config FILE] dev
@@ -69,6 +70,7 @@ usage or configuration, 3 it waits for decisions on suspended calls
 
 func commands() []command {
 	return []command{
+		{"init", "make a project: awaken.toml, an example plugin and its test, a scenario", cmdInit, "[DIR]", ""},
 		{"run", "run an agent and print its trace", cmdRun, "[PROMPT]", runExitCodes},
 		{"test", "run Lua plugin tests (*_test.lua)", cmdTest, "[PATH...]", ""},
 		{"check", "load everything and report every problem", cmdCheck, "", ""},

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/awaken-lua/awaken-lua/stdlib"
+)
+
+// initProject is what init writes: a configuration, an example plugin with
+// its test, a scenario for the scripted model and the editor settings; the
+// LuaLS definitions (stdlib/types) are added as types/.
+//
+//go:embed all:initproject
+var initProject embed.FS
+
+// cmdInit scaffolds a project in DIR (default: the current directory). It
+// never overwrites: when a file it would write exists, it writes nothing.
+func cmdInit(e *env) int {
+	fs0 := e.flags("init")
+	args, err := parse(fs0, e.args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(args) > 1 {
+		fmt.Fprintln(e.stderr, "usage: awaken-lua init [DIR]")
+		return exitUsage
+	}
+	dir := "."
+	if len(args) == 1 {
+		dir = args[0]
+	}
+	files := map[string][]byte{}
+	err = fs.WalkDir(initProject, "initproject", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(initProject, p)
+		files[strings.TrimPrefix(p, "initproject/")] = b
+		return err
+	})
+	if err == nil {
+		err = fs.WalkDir(stdlib.FS, "types", func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := fs.ReadFile(stdlib.FS, p)
+			files[path.Join("types", path.Base(p))] = b
+			return err
+		})
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua init: %v\n", err)
+		return exitFailed
+	}
+	var exist []string
+	for name := range files {
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(name))); err == nil {
+			exist = append(exist, name)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(e.stderr, "awaken-lua init: %v\n", err)
+			return exitFailed
+		}
+	}
+	if len(exist) > 0 {
+		fmt.Fprintf(e.stderr, "awaken-lua init: %s already has %s; nothing was written (init a new directory, or move them away)\n",
+			dir, strings.Join(slices.Sorted(slices.Values(exist)), ", "))
+		return exitFailed
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		dst := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			fmt.Fprintf(e.stderr, "awaken-lua init: %v\n", err)
+			return exitFailed
+		}
+		if err := os.WriteFile(dst, files[name], 0o644); err != nil {
+			fmt.Fprintf(e.stderr, "awaken-lua init: %v\n", err)
+			return exitFailed
+		}
+		fmt.Fprintf(e.stdout, "  %s\n", filepath.ToSlash(filepath.Join(dir, filepath.FromSlash(name))))
+	}
+	cd := ""
+	if dir != "." {
+		cd = "cd " + dir + " && "
+	}
+	fmt.Fprintf(e.stdout, "\nnext: %sawaken-lua test && awaken-lua run \"tidy up\"  (then edit scripts/policy.lua under awaken-lua dev)\n", cd)
+	return exitOK
+}
