@@ -63,8 +63,9 @@ import (
 const (
 	DefaultAgent = "default" // the agent that exists when awaken.toml declares none
 
-	ModelScripted = "scripted" // replies from a TOML script; the default
-	ModelOpenAI   = "openai"   // an OpenAI-compatible chat-completions endpoint
+	ModelScripted  = "scripted"  // replies from a TOML script; the default
+	ModelOpenAI    = "openai"    // an OpenAI-compatible chat-completions endpoint
+	ModelAnthropic = "anthropic" // Anthropic's Messages API
 
 	StoreMemory = "memory" // the default: threads live as long as the process
 	StoreFile   = "file"   // threads and runs survive a restart
@@ -110,12 +111,12 @@ type Runtime struct {
 
 // Model is [model]: the executor that answers inference requests.
 type Model struct {
-	Kind   string // ModelScripted or ModelOpenAI
+	Kind   string // ModelScripted, ModelOpenAI or ModelAnthropic
 	Script string // scripted: the script file, relative to Dir
-	// openai:
-	BaseURL   string   // required, http(s)
+	// openai and anthropic:
+	BaseURL   string   // http(s); required for openai, anthropic's by default
 	Model     string   // required
-	APIKeyEnv string   // the environment variable holding the key; "" sends none (Ollama)
+	APIKeyEnv string   // the environment variable holding the key; openai: "" sends none (Ollama); anthropic: ANTHROPIC_API_KEY by default
 	Timeout   Duration // per HTTP attempt
 	// MaxRetries after the first attempt; 0 means none. (openai.Config reads
 	// 0 as its default, so pass -1 there for 0.)

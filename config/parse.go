@@ -230,7 +230,7 @@ func (p *parser) top(m map[string]any) {
 		}},
 		{"model", func(k toml.Key, v any) {
 			p.table(k, v, "[model]", []field{
-				{"kind", p.str(&c.Model.Kind, oneOf(ModelScripted, ModelOpenAI))},
+				{"kind", p.str(&c.Model.Kind, oneOf(ModelScripted, ModelOpenAI, ModelAnthropic))},
 				{"script", p.str(&c.Model.Script, nil)},
 				{"base_url", p.str(&c.Model.BaseURL, httpURL)},
 				{"model", p.str(&c.Model.Model, nil)},
@@ -310,6 +310,11 @@ func (p *parser) check() {
 		if c.Model.Model == "" {
 			p.failAt(p.atFirst(key(mk, "model"), key(mk, "kind"), mk), "model.model",
 				`the openai model needs a model name, such as "gpt-4o-mini" or "llama3.1"`)
+		}
+	case ModelAnthropic:
+		if c.Model.Model == "" {
+			p.failAt(p.atFirst(key(mk, "model"), key(mk, "kind"), mk), "model.model",
+				`the anthropic model needs a model name, such as "claude-sonnet-4-5"`)
 		}
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/state"
 	"github.com/awaken-lua/awaken-lua/luabridge"
 	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/model/anthropic"
 	"github.com/awaken-lua/awaken-lua/model/openai"
 	"github.com/awaken-lua/awaken-lua/model/scripted"
 	"github.com/awaken-lua/awaken-lua/run"
@@ -106,8 +107,8 @@ func newModel(c *config.Config, override string) (model.Model, error) {
 	kind, arg := c.Model.Kind, ""
 	if override != "" {
 		k, a, ok := strings.Cut(override, ":")
-		if !ok || a == "" || (k != config.ModelScripted && k != config.ModelOpenAI) {
-			return nil, errs.New(errs.ConfigInvalid, "--model %q: use scripted:FILE or openai:MODEL", override)
+		if !ok || a == "" || (k != config.ModelScripted && k != config.ModelOpenAI && k != config.ModelAnthropic) {
+			return nil, errs.New(errs.ConfigInvalid, "--model %q: use scripted:FILE, openai:MODEL or anthropic:MODEL", override)
 		}
 		kind, arg = k, a
 	}
@@ -133,8 +134,21 @@ func newModel(c *config.Config, override string) (model.Model, error) {
 			}
 		}
 		return openai.New(cfg)
+	case config.ModelAnthropic:
+		cfg := anthropic.Config{BaseURL: c.Model.BaseURL, Model: c.Model.Model, APIKeyEnv: c.Model.APIKeyEnv,
+			Timeout: time.Duration(c.Model.Timeout), MaxRetries: c.Model.MaxRetries}
+		if cfg.MaxRetries == 0 {
+			cfg.MaxRetries = -1 // awaken.toml's 0 means no retries
+		}
+		if arg != "" {
+			cfg.Model = arg
+			if c.Model.Kind != config.ModelAnthropic {
+				cfg.BaseURL, cfg.APIKeyEnv = "", "" // the API's own, with ANTHROPIC_API_KEY
+			}
+		}
+		return anthropic.New(cfg)
 	}
-	return nil, errs.New(errs.ConfigInvalid, "model kind %q is not scripted or openai", kind)
+	return nil, errs.New(errs.ConfigInvalid, "model kind %q is not scripted, openai or anthropic", kind)
 }
 
 // Status is the last reload's outcome, for `dev`, /v1/plugins and /readyz.

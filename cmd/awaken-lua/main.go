@@ -1,7 +1,7 @@
 // Command awaken-lua runs agent plugins written in Lua: run an agent, test
 // and check plugins, develop with hot reload, or serve the sidecar API.
 //
-//	awaken-lua [--config FILE] run [--agent ID] [--thread ID] [--model scripted:FILE|openai:MODEL] [--json] [--approve all|none] [PROMPT]
+//	awaken-lua [--config FILE] run [--agent ID] [--thread ID] [--model scripted:FILE|openai:MODEL|anthropic:MODEL] [--json] [--approve all|none] [PROMPT]
 //	awaken-lua [--config FILE] test [PATH...] [-run REGEX] [-v]
 //	awaken-lua init [DIR]
 //	awaken-lua [--config FILE] check

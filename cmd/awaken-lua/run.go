@@ -16,7 +16,7 @@ func cmdRun(e *env) int {
 	fs := e.flags("run")
 	agent := fs.String("agent", "", "the agent to run (default: the only or \"default\" agent)")
 	thread := fs.String("thread", "", "reuse a thread's state (kept across invocations with [store] kind = \"file\")")
-	modelFlag := fs.String("model", "", "override [model]: scripted:FILE or openai:MODEL")
+	modelFlag := fs.String("model", "", "override [model]: scripted:FILE, openai:MODEL or anthropic:MODEL")
 	asJSON := fs.Bool("json", false, "print one JSON event per line instead of the trace")
 	approve := fs.String("approve", "", "answer suspended calls without asking: all or none")
 	args, err := parse(fs, e.args)

@@ -11,28 +11,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/value"
 	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/model/httpjson"
 )
 
 // Defaults for Config fields left zero.
 const (
-	DefaultTimeout    = 60 * time.Second
-	DefaultMaxRetries = 3
-	DefaultRetryBase  = 200 * time.Millisecond
-
-	maxBackoff    = 5 * time.Second  // cap of the exponential backoff
-	maxRetryAfter = 60 * time.Second // a longer Retry-After is shortened to this
-	maxBody       = 32 << 20         // larger replies are an error, not an OOM
+	DefaultTimeout    = httpjson.DefaultTimeout
+	DefaultMaxRetries = httpjson.DefaultMaxRetries
+	DefaultRetryBase  = httpjson.DefaultRetryBase
 )
 
 // Config configures a Model.
@@ -49,14 +44,10 @@ type Config struct {
 
 // Model is an OpenAI-compatible executor. It is safe for concurrent use.
 type Model struct {
-	endpoint   string
-	model      string
-	key        string // never printed: Model has a String method and errors redact it
-	keyEnv     string
-	timeout    time.Duration
-	maxRetries int
-	retryBase  time.Duration
-	client     *http.Client
+	endpoint string
+	model    string
+	keyEnv   string
+	client   *httpjson.Client // holds the key: never printed, redacted from errors
 }
 
 var _ model.Model = (*Model)(nil)
@@ -74,39 +65,20 @@ func New(c Config) (*Model, error) {
 	if c.Model == "" {
 		return nil, errs.New(errs.ConfigInvalid, "openai model: model is required (for example gpt-4o-mini or llama3.1)")
 	}
-	m := &Model{
-		endpoint:   strings.TrimRight(c.BaseURL, "/") + "/chat/completions",
-		model:      c.Model,
-		timeout:    c.Timeout,
-		maxRetries: c.MaxRetries,
-		retryBase:  c.RetryBase,
-		client:     c.HTTPClient,
-	}
+	m := &Model{endpoint: strings.TrimRight(c.BaseURL, "/") + "/chat/completions", model: c.Model, keyEnv: c.APIKeyEnv}
+	m.client = &httpjson.Client{Name: "openai model", Endpoint: m.endpoint, Timeout: c.Timeout, Retries: c.MaxRetries,
+		Base: c.RetryBase, HTTP: c.HTTPClient, Hint: m.hint, Header: http.Header{}}
 	if c.APIKeyEnv != "" {
 		getenv := c.Getenv
 		if getenv == nil {
 			getenv = os.Getenv
 		}
-		m.keyEnv = c.APIKeyEnv
-		m.key = strings.TrimSpace(getenv(c.APIKeyEnv))
-		if m.key == "" {
+		key := strings.TrimSpace(getenv(c.APIKeyEnv))
+		if key == "" {
 			return nil, errs.New(errs.ConfigInvalid, "openai model: the environment variable %s that api_key_env names is empty; export the API key in it (or leave api_key_env out for a server without keys)", c.APIKeyEnv)
 		}
-	}
-	if m.timeout <= 0 {
-		m.timeout = DefaultTimeout
-	}
-	switch {
-	case m.maxRetries == 0:
-		m.maxRetries = DefaultMaxRetries
-	case m.maxRetries < 0:
-		m.maxRetries = 0
-	}
-	if m.retryBase <= 0 {
-		m.retryBase = DefaultRetryBase
-	}
-	if m.client == nil {
-		m.client = &http.Client{}
+		m.client.Header.Set("Authorization", "Bearer "+key)
+		m.client.Secret = key
 	}
 	return m, nil
 }
@@ -115,105 +87,19 @@ func New(c Config) (*Model, error) {
 func (m *Model) String() string { return "openai(" + m.model + " at " + m.endpoint + ")" }
 
 // Infer sends one chat-completions request, retrying 429, 5xx and transport
-// errors. A done ctx ends it at once with ctx.Err(), even during a backoff.
+// errors (httpjson). A done ctx ends it at once with ctx.Err(), even during
+// a backoff.
 func (m *Model) Infer(ctx context.Context, req model.Request) (model.Response, error) {
 	body, err := m.encode(req)
 	if err != nil {
 		return model.Response{}, err
 	}
-	delay := m.retryBase
-	for attempt := 0; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return model.Response{}, err
-		}
-		resp, aerr := m.attempt(ctx, body)
-		if aerr == nil {
-			return resp, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return model.Response{}, err
-		}
-		if !aerr.retry || attempt >= m.maxRetries {
-			if aerr.retry && attempt > 0 {
-				aerr.msg = fmt.Sprintf("gave up after %d attempts: %s", attempt+1, aerr.msg)
-			}
-			return model.Response{}, m.fail(aerr)
-		}
-		wait := delay
-		if aerr.retryAfter >= 0 {
-			wait = aerr.retryAfter // the server knows best when it will have room
-		}
-		delay = min(2*delay, max(maxBackoff, m.retryBase))
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return model.Response{}, ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// attemptError is one failed attempt: what to say, and whether to retry.
-type attemptError struct {
-	msg        string
-	retry      bool
-	retryAfter time.Duration // -1: no Retry-After header
-}
-
-func (m *Model) fail(a *attemptError) error {
-	msg := "openai model: POST " + m.endpoint + ": " + a.msg
-	if m.key != "" {
-		msg = strings.ReplaceAll(msg, m.key, "[redacted]")
-	}
-	return &errs.Error{Code: errs.ModelFailed, Msg: msg}
-}
-
-func (m *Model) attempt(ctx context.Context, body []byte) (model.Response, *attemptError) {
-	actx, cancel := context.WithTimeout(ctx, m.timeout)
-	defer cancel()
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, m.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return model.Response{}, &attemptError{msg: err.Error(), retryAfter: -1}
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
-	hreq.Header.Set("User-Agent", "awaken-lua")
-	if m.key != "" {
-		hreq.Header.Set("Authorization", "Bearer "+m.key)
-	}
-	hresp, err := m.client.Do(hreq)
-	if err != nil {
-		msg := err.Error()
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			msg = uerr.Err.Error() // the URL is already in the message
-		}
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			msg = "no reply within " + m.timeout.String()
-		}
-		return model.Response{}, &attemptError{msg: msg, retry: true, retryAfter: -1}
-	}
-	defer hresp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(hresp.Body, maxBody+1))
-	if err != nil {
-		return model.Response{}, &attemptError{msg: "reading the reply: " + err.Error(), retry: true, retryAfter: -1}
-	}
-	if hresp.StatusCode/100 != 2 {
-		return model.Response{}, &attemptError{
-			msg:        hresp.Status + errorDetail(data) + m.hint(hresp.StatusCode),
-			retry:      hresp.StatusCode == http.StatusTooManyRequests || hresp.StatusCode == http.StatusRequestTimeout || hresp.StatusCode >= 500,
-			retryAfter: retryAfter(hresp.Header.Get("Retry-After")),
-		}
-	}
-	if len(data) > maxBody {
-		return model.Response{}, &attemptError{msg: fmt.Sprintf("the reply is larger than %d bytes", maxBody), retryAfter: -1}
-	}
-	resp, err := decode(data)
-	if err != nil {
-		return model.Response{}, &attemptError{msg: err.Error(), retryAfter: -1}
-	}
-	return resp, nil
+	var resp model.Response
+	err = m.client.Post(ctx, body, func(data []byte) (err error) {
+		resp, err = decode(data)
+		return err
+	})
+	return resp, err
 }
 
 // hint says what to check for statuses that are usually a setup mistake.
@@ -230,56 +116,7 @@ func (m *Model) hint(status int) string {
 	return ""
 }
 
-// errorDetail extracts {error: {message}} (or a short text body) for the
-// user; servers put the useful part there.
-func errorDetail(data []byte) string {
-	var e struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(data, &e) == nil && len(e.Error) > 0 {
-		var obj struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(e.Error, &obj) == nil && obj.Message != "" {
-			return ": " + obj.Message
-		}
-		var s string
-		if json.Unmarshal(e.Error, &s) == nil && s != "" {
-			return ": " + s
-		}
-	}
-	s := strings.TrimSpace(string(data))
-	if s == "" {
-		return ""
-	}
-	return ": " + clip(s, 300)
-}
-
-// retryAfter parses a Retry-After header (seconds or an HTTP date); -1 when
-// absent or unreadable.
-func retryAfter(h string) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return -1
-	}
-	if n, err := strconv.Atoi(h); err == nil {
-		if n < 0 {
-			return -1
-		}
-		return time.Duration(min(n, int(maxRetryAfter/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return min(max(time.Until(t), 0), maxRetryAfter)
-	}
-	return -1
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
-}
+func clip(s string, n int) string { return httpjson.Clip(s, n) }
 
 // The wire format.
 type (
