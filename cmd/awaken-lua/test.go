@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,8 +21,13 @@ func cmdTest(e *env) int {
 	fs := e.flags("test")
 	runRe := fs.String("run", "", "run only tests whose name matches the regular expression")
 	verbose := fs.Bool("v", false, "list every test, not only failures")
+	format := fs.String("format", "text", "text, json (one document of results) or junit (JUnit XML, for CI)")
 	paths, err := parse(fs, e.args)
 	if err != nil {
+		return exitUsage
+	}
+	if *format != "text" && *format != "json" && *format != "junit" {
+		fmt.Fprintf(e.stderr, "awaken-lua test: --format is text, json or junit, not %q\n", *format)
 		return exitUsage
 	}
 	cfg, err := loadConfig(e.config)
@@ -39,9 +45,23 @@ func cmdTest(e *env) int {
 	if err != nil {
 		return e.fail(err, exitUsage)
 	}
+	var out io.Writer = e.stdout
+	if *format != "text" {
+		out = io.Discard // the report is written below
+	}
 	sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Plugins: plugins,
-		Stdlib: luabridge.Source{FS: stdlib.FS, Name: "stdlib"}, Filter: filter, Verbose: *verbose, Out: e.stdout,
+		Stdlib: luabridge.Source{FS: stdlib.FS, Name: "stdlib"}, Filter: filter, Verbose: *verbose, Out: out,
 		Limits: luabridge.Limits{HookTimeout: hookTimeout(cfg)}})
+	switch *format {
+	case "json":
+		err = writeTestJSON(e.stdout, sum)
+	case "junit":
+		err = writeTestJUnit(e.stdout, sum)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua test: %v\n", err)
+		return exitFailed
+	}
 	if sum.Failed > 0 {
 		return exitFailed
 	}
