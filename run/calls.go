@@ -303,7 +303,7 @@ func (s *Session) applyGate(ctx context.Context, c *CallRecord, g *GateRecord) e
 			return err
 		}
 		pending := model.ToolResult{Status: model.StatusPending, Message: g.Ticket.Message, Data: (*g.Ticket).Value()}
-		s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(CallSuspended), Result: &pending})
+		s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Name: c.Call.Name, Status: string(CallSuspended), Result: &pending})
 	}
 	return s.recordCalls(ctx, phase.ToolGate, c)
 }
@@ -417,7 +417,7 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 	res := result
 	c.Result = &res
 	s.messages = append(s.messages, ToolMessage(c.Call, result))
-	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(to), Result: &res})
+	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Name: c.Call.Name, Status: string(to), Result: &res})
 	if c.Gate.Decision == "block" {
 		s.termination = "blocked:" + c.Gate.Reason
 	}
@@ -481,7 +481,7 @@ func (s *Session) suspendByTool(ctx context.Context, c *CallRecord, result model
 	if err := s.move(c, CallSuspended); err != nil {
 		return result, s.outcome(), err
 	}
-	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(CallSuspended), Result: &result})
+	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Name: c.Call.Name, Status: string(CallSuspended), Result: &result})
 	if err := s.recordCalls(ctx, phase.AfterToolExecute, c); err != nil {
 		return result, s.outcome(), err
 	}
@@ -496,7 +496,7 @@ func (s *Session) interrupt() {
 			r := model.Error(interruptedText)
 			c.Result = &r
 			s.messages = append(s.messages, ToolMessage(c.Call, r))
-			s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Status: string(CallFailed), Result: &r})
+			s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Name: c.Call.Name, Status: string(CallFailed), Result: &r})
 		}
 	}
 }

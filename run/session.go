@@ -208,7 +208,14 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 	}
 	s.messages = cloneMessages(o.Messages)
 	s.hostTools = cloneTools(o.Tools)
-	s.events.Emit(event.RunStart{RunID: s.info.ID, ThreadID: s.info.ThreadID, Generation: r.generation})
+	prompt := ""
+	for i := len(s.messages) - 1; i >= 0; i-- {
+		if s.messages[i].Role == model.RoleUser {
+			prompt = s.messages[i].Content
+			break
+		}
+	}
+	s.events.Emit(event.RunStart{RunID: s.info.ID, ThreadID: s.info.ThreadID, Generation: r.generation, Agent: s.info.AgentID, Prompt: prompt})
 	if err := s.phase(ctx, phase.RunStart, plugin.Input{}); err != nil {
 		return s, s.outcome(), err
 	}

@@ -30,6 +30,9 @@ func awaken(t *testing.T, stdin string, args ...string) (int, string, string) {
 func normalize(s string) string {
 	s = regexp.MustCompile(`run_[0-9a-f]{16}`).ReplaceAllString(s, "run_ID")
 	s = regexp.MustCompile(`thread_[0-9a-f]{16}`).ReplaceAllString(s, "thread_ID")
+	s = regexp.MustCompile(`"ts":"[^"]+"`).ReplaceAllString(s, `"ts":"TS"`)
+	s = regexp.MustCompile(`"duration_ms":[0-9.e+-]+`).ReplaceAllString(s, `"duration_ms":D`)
+	s = regexp.MustCompile(` in [0-9.]+(µs|ms|s)\b`).ReplaceAllString(s, " in D")
 	return s
 }
 
@@ -119,6 +122,9 @@ func TestRunExitCodes(t *testing.T) {
 		code, _, errOut := awaken(t, "", "--config", filepath.Join(dir, "awaken.toml"), "run", "deploy")
 		if code != exitWaiting || !strings.Contains(errOut, "deploy to prod?") || !strings.Contains(errOut, "ticket_call_1_1") {
 			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if !strings.Contains(errOut, "the memory store forgets this run") {
+			t.Fatalf("the hint must say the memory store cannot answer later: %s", errOut)
 		}
 		code, out, errOut := awaken(t, "", "--config", filepath.Join(dir, "awaken.toml"), "run", "--approve", "none", "deploy")
 		if code != exitOK || !strings.Contains(out, "cancelled") || !strings.Contains(out, "finish natural") {

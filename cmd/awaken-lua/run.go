@@ -2,13 +2,19 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
@@ -19,6 +25,7 @@ func cmdRun(e *env) int {
 	modelFlag := fs.String("model", "", "override [model]: scripted:FILE, openai:MODEL or anthropic:MODEL")
 	asJSON := fs.Bool("json", false, "print one JSON event per line instead of the trace")
 	approve := fs.String("approve", "", "answer suspended calls without asking: all or none")
+	width := fs.Int("width", 0, "wrap the final answer at this many columns (default: $COLUMNS, else 100)")
 	args, err := parse(fs, e.args)
 	if err != nil {
 		return exitUsage
@@ -44,10 +51,19 @@ func cmdRun(e *env) int {
 	if err != nil {
 		return e.fail(err, exitUsage)
 	}
-	var sink event.Sink = &trace{w: e.stdout, color: colorOK(e.stdout)}
-	if *asJSON {
-		sink = jsonLines{w: e.stdout}
+	if *width <= 0 {
+		*width, _ = strconv.Atoi(os.Getenv("COLUMNS"))
 	}
+	var sink event.Sink = &trace{w: e.stdout, color: colorOK(e.stdout), width: *width}
+	if *asJSON {
+		sink = newJSONLines(e.stdout)
+	}
+	if *thread != "" {
+		if _, ok, err := h.Store().Thread(e.ctx, *thread); err == nil && !ok {
+			fmt.Fprintf(e.stderr, "awaken-lua run: thread %q is new; this run starts it\n", *thread)
+		}
+	}
+	m = slowModel{Model: m, w: e.stderr, after: slowAfter}
 	interactive := *approve == "" && !*asJSON && isTerminal(e.stdin) && isTerminal(e.stdout)
 	var res run.Result
 	if waiting := waitingRun(e, h, *thread); waiting != "" && (interactive || *approve != "") {
@@ -114,7 +130,11 @@ func finish(e *env, res run.Result) int {
 		for _, t := range res.Suspended {
 			fmt.Fprintf(e.stderr, "  ticket %s (call %s): %s\n", t.ID, t.CallID, t.Message)
 		}
-		fmt.Fprintf(e.stderr, "run again with --thread %s --approve all|none to answer them\n", res.ThreadID)
+		if kind := storeKind(e); kind == "memory" {
+			fmt.Fprintln(e.stderr, `the memory store forgets this run when the command exits: answer now with --approve all|none, or set [store] kind = "file" in awaken.toml to answer it later with --thread`)
+		} else {
+			fmt.Fprintf(e.stderr, "run again with --thread %s --approve all|none to answer them\n", res.ThreadID)
+		}
 		return exitWaiting
 	case strings.HasPrefix(res.Termination, "error"):
 		if res.Err != nil {
@@ -123,4 +143,47 @@ func finish(e *env, res run.Result) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// storeKind is the configured store of the run's configuration.
+func storeKind(e *env) string {
+	cfg, err := loadConfig(e.config)
+	if err != nil {
+		return ""
+	}
+	return cfg.Store.Kind
+}
+
+// slowAfter is how long a model call runs before the trace says it waits.
+const slowAfter = 3 * time.Second
+
+// slowModel says on w when an inference takes long (a slow model, or one
+// the client is retrying after 429 or 5xx), every slowAfter.
+type slowModel struct {
+	model.Model
+	w     io.Writer
+	after time.Duration
+}
+
+func (s slowModel) Infer(ctx context.Context, req model.Request) (model.Response, error) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait() // the notice is never printed after the answer
+	defer close(done)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		start := time.Now()
+		t := time.NewTicker(s.after)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(s.w, "  waiting for the model (%s; a model that answers 429 or 5xx is retried)\n", time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	return s.Model.Infer(ctx, req)
 }

@@ -6,16 +6,22 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // trace prints run events as a readable trace, one line per event, with
-// colours on a terminal.
+// colours on a terminal, and ends with a summary line. The model's final
+// answer is printed whole, wrapped at width.
 type trace struct {
 	w     io.Writer
 	color bool
+	width int
+
+	start             time.Time
+	steps, calls, tok int
 }
 
 func (t *trace) Emit(ev event.Event) {
@@ -28,8 +34,12 @@ func (t *trace) Emit(ev event.Event) {
 	label := func(s string) string { return c("2", fmt.Sprintf("  %-9s", s)) }
 	switch e := ev.(type) {
 	case event.RunStart:
+		if t.start.IsZero() {
+			t.start = time.Now()
+		}
 		fmt.Fprintf(t.w, "%s %s · thread %s · generation %s\n", c("1", "run"), e.RunID, e.ThreadID, e.Generation)
 	case event.StepStart:
+		t.steps++
 		fmt.Fprintf(t.w, "%s\n", c("1;34", fmt.Sprintf("step %d", e.Step)))
 	case event.ContextMessages:
 		for _, m := range e.Messages {
@@ -37,8 +47,15 @@ func (t *trace) Emit(ev event.Event) {
 		}
 	case event.InferenceComplete:
 		text := strings.TrimSpace(e.Text)
-		if text != "" {
+		switch {
+		case text != "" && len(e.ToolCalls) == 0:
+			// The final answer: whole, wrapped.
+			fmt.Fprintf(t.w, "%s %s\n", label("answer"), strings.Join(wrap(text, t.textWidth()), "\n"+strings.Repeat(" ", 12)))
+		case text != "":
 			fmt.Fprintf(t.w, "%s %s\n", label("model"), short(fmt.Sprintf("%q", text), 120))
+		}
+		if e.Usage != nil {
+			t.tok += e.Usage.TotalTokens
 		}
 		for _, tc := range e.ToolCalls {
 			fmt.Fprintf(t.w, "%s → %s %s\n", label(""), c("1", tc.Name), short(compact(tc.Args), 100))
@@ -57,6 +74,7 @@ func (t *trace) Emit(ev event.Event) {
 		}
 		fmt.Fprintln(t.w, line)
 	case event.ToolCallStart:
+		t.calls++
 		fmt.Fprintf(t.w, "%s %s %s %s\n", label("tool"), e.CallID, c("1", e.Name), short(compact(e.Args), 100))
 	case event.ToolCallDone:
 		status := e.Status
@@ -88,7 +106,42 @@ func (t *trace) Emit(ev event.Event) {
 			col = "33"
 		}
 		fmt.Fprintf(t.w, "%s %s\n", c("1", "finish"), c(col, e.Termination))
+		if e.Termination != "suspended" {
+			fmt.Fprintf(t.w, "%s\n", c("2", fmt.Sprintf("%s · %s · %d tokens · in %s", plural(t.steps, "step", "steps"),
+				plural(t.calls, "tool call", "tool calls"), t.tok, time.Since(t.start).Round(time.Millisecond))))
+		}
 	}
+}
+
+// textWidth is the width the answer wraps at, past its indent.
+func (t *trace) textWidth() int {
+	w := t.width
+	if w <= 0 {
+		w = 100
+	}
+	return max(w-12, 20)
+}
+
+// wrap breaks text into lines of at most n runes at spaces, keeping its
+// own line breaks.
+func wrap(text string, n int) []string {
+	var out []string
+	for _, para := range strings.Split(text, "\n") {
+		line := ""
+		for _, word := range strings.Fields(para) {
+			switch {
+			case line == "":
+				line = word
+			case len([]rune(line))+1+len([]rune(word)) > n:
+				out = append(out, line)
+				line = word
+			default:
+				line += " " + word
+			}
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 func resultText(r *model.ToolResult) string {
@@ -127,11 +180,50 @@ func short(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// jsonLines prints one JSON object per event.
-type jsonLines struct{ w io.Writer }
+// jsonLines prints one JSON object per event, with ts (RFC 3339, UTC)
+// and durations: duration_ms on inference_complete (since its step
+// started), tool_call_done (since the call started), step_end and
+// run_finish.
+type jsonLines struct {
+	w     io.Writer
+	now   func() time.Time
+	run   time.Time
+	step  time.Time
+	calls map[string]time.Time
+}
 
-func (j jsonLines) Emit(ev event.Event) {
-	b, err := event.Marshal(ev)
+func newJSONLines(w io.Writer) *jsonLines {
+	return &jsonLines{w: w, now: time.Now, calls: map[string]time.Time{}}
+}
+
+func (j *jsonLines) Emit(ev event.Event) {
+	m, err := event.Map(ev)
+	if err != nil {
+		return
+	}
+	now := j.now()
+	m["ts"] = now.UTC().Format(time.RFC3339Nano)
+	since := func(t time.Time) {
+		if !t.IsZero() {
+			m["duration_ms"] = float64(now.Sub(t).Microseconds()) / 1000
+		}
+	}
+	switch e := ev.(type) {
+	case event.RunStart:
+		j.run = now
+	case event.StepStart:
+		j.step = now
+	case event.InferenceComplete, event.StepEnd:
+		since(j.step)
+	case event.ToolCallStart:
+		j.calls[e.CallID] = now
+	case event.ToolCallDone:
+		since(j.calls[e.CallID])
+		delete(j.calls, e.CallID)
+	case event.RunFinish:
+		since(j.run)
+	}
+	b, err := json.Marshal(m)
 	if err != nil {
 		return
 	}

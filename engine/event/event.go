@@ -70,6 +70,9 @@ type RunStart struct {
 	RunID      string `json:"run_id"`
 	ThreadID   string `json:"thread_id"`
 	Generation string `json:"generation"`
+	Agent      string `json:"agent,omitempty"`
+	// Prompt is the run's last user message when it started, if any.
+	Prompt string `json:"prompt,omitempty"`
 }
 
 // StepStart opens a step.
@@ -120,6 +123,7 @@ type ToolCallStart struct {
 // cancelled.
 type ToolCallDone struct {
 	CallID string            `json:"call_id"`
+	Name   string            `json:"name,omitempty"` // the tool
 	Status string            `json:"status"`
 	Result *model.ToolResult `json:"result"`
 }
