@@ -51,13 +51,13 @@ func (inst *instance) print(L *lua.LState) int {
 		}
 		b.WriteString(s)
 	}
-	inst.p.gen.log.Info(b.String(), "plugin", inst.p.id, "source", "print")
+	inst.p.gen.log.Info(b.String(), "plugin", inst.p.id, "at", inst.where(L).String(), "source", "print")
 	return 0
 }
 
 func (inst *instance) log(L *lua.LState, level slog.Level) int {
 	msg := clip(L.CheckString(1), logMax)
-	attrs := []any{"plugin", inst.p.id}
+	attrs := []any{"plugin", inst.p.id, "at", inst.where(L).String()}
 	if t, ok := L.Get(2).(*lua.LTable); ok {
 		t = viewed(t)
 		var keys []string

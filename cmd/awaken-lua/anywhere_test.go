@@ -136,3 +136,40 @@ func TestInitMakesAWorkingProject(t *testing.T) {
 		t.Fatal("dev did not stop")
 	}
 }
+
+// TestPluginLogsAreShown: awaken.log, print and runtime.log reach stderr
+// with -v (and --log-level info), tagged with the plugin and file:line;
+// without them they stay quiet.
+func TestPluginLogsAreShown(t *testing.T) {
+	dir := project(t, "plugin_dir = \"scripts\"\n[model]\nscript = \"script.toml\"\n[agents.default]\ntools = []\n", map[string]string{
+		"script.toml": "[[turns]]\ntext = \"done\"\n",
+		"scripts/talk.lua": `local awaken = require("awaken")
+local p = awaken.plugin {}
+p:on("step_start", function(ctx)
+  print("hello from print")
+  awaken.log.info("hello from log", { step = ctx.run.step })
+  ctx:emit("runtime.log", { level = "info", message = "hello from runtime.log" })
+end)
+return p
+`,
+		"scripts/talk_test.lua": "local t = require('awaken.testing')\nt.test('runs', function() t.harness { plugins = { 'talk' } }:phase('step_start', {}) end)\n",
+	})
+	cfg := filepath.Join(dir, "awaken.toml")
+	for _, args := range [][]string{{"run", "-v", "hi"}, {"run", "--log-level", "info", "hi"}, {"test", "-v"}} {
+		_, errOut, code := runChild(t, "", nil, nil, append([]string{"--config", cfg}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d %s", args, code, errOut)
+		}
+		for _, want := range []string{"hello from print", "hello from log", "plugin=talk", "at=scripts/talk.lua:4", "at=scripts/talk.lua:5", "step=1"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("%v: no %q in\n%s", args, want, errOut)
+			}
+		}
+		if args[0] == "run" && !strings.Contains(errOut, "hello from runtime.log") {
+			t.Errorf("%v: no runtime.log line in\n%s", args, errOut)
+		}
+	}
+	if _, errOut, _ := runChild(t, "", nil, nil, "--config", cfg, "run", "hi"); strings.Contains(errOut, "hello") {
+		t.Fatalf("plugin logs without -v:\n%s", errOut)
+	}
+}

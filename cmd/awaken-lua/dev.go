@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -17,40 +18,64 @@ import (
 // reloads, re-runs the tests and prints one status line per generation.
 func cmdDev(e *env) int {
 	fs := e.flags("dev")
+	logger := e.logFlags(fs, nil)
 	if _, err := parse(fs, e.args); err != nil {
 		return exitUsage
 	}
-	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config})
+	log, err := logger()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua dev: %v\n", err)
+		return exitUsage
+	}
+	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Log: log})
 	if err != nil {
 		return e.fail(err, configCode(err))
 	}
 	defer h.Close()
-	status(e.stdout, h, h.Status())
-	err = h.Watch(e.ctx, func(st host.Status) { status(e.stdout, h, st) })
+	d := &devStatus{w: e.stdout, h: h, log: log}
+	d.print(h.Status())
+	err = h.Watch(e.ctx, d.print)
 	if err != nil {
 		return e.fail(err, exitFailed)
 	}
 	return exitOK
 }
 
-// status prints one line: the generation and its test results, or why the
-// reload failed (the last good generation stays current).
-func status(w io.Writer, h *host.Host, st host.Status) {
+// devStatus prints one line per event that matters: a generation loaded
+// (with its test results), a failed reload (the last good generation
+// stays current), the files back to what the current generation loaded
+// after a failure, or a test file saved (its tests re-run).
+type devStatus struct {
+	w      io.Writer
+	h      *host.Host
+	log    *slog.Logger
+	failed bool // the last reload failed
+}
+
+func (d *devStatus) print(st host.Status) {
 	now := time.Now().Format("15:04:05")
-	switch st.LastResult {
-	case "failed":
+	w := d.w
+	if st.LastResult == "failed" {
+		d.failed = true
 		fmt.Fprintf(w, "%s reload failed; %s stays current:\n", now, st.Generation)
 		for _, e := range st.Errors {
 			fmt.Fprintf(w, "  %s\n", e)
 		}
 		return
-	case "unchanged":
-		return
 	}
-	g := h.Current()
-	line := fmt.Sprintf("%s %s loaded (%s, %s)", now, st.Generation, plural(len(g.Lua.PluginIDs()), "plugin", "plugins"),
-		time.Duration(st.Took).Round(100*time.Microsecond))
-	sum, err := devTests(g.Config)
+	g := d.h.Current()
+	var line string
+	switch {
+	case st.LastResult != "unchanged":
+		line = fmt.Sprintf("%s %s loaded (%s, %s)", now, st.Generation, plural(len(g.Lua.PluginIDs()), "plugin", "plugins"),
+			time.Duration(st.Took).Round(100*time.Microsecond))
+	case d.failed:
+		line = fmt.Sprintf("%s %s is current again (the files are back to what it loaded)", now, st.Generation)
+	default:
+		line = fmt.Sprintf("%s %s unchanged; tests re-run", now, st.Generation) // a test file was saved
+	}
+	d.failed = false
+	sum, err := devTests(g.Config, d.log)
 	switch {
 	case err != nil:
 		line += " · tests: " + err.Error()
@@ -68,13 +93,13 @@ func status(w io.Writer, h *host.Host, st host.Status) {
 	}
 }
 
-func devTests(cfg *config.Config) (luabridge.TestSummary, error) {
+func devTests(cfg *config.Config, log *slog.Logger) (luabridge.TestSummary, error) {
 	files, plugins, err := testFiles(cfg, nil)
 	if err != nil {
 		return luabridge.TestSummary{}, err
 	}
 	return luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Plugins: plugins,
-		Stdlib: luabridge.Source{FS: stdlib.FS, Name: "stdlib"}, Limits: luabridge.Limits{HookTimeout: hookTimeout(cfg)}}), nil
+		Stdlib: luabridge.Source{FS: stdlib.FS, Name: "stdlib"}, Limits: luabridge.Limits{HookTimeout: hookTimeout(cfg)}, Log: log}), nil
 }
 
 func hookTimeout(cfg *config.Config) time.Duration { return time.Duration(cfg.Runtime.HookTimeout) }

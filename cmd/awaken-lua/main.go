@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -242,4 +243,25 @@ func plural(n int, one, many string) string {
 		return fmt.Sprintf("%d %s", n, one)
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// logFlags adds -v and --log-level to a command; the function it returns
+// makes the logger they ask for (plugin logs, print and runtime.log are
+// info; warnings and errors show by default), on stderr.
+// verbose is the command's own -v when it has one (nil: -v is added).
+func (e *env) logFlags(fs *flag.FlagSet, verbose *bool) func() (*slog.Logger, error) {
+	if verbose == nil {
+		verbose = fs.Bool("v", false, "verbose: plugin logs (awaken.log.*, print, runtime.log) and debug lines, as --log-level debug")
+	}
+	level := fs.String("log-level", "warn", "debug, info (plugin logs), warn or error")
+	return func() (*slog.Logger, error) {
+		var lv slog.Level
+		if err := lv.UnmarshalText([]byte(*level)); err != nil {
+			return nil, fmt.Errorf("--log-level is debug, info, warn or error, not %q", *level)
+		}
+		if *verbose {
+			lv = slog.LevelDebug
+		}
+		return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: lv})), nil
+	}
 }

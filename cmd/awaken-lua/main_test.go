@@ -270,6 +270,15 @@ func TestDevPrintsOneLinePerGeneration(t *testing.T) {
 	writeFile(broken)()
 	waitFor("reload failed; g1 stays current", writeFile(broken))
 	waitFor("scripts/a.lua:3", nil)
+	// The fix brings the files back to what g1 loaded: said, not silent.
+	writeFile(plugin)()
+	waitFor("g1 is current again", writeFile(plugin))
+	// A test file saved re-runs the tests.
+	testFile := filepath.Join(dir, "scripts", "a_test.lua")
+	failing := "local t = require('awaken.testing')\nt.test('loads', function() t.harness { plugins = { 'a' } } end)\nt.test('fails', function() t.eq(1, 2) end)\n"
+	saveTest := func() { os.WriteFile(testFile, []byte(failing), 0o644) }
+	saveTest()
+	waitFor("1 passed, 1 failed", saveTest)
 	writeFile(plugin + "-- changed\n")()
 	waitFor("g2 loaded", writeFile(plugin+"-- changed\n"))
 	// A deleted plugin file loads a generation without it, and says so.

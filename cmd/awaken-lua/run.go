@@ -26,8 +26,14 @@ func cmdRun(e *env) int {
 	asJSON := fs.Bool("json", false, "print one JSON event per line instead of the trace")
 	approve := fs.String("approve", "", "answer suspended calls without asking: all or none")
 	width := fs.Int("width", 0, "wrap the final answer at this many columns (default: $COLUMNS, else 100)")
+	logger := e.logFlags(fs, nil)
 	args, err := parse(fs, e.args)
 	if err != nil {
+		return exitUsage
+	}
+	log, err := logger()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua run: %v\n", err)
 		return exitUsage
 	}
 	if *approve != "" && *approve != "all" && *approve != "none" {
@@ -40,7 +46,7 @@ func cmdRun(e *env) int {
 		return exitFailed
 	}
 	defer cleanup()
-	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Model: *modelFlag})
+	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Model: *modelFlag, Log: log})
 	if err != nil {
 		return e.fail(err, configCode(err))
 	}

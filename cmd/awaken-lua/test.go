@@ -20,7 +20,8 @@ import (
 func cmdTest(e *env) int {
 	fs := e.flags("test")
 	runRe := fs.String("run", "", "run only tests whose name matches the regular expression")
-	verbose := fs.Bool("v", false, "list every test, not only failures")
+	verbose := fs.Bool("v", false, "list every test, not only failures, and show plugin logs")
+	logger := e.logFlags(fs, verbose)
 	format := fs.String("format", "text", "text, json (one document of results) or junit (JUnit XML, for CI)")
 	paths, err := parse(fs, e.args)
 	if err != nil {
@@ -28,6 +29,11 @@ func cmdTest(e *env) int {
 	}
 	if *format != "text" && *format != "json" && *format != "junit" {
 		fmt.Fprintf(e.stderr, "awaken-lua test: --format is text, json or junit, not %q\n", *format)
+		return exitUsage
+	}
+	log, err := logger()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua test: %v\n", err)
 		return exitUsage
 	}
 	cfg, err := loadConfig(e.config)
@@ -51,7 +57,7 @@ func cmdTest(e *env) int {
 	}
 	sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Plugins: plugins,
 		Stdlib: luabridge.Source{FS: stdlib.FS, Name: "stdlib"}, Filter: filter, Verbose: *verbose, Out: out,
-		Limits: luabridge.Limits{HookTimeout: hookTimeout(cfg)}})
+		Limits: luabridge.Limits{HookTimeout: hookTimeout(cfg)}, Log: log})
 	switch *format {
 	case "json":
 		err = writeTestJSON(e.stdout, sum)
