@@ -120,8 +120,7 @@ func luaError(err error, code errs.Code) *errs.Error {
 	if errors.As(err, &api) {
 		var pe *parse.Error
 		if api.Cause != nil && errors.As(api.Cause, &pe) {
-			return &errs.Error{Code: code, Pos: errs.Pos{File: pe.Pos.Source, Line: pe.Pos.Line, Col: pe.Pos.Column},
-				Msg: "syntax error: " + pe.Message + " near '" + pe.Token + "'"}
+			return syntaxError(code, pe.Pos.Source, nil, pe)
 		}
 		if u, ok := api.Object.(*lua.LUserData); ok {
 			if re, ok := u.Value.(*raised); ok {

@@ -190,8 +190,12 @@ func (l *Loader) files() ([]PluginFile, error) {
 			}
 			f, ok := byID[id]
 			if !ok {
-				list.Add(errs.New(errs.ConfigInvalid, "plugin %q is neither in %s nor in stdlib%s; stdlib plugins: %s",
-					id, l.Plugins.Name, errs.DidYouMean(id, ids), strings.Join(ids, ", ")))
+				where := "not in stdlib (and no plugin directory is configured)"
+				if l.Plugins.Name != "" {
+					where = "neither in " + l.Plugins.Name + " nor in stdlib"
+				}
+				list.Add(errs.New(errs.ConfigInvalid, "plugin %q is %s%s; stdlib plugins: %s",
+					id, where, errs.DidYouMean(id, ids), strings.Join(ids, ", ")))
 				continue
 			}
 			have[id] = true
@@ -307,8 +311,7 @@ func compile(src []byte, chunk string) (*lua.FunctionProto, error) {
 	if err != nil {
 		var pe *parse.Error
 		if asParseErr(err, &pe) {
-			return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: chunk, Line: pe.Pos.Line, Col: pe.Pos.Column},
-				Msg: "syntax error: " + pe.Message + tokenHint(pe.Token)}
+			return nil, syntaxError(errs.PluginLoadFailed, chunk, src, pe)
 		}
 		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: chunk}, Msg: "syntax error: " + err.Error()}
 	}
@@ -323,11 +326,24 @@ func compile(src []byte, chunk string) (*lua.FunctionProto, error) {
 	return proto, nil
 }
 
-func tokenHint(tok string) string {
-	if tok == "" {
-		return ""
+// syntaxError reports a parse error once ("syntax error near 'x'", not
+// "syntax error: syntax error near 'x'") and at a line: the parser gives
+// line 0 for what it only notices at the end of the file, which is then
+// reported at the file's last line.
+func syntaxError(code errs.Code, chunk string, src []byte, pe *parse.Error) *errs.Error {
+	msg := "syntax error"
+	if pe.Message != "" && pe.Message != "syntax error" {
+		msg += ": " + pe.Message
 	}
-	return " near '" + tok + "'"
+	if pe.Token != "" {
+		msg += " near '" + pe.Token + "'"
+	}
+	pos := errs.Pos{File: chunk, Line: pe.Pos.Line, Col: pe.Pos.Column}
+	if pos.Line <= 0 {
+		pos.Line, pos.Col = max(1, len(strings.Split(strings.TrimRight(string(src), "\n \t\r"), "\n"))), 0
+		msg += " at the end of the file: a statement, string, table or block is not finished"
+	}
+	return &errs.Error{Code: code, Pos: pos, Msg: msg}
 }
 
 func asParseErr(err error, pe **parse.Error) bool {

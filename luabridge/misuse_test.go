@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -62,6 +63,8 @@ func TestMisuseFailsAtLoad(t *testing.T) {
 		{"hook_timeout absurd string", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { hook_timeout = '100h' }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "hook_timeout"},
 		{"hook_timeout negative string", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { hook_timeout = '-1s' }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "hook_timeout"},
 		{"bad argument type", head + "p:key({})\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "string expected, got table"},
+		{"unfinished at the end of the file", head + "local x = \n\n", errs.PluginLoadFailed, "scripts/x.lua:3", "syntax error near '=' at the end of the file"},
+		{"syntax error mid-file", head + "local = 1\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "syntax error near '='"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,7 +73,8 @@ func TestMisuseFailsAtLoad(t *testing.T) {
 			if !errors.As(err, &e) {
 				t.Fatalf("err = %v (%T)", err, err)
 			}
-			if e.Code != tc.code || !strings.HasPrefix(e.Pos.String(), tc.pos) || !strings.Contains(err.Error(), tc.want) {
+			if e.Code != tc.code || !strings.HasPrefix(e.Pos.String(), tc.pos) || !strings.Contains(err.Error(), tc.want) ||
+				strings.Contains(err.Error(), "syntax error: syntax error") {
 				t.Fatalf("err = %q (code %s, pos %s); want code %s at %s containing %q", err, e.Code, e.Pos, tc.code, tc.pos, tc.want)
 			}
 		})
@@ -300,5 +304,27 @@ return p`,
 	}
 	if len(req.Messages) != 2 || req.Messages[0].Content != "hi" || req.Messages[1].Content != "seen 1" {
 		t.Fatalf("messages %+v", req.Messages)
+	}
+}
+
+// TestUnknownEnabledPluginNamesWhereItLooked: a plugin the configuration
+// names but nobody has says where it was looked for, also without a
+// plugin directory.
+func TestUnknownEnabledPluginNamesWhereItLooked(t *testing.T) {
+	stdlibFS := fstest.MapFS{"budget/init.lua": &fstest.MapFile{Data: []byte("local awaken = require('awaken')\nreturn awaken.plugin {}\n")}}
+	for _, tc := range []struct {
+		dir, want string
+	}{
+		{"scripts", `plugin "budgt" is neither in scripts nor in stdlib (did you mean "budget"?)`},
+		{"", `plugin "budgt" is not in stdlib (and no plugin directory is configured) (did you mean "budget"?)`},
+	} {
+		_, err := load(t, map[string]string{}, func(l *luabridge.Loader) {
+			l.Plugins.Name = tc.dir
+			l.Stdlib = luabridge.Source{FS: stdlibFS, Name: "stdlib"}
+			l.Enable = []string{"budgt"}
+		})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("plugin dir %q: err = %v", tc.dir, err)
+		}
 	}
 }

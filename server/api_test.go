@@ -1,10 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -368,7 +372,6 @@ func TestCheckListen(t *testing.T) {
 		{"[::]:7878", "", false},
 		{"10.0.0.1:7878", "", false},
 		{"example.com:7878", "", false},
-		{"garbage", "", false},
 		{"0.0.0.0:7878", "tok", true},
 	} {
 		err := CheckListen(tc.addr, tc.token, "AWAKEN_TOKEN")
@@ -377,6 +380,12 @@ func TestCheckListen(t *testing.T) {
 		}
 		if err != nil && !strings.Contains(err.Error(), "$AWAKEN_TOKEN") {
 			t.Errorf("the refusal should name the variable: %v", err)
+		}
+	}
+	// An address that is not HOST:PORT is said to be one, whatever the token.
+	for _, addr := range []string{"garbage", "1234", "127.0.0.1:", "127.0.0.1"} {
+		if err := CheckListen(addr, "tok", "AWAKEN_TOKEN"); err == nil || !strings.Contains(err.Error(), "is not HOST:PORT") {
+			t.Errorf("CheckListen(%q) = %v", addr, err)
 		}
 	}
 }
@@ -504,3 +513,31 @@ func TestPluginToolsRunInTheSidecar(t *testing.T) {
 	sc.phase(id, "after_tool_execute", map[string]any{"call": call("f1", "fs_read", nil), "result": map[string]any{"status": "success", "data": "x"}})
 	sc.phase(id, "step_end", nil)
 }
+
+// TestAccessLogLine: one JSON line per request, its time in milliseconds
+// (not raw nanoseconds).
+func TestAccessLogLine(t *testing.T) {
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return buf.Write(p) })
+	sc := newSidecar(t, project(t, "", nil), Options{Log: slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	sc.must(200, "GET", "/v1/plugins", nil)
+	mu.Lock()
+	defer mu.Unlock()
+	var line map[string]any
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(l, `"msg":"request"`) {
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ms, ok := line["took_ms"].(float64)
+	if !ok || ms < 0 || ms > 60_000 || line["path"] != "/v1/plugins" || line["status"] != float64(200) {
+		t.Fatalf("access log line %v", line)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -14,6 +14,9 @@ import (
 // so off loopback every caller must prove who it is. tokenEnv names the
 // variable for the message.
 func CheckListen(addr, token, tokenEnv string) error {
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return errs.New(errs.ConfigInvalid, "%q is not HOST:PORT; listen on an address such as 127.0.0.1:7878 (or 127.0.0.1:0 for any free port)", addr)
+	}
 	if token != "" || Loopback(addr) {
 		return nil
 	}

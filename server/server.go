@@ -422,7 +422,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method),
 				slog.String("path", r.URL.Path), slog.Int("status", rw.status), slog.String("code", rw.code),
 				slog.String("generation", w.Header().Get(GenerationHeader)),
-				slog.Duration("took", time.Since(start)), slog.String("remote", r.RemoteAddr))
+				slog.Float64("took_ms", float64(time.Since(start).Microseconds())/1000), slog.String("remote", r.RemoteAddr))
 		}
 	}()
 	if err := s.hosts.check(r); err != nil {
