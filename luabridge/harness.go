@@ -313,6 +313,9 @@ func (h *harness) gate(L *lua.LState) int {
 	case gate.Block:
 		out["decision"] = "block"
 		out["reason"] = d.Reason
+		if d.Reason == "" {
+			out["reason"] = "blocked by " + d.Plugin // as a run records it
+		}
 	case gate.Suspend:
 		out["decision"] = "suspend"
 		t := gate.Ticket{}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/awaken-lua/awaken-lua/luabridge"
 )
@@ -54,5 +55,24 @@ func TestTicketExpiryInTheHarness(t *testing.T) {
 	sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Plugins: src, Out: &out, Verbose: true})
 	if sum.Passed != 4 || sum.Failed != 0 {
 		t.Fatalf("passed %d failed %d\n%s", sum.Passed, sum.Failed, out.String())
+	}
+}
+
+// TestHarnessGateDefaultReason: a block without a reason reads "blocked by
+// <plugin>" in h:gate, as a run records it.
+func TestHarnessGateDefaultReason(t *testing.T) {
+	fsys := fstest.MapFS{
+		"quiet.lua": {Data: []byte("local awaken = require('awaken')\nlocal p = awaken.plugin {}\np:tool_gate(function() return awaken.block('') end)\nreturn p\n")},
+		"quiet_test.lua": {Data: []byte("local t = require('awaken.testing')\nt.test('reason', function()\n" +
+			"  local d = t.harness { plugins = { 'quiet' } }:gate { name = 'x' }\n  t.eq(d.reason, 'blocked by quiet')\nend)\n")},
+	}
+	src := luabridge.Source{FS: fsys, Name: "scripts"}
+	files, err := luabridge.FindTests(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Plugins: src, Out: &out}); sum.Passed != 1 {
+		t.Fatalf("%s", out.String())
 	}
 }

@@ -173,3 +173,40 @@ return p
 		t.Fatalf("plugin logs without -v:\n%s", errOut)
 	}
 }
+
+// TestReadmeTourWorksAsWritten follows the README's tour: the plugin of
+// "Write a plugin" and the tests of "Test it", saved where it says, pass;
+// with the phase typo the README shows, check prints the error it quotes.
+func TestReadmeTourWorksAsWritten(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	block := func(section string) string {
+		t.Helper()
+		i := strings.Index(readme, section)
+		j := strings.Index(readme[i:], "```lua\n")
+		k := strings.Index(readme[i+j+7:], "```")
+		if i < 0 || j < 0 || k < 0 {
+			t.Fatalf("no Lua block after %q", section)
+		}
+		return readme[i+j+7 : i+j+7+k]
+	}
+	plugin, tests := block("### 2. Write a plugin"), block("### 3. Test it")
+	if !strings.Contains(readme, "Save this as `scripts/shellguard.lua`") || !strings.Contains(readme, "save this as `scripts/shellguard_test.lua`") {
+		t.Fatal("the tour no longer says where to save its files")
+	}
+	dir := project(t, "plugin_dir = \"scripts\"\n[model]\nscript = \"s.toml\"\n", map[string]string{
+		"s.toml": "[[turns]]\ntext = \"ok\"\n", "scripts/shellguard.lua": plugin, "scripts/shellguard_test.lua": tests})
+	cfg := filepath.Join(dir, "awaken.toml")
+	if out, errOut, code := runChild(t, "", nil, nil, "--config", cfg, "test"); code != 0 || !strings.Contains(out, "2 passed, 0 failed") {
+		t.Fatalf("the tour's tests: exit %d\n%s%s", code, out, errOut)
+	}
+	os.WriteFile(filepath.Join(dir, "scripts", "shellguard.lua"), []byte(strings.Replace(plugin, `"after_tool_execute"`, `"after_tool_exec"`, 1)), 0o644)
+	out, _, _ := runChild(t, "", nil, nil, "--config", cfg, "check")
+	quoted := `scripts/shellguard.lua:22: plugin_load_failed: p:on: unknown phase "after_tool_exec" (did you mean`
+	if !strings.Contains(out, quoted) || !strings.Contains(strings.Join(strings.Fields(readme), " "), strings.Join(strings.Fields(quoted), " ")) {
+		t.Fatalf("check prints\n%s\nand the README must quote %q", out, quoted)
+	}
+}
