@@ -89,6 +89,12 @@ func TestGlob(t *testing.T) {
 		{"mcp__github__*", "mcp__gitlab__x", false},
 		{"npm *", "npm install ./a/b", true},
 		{"npm *", "npx x", false},
+		// The README's rule: without "/" in the pattern, * and ? match "/"
+		// and newlines too; in a path glob they stop at "/".
+		{"a*b", "a\nx/y\nb", true},
+		{"a?c", "a/c", true},
+		{"x/a?c", "x/a/c", false},
+		{"x/*", "x/a/b", false},
 		{"src/**", "src/a/b/c.go", true},
 		{"src/*.go", "src/a.go", true},
 		{"src/*.go", "src/a/b.go", false},

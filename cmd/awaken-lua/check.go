@@ -108,7 +108,14 @@ func cmdCheck(e *env) int {
 		}
 		return exitFailed
 	}
-	fmt.Fprintf(e.stdout, "\nno problems; effective configuration:\n\n%s", cfg.Render())
+	// The plugins' configs as the plugins see them: schema defaults filled.
+	eff := *cfg
+	if g != nil {
+		if conf, err := g.Set.Configure(cfg.Plugins); err == nil {
+			eff.Plugins = conf
+		}
+	}
+	fmt.Fprintf(e.stdout, "\nno problems; effective configuration:\n\n%s", eff.Render())
 	return exitOK
 }
 

@@ -205,6 +205,13 @@ func TestCheckDescribesPlugins(t *testing.T) {
 		!strings.Contains(out, `plugin_dir = "scripts"`) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
+	// The effective configuration shows the plugins' schema defaults: guard
+	// is not configured in awaken.toml, budget's warn_at is left out.
+	for _, want := range []string{"[plugins.guard]\nsecrets = [\".env\", \"*.pem\", \"**/id_rsa\"]", "warn_at = 0.8"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the effective configuration:\n%s", want, out)
+		}
+	}
 }
 
 func TestVersion(t *testing.T) {
