@@ -40,7 +40,7 @@ func TestPythonClient(t *testing.T) {
 		approve string
 		want    []string
 	}{
-		{"yes", []string{
+		{"all", []string{
 			"step 1: 1 messages, 2 tools offered; the model calls fs_read, word_count",
 			"  gate fs_read -> set_result: error: secrets are off limits",
 			"  tool fs_read -> error: secrets are off limits",
@@ -53,7 +53,7 @@ func TestPythonClient(t *testing.T) {
 			"termination: natural",
 			"status done after 2 steps",
 		}},
-		{"no", []string{
+		{"none", []string{
 			"  gate word_count -> suspend: count the words?",
 			"  cancelled call_2",
 			"termination: natural",

@@ -139,7 +139,7 @@ def main():
     ap.add_argument("--url", default=os.environ.get("AWAKEN_URL", "http://127.0.0.1:7878"))
     ap.add_argument("--token", default=os.environ.get("AWAKEN_TOKEN"))
     ap.add_argument("--thread", help="reuse a thread (its thread-scoped state carries over)")
-    ap.add_argument("--approve", choices=["yes", "no"], default="no",
+    ap.add_argument("--approve", choices=["all", "none"], default="none",
                     help="what a human answers when a plugin suspends a call")
     opts = ap.parse_args()
 
@@ -187,7 +187,7 @@ def main():
             # The run waits for a human: answer every ticket, then gate the
             # resumed calls again and end the step.
             waiting = sidecar.request("GET", "/v1/runs/" + run_id)
-            action = "resume" if opts.approve == "yes" else "cancel"
+            action = "resume" if opts.approve == "all" else "cancel"
             decisions = [{"target": t["id"], "action": action, "reason": "answered by client.py"} for t in waiting["suspended"]]
             resumed = sidecar.request("POST", "/v1/runs/%s/resume" % run_id, {"decisions": decisions})
             termination = None
