@@ -210,3 +210,13 @@ func TestReadmeTourWorksAsWritten(t *testing.T) {
 		t.Fatalf("check prints\n%s\nand the README must quote %q", out, quoted)
 	}
 }
+
+// TestErrorsAreReportedOnce: a configuration that does not load is
+// reported once, by the command, not again by the log.
+func TestErrorsAreReportedOnce(t *testing.T) {
+	dir := project(t, "[agents.a]\nplugins = [\"nosuch\"]\n", nil)
+	_, errOut, code := runChild(t, dir, nil, nil, "run", "x")
+	if code != 2 || strings.Count(errOut, `plugin "nosuch"`) != 1 {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+}

@@ -247,17 +247,20 @@ func plural(n int, one, many string) string {
 
 // logFlags adds -v and --log-level to a command; the function it returns
 // makes the logger they ask for (plugin logs, print and runtime.log are
-// info; warnings and errors show by default), on stderr.
+// info), on stderr. Without them the log is quiet: the command reports
+// its own failures, once.
 // verbose is the command's own -v when it has one (nil: -v is added).
 func (e *env) logFlags(fs *flag.FlagSet, verbose *bool) func() (*slog.Logger, error) {
 	if verbose == nil {
 		verbose = fs.Bool("v", false, "verbose: plugin logs (awaken.log.*, print, runtime.log) and debug lines, as --log-level debug")
 	}
-	level := fs.String("log-level", "warn", "debug, info (plugin logs), warn or error")
+	level := fs.String("log-level", "", "debug, info (plugin logs), warn or error (default: none; the command reports its own errors)")
 	return func() (*slog.Logger, error) {
-		var lv slog.Level
-		if err := lv.UnmarshalText([]byte(*level)); err != nil {
-			return nil, fmt.Errorf("--log-level is debug, info, warn or error, not %q", *level)
+		lv := slog.LevelError + 4 // quiet: what fails is reported by the command itself
+		if *level != "" {
+			if err := lv.UnmarshalText([]byte(*level)); err != nil {
+				return nil, fmt.Errorf("--log-level is debug, info, warn or error, not %q", *level)
+			}
 		}
 		if *verbose {
 			lv = slog.LevelDebug
