@@ -237,6 +237,11 @@ func openStore(c *config.Config, log *slog.Logger) (run.Store, error) {
 
 func (h *Host) readConfig() (*config.Config, error) {
 	if h.configPath == "" {
+		// Started without one: an awaken.toml made since (say, while dev
+		// runs) is the configuration from the next reload on.
+		if _, err := os.Stat(DefaultConfig); err == nil {
+			return config.Load(DefaultConfig)
+		}
 		c := config.Default()
 		wd, _ := os.Getwd()
 		c.Dir = wd

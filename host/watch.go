@@ -51,10 +51,12 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 		if abs, err := filepath.Abs(dir); err == nil {
 			dir = abs
 		}
-		if h.configPath != "" {
-			configFile, _ = filepath.Abs(h.configPath)
-			h.add(w, watched, filepath.Dir(configFile))
+		path := h.configPath
+		if path == "" {
+			path = DefaultConfig // watched for it to appear
 		}
+		configFile, _ = filepath.Abs(path)
+		h.add(w, watched, filepath.Dir(configFile))
 		if dir != pluginDir {
 			for d := range watched {
 				if pluginDir != "" && within(d, pluginDir) {

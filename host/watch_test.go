@@ -150,3 +150,34 @@ func TestWatchDoesNotBlockOnAStuckReload(t *testing.T) {
 		t.Fatalf("after the stuck build: %+v", st)
 	}
 }
+
+// An awaken.toml made while the host watches (dev started in a directory
+// without one) is the configuration from the next reload on.
+func TestWatchPicksUpANewConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	write(t, filepath.Join(dir, "scripts", "guard.lua"), guardLua)
+	h, err := host.Open(context.Background(), host.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if h.Current().Config.Runtime.MaxSteps == 3 {
+		t.Fatal("the defaults say 3 already; pick another value")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Watch(ctx, nil) }()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(waitLimit):
+			t.Error("Watch did not return after its context ended")
+		}
+	}()
+	config := func() {
+		write(t, filepath.Join(dir, "awaken.toml"), "plugin_dir = \"scripts\"\n[runtime]\nmax_steps = 3\n")
+	}
+	eventually(t, "the new awaken.toml is loaded", func() bool { return h.Current().Config.Runtime.MaxSteps == 3 }, config)
+}
