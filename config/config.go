@@ -277,6 +277,28 @@ func (c *Config) Invalid(path []string, format string, args ...any) *errs.Error 
 	return c.errorAt(c.Pos(path...), name, format, args...)
 }
 
+// PluginPos is where the file first names plugin id: its [plugins.<id>]
+// table, or an agent's plugins entry (list or table form); the file alone
+// when it names it nowhere.
+func (c *Config) PluginPos(id string) errs.Pos {
+	best := 0
+	consider := func(k toml.Key) {
+		if l := c.idx.Line(k.String(), 0); l > 0 && (best == 0 || l < best) {
+			best = l
+		}
+	}
+	consider(toml.Key{"plugins", id})
+	for _, aid := range c.AgentIDs() {
+		a := c.Agents[aid]
+		if _, ok := a.PluginConfigs[id]; ok {
+			consider(toml.Key{"agents", aid, "plugins", id})
+		} else if slices.Contains(a.Plugins, id) {
+			consider(toml.Key{"agents", aid, "plugins"})
+		}
+	}
+	return errs.Pos{File: c.File, Line: best}
+}
+
 // Enabled lists, sorted and once each, every plugin id the file names:
 // agent filters, agent plugin configs and [plugins.*]. The loader uses it to
 // load the stdlib plugins a config asks for, so shipped plugins cost nothing

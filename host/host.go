@@ -402,6 +402,7 @@ func (h *Host) build(ctx context.Context) (*Generation, error) {
 		return nil, err
 	}
 	lg, err := h.opts.loader(cfg, src, h.log).Load(ctx)
+	err = placePlugins(cfg, err)
 	if err != nil {
 		return nil, err
 	}

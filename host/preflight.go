@@ -38,7 +38,8 @@ func LoadPlugins(ctx context.Context, cfg *config.Config, o Options) (*luabridge
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return o.loader(cfg, src, log).Load(ctx)
+	g, err := o.loader(cfg, src, log).Load(ctx)
+	return g, placePlugins(cfg, err)
 }
 
 // Preflight reports what a start or a run would refuse in cfg once its
@@ -277,4 +278,20 @@ func pathErrText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// placePlugins gives the loader's "no such plugin" errors the line of
+// awaken.toml that names the plugin.
+func placePlugins(cfg *config.Config, err error) error {
+	if err == nil {
+		return nil
+	}
+	var list errs.List
+	list.Add(err)
+	for _, e := range list {
+		if e.Code == errs.ConfigInvalid && e.Key != "" && !e.Pos.IsValid() {
+			e.Pos = cfg.PluginPos(e.Key)
+		}
+	}
+	return list.Err()
 }

@@ -333,3 +333,22 @@ func runResult(t *testing.T, h *host.Host) run.Result {
 		return run.Result{}
 	}
 }
+
+// A plugin the configuration names but nobody has is reported at the
+// awaken.toml line that names it, in each form of naming.
+func TestUnknownPluginAtItsLine(t *testing.T) {
+	for _, tc := range []struct {
+		toml string
+		line string
+	}{
+		{"plugin_dir = \"scripts\"\n\n[agents.a]\nplugins = [\"nosuch\"]\n", "awaken.toml:4:"},
+		{"plugin_dir = \"scripts\"\n\n[plugins.budgt]\nmax_steps = 1\n", "awaken.toml:3:"},
+		{"plugin_dir = \"scripts\"\n\n[agents.a]\ntools = []\n[agents.a.plugins.nosuch]\nx = 1\n", "awaken.toml:5:"},
+	} {
+		dir := project(t, tc.toml, map[string]string{"guard.lua": guardLua})
+		_, err := host.Open(context.Background(), host.Options{ConfigPath: filepath.Join(dir, "awaken.toml")})
+		if err == nil || !strings.Contains(err.Error(), tc.line) || !strings.Contains(err.Error(), "nor in stdlib") {
+			t.Errorf("%q: err = %v, want it at %s", tc.toml, err, tc.line)
+		}
+	}
+}

@@ -194,8 +194,10 @@ func (l *Loader) files() ([]PluginFile, error) {
 				if l.Plugins.Name != "" {
 					where = "neither in " + l.Plugins.Name + " nor in stdlib"
 				}
-				list.Add(errs.New(errs.ConfigInvalid, "plugin %q is %s%s; stdlib plugins: %s",
-					id, where, errs.DidYouMean(id, ids), strings.Join(ids, ", ")))
+				e := errs.New(errs.ConfigInvalid, "plugin %q is %s%s; stdlib plugins: %s",
+					id, where, errs.DidYouMean(id, ids), strings.Join(ids, ", "))
+				e.Key = id // the host places it where the configuration names the plugin
+				list.Add(e)
 				continue
 			}
 			have[id] = true
