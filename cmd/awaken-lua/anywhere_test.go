@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +221,51 @@ func TestErrorsAreReportedOnce(t *testing.T) {
 	_, errOut, code := runChild(t, dir, nil, nil, "run", "x")
 	if code != 2 || strings.Count(errOut, `plugin "nosuch"`) != 1 {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+}
+
+// TestTheBuiltBinary builds awaken-lua with go build, as a user installs
+// it, and runs it in an empty directory: run, init, test, eval, --help,
+// --version.
+func TestTheBuiltBinary(t *testing.T) {
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	bin := filepath.Join(t.TempDir(), "awaken-lua")
+	build := exec.Command(goBin, "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	exe := func(wd string, args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = wd
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "hello"}, 0, "finish natural"},
+		{[]string{"eval", "fs_read", `{"path": ".env"}`}, 1, "set_result by guard"},
+		{[]string{"--help"}, 0, "usage: awaken-lua"},
+		{[]string{"--version"}, 0, "awaken-lua "},
+		{[]string{"init", "proj"}, 0, "proj/scripts/policy.lua"},
+	} {
+		if out, code := exe(dir, tc.args...); code != tc.code || !strings.Contains(out, tc.want) {
+			t.Fatalf("%v: exit %d\n%s", tc.args, code, out)
+		}
+	}
+	if out, code := exe(filepath.Join(dir, "proj"), "test"); code != 0 || !strings.Contains(out, "4 passed, 0 failed") {
+		t.Fatalf("test in the new project: exit %d\n%s", code, out)
+	}
+	left, _ := os.ReadDir(dir)
+	if len(left) != 1 || left[0].Name() != "proj" {
+		t.Fatalf("the directory holds %v; only init's project was expected", left)
 	}
 }
