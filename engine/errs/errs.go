@@ -138,8 +138,15 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(string(e.Code))
+	// Each part after the first is joined with ": ", so an error without a
+	// code never starts with one (": no plugin directory").
+	sep := func() {
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), ": ") {
+			b.WriteString(": ")
+		}
+	}
 	if e.Plugin != "" || e.Phase != "" {
-		b.WriteString(": ")
+		sep()
 		b.WriteString(e.Plugin)
 		if e.Phase != "" {
 			if e.Plugin != "" {
@@ -149,11 +156,11 @@ func (e *Error) Error() string {
 		}
 	}
 	if e.Msg != "" {
-		b.WriteString(": ")
+		sep()
 		b.WriteString(e.Msg)
 	}
 	if e.Err != nil {
-		b.WriteString(": ")
+		sep()
 		b.WriteString(e.Err.Error())
 	}
 	return b.String()

@@ -45,3 +45,23 @@ func TestErrorRendering(t *testing.T) {
 		t.Fatal("positions")
 	}
 }
+
+// TestErrorTextParts: the parts of an error are joined with ": ", and an
+// error without a code or a position does not start with one.
+func TestErrorTextParts(t *testing.T) {
+	for _, tc := range []struct {
+		e    *Error
+		want string
+	}{
+		{&Error{Msg: "no plugin directory at x"}, "no plugin directory at x"},
+		{&Error{Code: ConfigInvalid, Msg: "m"}, "config_invalid: m"},
+		{&Error{Pos: Pos{File: "a.lua", Line: 3}, Msg: "m"}, "a.lua:3: m"},
+		{&Error{Pos: Pos{File: "a.lua", Line: 3}, Code: HookFailed, Plugin: "p", Phase: "step_end", Msg: "m"}, "a.lua:3: hook_failed: p/step_end: m"},
+		{&Error{Plugin: "p", Msg: "m"}, "p: m"},
+		{&Error{Err: errors.New("inner")}, "inner"},
+	} {
+		if got := tc.e.Error(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}
