@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -228,7 +227,10 @@ func TestErrorsAreReportedOnce(t *testing.T) {
 // it, and runs it in an empty directory: run, init, test, eval, --help,
 // --version.
 func TestTheBuiltBinary(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin, err := exec.LookPath("go") // go test runs with the go command on PATH
+	if err != nil {
+		t.Fatalf("this test builds the binary and needs the go command on PATH: %v", err)
+	}
 	bin := filepath.Join(t.TempDir(), "awaken-lua")
 	build := exec.Command(goBin, "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
