@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +88,50 @@ func TestPythonClient(t *testing.T) {
 			t.Fatalf("want a 401 from the client, got %v:\n%s", err, out)
 		}
 	})
+}
+
+// TestPythonReadmeOutput runs examples/python/client.py against a sidecar
+// on the repository's default configuration and compares what it prints
+// with the output examples/python/README.md shows (ids aside).
+func TestPythonReadmeOutput(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is not on PATH; install Python 3 (.ci/run does)")
+	}
+	root, _ := filepath.Abs("..")
+	b, err := os.ReadFile(filepath.Join(root, "awaken.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The repository's configuration, its paths made absolute, without an
+	// audit file (the test writes nothing into the repository).
+	cfg := string(b)
+	for _, rel := range []string{`plugin_dir = "scripts"`, `script = "testdata/scenarios/demo.toml"`, `root = "testdata/workspace"`} {
+		k, v, _ := strings.Cut(rel, " = ")
+		abs := filepath.Join(root, strings.Trim(v, `"`))
+		if !strings.Contains(cfg, rel) {
+			t.Fatalf("awaken.toml no longer has %s", rel)
+		}
+		cfg = strings.Replace(cfg, rel, k+" = "+strconv.Quote(abs), 1)
+	}
+	cfg = strings.Replace(cfg, `path = ".awaken/audit.jsonl"`, `path = ""`, 1)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "awaken.toml"), cfg)
+	sc := newSidecar(t, dir, Options{Log: quietLog()})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, python, filepath.Join(root, "examples", "python", "client.py"), "--url", sc.ts.URL).CombinedOutput()
+	if err != nil {
+		t.Fatalf("client.py: %v\n%s", err, out)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "examples", "python", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := regexp.MustCompile(`(run|thread)_[0-9a-f]{16}`)
+	got := strings.TrimSpace(ids.ReplaceAllString(string(out), "${1}_ID"))
+	doc := ids.ReplaceAllString(string(readme), "${1}_ID")
+	if !strings.Contains(doc, "```\n"+got+"\n```") {
+		t.Fatalf("examples/python/README.md does not show what the client prints now:\n%s", got)
+	}
 }
