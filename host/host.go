@@ -93,12 +93,32 @@ func (g *Generation) Model() (model.Model, error) {
 	}
 	m, err := newModel(g.Config, g.override)
 	if err != nil {
-		return nil, err
+		return nil, placeModel(g.Config, g.override, err)
 	}
 	if _, scripted := m.(*scripted.Model); !scripted {
 		g.model = m
 	}
 	return m, nil
+}
+
+// placeModel puts a model's configuration error (an empty key variable,
+// a bad base_url) at the [model] line it comes from; a --model override's
+// stays where it is, since the flag is its place.
+func placeModel(c *config.Config, override string, err error) error {
+	var e *errs.Error
+	if override != "" || !errors.As(err, &e) || e.Code != errs.ConfigInvalid || e.Pos.IsValid() {
+		return err
+	}
+	field := "model"
+	switch {
+	case strings.Contains(e.Msg, "api_key_env"), strings.Contains(e.Msg, "environment variable"):
+		field = "api_key_env"
+	case strings.Contains(e.Msg, "base_url"):
+		field = "base_url"
+	}
+	placed := *e
+	placed.Pos = c.Pos("model", field)
+	return &placed
 }
 
 // newModel builds the executor of a config or of an override

@@ -352,3 +352,23 @@ func TestUnknownPluginAtItsLine(t *testing.T) {
 		}
 	}
 }
+
+// A model whose key variable is empty is reported at the [model] line
+// that names it (or at [model], for anthropic's default variable).
+func TestModelErrorsAtTheirLine(t *testing.T) {
+	for _, tc := range []struct {
+		model, want string
+	}{
+		{"[model]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:1\"\nmodel = \"m\"\napi_key_env = \"AWAKEN_TEST_NO_SUCH_KEY\"\n", "awaken.toml:6:"},
+		{"[model]\nkind = \"anthropic\"\nmodel = \"m\"\napi_key_env = \"AWAKEN_TEST_NO_SUCH_KEY\"\n", "awaken.toml:5:"},
+	} {
+		dir := project(t, "plugin_dir = \"scripts\"\n"+tc.model, map[string]string{"guard.lua": guardLua})
+		h := open(t, dir, host.Options{})
+		g := h.Acquire()
+		_, err := g.Model()
+		g.Release()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "AWAKEN_TEST_NO_SUCH_KEY") {
+			t.Errorf("err = %v, want it at %s", err, tc.want)
+		}
+	}
+}
