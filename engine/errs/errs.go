@@ -161,7 +161,15 @@ func (e *Error) Error() string {
 	}
 	if e.Err != nil {
 		sep()
-		b.WriteString(e.Err.Error())
+		if in, ok := e.Err.(*Error); ok && in.Code == e.Code {
+			// The cause says the same code: once is enough
+			// ("config_invalid: permissions.allow[0]: permission rule ...").
+			c := *in
+			c.Code = ""
+			b.WriteString(c.Error())
+		} else {
+			b.WriteString(e.Err.Error())
+		}
 	}
 	return b.String()
 }

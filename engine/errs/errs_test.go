@@ -59,6 +59,8 @@ func TestErrorTextParts(t *testing.T) {
 		{&Error{Pos: Pos{File: "a.lua", Line: 3}, Code: HookFailed, Plugin: "p", Phase: "step_end", Msg: "m"}, "a.lua:3: hook_failed: p/step_end: m"},
 		{&Error{Plugin: "p", Msg: "m"}, "p: m"},
 		{&Error{Err: errors.New("inner")}, "inner"},
+		{Wrap(ConfigInvalid, New(ConfigInvalid, "rule %q is bad", "Bash("), "permissions.allow[0]"), `config_invalid: permissions.allow[0]: rule "Bash(" is bad`},
+		{Wrap(ConfigInvalid, New(HookFailed, "boom"), "outer"), "config_invalid: outer: hook_failed: boom"},
 	} {
 		if got := tc.e.Error(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.e, got, tc.want)
