@@ -53,6 +53,9 @@ type Options struct {
 	Stdlib fs.FS
 	// Model overrides [model]: "scripted:FILE" or "openai:MODEL".
 	Model string
+	// ModelRetry hears of each retry of an HTTP model (429, 5xx, a
+	// transport error): which attempt failed, why, and the wait.
+	ModelRetry func(attempt int, reason string, wait time.Duration)
 	// Store replaces the configured store (tests).
 	Store run.Store
 	// Go plugins are registered in every generation, before Lua plugins.
@@ -74,6 +77,7 @@ type Generation struct {
 	Runtime  *run.Runtime
 
 	override  string
+	onRetry   func(attempt int, reason string, wait time.Duration)
 	pluginDir string // the plugin directory it loaded from ("" for none)
 	modelMu   sync.Mutex
 	model     model.Model // an openai client, shared by runs
@@ -91,7 +95,7 @@ func (g *Generation) Model() (model.Model, error) {
 	if g.model != nil {
 		return g.model, nil
 	}
-	m, err := newModel(g.Config, g.override)
+	m, err := newModel(g.Config, g.override, g.onRetry)
 	if err != nil {
 		return nil, placeModel(g.Config, g.override, err)
 	}
@@ -123,7 +127,7 @@ func placeModel(c *config.Config, override string, err error) error {
 
 // newModel builds the executor of a config or of an override
 // ("scripted:FILE", "openai:MODEL").
-func newModel(c *config.Config, override string) (model.Model, error) {
+func newModel(c *config.Config, override string, onRetry func(int, string, time.Duration)) (model.Model, error) {
 	kind, arg := c.Model.Kind, ""
 	if override != "" {
 		k, a, ok := strings.Cut(override, ":")
@@ -140,7 +144,7 @@ func newModel(c *config.Config, override string) (model.Model, error) {
 		return openScript(c)
 	case config.ModelOpenAI:
 		cfg := openai.Config{BaseURL: c.Model.BaseURL, Model: c.Model.Model, APIKeyEnv: c.Model.APIKeyEnv,
-			Timeout: time.Duration(c.Model.Timeout), MaxRetries: c.Model.MaxRetries}
+			Timeout: time.Duration(c.Model.Timeout), MaxRetries: c.Model.MaxRetries, OnRetry: onRetry}
 		if cfg.MaxRetries == 0 {
 			cfg.MaxRetries = -1 // awaken.toml's 0 means no retries; openai's 0 means its default
 		}
@@ -156,7 +160,7 @@ func newModel(c *config.Config, override string) (model.Model, error) {
 		return openai.New(cfg)
 	case config.ModelAnthropic:
 		cfg := anthropic.Config{BaseURL: c.Model.BaseURL, Model: c.Model.Model, APIKeyEnv: c.Model.APIKeyEnv,
-			Timeout: time.Duration(c.Model.Timeout), MaxRetries: c.Model.MaxRetries}
+			Timeout: time.Duration(c.Model.Timeout), MaxRetries: c.Model.MaxRetries, OnRetry: onRetry}
 		if cfg.MaxRetries == 0 {
 			cfg.MaxRetries = -1 // awaken.toml's 0 means no retries
 		}
@@ -511,7 +515,7 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 	}
 	// The model is made when a run asks for it: the sidecar and dev never
 	// need one, so a missing script or key must not fail their load.
-	return &Generation{ID: id, Hash: hash, LoadedAt: time.Now(), Config: cfg, Lua: lg, Runtime: rt, override: h.opts.Model}, nil
+	return &Generation{ID: id, Hash: hash, LoadedAt: time.Now(), Config: cfg, Lua: lg, Runtime: rt, override: h.opts.Model, onRetry: h.opts.ModelRetry}, nil
 }
 
 // Close releases the current generation and the audit file. It does not

@@ -51,3 +51,27 @@ tools = ["fs_read"]
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
 	}
 }
+
+// TestRunSaysWhenTheModelIsRetried: a model that answers 529 (overloaded)
+// once is retried, and run says so on stderr while it waits.
+func TestRunSaysWhenTheModelIsRetried(t *testing.T) {
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		if calls == 1 {
+			w.WriteHeader(529)
+			io.WriteString(w, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+			return
+		}
+		io.WriteString(w, `{"type":"message","content":[{"type":"text","text":"fine"}]}`)
+	}))
+	defer srv.Close()
+	t.Setenv("TEST_ANTHROPIC_KEY", "k-test")
+	dir := project(t, "plugin_dir = \"scripts\"\n[model]\nkind = \"anthropic\"\nbase_url = \""+srv.URL+"\"\nmodel = \"m\"\napi_key_env = \"TEST_ANTHROPIC_KEY\"\n[agents.default]\ntools = []\n",
+		map[string]string{"scripts/.keep": ""})
+	var out, errOut bytes.Buffer
+	code := cli(context.Background(), []string{"--config", filepath.Join(dir, "awaken.toml"), "run", "hi"}, strings.NewReader(""), &out, &errOut)
+	if code != 0 || calls != 2 || !strings.Contains(errOut.String(), "retry 1 in") || !strings.Contains(errOut.String(), "Overloaded") {
+		t.Fatalf("exit %d, %d calls\n%s\n%s", code, calls, out.String(), errOut.String())
+	}
+}

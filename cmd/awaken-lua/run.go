@@ -46,7 +46,10 @@ func cmdRun(e *env) int {
 		return exitFailed
 	}
 	defer cleanup()
-	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Model: *modelFlag, Log: log})
+	retry := func(attempt int, reason string, wait time.Duration) {
+		fmt.Fprintf(e.stderr, "  the model failed (%s); retry %d in %s\n", reason, attempt, wait.Round(time.Millisecond))
+	}
+	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Model: *modelFlag, Log: log, ModelRetry: retry})
 	if err != nil {
 		return e.fail(err, configCode(err))
 	}

@@ -44,7 +44,9 @@ type Config struct {
 	MaxRetries int           // 0: httpjson.DefaultMaxRetries, negative: none
 	RetryBase  time.Duration
 	HTTPClient *http.Client
-	Getenv     func(string) string
+	// OnRetry hears of each retry (httpjson.Client.OnRetry).
+	OnRetry func(attempt int, reason string, wait time.Duration)
+	Getenv  func(string) string
 }
 
 // Model is an Anthropic Messages executor. It is safe for concurrent use.
@@ -85,7 +87,7 @@ func New(c Config) (*Model, error) {
 	h.Set("x-api-key", key)
 	h.Set("anthropic-version", Version)
 	m.client = &httpjson.Client{Name: "anthropic model", Endpoint: m.endpoint, Header: h, Secret: key, Timeout: c.Timeout,
-		Retries: c.MaxRetries, Base: c.RetryBase, HTTP: c.HTTPClient, Hint: m.hint}
+		Retries: c.MaxRetries, Base: c.RetryBase, HTTP: c.HTTPClient, OnRetry: c.OnRetry, Hint: m.hint}
 	return m, nil
 }
 

@@ -44,6 +44,9 @@ type Client struct {
 	Base     time.Duration    // first backoff delay; 0: DefaultRetryBase
 	HTTP     *http.Client     // nil: http.DefaultClient (Timeout applies per attempt)
 	Hint     func(int) string // what to check for a status, or ""
+	// OnRetry, when set, hears of each retry before its backoff: the
+	// attempt that failed (1 for the first), why, and the wait.
+	OnRetry func(attempt int, reason string, wait time.Duration)
 }
 
 // Post sends body and hands the reply of the first attempt that succeeds
@@ -73,6 +76,9 @@ func (c *Client) Post(ctx context.Context, body []byte, decode func([]byte) erro
 			wait = aerr.retryAfter // the server knows best when it will have room
 		}
 		delay = min(2*delay, max(maxBackoff, c.base()))
+		if c.OnRetry != nil {
+			c.OnRetry(attempt+1, aerr.msg, wait)
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

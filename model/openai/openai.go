@@ -39,7 +39,9 @@ type Config struct {
 	MaxRetries int           // retries after the first attempt; 0: DefaultMaxRetries, negative: none
 	RetryBase  time.Duration // first backoff delay, doubled per retry up to 5s (or RetryBase if longer); 0: DefaultRetryBase
 	HTTPClient *http.Client  // nil: a client without its own timeout (Timeout applies per attempt)
-	Getenv     func(string) string
+	// OnRetry hears of each retry (httpjson.Client.OnRetry).
+	OnRetry func(attempt int, reason string, wait time.Duration)
+	Getenv  func(string) string
 }
 
 // Model is an OpenAI-compatible executor. It is safe for concurrent use.
@@ -67,7 +69,7 @@ func New(c Config) (*Model, error) {
 	}
 	m := &Model{endpoint: strings.TrimRight(c.BaseURL, "/") + "/chat/completions", model: c.Model, keyEnv: c.APIKeyEnv}
 	m.client = &httpjson.Client{Name: "openai model", Endpoint: m.endpoint, Timeout: c.Timeout, Retries: c.MaxRetries,
-		Base: c.RetryBase, HTTP: c.HTTPClient, Hint: m.hint, Header: http.Header{}}
+		Base: c.RetryBase, HTTP: c.HTTPClient, OnRetry: c.OnRetry, Hint: m.hint, Header: http.Header{}}
 	if c.APIKeyEnv != "" {
 		getenv := c.Getenv
 		if getenv == nil {
