@@ -1,0 +1,490 @@
+package server
+
+// The Claude Code adapter's tool-call events (claudecode.go has the
+// mapping and the session events): SubagentStop, PermissionRequest,
+// PreToolUse and PostToolUse, and the step they run in.
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/awaken-lua/awaken-lua/engine/value"
+	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/run"
+)
+
+// subagentStop is a subagent's last answer: a run of its own (on the
+// thread "<session>/subagent/<agent_id>") whose inference answered
+// last_assistant_message without tool calls, so plugins may keep the
+// subagent going with runtime.continue ({"decision": "block"}). The run
+// stays open while they do, so max_continues bounds them; otherwise it
+// ends.
+func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput) (ccResult, error) {
+	var res ccResult
+	if in.AgentID == "" || len(in.AgentID) > maxIDLen {
+		return res, fmt.Errorf("SubagentStop needs an agent_id of at most %d bytes", maxIDLen)
+	}
+	if cs.subRuns == nil {
+		cs.subRuns = map[string]string{}
+	}
+	var e *entry
+	if id := cs.subRuns[in.AgentID]; id != "" {
+		if le, err := c.s.lockRun(ctx, id); err == nil {
+			if le.done.Load() || le.sess.Status() != run.Running || le.sess.Stage() != stStepEnded {
+				c.s.unlock(le)
+			} else {
+				e = le
+			}
+		}
+		delete(cs.subRuns, in.AgentID)
+	}
+	if e == nil {
+		var err error
+		e, err = c.s.start(ctx, createRequest{Agent: cs.agent, ThreadID: cs.id + "/subagent/" + in.AgentID, bare: true})
+		if err != nil {
+			return res, err
+		}
+	}
+	sess := e.sess
+	var o run.Outcome
+	err := func() error {
+		if _, err := sess.StepStart(ctx); err != nil || sess.Termination() != "" {
+			return err
+		}
+		if _, _, err := sess.BeforeInference(ctx, model.Request{}); err != nil || sess.Termination() != "" {
+			return err
+		}
+		if _, err := sess.AfterInference(ctx, model.Response{Text: in.LastAssistantMessage}); err != nil || sess.Termination() != "" {
+			return err
+		}
+		var err error
+		o, err = sess.StepEnd(ctx)
+		return err
+	}()
+	if err == nil && sess.Termination() == "" && len(o.Continued) > 0 {
+		parts := make([]string, len(o.Continued))
+		for i, m := range o.Continued {
+			parts[i] = m.Content
+		}
+		res.decision, res.reason = "block", strings.Join(parts, "\n\n")
+		cs.subRuns[in.AgentID] = e.id
+		return res, c.release(ctx, e, nil)
+	}
+	if err == nil && sess.Status() == run.Running && sess.Termination() != "" {
+		_, err = sess.RunEnd(ctx)
+	}
+	return res, c.release(ctx, e, err)
+}
+
+// permissionRequest answers Claude Code before it asks its user whether a
+// call may run. The call was gated at its PreToolUse when that hook is
+// installed: that decision answers (block and set_result deny, a rewrite
+// allows with its input); otherwise the call is gated now. Suspend and
+// allow leave the question to the user ({}), so a plugin never widens
+// what the user is asked about.
+func (c *claudeCode) permissionRequest(ctx context.Context, cs *ccSession, in ccInput) (ccResult, error) {
+	var res ccResult
+	call, err := toolCall(in)
+	if err != nil {
+		return res, err
+	}
+	e, err := c.openRun(ctx, cs)
+	if err != nil {
+		return res, err
+	}
+	if e != nil {
+		calls := e.sess.Calls()
+		for i := len(calls) - 1; i >= 0; i-- {
+			rec := calls[i]
+			if rec.Call.Name != call.Name || rec.Gate == nil || !reflect.DeepEqual(rec.Call.Args, call.Args) {
+				continue
+			}
+			switch rec.Gate.Decision {
+			case "block", "set_result":
+				res.decision, res.reason = "deny", rec.Gate.Reason
+				if rec.Gate.Decision == "set_result" && rec.Gate.Result != nil {
+					res.reason = "awaken-lua answered this call without running it (" + rec.Gate.Plugin + "): " + run.ResultText(*rec.Gate.Result)
+				}
+			case "allow":
+				if rec.Gate.RewrittenBy != "" {
+					res.decision, res.updated = "allow", rec.Gate.Args
+				}
+			}
+			c.s.unlock(e)
+			return res, nil
+		}
+		c.s.unlock(e)
+	}
+	pre, err := c.preToolUse(ctx, cs, in)
+	switch {
+	case pre.decision == "deny":
+		res.decision, res.reason = "deny", pre.reason
+	case pre.decision == "allow" && pre.updated != nil:
+		res.decision, res.updated = "allow", pre.updated
+	}
+	res.stop = pre.stop
+	return res, err
+}
+
+func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) (ccResult, error) {
+	var res ccResult
+	call, err := toolCall(in)
+	if err != nil {
+		return res, err
+	}
+	cs.seen[call.Name] = true
+	e, err := c.openRun(ctx, cs)
+	if err != nil {
+		return res, err
+	}
+	if e == nil {
+		if e, err = c.newRun(ctx, cs, nil); err != nil {
+			return res, err
+		}
+	}
+	e, err = c.toGate(ctx, cs, e, &res, call)
+	if e == nil || err != nil {
+		if err == nil && res.stop != "" {
+			res.decision, res.reason = "deny", res.stop
+		}
+		return res, c.release(ctx, e, err)
+	}
+	sess := e.sess
+	rev0 := sess.Revision()
+	d, o, err := sess.ToolGate(ctx, call)
+	if err != nil {
+		return res, c.release(ctx, e, err)
+	}
+	if o.Revision != rev0 {
+		c.s.metrics.decisions.inc(d.Decision)
+	}
+	if d.Decision != "suspend" {
+		delete(cs.approved, call.ID)
+	}
+	switch d.Decision {
+	case "allow":
+		if rec, ok := findCall(e, call.ID); ok && !rec.Started && rec.Status == run.CallRunning {
+			if _, err := sess.BeforeToolExecute(ctx, call); err != nil {
+				return res, c.release(ctx, e, err)
+			}
+		}
+		if d.Plugin != "" { // allowed after a rewrite
+			res.decision, res.updated = "allow", d.Args
+			res.reason = "awaken-lua: " + d.Plugin + " rewrote the input"
+		}
+	case "block":
+		res.decision, res.reason = "deny", d.Reason
+		if rec, ok := findCall(e, call.ID); ok && rec.Status == run.CallRunning {
+			if _, _, err := sess.AfterToolExecute(ctx, call, model.ToolResult{}); err != nil {
+				return res, c.release(ctx, e, err)
+			}
+		}
+	case "set_result":
+		var result model.ToolResult
+		if rec, ok := findCall(e, call.ID); ok && rec.Status == run.CallRunning {
+			if result, _, err = sess.AfterToolExecute(ctx, call, model.ToolResult{}); err != nil {
+				return res, c.release(ctx, e, err)
+			}
+		} else if rec.Result != nil {
+			result = *rec.Result
+		} else if d.Result != nil {
+			result = *d.Result
+		}
+		who := d.Plugin
+		if who == "" {
+			who = "a plugin"
+		}
+		res.decision = "deny"
+		res.reason = "awaken-lua answered this call without running it (" + who + "): " + run.ResultText(result)
+	case "suspend":
+		res.decision = "ask"
+		res.reason = d.Reason
+		if res.reason == "" {
+			res.reason = "awaken-lua: " + d.Plugin + " asks for approval of this call"
+		}
+	}
+	if stop := pluginStop(e); stop != "" {
+		res.stop = stop
+		if res.decision == "" || res.decision == "allow" {
+			res.decision, res.reason, res.updated = "deny", stop, nil
+		}
+	}
+	if e.sess.Termination() != "" {
+		// Blocked or stopped: end the run now; the next event starts another.
+		return res, c.finishRun(ctx, cs, e, &res, false)
+	}
+	return res, c.release(ctx, e, nil)
+}
+
+// toGate brings the run to a step where the call can be gated: it answers
+// an open inference with the call, joins a step whose other calls are still
+// running (parallel tools), or closes the step and opens another.
+func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e *entry, res *ccResult, call model.ToolCall) (*entry, error) {
+	for i := 0; i < 8; i++ {
+		ne, err := c.drive(ctx, cs, e, res, stInferred, call.Name)
+		if ne == nil || err != nil {
+			return ne, err
+		}
+		e = ne
+		sess := e.sess
+		if stageOf(e) == stReady {
+			if _, err := sess.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{call}}); err != nil {
+				return e, err
+			}
+			if cs.listed[call.Name] {
+				return e, nil
+			}
+			// This inference did not offer the tool: the call fails here
+			// with "not available" and is gated again in a fresh step,
+			// which offers it.
+			if err := c.settleUnoffered(ctx, e, call); err != nil {
+				return e, err
+			}
+			if _, err := c.closeStep(ctx, cs, e, true); err != nil {
+				return e, err
+			}
+			continue
+		}
+		// An open step (stage inferred).
+		if _, ok := findCall(e, call.ID); ok {
+			return e, nil // a retry: the gate answers with its kept decision
+		}
+		if c.stepBusy(e) && cs.listed[call.Name] && (cs.posts || len(e.sess.Calls()) < preOnlyBatch) {
+			// A parallel call joins the step.
+			if _, err := sess.AnnounceCall(ctx, call); err != nil {
+				return e, err
+			}
+			return e, nil
+		}
+		if _, err := c.closeStep(ctx, cs, e, true); err != nil {
+			return e, err
+		}
+	}
+	return e, fmt.Errorf("could not open a step for call %s", call.ID)
+}
+
+// settleUnoffered finishes a call to a tool the step did not offer.
+func (c *claudeCode) settleUnoffered(ctx context.Context, e *entry, call model.ToolCall) error {
+	sess := e.sess
+	d, _, err := sess.ToolGate(ctx, call)
+	if err != nil {
+		return err
+	}
+	if d.Decision == "block" || d.Decision == "set_result" {
+		_, _, err = sess.AfterToolExecute(ctx, call, model.ToolResult{})
+	}
+	return err
+}
+
+// stepBusy reports whether a call of the open step still waits for its
+// PostToolUse.
+func (c *claudeCode) stepBusy(e *entry) bool {
+	for _, rec := range e.sess.Calls() {
+		if rec.Status == run.CallRunning || rec.Status == run.CallNew || rec.Status == run.CallResuming {
+			return true
+		}
+	}
+	return false
+}
+
+// closeStep ends the open step. Calls still running get an error result
+// when final (their PostToolUse never came: Claude Code's user denied them
+// or they failed); otherwise the step stays open for them. Suspended calls
+// are resumed when Claude Code ran them (PostToolUse after "ask") and
+// cancelled when final; then step_end runs.
+func (c *claudeCode) closeStep(ctx context.Context, cs *ccSession, e *entry, final bool) (bool, error) {
+	sess := e.sess
+	var suspended []run.CallRecord
+	for _, rec := range sess.Calls() {
+		switch rec.Status {
+		case run.CallRunning, run.CallNew, run.CallResuming:
+			if !final {
+				return false, nil
+			}
+		case run.CallSuspended:
+			if _, ok := cs.approved[rec.Call.ID]; !ok && !final {
+				return false, nil
+			}
+			suspended = append(suspended, rec)
+		}
+	}
+	for _, rec := range sess.Calls() {
+		if sess.Termination() != "" {
+			return true, nil
+		}
+		if err := c.abandon(ctx, cs, e, rec); err != nil {
+			return true, err
+		}
+	}
+	if len(suspended) > 0 && sess.Termination() == "" {
+		if err := c.resolve(ctx, cs, e, suspended); err != nil {
+			return true, err
+		}
+	}
+	if sess.Termination() != "" || sess.Status() != run.Running {
+		return true, nil
+	}
+	o, err := sess.StepEnd(ctx)
+	cs.continued = o.Continued
+	return true, err
+}
+
+// abandon finishes a call whose PostToolUse never came.
+func (c *claudeCode) abandon(ctx context.Context, cs *ccSession, e *entry, rec run.CallRecord) error {
+	sess := e.sess
+	noResult := model.Error("Claude Code reported no result for this call (the user denied it, or it failed)")
+	if !cs.posts {
+		// Only PreToolUse is installed: the call ran, or not; nobody says.
+		noResult = model.ToolResult{Status: model.StatusSuccess,
+			Message: "Claude Code reports no tool results to awaken-lua (no PostToolUse hook), so this result is unknown"}
+	}
+	switch rec.Status {
+	case run.CallNew, run.CallResuming:
+		d, _, err := sess.ToolGate(ctx, rec.Call)
+		if err != nil || d.Decision == "suspend" {
+			return err
+		}
+		if d.Decision == "allow" {
+			if _, err := sess.BeforeToolExecute(ctx, rec.Call); err != nil {
+				return err
+			}
+		}
+		_, _, err = sess.AfterToolExecute(ctx, rec.Call, noResult)
+		return err
+	case run.CallRunning:
+		if rec.Gate != nil && rec.Gate.Decision == "allow" && !rec.Started {
+			if _, err := sess.BeforeToolExecute(ctx, rec.Call); err != nil {
+				return err
+			}
+		}
+		_, _, err := sess.AfterToolExecute(ctx, rec.Call, noResult)
+		return err
+	}
+	return nil
+}
+
+// resolve settles suspended calls: the run waits (step_end), calls Claude
+// Code ran after "ask" are resumed, gated again and given their result;
+// the others are cancelled. A call suspended again is cancelled too:
+// Claude Code's user already answered.
+func (c *claudeCode) resolve(ctx context.Context, cs *ccSession, e *entry, suspended []run.CallRecord) error {
+	sess := e.sess
+	for round := 0; round < 2; round++ {
+		if _, err := sess.StepEnd(ctx); err != nil || sess.Status() != run.Waiting {
+			return err
+		}
+		var ds []run.ResumeDecision
+		for _, rec := range suspended {
+			if _, ok := cs.approved[rec.Call.ID]; ok && round == 0 {
+				ds = append(ds, run.ResumeDecision{Target: rec.Call.ID, Action: "resume"})
+			} else {
+				ds = append(ds, run.ResumeDecision{Target: rec.Call.ID, Action: "cancel", Reason: "not approved in Claude Code"})
+			}
+		}
+		if _, _, err := sess.Resume(ctx, ds); err != nil {
+			return err
+		}
+		suspended = suspended[:0]
+		for _, d := range ds {
+			if d.Action != "resume" || sess.Termination() != "" {
+				continue
+			}
+			rec, _ := findCall(e, d.Target)
+			g, _, err := sess.ToolGate(ctx, rec.Call)
+			if err != nil {
+				return err
+			}
+			result := cs.approved[d.Target]
+			switch g.Decision {
+			case "suspend":
+				suspended = append(suspended, rec)
+				continue
+			case "allow":
+				if _, err := sess.BeforeToolExecute(ctx, rec.Call); err != nil {
+					return err
+				}
+			}
+			if _, _, err := sess.AfterToolExecute(ctx, rec.Call, result); err != nil {
+				return err
+			}
+		}
+		for _, d := range ds {
+			delete(cs.approved, d.Target)
+		}
+		if len(suspended) == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput) (ccResult, error) {
+	var res ccResult
+	call, err := toolCall(in)
+	if err != nil {
+		return res, err
+	}
+	result := model.Success(in.ToolResponse)
+	if in.HookEventName == evPostToolUseFailure {
+		msg := fmt.Sprint(in.Error)
+		if s, ok := in.Error.(string); ok {
+			msg = s
+		}
+		result = model.Error(msg)
+	}
+	if d, err := value.Normalize(result.Data); err == nil {
+		result.Data = d
+	} else {
+		result.Data = nil
+	}
+	e, err := c.openRun(ctx, cs)
+	if err != nil || e == nil {
+		return res, err // a call this adapter never gated (say, before a restart)
+	}
+	sess := e.sess
+	rec, ok := findCall(e, call.ID)
+	if !ok {
+		return res, c.release(ctx, e, nil)
+	}
+	switch rec.Status {
+	case run.CallSuspended:
+		cs.approved[call.ID] = result // Claude Code's user approved the "ask"
+	case run.CallRunning:
+		if rec.Gate != nil && rec.Gate.Decision == "allow" {
+			if !rec.Started {
+				if _, err := sess.BeforeToolExecute(ctx, rec.Call); err != nil {
+					return res, c.release(ctx, e, err)
+				}
+			}
+			out, _, err := sess.AfterToolExecute(ctx, rec.Call, result)
+			if err != nil {
+				return res, c.release(ctx, e, err)
+			}
+			// A result transform (redaction) changed an MCP tool's output:
+			// Claude Code lets a hook replace only those.
+			if strings.HasPrefix(call.Name, "mcp__") && in.HookEventName == evPostToolUse &&
+				out.Status == model.StatusSuccess && !reflect.DeepEqual(out.Data, result.Data) {
+				res.mcpOutput, res.hasMCPOutput = out.Data, true
+			}
+		}
+	}
+	if stop := pluginStop(e); stop != "" {
+		res.stop = stop
+		return res, c.finishRun(ctx, cs, e, &res, false)
+	}
+	if sess.Termination() == "" && sess.Status() == run.Running {
+		closed, err := c.closeStep(ctx, cs, e, false)
+		if err != nil {
+			return res, c.release(ctx, e, err)
+		}
+		if closed {
+			// Claude infers next: open that inference so the context
+			// messages plugins scheduled reach it now.
+			e, err = c.drive(ctx, cs, e, &res, stReady, "")
+			return res, c.release(ctx, e, err)
+		}
+	}
+	return res, c.release(ctx, e, nil)
+}
