@@ -64,7 +64,9 @@ type Record struct {
 	Agent      string      `json:"agent,omitempty"`
 	Generation *Generation `json:"generation,omitempty"`
 	ConfigHash string      `json:"config_hash,omitempty"`
-	TS         time.Time   `json:"ts,omitzero"`
+	// Plugins are the agent's active plugins, in the order they run.
+	Plugins []string  `json:"plugins,omitempty"`
+	TS      time.Time `json:"ts,omitzero"`
 
 	// Phase record.
 	Phase     string     `json:"phase,omitempty"`

@@ -83,7 +83,7 @@ func (s *Session) journalStart(o StartOptions, err error) {
 	}
 	s.rt.journal.Record(&journal.Record{Rec: journal.KindRun, Format: journal.Format, RunID: s.info.ID,
 		ThreadID: s.info.ThreadID, Agent: s.info.AgentID, TS: s.now,
-		Generation: &journal.Generation{ID: s.rt.generation, Hash: s.rt.hash}})
+		Generation: &journal.Generation{ID: s.rt.generation, Hash: s.rt.hash}, Plugins: s.rt.PluginOrder(s.info.AgentID)})
 	s.journalPhase(journal.RunStart, &journal.Input{Messages: o.Messages, Tools: o.Tools,
 		Thread: &journal.Thread{Values: s.thread.Values}}, err, nil)
 }
