@@ -68,8 +68,9 @@ type Options struct {
 	// PluginDir, when set, replaces the configuration's plugin_dir
 	// (replay's and a shadow's candidate); relative to the working directory.
 	PluginDir string
-	// NoJournal leaves [journal] off (a candidate records nothing).
-	NoJournal bool
+	// Candidate marks a generation that is evaluated, never enforced
+	// (replay's, a shadow's): it writes no journal and no audit file.
+	Candidate bool
 	// Tap sees every journal record of every run, journal on or off (a
 	// shadow generation).
 	Tap run.Recorder
@@ -296,8 +297,8 @@ func (h *Host) override(c *config.Config) *config.Config {
 			c.PluginDir = abs
 		}
 	}
-	if h.opts.NoJournal {
-		c.Journal.Path = ""
+	if h.opts.Candidate {
+		c.Journal.Path, c.Audit.Path = "", ""
 	}
 	return c
 }

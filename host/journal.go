@@ -38,6 +38,10 @@ func (j *journalSink) option(hash string) run.Option {
 	}
 }
 
+// Journal returns the host's journal: a record given to it is written to
+// [journal] (if on) and handed to Options.Tap.
+func (h *Host) Journal() run.Recorder { return h.journal }
+
 // Record writes rec to the journal and hands it to the tap.
 func (j *journalSink) Record(rec *journal.Record) {
 	j.mu.RLock()

@@ -85,7 +85,7 @@ func replayWith(t *testing.T, cfg, plugins string, paths ...string) *replay.Repo
 	t.Helper()
 	ctx := context.Background()
 	abs, _ := filepath.Abs(filepath.Join("testdata", plugins))
-	h, err := host.Open(ctx, host.Options{ConfigPath: cfg, PluginDir: abs, NoJournal: true})
+	h, err := host.Open(ctx, host.Options{ConfigPath: cfg, PluginDir: abs, Candidate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func cmdReplay(e *env) int {
 		}
 		paths = []string{p}
 	}
-	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, PluginDir: *pluginDir, NoJournal: true})
+	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, PluginDir: *pluginDir, Candidate: true})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "awaken-lua replay: the candidate does not load:")
 		e.fail(err, exitUsage)
