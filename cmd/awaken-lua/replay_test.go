@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/journal"
 )
@@ -112,3 +114,43 @@ func TestRecordReplayExportVerify(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// dev replays the journal on each save and puts the flips on its line.
+func TestDevReplaysTheJournalOnSave(t *testing.T) {
+	dir := project(t, journalToml, map[string]string{
+		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+		"ws/README.md": "readme", "ws/notes.txt": "notes",
+	})
+	cfg := filepath.Join(dir, "awaken.toml")
+	if code, _, errOut := awaken(t, "", "--config", cfg, "run", "read both"); code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- cli(ctx, []string{"--config", cfg, "dev"}, strings.NewReader(""), out, out) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	wait := func(want string, again func()) {
+		t.Helper()
+		deadline, last := time.Now().Add(20*time.Second), time.Now()
+		for !strings.Contains(out.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q within 20s:\n%s", want, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+			if again != nil && time.Since(last) > time.Second {
+				again()
+				last = time.Now()
+			}
+		}
+	}
+	wait("g1 loaded (1 plugin", nil)
+	wait("replay 1 runs: 0 flips", nil)
+	save := func() { os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), []byte(policyV2), 0o644) }
+	save()
+	wait("replay 1 runs: 1 flip", save)
+	wait("flips: allow->block 1 (policy)", nil)
+}
