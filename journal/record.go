@@ -107,13 +107,16 @@ type Input struct {
 	// Thread is the thread as run_start found it.
 	Thread *Thread `json:"thread,omitempty"`
 	// Tools: run_start's host tools; before_inference's candidates.
-	Tools    []model.ToolSpec  `json:"tools,omitempty"`
-	Params   *model.Params     `json:"params,omitempty"`
-	Response *model.Response   `json:"response,omitempty"`
-	Call     *model.ToolCall   `json:"call,omitempty"`
-	Result   *model.ToolResult `json:"result,omitempty"`
-	Resume   []gate.Resume     `json:"resume,omitempty"`
-	Reason   string            `json:"reason,omitempty"`
+	Tools []model.ToolSpec `json:"tools,omitempty"`
+	// HostTools: before_inference's candidates were the run's host tools
+	// (run_start's), which are not written again.
+	HostTools bool              `json:"host_tools,omitempty"`
+	Params    *model.Params     `json:"params,omitempty"`
+	Response  *model.Response   `json:"response,omitempty"`
+	Call      *model.ToolCall   `json:"call,omitempty"`
+	Result    *model.ToolResult `json:"result,omitempty"`
+	Resume    []gate.Resume     `json:"resume,omitempty"`
+	Reason    string            `json:"reason,omitempty"`
 }
 
 // Thread is a thread's state when a run started on it.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -31,15 +30,20 @@ type Options struct {
 	Now         func() time.Time
 }
 
-// Writer appends records to the journal directory. Record encodes the
-// record in the caller and hands the line to one goroutine that chains,
-// writes and rotates, so a run waits for neither the disk nor another run;
-// the queue is bounded, and a full queue makes Record wait rather than drop
-// a record. Close writes what is queued.
+// Writer appends records to the journal directory. Record hands the record
+// to one goroutine that masks, encodes, chains, writes and rotates, so a
+// run waits for neither the encoder nor the disk nor another run; the
+// queue is bounded, and a full queue makes Record wait rather than drop a
+// record. Close writes what is queued.
+//
+// Because encoding happens later, the values a record references (maps,
+// slices) must not change after Record returns: the runtime records the
+// inputs a phase was given and its own copies, which nobody modifies in
+// place.
 type Writer struct {
 	o    Options
 	mask *Mask
-	q    chan []byte
+	q    chan *Record
 	done chan struct{}
 
 	mu     sync.Mutex // guards closed, and q against a close while sending
@@ -53,6 +57,7 @@ type Writer struct {
 	size int64
 	prev [sha256.Size]byte
 	n    int // lines in the current file
+	enc  []byte
 	seq  int // files opened
 }
 
@@ -75,7 +80,7 @@ func Open(o Options) (*Writer, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	w := &Writer{o: o, mask: NewMask(o.Mask), q: make(chan []byte, 4096), done: make(chan struct{})}
+	w := &Writer{o: o, mask: NewMask(o.Mask), q: make(chan *Record, 4096), done: make(chan struct{})}
 	w.ageOut()
 	if err := w.rotate(); err != nil {
 		return nil, err
@@ -84,20 +89,16 @@ func Open(o Options) (*Writer, error) {
 	return w, nil
 }
 
-// Record queues one record. The writer masks a copy: rec is not modified
-// and not kept.
+// Record queues one record: a shallow copy of rec, masked and encoded
+// later (see Writer).
 func (w *Writer) Record(rec *Record) {
-	b, err := json.Marshal(w.mask.apply(rec))
-	if err != nil {
-		w.fail(fmt.Errorf("journal: encode a %s record of run %s: %w", rec.Rec, rec.RunID, err))
-		return
-	}
+	cp := *rec
 	w.mu.Lock()
 	defer w.mu.Unlock() // held while queueing, so Close never closes q under a sender
 	if w.closed {
 		return
 	}
-	w.q <- b
+	w.q <- &cp
 }
 
 // Close writes the queued records and closes the file.
@@ -134,8 +135,9 @@ func (w *Writer) fail(err error) {
 
 func (w *Writer) loop() {
 	defer close(w.done)
-	for b := range w.q {
-		w.write(b)
+	for rec := range w.q {
+		w.enc = appendRecord(w.enc[:0], w.mask.apply(rec))
+		w.write(w.enc)
 		if len(w.q) == 0 && w.buf != nil {
 			if err := w.buf.Flush(); err != nil {
 				w.fail(fmt.Errorf("journal: %w", err))

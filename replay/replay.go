@@ -154,6 +154,9 @@ func (r *Replayer) drive(ctx context.Context, st *runState, rec *journal.Record)
 		_, err = s.StepStart(ctx)
 	case journal.BeforeInference:
 		req := model.Request{Messages: in.Messages, Tools: in.Tools}
+		if in.HostTools {
+			req.Tools = s.HostTools()
+		}
 		if in.Params != nil {
 			req.Params = *in.Params
 		}

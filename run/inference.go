@@ -25,6 +25,9 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (out m
 	s.stamp()
 	if s.rt.journal != nil {
 		in := &journal.Input{Tools: req.Tools, Params: &req.Params}
+		if len(req.Tools) > 0 && len(req.Tools) == len(s.hostTools) && &req.Tools[0] == &s.hostTools[0] {
+			in.Tools, in.HostTools = nil, true // run_start's record has them
+		}
 		if len(req.Messages) > 0 && (len(req.Messages) != len(s.messages) || &req.Messages[0] != &s.messages[0]) {
 			in.Messages = req.Messages // not the session's own conversation: the host replaced it
 		}
