@@ -18,7 +18,7 @@ import (
 
 // project writes an awaken.toml whose plugins are testdata/<plugins>, with
 // the journal on, and returns its path and the journal directory.
-func project(t *testing.T, plugins string, extra string) (cfg, journalDir string) {
+func project(t testing.TB, plugins string, extra string) (cfg, journalDir string) {
 	t.Helper()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
