@@ -118,13 +118,6 @@ func (r *Replayer) forget(id string) {
 	r.mu.Unlock()
 }
 
-// Pending counts the runs being replayed.
-func (r *Replayer) Pending() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.runs)
-}
-
 func (r *Replayer) drive(ctx context.Context, st *runState, rec *journal.Record) (*journal.Flip, error) {
 	in := rec.Input
 	if in == nil {
