@@ -156,3 +156,48 @@ func TestReplayReportsExactlyTheFlips(t *testing.T) {
 		t.Error("Fails does not follow --fail-on")
 	}
 }
+
+// A decision that depends on a masked field is reported as such, not as a
+// flip; a decision that differs whatever the masked value is a flip.
+func TestReplayReportsMaskedReadsApart(t *testing.T) {
+	cfg, jdir := project(t, "v1", `mask = ["password"]`)
+	ctx := context.Background()
+	h, err := host.Open(ctx, host.Options{ConfigPath: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withPW := func(id, path string) model.ToolCall {
+		c := read(id, path)
+		c.Args["password"] = "hunter2"
+		return c
+	}
+	g := h.Acquire()
+	res, err := g.Runtime.Run(ctx, run.Request{Prompt: "read", Model: scripted.New([]scripted.Turn{
+		{ToolCalls: []model.ToolCall{withPW("c1", "README.md")}},
+		{ToolCalls: []model.ToolCall{withPW("c2", "notes.txt")}},
+		{Text: "done"},
+	})})
+	if err != nil || res.Termination != "natural" {
+		t.Fatalf("recording: %v %s", err, res.Termination)
+	}
+	// A second run reads notes.txt first, which the candidate blocks
+	// whatever the password is.
+	res, err = g.Runtime.Run(ctx, run.Request{Prompt: "read", Model: scripted.New([]scripted.Turn{
+		{ToolCalls: []model.ToolCall{withPW("c9", "notes.txt")}}, {Text: "done"}})})
+	g.Release()
+	if err != nil || res.Termination != "natural" {
+		t.Fatalf("recording: %v %s", err, res.Termination)
+	}
+	h.Close()
+	rep := replayWith(t, cfg, "reads-password", jdir)
+	if len(rep.Flips) != 2 || rep.Flips[0].Kind != replay.ReadsMasked || rep.Flips[0].CallID != "c1" ||
+		!strings.Contains(rep.Flips[0].Detail, "call.args.password") {
+		t.Fatalf("flips: %+v", rep.Flips)
+	}
+	if f := rep.Flips[1]; f.Kind != "allow->block" || f.CallID != "c9" || f.Args["password"] != "[masked]" {
+		t.Fatalf("the decision that does not depend on the mask: %+v", f)
+	}
+	if by := rep.ByKind(); len(by) != 1 || by[0].Kind != "allow->block" || len(rep.Masked()) != 1 {
+		t.Fatalf("by kind %+v, masked %d", by, len(rep.Masked()))
+	}
+}

@@ -424,14 +424,24 @@ func BenchmarkServeClaudeCode(b *testing.B) {
 		name    string
 		rate    float64
 		journal bool
-	}{{"pre-tool-use", 0, false}, {"pre-tool-use-journal", 0, true}, {"pre-tool-use-at-10k", 10000, false}} {
+		shadow  bool
+	}{{"pre-tool-use", 0, false, false}, {"pre-tool-use-journal", 0, true, false}, {"pre-tool-use-shadow", 0, false, true},
+		{"pre-tool-use-at-10k", 10000, false, false}} {
 		rate := c.rate
 		b.Run(c.name, func(b *testing.B) {
 			dir := filepath.Join("..", "testdata", "agents", "claude-code", "policy")
 			if c.journal {
 				dir = journaled(b, dir)
 			}
-			sc := newSidecar(b, dir, Options{Log: quietLog(), MaxConcurrent: 256})
+			var sc *sidecar
+			if c.shadow {
+				// The same policy as the candidate: the shadow's full cost,
+				// with no disagreement to cut a run short.
+				sc, _ = shadowSidecar(b, dir, dir)
+				sc.srv.sem = make(chan struct{}, 256)
+			} else {
+				sc = newSidecar(b, dir, Options{Log: quietLog(), MaxConcurrent: 256})
+			}
 			commands := []string{`ls -la src`, `npm run build && rm -rf dist`, `npm test`, `git status`}
 			mk := func(body []byte, c, i int) []byte {
 				body = append(body[:0], `{"session_id":"s`...)

@@ -16,7 +16,7 @@ import (
 
 // shadowSidecar serves dir's plugins with the plugins of candidate as the
 // shadow generation, and the journal on.
-func shadowSidecar(t *testing.T, dir, candidate string) (*sidecar, *replay.Shadow) {
+func shadowSidecar(t testing.TB, dir, candidate string) (*sidecar, *replay.Shadow) {
 	t.Helper()
 	cfg := filepath.Join(dir, "awaken.toml")
 	ctx := context.Background()
