@@ -77,6 +77,10 @@ func appendRecord(b []byte, r *Record) []byte {
 	e.intOmit("continued", r.Continued)
 	e.strOmit("termination", r.Termination)
 	e.strOmit("failed", r.Failed)
+	if len(r.Expired) > 0 {
+		e.key("expired")
+		e.strings(r.Expired)
+	}
 	if len(r.Masked) > 0 {
 		e.key("masked")
 		e.strings(r.Masked)

@@ -31,7 +31,8 @@ func TestAppendRecordRoundTrips(t *testing.T) {
 			Decisions:   []Decision{{CallID: "c", Tool: "shell", Decision: "block", Plugin: "p", Reason: "no", Args: map[string]any{"x": 1.0}}},
 			Termination: "blocked:no", Failed: "oops", Masked: []string{"call.args.password"}},
 		{Rec: KindPhase, RunID: "r", Phase: AfterToolExecute, Input: &Input{Call: &model.ToolCall{ID: "c", Name: "n"}, Result: &model.ToolResult{Status: "success", Data: map[string]any{"a": "b"}, Message: "m"}}},
-		{Rec: KindPhase, RunID: "r", Phase: Resume, Input: &Input{Resume: []gate.Resume{{Target: "c", Action: "resume", Result: "yes", Reason: "r"}}, Reason: "why"}, Continued: 2},
+		{Rec: KindPhase, RunID: "r", Phase: Resume, Input: &Input{Resume: []gate.Resume{{Target: "c", Action: "resume", Result: "yes", Reason: "r"}}, Reason: "why"}, Continued: 2,
+			Expired: []string{"c2"}},
 		{Rec: KindEnd, RunID: "r", Termination: "natural", Steps: 3, TS: now},
 		{Rec: KindShadow, RunID: "r", Shadow: &Flip{Kind: "allow->block", RunID: "r", From: "a", To: "b"}},
 	}

@@ -81,6 +81,9 @@ type Record struct {
 	Termination string `json:"termination,omitempty"`
 	// Failed: the phase returned an error (a hook failed, a store failed).
 	Failed string `json:"failed,omitempty"`
+	// Expired lists the calls a resume settled because their approval
+	// expired (the runtime decided for them, ticket.on_timeout, not a human).
+	Expired []string `json:"expired,omitempty"`
 	// Masked lists the fields the writer masked, as paths from the input.
 	Masked []string `json:"masked,omitempty"`
 

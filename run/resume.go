@@ -24,14 +24,21 @@ type ResumeDecision = gate.Resume
 // then ends the step.
 func (s *Session) Resume(ctx context.Context, decisions []ResumeDecision) (_ []CallRecord, o Outcome, err error) {
 	s.stamp()
+	var expired []*CallRecord
 	if s.rt.journal != nil {
 		given := decisions
-		defer func() { s.journalPhase(journal.Resume, &journal.Input{Resume: given}, err, nil) }()
+		defer func() {
+			s.journalPhase(journal.Resume, &journal.Input{Resume: given}, err, func(r *journal.Record) {
+				for _, c := range expired {
+					r.Expired = append(r.Expired, c.Call.ID)
+				}
+			})
+		}()
 	}
 	if s.status != Waiting {
 		return nil, s.outcome(), invalid("resume: the run is %s, not waiting", s.status)
 	}
-	decisions, expired := s.withExpiries(decisions)
+	decisions, expired = s.withExpiries(decisions)
 	// Every decision is checked before anything changes.
 	byTicket := map[string]*CallRecord{}
 	for _, c := range s.calls {
