@@ -84,6 +84,8 @@ type Config struct {
 	Server    Server
 	Store     Store
 	Audit     Audit
+	Journal   Journal
+	Shadow    Shadow
 	Tools     Tools
 	// Agents by id; never empty (DefaultAgent when the file declares none).
 	Agents map[string]*Agent
@@ -153,6 +155,21 @@ type Store struct {
 // Audit is [audit]: the runtime.audit sink.
 type Audit struct {
 	Path string // JSON lines file, relative to Dir; "" means no audit sink
+}
+
+// Journal is [journal]: the decision journal. Off while Path is "".
+type Journal struct {
+	Path        string   // the journal directory, relative to Dir
+	MaxFileSize Size     // rotate a file at this size
+	MaxAge      Duration // remove files older than this
+	Mask        []string // argument and result fields written as "[masked]"
+}
+
+// Shadow is [shadow]: a candidate generation evaluated beside the enforced
+// one, never enforced. Off while PluginDir is "".
+type Shadow struct {
+	PluginDir string // relative to Dir
+	Config    string // an awaken.toml for the candidate; "" uses this one's
 }
 
 // Tools is [tools]: the workspace of the built-in fs_* and shell tools.

@@ -261,6 +261,20 @@ func (p *parser) top(m map[string]any) {
 				{"path", p.str(&c.Audit.Path, nil)}, // "" turns the audit sink off
 			})
 		}},
+		{"journal", func(k toml.Key, v any) {
+			p.table(k, v, "[journal]", []field{
+				{"path", p.str(&c.Journal.Path, nil)}, // "" turns the journal off
+				{"max_file_size", p.size(&c.Journal.MaxFileSize)},
+				{"max_age", p.durationIn(&c.Journal.MaxAge, false, Duration(10*365*24*time.Hour))},
+				{"mask", p.strList(&c.Journal.Mask)},
+			})
+		}},
+		{"shadow", func(k toml.Key, v any) {
+			p.table(k, v, "[shadow]", []field{
+				{"plugin_dir", p.str(&c.Shadow.PluginDir, nonEmpty(`name the candidate's plugin directory, such as "candidate"`))},
+				{"config", p.str(&c.Shadow.Config, nil)},
+			})
+		}},
 		{"tools", func(k toml.Key, v any) {
 			p.table(k, v, "[tools]", []field{
 				{"root", p.str(&c.Tools.Root, nonEmpty(`use "." for the directory of awaken.toml`))},
@@ -423,6 +437,27 @@ func (p *parser) maxThreads(dst *int) func(toml.Key, any) {
 }
 
 // integer reads an integer of at least min.
+// strList reads an array of non-empty strings.
+func (p *parser) strList(dst *[]string) func(toml.Key, any) {
+	return func(k toml.Key, v any) {
+		list, ok := v.([]any)
+		if !ok {
+			p.fail(k, "expected an array of strings such as [\"password\", \"headers.authorization\"], got %s", typeName(v))
+			return
+		}
+		out := make([]string, 0, len(list))
+		for i, x := range list {
+			s, ok := x.(string)
+			if !ok || strings.TrimSpace(s) == "" {
+				p.fail(k, "element %d: expected a non-empty string, got %s", i+1, typeName(x))
+				return
+			}
+			out = append(out, s)
+		}
+		*dst = out
+	}
+}
+
 func (p *parser) integer(dst *int, min int) func(toml.Key, any) {
 	return func(k toml.Key, v any) {
 		n, isInt := v.(int64)

@@ -65,6 +65,15 @@ type Options struct {
 	PoolSize int
 	// HookObserver sees the duration of every plugin call (metrics).
 	HookObserver engine.HookObserver
+	// PluginDir, when set, replaces the configuration's plugin_dir
+	// (replay's and a shadow's candidate); relative to the working directory.
+	PluginDir string
+	// Candidate marks a generation that is evaluated, never enforced
+	// (replay's, a shadow's): it writes no journal and no audit file.
+	Candidate bool
+	// Tap sees every journal record of every run, journal on or off (a
+	// shadow generation).
+	Tap run.Recorder
 }
 
 // Generation is one load of the configuration and the plugins.
@@ -203,6 +212,7 @@ type Host struct {
 	log        *slog.Logger
 	store      run.Store
 	audit      *auditFile
+	journal    *journalSink
 	seq        atomic.Int64
 
 	// reloading holds a token while a build runs: one build at a time, and
@@ -237,9 +247,11 @@ func Open(ctx context.Context, o Options) (*Host, error) {
 		return nil, err
 	}
 	h.audit = &auditFile{}
+	h.journal = &journalSink{tap: o.Tap, log: h.log}
 	st := h.Reload(ctx)
 	if st.LastResult == "failed" {
 		h.audit.close()
+		h.journal.close()
 		return nil, h.lastError()
 	}
 	return h, nil
@@ -269,9 +281,26 @@ func (h *Host) readConfig() (*config.Config, error) {
 		c := config.Default()
 		wd, _ := os.Getwd()
 		c.Dir = wd
-		return c, nil
+		return h.override(c), nil
 	}
-	return config.Load(h.configPath)
+	c, err := config.Load(h.configPath)
+	if err != nil {
+		return nil, err
+	}
+	return h.override(c), nil
+}
+
+// override applies the options that replace configured values.
+func (h *Host) override(c *config.Config) *config.Config {
+	if h.opts.PluginDir != "" {
+		if abs, err := filepath.Abs(h.opts.PluginDir); err == nil {
+			c.PluginDir = abs
+		}
+	}
+	if h.opts.Candidate {
+		c.Journal.Path, c.Audit.Path = "", ""
+	}
+	return c
 }
 
 // ConfigPath names the configuration file in use ("" for the defaults).
@@ -351,6 +380,7 @@ func (h *Host) Reload(ctx context.Context) Status {
 		// Close ran while this build did: nothing will retire g.
 		g.Lua.Close()
 		h.audit.close()
+		h.journal.close()
 		err, g = errors.New("the host is closed"), nil
 	}
 	switch {
@@ -498,6 +528,9 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 	if err := h.audit.open(cfg.Path(cfg.Audit.Path)); err != nil {
 		return nil, auditError(cfg, err)
 	}
+	if err := h.journal.open(cfg); err != nil {
+		return nil, err
+	}
 	var ts []plugin.Tool
 	names := make([]string, 0, len(toolset))
 	for n := range toolset {
@@ -509,7 +542,7 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 	}
 	rt, err := run.New(eng, run.WithAgents(agents...), run.WithTools(ts...), run.WithStore(h.store),
 		run.WithGeneration(id), run.WithLogger(h.log), run.WithTicketTimeout(time.Duration(cfg.Runtime.TicketTimeout)),
-		run.WithMaxHistory(cfg.Server.SessionHistory))
+		run.WithMaxHistory(cfg.Server.SessionHistory), h.journal.option(hash))
 	if err != nil {
 		return nil, err
 	}
@@ -527,7 +560,11 @@ func (h *Host) Close() error {
 	if g := h.current.Load(); g != nil {
 		g.Lua.Retire()
 	}
-	return h.audit.close()
+	jerr := h.journal.close()
+	if err := h.audit.close(); err != nil {
+		return err
+	}
+	return jerr
 }
 
 // auditFile appends runtime.audit records as JSON lines to a file that can

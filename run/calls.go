@@ -13,6 +13,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/value"
+	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
@@ -166,7 +167,11 @@ func (s *Session) ToolGate(ctx context.Context, call model.ToolCall) (Decision, 
 // and the gate refuses a call that was not announced. The call is checked
 // like after_inference's: an id not used in this step, a name, arguments
 // that are a JSON object.
-func (s *Session) AnnounceCall(ctx context.Context, call model.ToolCall) (Outcome, error) {
+func (s *Session) AnnounceCall(ctx context.Context, call model.ToolCall) (o Outcome, err error) {
+	s.stamp()
+	if s.rt.journal != nil {
+		defer func() { s.journalPhase(journal.Announce, &journal.Input{Call: &call}, err, nil) }()
+	}
 	if err := s.expect(phase.ToolGate, stageInferred); err != nil {
 		return s.outcome(), err
 	}
@@ -200,6 +205,7 @@ func (s *Session) offeredTool(name string) bool {
 
 // evaluate runs the gate for c without recording anything.
 func (s *Session) evaluate(ctx context.Context, c *CallRecord) (*GateRecord, error) {
+	s.stamp()
 	if !s.offeredTool(c.Call.Name) {
 		msg := fmt.Sprintf("tool %q is not available in this step", c.Call.Name)
 		if len(s.offered) > 0 {
@@ -266,6 +272,10 @@ func (s *Session) evaluate(ctx context.Context, c *CallRecord) (*GateRecord, err
 // applyGate records a decision: the call's status, its result where the
 // decision gives one, the event and the mirrored state.
 func (s *Session) applyGate(ctx context.Context, c *CallRecord, g *GateRecord) error {
+	if s.rt.journal != nil {
+		call := c.Call
+		defer s.journalGate(call, g)
+	}
 	resuming := c.Status == CallResuming
 	if !resuming {
 		if err := s.move(c, CallRunning); err != nil {
@@ -309,7 +319,13 @@ func (s *Session) applyGate(ctx context.Context, c *CallRecord, g *GateRecord) e
 }
 
 // BeforeToolExecute runs before_tool_execute for a call the gate allowed.
-func (s *Session) BeforeToolExecute(ctx context.Context, call model.ToolCall) (Outcome, error) {
+func (s *Session) BeforeToolExecute(ctx context.Context, call model.ToolCall) (o Outcome, err error) {
+	s.stamp()
+	if s.rt.journal != nil {
+		defer func() {
+			s.journalPhase(journal.BeforeToolExecute, &journal.Input{Call: &model.ToolCall{ID: call.ID, Name: call.Name}}, err, nil)
+		}()
+	}
 	if err := s.expect(phase.BeforeToolExecute, stageInferred); err != nil {
 		return s.outcome(), err
 	}
@@ -364,7 +380,14 @@ func resumeOf(c *CallRecord) *gate.Resume {
 // order, and returns the result the model will see. A result with status
 // "pending" suspends the call instead. After a block, the calls of the step
 // that have not run are interrupted and the run ends "blocked:<reason>".
-func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, result model.ToolResult) (model.ToolResult, Outcome, error) {
+func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, result model.ToolResult) (_ model.ToolResult, o Outcome, err error) {
+	s.stamp()
+	if s.rt.journal != nil {
+		given := result
+		defer func() {
+			s.journalPhase(journal.AfterToolExecute, &journal.Input{Call: &model.ToolCall{ID: call.ID, Name: call.Name}, Result: &given}, err, nil)
+		}()
+	}
 	if err := s.expect(phase.AfterToolExecute, stageInferred); err != nil {
 		return result, s.outcome(), err
 	}

@@ -23,7 +23,7 @@ func (s *Session) arm(t *gate.Ticket) {
 	if d <= 0 {
 		return
 	}
-	t.ExpiresAt = s.rt.clock().Add(d)
+	t.ExpiresAt = s.now.Add(d)
 	if t.OnTimeout == "" {
 		t.OnTimeout = gate.OnTimeoutCancel
 	}
@@ -49,7 +49,8 @@ func (s *Session) NextExpiry() time.Time {
 // records them as expired. It does nothing while none has, or when the run
 // is not waiting. Resume settles them too, before a human's decisions.
 func (s *Session) Expire(ctx context.Context) ([]CallRecord, Outcome, error) {
-	if s.status != Waiting || len(s.due(s.rt.clock())) == 0 {
+	s.stamp()
+	if s.status != Waiting || len(s.due(s.now)) == 0 {
 		return nil, s.outcome(), nil
 	}
 	return s.Resume(ctx, nil)
@@ -74,7 +75,7 @@ func (s *Session) due(now time.Time) []*CallRecord {
 // an expired call comes too late and is dropped (the ticket_expired event
 // says what was decided instead).
 func (s *Session) withExpiries(decisions []ResumeDecision) ([]ResumeDecision, []*CallRecord) {
-	due := s.due(s.rt.clock())
+	due := s.due(s.now)
 	if len(due) == 0 {
 		return decisions, nil
 	}

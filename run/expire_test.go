@@ -12,6 +12,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
@@ -160,5 +161,45 @@ func TestExpireThroughTheSession(t *testing.T) {
 	}
 	if !s.NextExpiry().IsZero() {
 		t.Fatal("no ticket is left to expire")
+	}
+}
+
+type records struct {
+	mu   sync.Mutex
+	recs []journal.Record
+}
+
+func (r *records) Record(rec *journal.Record) {
+	r.mu.Lock()
+	r.recs = append(r.recs, *rec)
+	r.mu.Unlock()
+}
+
+// The journal records an expired call as the runtime's decision: a resume
+// with no human decision that names the call as expired.
+func TestExpiryIsJournaled(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)}
+	var seen atomic.Value
+	set, err := run.NewSet(expiring(5*time.Minute, "", &seen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &records{}
+	rt, err := run.New(engine.New(set, engine.WithClock(clock.Now)), run.WithJournal(j, "h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := rt.Run(context.Background(), run.Request{Model: turns(calls(call("deploy", nil))), Tools: []plugin.Tool{newTool("deploy", nil)}})
+	clock.Add(5 * time.Minute)
+	if _, _, err := res.Session.Expire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	last := j.recs[len(j.recs)-1]
+	if last.Phase != journal.Resume || len(last.Input.Resume) != 0 || len(last.Expired) != 1 ||
+		!last.Input.Now.Equal(clock.Now()) {
+		t.Fatalf("the expiry's record: %+v", last)
+	}
+	if last.Expired[0] != res.Session.Calls()[0].Call.ID {
+		t.Fatalf("expired %v, calls %+v", last.Expired, res.Session.Calls())
 	}
 }

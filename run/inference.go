@@ -12,6 +12,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
@@ -20,7 +21,28 @@ import (
 // override applied, then the request transforms in registration order.
 // req.Messages, when not empty, replaces the session's conversation (a host
 // that keeps the conversation sends it each time).
-func (s *Session) BeforeInference(ctx context.Context, req model.Request) (model.Request, Outcome, error) {
+func (s *Session) BeforeInference(ctx context.Context, req model.Request) (out model.Request, o Outcome, err error) {
+	s.stamp()
+	if s.rt.journal != nil {
+		in := &journal.Input{Tools: req.Tools, Params: &req.Params}
+		if len(req.Tools) > 0 && len(req.Tools) == len(s.hostTools) && &req.Tools[0] == &s.hostTools[0] {
+			in.Tools, in.HostTools = nil, true // run_start's record has them
+		}
+		if len(req.Messages) > 0 && (len(req.Messages) != len(s.messages) || &req.Messages[0] != &s.messages[0]) {
+			in.Messages = req.Messages // not the session's own conversation: the host replaced it
+		}
+		var placed []journal.Context
+		defer func() {
+			s.journalPhase(journal.BeforeInference, in, err, func(r *journal.Record) {
+				r.Context = placed
+				if err == nil {
+					r.Request = &journal.Request{Tools: toolNames(out.Tools), Params: out.Params}
+				}
+			})
+		}()
+		s.placed = &placed
+		defer func() { s.placed = nil }()
+	}
 	if err := s.expect(phase.BeforeInference, stageStepStarted); err != nil {
 		return req, s.outcome(), err
 	}
@@ -36,8 +58,11 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (model
 		return req, s.outcome(), err
 	}
 	snap := s.store.Snapshot()
-	out := model.Request{Params: s.agent.Params.under(req.Params)}
+	out = model.Request{Params: s.agent.Params.under(req.Params)}
 	cms := readContextMessages(snap)
+	if s.placed != nil {
+		*s.placed = journalContext(cms)
+	}
 	out.Messages = placeContextMessages(cloneMessages(s.messages), cms)
 	if len(cms) > 0 {
 		ev := event.ContextMessages{Step: s.info.Step}
@@ -165,7 +190,12 @@ func applyOverride(p *model.Params, override any) {
 // AfterInference records the model's answer and runs after_inference. Tool
 // calls without an id get "call_<step>_<index>" (index from 1). An answer
 // without tool calls ends the run "natural" after step_end.
-func (s *Session) AfterInference(ctx context.Context, resp model.Response) (Outcome, error) {
+func (s *Session) AfterInference(ctx context.Context, resp model.Response) (o Outcome, err error) {
+	s.stamp()
+	if s.rt.journal != nil {
+		orig := resp
+		defer func() { s.journalPhase(journal.AfterInference, &journal.Input{Response: &orig}, err, nil) }()
+	}
 	if err := s.expect(phase.AfterInference, stageInferenceReady); err != nil {
 		return s.outcome(), err
 	}

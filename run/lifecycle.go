@@ -8,11 +8,16 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/state"
+	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // StepStart opens the next step.
-func (s *Session) StepStart(ctx context.Context) (Outcome, error) {
+func (s *Session) StepStart(ctx context.Context) (o Outcome, err error) {
+	s.stamp()
+	if s.rt.journal != nil {
+		defer func() { s.journalPhase(journal.StepStart, nil, err, nil) }()
+	}
 	if err := s.expect(phase.StepStart, stageRunStarted, stageStepEnded); err != nil {
 		return s.outcome(), err
 	}
@@ -56,7 +61,13 @@ func (s *Session) record(ctx context.Context, p phase.Phase, key string, v any) 
 
 // StepEnd closes the step. With suspended calls the run waits instead: the
 // step stays open until they are resumed or cancelled.
-func (s *Session) StepEnd(ctx context.Context) (Outcome, error) {
+func (s *Session) StepEnd(ctx context.Context) (o Outcome, err error) {
+	s.stamp()
+	if s.rt.journal != nil {
+		defer func() {
+			s.journalPhase(journal.StepEnd, nil, err, func(r *journal.Record) { r.Continued = len(o.Continued) })
+		}()
+	}
 	if err := s.expect(phase.StepEnd, stageInferred); err != nil {
 		return s.outcome(), err
 	}
@@ -84,7 +95,7 @@ func (s *Session) StepEnd(ctx context.Context) (Outcome, error) {
 	if s.termination == "" && s.info.Step >= s.agent.MaxSteps {
 		s.termination = "stopped:max_steps"
 	}
-	o := s.outcome()
+	o = s.outcome()
 	o.Continued = added
 	return o, nil
 }
@@ -113,9 +124,13 @@ func (s *Session) wait(ctx context.Context) (Outcome, error) {
 // run_end hooks run, thread state is saved and the run is done. If the
 // thread cannot be saved the error is a *SaveError and the session is as it
 // was before the call (a retry runs run_end again).
-func (s *Session) RunEnd(ctx context.Context) (Outcome, error) {
+func (s *Session) RunEnd(ctx context.Context) (o Outcome, err error) {
+	s.stamp()
+	if s.rt.journal != nil {
+		defer func() { s.journalPhase(journal.RunEnd, nil, err, nil) }()
+	}
 	u := s.mark()
-	o, err := s.runEnd(ctx)
+	o, err = s.runEnd(ctx)
 	if isSaveError(err) {
 		s.rollback(u)
 		o = s.outcome()
@@ -161,13 +176,18 @@ func (s *Session) finish(ctx context.Context) error {
 		return err
 	}
 	s.events.Emit(event.RunFinish{Termination: s.termination})
+	s.journalEnd()
 	return nil
 }
 
 // Cancel ends a waiting run: its suspended calls are cancelled and run_end
 // runs. The termination is "cancelled". If the thread cannot be saved the
 // session is as it was before the call, still waiting.
-func (s *Session) Cancel(ctx context.Context, reason string) (Outcome, error) {
+func (s *Session) Cancel(ctx context.Context, reason string) (o Outcome, err error) {
+	s.stamp()
+	if s.rt.journal != nil {
+		defer func() { s.journalPhase(journal.Cancel, &journal.Input{Reason: reason}, err, nil) }()
+	}
 	if s.status != Waiting {
 		return s.outcome(), invalid("cancel: only a waiting run can be cancelled; this one is %s", s.status)
 	}
@@ -182,7 +202,7 @@ func (s *Session) Cancel(ctx context.Context, reason string) (Outcome, error) {
 	if err := s.recordCalls(ctx, phase.RunEnd); err != nil {
 		return s.outcome(), err
 	}
-	o, err := s.runEnd(ctx)
+	o, err = s.runEnd(ctx)
 	if isSaveError(err) {
 		s.rollback(u)
 		o = s.outcome()
@@ -212,9 +232,11 @@ func (s *Session) cancelCall(c *CallRecord, reason string) {
 // after_inference or step_end (no answer was made, so no hook is told one
 // was), the run ends "natural", and only RunEnd may follow.
 func (s *Session) EndUninferred(ctx context.Context) (Outcome, error) {
+	s.stamp()
 	if err := s.expect(phase.AfterInference, stageInferenceReady); err != nil {
 		return s.outcome(), err
 	}
+	defer s.journalPhase(journal.EndUninferred, nil, nil, nil)
 	s.stage = stageStepEnded
 	s.termination = "natural"
 	s.events.Emit(event.StepEnd{Step: s.info.Step})

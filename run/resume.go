@@ -9,6 +9,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/value"
+	"github.com/awaken-lua/awaken-lua/journal"
 )
 
 // ResumeDecision is a host's decision for a suspended call.
@@ -21,11 +22,23 @@ type ResumeDecision = gate.Resume
 // first; an unknown one is unknown_resume_target and nothing changes. The run
 // is running again afterwards: the host gates and runs the resumed calls,
 // then ends the step.
-func (s *Session) Resume(ctx context.Context, decisions []ResumeDecision) ([]CallRecord, Outcome, error) {
+func (s *Session) Resume(ctx context.Context, decisions []ResumeDecision) (_ []CallRecord, o Outcome, err error) {
+	s.stamp()
+	var expired []*CallRecord
+	if s.rt.journal != nil {
+		given := decisions
+		defer func() {
+			s.journalPhase(journal.Resume, &journal.Input{Resume: given}, err, func(r *journal.Record) {
+				for _, c := range expired {
+					r.Expired = append(r.Expired, c.Call.ID)
+				}
+			})
+		}()
+	}
 	if s.status != Waiting {
 		return nil, s.outcome(), invalid("resume: the run is %s, not waiting", s.status)
 	}
-	decisions, expired := s.withExpiries(decisions)
+	decisions, expired = s.withExpiries(decisions)
 	// Every decision is checked before anything changes.
 	byTicket := map[string]*CallRecord{}
 	for _, c := range s.calls {

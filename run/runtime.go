@@ -78,6 +78,9 @@ type Runtime struct {
 	ticketTimeout time.Duration
 	// maxHistory bounds the messages a thread keeps (0: all).
 	maxHistory int
+	// journal records the runs (nil: off); hash names the generation.
+	journal Recorder
+	hash    string
 }
 
 type agentRT struct {

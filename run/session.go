@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -13,6 +14,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/state"
+	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
@@ -154,6 +156,13 @@ type Session struct {
 	// restored from); saved tracks what changed since (see SaveRun).
 	seq   uint64
 	saved *savedRun
+
+	// now is the clock the current phase reads (stamp); fixedNow, when
+	// set, replaces the runtime's clock (SetNow).
+	now, fixedNow time.Time
+	// placed receives before_inference's context messages while the
+	// journal records them.
+	placed *[]journal.Context
 }
 
 // StartOptions start a run.
@@ -168,6 +177,8 @@ type StartOptions struct {
 	Events event.Sink
 	// OnEffect, when set, sees each effect as it is dispatched.
 	OnEffect func(key string, payload any)
+	// Now, when set, is the clock the run reads (see SetNow).
+	Now time.Time
 }
 
 // HostTools returns the tools given in StartOptions.Tools. The caller must
@@ -185,6 +196,8 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 		s.events = event.Discard{}
 	}
 	s.info = plugin.RunInfo{ID: o.RunID, ThreadID: o.ThreadID, AgentID: a.ID}
+	s.fixedNow = o.Now
+	s.stamp()
 	if s.info.ID == "" {
 		s.info.ID = r.newID("run")
 	}
@@ -216,11 +229,12 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 		}
 	}
 	s.events.Emit(event.RunStart{RunID: s.info.ID, ThreadID: s.info.ThreadID, Generation: r.generation, Agent: s.info.AgentID, Prompt: prompt})
-	if err := s.phase(ctx, phase.RunStart, plugin.Input{}); err != nil {
-		return s, s.outcome(), err
+	err = s.phase(ctx, phase.RunStart, plugin.Input{})
+	if err == nil {
+		s.checkStop()
 	}
-	s.checkStop()
-	return s, s.outcome(), nil
+	s.journalStart(o, err)
+	return s, s.outcome(), err
 }
 
 // open makes the run's store at revision rev from thread values
@@ -352,7 +366,7 @@ func (s *Session) outcome() Outcome {
 func (s *Session) input() plugin.Input {
 	info := s.info
 	info.Termination = s.termination
-	return plugin.Input{Run: info, Messages: s.messages, Tools: s.tools}
+	return plugin.Input{Run: info, Messages: s.messages, Tools: s.tools, Now: s.now}
 }
 
 func invalid(format string, args ...any) error {

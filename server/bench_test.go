@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -419,13 +420,28 @@ func BenchmarkToolGateHandler(b *testing.B) {
 // ask for git push): as fast as the clients can, and at 10,000/s.
 func BenchmarkServeClaudeCode(b *testing.B) {
 	defer gctune.TuneGC()()
-	for _, rate := range []float64{0, 10000} {
-		name := "pre-tool-use"
-		if rate > 0 {
-			name += "-at-10k"
-		}
-		b.Run(name, func(b *testing.B) {
-			sc := newSidecar(b, filepath.Join("..", "testdata", "agents", "claude-code", "policy"), Options{Log: quietLog(), MaxConcurrent: 256})
+	for _, c := range []struct {
+		name    string
+		rate    float64
+		journal bool
+		shadow  bool
+	}{{"pre-tool-use", 0, false, false}, {"pre-tool-use-journal", 0, true, false}, {"pre-tool-use-shadow", 0, false, true},
+		{"pre-tool-use-at-10k", 10000, false, false}} {
+		rate := c.rate
+		b.Run(c.name, func(b *testing.B) {
+			dir := filepath.Join("..", "testdata", "agents", "claude-code", "policy")
+			if c.journal {
+				dir = journaled(b, dir)
+			}
+			var sc *sidecar
+			if c.shadow {
+				// The same policy as the candidate: the shadow's full cost,
+				// with no disagreement to cut a run short.
+				sc, _ = shadowSidecar(b, dir, dir)
+				sc.srv.sem = make(chan struct{}, 256)
+			} else {
+				sc = newSidecar(b, dir, Options{Log: quietLog(), MaxConcurrent: 256})
+			}
 			commands := []string{`ls -la src`, `npm run build && rm -rf dist`, `npm test`, `git status`}
 			mk := func(body []byte, c, i int) []byte {
 				body = append(body[:0], `{"session_id":"s`...)
@@ -444,4 +460,22 @@ func BenchmarkServeClaudeCode(b *testing.B) {
 				func(c, i int) string { return "" }, mk)
 		})
 	}
+}
+
+// journaled copies a project directory and turns the journal on in it.
+func journaled(b *testing.B, dir string) string {
+	b.Helper()
+	dst := b.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(dir)); err != nil {
+		b.Fatal(err)
+	}
+	cfg := filepath.Join(dst, "awaken.toml")
+	src, err := os.ReadFile(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(src, "\n[journal]\npath = \"journal\"\n"...), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return dst
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"bufio"
 	"fmt"
-	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"io"
 	"net/http"
 	"sort"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/phase"
 
 	"github.com/awaken-lua/awaken-lua/store/filestore"
 )
@@ -215,6 +216,15 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 	fmt.Fprintf(bw, "awaken_tickets_expired_total %d\n", m.ticketsExpired.Load())
 	if s.hooks != nil {
 		s.hooks.hooks.write(bw)
+	}
+	if sh := s.shadowing; sh != nil {
+		sum := sh.Summary()
+		fmt.Fprintf(bw, "# HELP awaken_shadow_disagreements_total Decisions the shadow generation made differently, by plugin and from/to.\n# TYPE awaken_shadow_disagreements_total counter\n")
+		for _, d := range sum.By {
+			fmt.Fprintf(bw, "awaken_shadow_disagreements_total%s %d\n", labelSet([]string{"plugin", "from", "to"}, []string{d.Plugin, d.From, d.To}), d.N)
+		}
+		fmt.Fprintf(bw, "# HELP awaken_shadow_phases_total Phases the shadow generation replayed.\n# TYPE awaken_shadow_phases_total counter\nawaken_shadow_phases_total %d\n", sum.Phases)
+		fmt.Fprintf(bw, "# HELP awaken_shadow_errors_total Records the shadow generation could not follow (its failures never reach the enforced answer).\n# TYPE awaken_shadow_errors_total counter\nawaken_shadow_errors_total %d\n", sum.Errors)
 	}
 	runs, suspended := s.openSuspensions()
 	gauge(bw, "awaken_open_suspensions", "Suspended tool calls waiting for a decision, in runs held in memory.", suspended)

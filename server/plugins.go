@@ -7,6 +7,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/replay"
 	"github.com/awaken-lua/awaken-lua/store/filestore"
 )
 
@@ -36,6 +37,18 @@ func (s *Server) storeReport() storeReport {
 		return storeReport{Kind: "file", Problems: fs.Problems()}
 	}
 	return storeReport{Kind: "memory"}
+}
+
+// shadow is GET /v1/shadow: the shadow generation's disagreements.
+func (s *Server) shadow(w http.ResponseWriter, r *http.Request) error {
+	if s.shadowing == nil {
+		return writeJSON(w, http.StatusOK, map[string]any{"enabled": false,
+			"hint": "set [shadow] plugin_dir in awaken.toml to evaluate a candidate beside the enforced plugins"})
+	}
+	return writeJSON(w, http.StatusOK, struct {
+		Enabled bool `json:"enabled"`
+		replay.Summary
+	}{true, s.shadowing.Summary()})
 }
 
 func (s *Server) plugins(w http.ResponseWriter, r *http.Request) error {

@@ -32,6 +32,7 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/replay"
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
@@ -89,6 +90,9 @@ type Options struct {
 	// Hooks, when set, adds per-plugin call latency to /metrics; open the
 	// host with HookObserver: Hooks.Observe so it sees the calls.
 	Hooks *HookMetrics
+	// Shadow, when set, is the shadow generation (the host's journal tap):
+	// GET /v1/shadow and /metrics report its disagreements.
+	Shadow *replay.Shadow
 }
 
 // Server is the sidecar. Make it with New, serve Handler (or the Server
@@ -107,6 +111,7 @@ type Server struct {
 	abandon   time.Duration
 	metrics   *metrics
 	hooks     *HookMetrics
+	shadowing *replay.Shadow
 	mux       *http.ServeMux
 	volatile  bool // the store keeps nothing across a restart (run.Volatile)
 	draining  atomic.Bool
@@ -168,6 +173,7 @@ func New(h *host.Host, o Options) *Server {
 	}
 	s.metrics = newMetrics()
 	s.hooks = o.Hooks
+	s.shadowing = o.Shadow
 	s.cc = newClaudeCode(s)
 	s.hookAgent = o.HookAgent
 	s.routes()
@@ -246,6 +252,7 @@ func (s *Server) routes() {
 	handle("DELETE /v1/runs/{id}", "delete_run", api, s.deleteRun)
 	handle("POST /v1/hooks/claude-code", "claude_code", hook, s.cc.handle)
 	handle("GET /v1/plugins", "plugins", api, s.plugins)
+	handle("GET /v1/shadow", "shadow", meta, s.shadow)
 	handle("POST /v1/plugins/reload", "reload", api, s.reload)
 	handle("GET /healthz", "healthz", probe, s.healthz)
 	handle("GET /readyz", "readyz", probe, s.readyz)
@@ -253,7 +260,7 @@ func (s *Server) routes() {
 	// The same paths with another method: 405 with Allow, as problem+json.
 	for path, allow := range map[string]string{
 		"/v1/runs": "POST", "/v1/runs/{id}/phases/{phase}": "POST", "/v1/runs/{id}/resume": "POST",
-		"/v1/runs/{id}": "GET, DELETE", "/v1/hooks/claude-code": "POST", "/v1/plugins": "GET",
+		"/v1/runs/{id}": "GET, DELETE", "/v1/hooks/claude-code": "POST", "/v1/plugins": "GET", "/v1/shadow": "GET",
 		"/v1/plugins/reload": "POST", "/healthz": "GET", "/readyz": "GET", "/metrics": "GET",
 	} {
 		handle(path, "method_not_allowed", probe, func(w http.ResponseWriter, r *http.Request) error {

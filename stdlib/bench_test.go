@@ -16,6 +16,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/state"
+	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/luabridge"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
@@ -107,11 +108,28 @@ p:on("step_end", function(ctx) for i = 1, 10 do ctx:update(k, 1) end end)`},
 	}
 }
 
-func benchSession(b *testing.B, ids []string) { benchSessionFS(b, nil, ids) }
+func benchSession(b *testing.B, ids []string, opts ...run.Option) {
+	benchSessionFS(b, nil, ids, opts...)
+}
+
+// BenchmarkStepJournal is BenchmarkStep with the decision journal off and
+// on (target: on costs at most 10% more).
+func BenchmarkStepJournal(b *testing.B) {
+	six := []string{"permission", "reminder", "deferred_tools", "budget", "audit", "redact"}
+	b.Run("off", func(b *testing.B) { benchSession(b, six) })
+	b.Run("on", func(b *testing.B) {
+		w, err := journal.Open(journal.Options{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.Close()
+		benchSession(b, six, run.WithJournal(w, "bench"))
+	})
+}
 
 // benchSessionFS runs the step with the stdlib plugins ids and, when
 // plugins is not nil, every plugin in it (with an empty config).
-func benchSessionFS(b *testing.B, plugins fs.FS, ids []string) {
+func benchSessionFS(b *testing.B, plugins fs.FS, ids []string, runOpts ...run.Option) {
 	l := &luabridge.Loader{Stdlib: luabridge.Source{FS: stdlib.FS, Name: "stdlib"}, Enable: ids}
 	// A benchmark measures speed, not the budget: on a busy machine a hook
 	// can wait past 100ms for a core, which would end the run.
@@ -139,7 +157,7 @@ func benchSessionFS(b *testing.B, plugins fs.FS, ids []string) {
 		opts = append(opts, engine.WithHookObserver(prof.observe))
 		defer func() { prof.print(b) }()
 	}
-	rt, err := run.New(engine.New(g.Set, opts...), run.WithAgents(run.Agent{ID: "default", MaxSteps: 1 << 30, Configs: configs}))
+	rt, err := run.New(engine.New(g.Set, opts...), append([]run.Option{run.WithAgents(run.Agent{ID: "default", MaxSteps: 1 << 30, Configs: configs})}, runOpts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}

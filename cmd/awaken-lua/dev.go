@@ -10,7 +10,9 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/config"
 	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/luabridge"
+	"github.com/awaken-lua/awaken-lua/replay"
 	"github.com/awaken-lua/awaken-lua/stdlib"
 )
 
@@ -82,6 +84,10 @@ func (d *devStatus) print(st host.Status) {
 	case sum.Passed+sum.Failed > 0:
 		line += fmt.Sprintf(" · %d passed, %d failed", sum.Passed, sum.Failed)
 	}
+	rep := devReplay(g)
+	if rep != nil {
+		line += " · " + rep.Summary()
+	}
 	fmt.Fprintln(w, line)
 	if len(st.Removed) > 0 && st.LastResult == "loaded" {
 		fmt.Fprintf(w, "  removed: %s (their files are gone; what they enforced no longer applies)\n", strings.Join(st.Removed, ", "))
@@ -91,6 +97,39 @@ func (d *devStatus) print(st host.Status) {
 			fmt.Fprintf(w, "  FAIL %s: %s\n    %s\n", r.Pos, r.Name, strings.ReplaceAll(r.Message, "\n", "\n    "))
 		}
 	}
+	if rep != nil && len(rep.ByKind()) > 0 {
+		var parts []string
+		for _, c := range rep.ByPlugin() {
+			parts = append(parts, fmt.Sprintf("%s %d (%s)", c.Kind, c.N, orNone(c.Plugin)))
+		}
+		fmt.Fprintf(w, "  flips: %s; awaken-lua replay shows samples\n", strings.Join(parts, " · "))
+	}
+}
+
+// devReplay replays the configured journal through the generation just
+// loaded, so each save shows what the change would have decided
+// differently on recorded traffic; nil when there is no journal yet.
+func devReplay(g *host.Generation) *replay.Report {
+	jc := g.Config.Journal
+	if jc.Path == "" {
+		return nil
+	}
+	files, err := journal.Files(g.Config.Path(jc.Path))
+	if err != nil || len(files) == 0 {
+		return nil
+	}
+	rep, err := replay.Run(context.Background(), g.Runtime, files, replay.Options{})
+	if err != nil || rep.Runs == 0 {
+		return nil
+	}
+	return rep
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "runtime"
+	}
+	return s
 }
 
 func devTests(cfg *config.Config, log *slog.Logger) (luabridge.TestSummary, error) {

@@ -51,7 +51,7 @@ func cmdEval(e *env) int {
 		return exitFailed
 	}
 	defer cleanup()
-	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config})
+	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Candidate: true})
 	if err != nil {
 		return e.fail(err, configCode(err))
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/internal/gctune"
+	"github.com/awaken-lua/awaken-lua/replay"
+	"github.com/awaken-lua/awaken-lua/run"
 	"github.com/awaken-lua/awaken-lua/server"
 )
 
@@ -49,11 +51,25 @@ func cmdServe(e *env) int {
 		return exitFailed
 	}
 	defer cleanup()
-	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Log: log, HookObserver: hooks.Observe})
+	shadow, shadowHost, err := openShadow(e, log)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "awaken-lua serve: the [shadow] generation does not load:")
+		return e.fail(err, configCode(err))
+	}
+	var tap run.Recorder
+	if shadow != nil {
+		defer shadowHost.Close()
+		defer shadow.Close()
+		tap = shadow
+	}
+	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Log: log, HookObserver: hooks.Observe, Tap: tap})
 	if err != nil {
 		return e.fail(err, configCode(err))
 	}
 	defer h.Close()
+	if shadow != nil {
+		shadow.SetOut(h.Journal())
+	}
 	cfg := h.Current().Config
 	listen := cfg.Server.Addr
 	if *addr != "" {
@@ -72,7 +88,7 @@ func cmdServe(e *env) int {
 		return exitFailed
 	}
 	srv := server.New(h, server.Options{Hooks: hooks, Token: token, BodyLimit: int64(cfg.Server.BodyLimit),
-		MaxConcurrent: cfg.Server.MaxConcurrent, HookAgent: cfg.Server.HookAgent, Log: log, Addr: listen})
+		MaxConcurrent: cfg.Server.MaxConcurrent, HookAgent: cfg.Server.HookAgent, Log: log, Addr: listen, Shadow: shadow})
 	// The server reads each body before it takes a concurrency slot, under
 	// its own deadline (server.DefaultBodyTimeout); ReadTimeout bounds the
 	// requests it never reads a body for.
@@ -94,6 +110,15 @@ func cmdServe(e *env) int {
 			log.Warn("watching for plugin changes failed; reload with POST /v1/plugins/reload", "error", err.Error())
 		}
 	}()
+	if shadowHost != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := shadowHost.Watch(watchCtx, func(host.Status) {}); err != nil {
+				log.Warn("watching the shadow's plugins failed; restart to load changes", "error", err.Error())
+			}
+		}()
+	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 
@@ -116,4 +141,28 @@ func cmdServe(e *env) int {
 	wg.Wait()
 	srv.Close()
 	return code
+}
+
+// openShadow opens the [shadow] candidate, if the configuration names one:
+// its own host (no journal, no audit, a memory store of its own), whose
+// current generation the shadow replays each new run through.
+func openShadow(e *env, log *slog.Logger) (*replay.Shadow, *host.Host, error) {
+	pc, err := projectConfig(e)
+	if err != nil || pc.Shadow.PluginDir == "" {
+		return nil, nil, nil // a bad configuration is reported by host.Open
+	}
+	cfgPath := e.config
+	if pc.Shadow.Config != "" {
+		cfgPath = pc.Path(pc.Shadow.Config)
+	}
+	sh, err := host.Open(e.ctx, host.Options{ConfigPath: cfgPath, PluginDir: pc.Path(pc.Shadow.PluginDir), Candidate: true,
+		Store: run.NewMemoryStore(), Log: log.With("shadow", true)})
+	if err != nil {
+		return nil, nil, err
+	}
+	cand := func() (*run.Runtime, string, func()) {
+		g := sh.Acquire()
+		return g.Runtime, g.ID, g.Release
+	}
+	return replay.NewShadow(cand, nil, log), sh, nil
 }

@@ -45,6 +45,13 @@ const (
 	// model ran out of turns, an endpoint kept failing or sent a bad reply).
 	ModelFailed Code = "model_failed"
 
+	// JournalInvalid: a journal file that cannot be read as one (a record
+	// that is not JSON, a format this version does not know).
+	JournalInvalid Code = "journal_invalid"
+	// JournalTampered: a journal line whose prev does not match the line
+	// before it: the file was edited, or lines were removed.
+	JournalTampered Code = "journal_tampered"
+
 	// Sidecar codes.
 	BadRequest      Code = "bad_request"
 	Unauthorized    Code = "unauthorized"

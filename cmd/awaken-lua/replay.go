@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/config"
+	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/journal"
+	"github.com/awaken-lua/awaken-lua/replay"
+)
+
+const replayMore = `Replays the journal's runs through the candidate: the configuration's
+plugins as they are now (or --plugin-dir, --config), with the recorded
+model responses, tool results, decisions and clock; no model and no tool
+runs. PATH defaults to the configured [journal] path.
+
+Exit codes: 0 no flip, 1 flips (with --fail-on, only flips of those kinds),
+2 an error (no journal, a bad flag, a candidate that does not load).`
+
+// cmdReplay re-drives recorded runs through a candidate generation.
+func cmdReplay(e *env) int {
+	fs := e.flags("replay")
+	pluginDir := fs.String("plugin-dir", "", "the candidate's plugin directory (default: the configuration's)")
+	since := fs.Duration("since", 0, "only runs that started this long ago or later, such as 24h")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	failOn := fs.String("fail-on", "", "exit 1 only for these flip kinds, comma-separated: allow->block,block->allow,context changed,...")
+	paths, err := parse(fs, e.args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(paths) == 0 {
+		p, err := journalPath(e)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "awaken-lua replay: %v\n", err)
+			return exitUsage
+		}
+		paths = []string{p}
+	}
+	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, PluginDir: *pluginDir, Candidate: true})
+	if err != nil {
+		fmt.Fprintln(e.stderr, "awaken-lua replay: the candidate does not load:")
+		e.fail(err, exitUsage)
+		return exitUsage
+	}
+	defer h.Close()
+	g := h.Acquire()
+	defer g.Release()
+	o := replay.Options{}
+	if *since > 0 {
+		o.Since = time.Now().Add(-*since)
+	}
+	rep, err := replay.Run(e.ctx, g.Runtime, paths, o)
+	if err != nil {
+		e.fail(err, exitUsage)
+		return exitUsage
+	}
+	if *asJSON {
+		out := struct {
+			*replay.Report
+			ByKind   []replay.Count `json:"by_kind"`
+			ByPlugin []replay.Count `json:"by_plugin"`
+			Problems []string       `json:"problems,omitempty"`
+		}{Report: rep, ByKind: rep.ByKind(), ByPlugin: rep.ByPlugin()}
+		for _, p := range rep.Problems {
+			out.Problems = append(out.Problems, p.String())
+		}
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintf(e.stdout, "%s\n", b)
+	} else {
+		rep.WriteText(e.stdout)
+	}
+	var kinds []string
+	if *failOn != "" {
+		kinds = strings.Split(*failOn, ",")
+	}
+	if rep.Fails(kinds) {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// projectConfig reads the configuration as host.Open finds it.
+func projectConfig(e *env) (*config.Config, error) {
+	path := e.config
+	if path == "" {
+		if _, err := os.Stat(host.DefaultConfig); err == nil {
+			path = host.DefaultConfig
+		}
+	}
+	return config.Load(path)
+}
+
+// journalPath is the configured journal directory.
+func journalPath(e *env) (string, error) {
+	cfg, err := projectConfig(e)
+	if err != nil {
+		return "", err
+	}
+	if cfg.Journal.Path == "" {
+		return "", fmt.Errorf("the configuration has no [journal] path; give the journal's directory or files, or set [journal] path and record some runs first")
+	}
+	return cfg.Path(cfg.Journal.Path), nil
+}
+
+const journalMore = `Subcommands:
+  verify [PATH...]          check the hash chain; exit 1 at the first broken link
+  export RUN_ID [PATH...]   write a *_test.lua that replays the run in the
+                            harness and asserts its decisions (-o FILE, default stdout)
+PATH defaults to the configured [journal] path.`
+
+// cmdJournal verifies a journal or exports a run as a Lua test.
+func cmdJournal(e *env) int {
+	fs := e.flags("journal")
+	out := fs.String("o", "", "export: write the test to this file (default stdout)")
+	args, err := parse(fs, e.args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(args) == 0 || (args[0] != "verify" && args[0] != "export") || (args[0] == "export" && len(args) < 2) {
+		fmt.Fprintln(e.stderr, "usage: awaken-lua journal verify [PATH...] | journal export RUN_ID [-o FILE] [PATH...]")
+		return exitUsage
+	}
+	sub, rest := args[0], args[1:]
+	runID := ""
+	if sub == "export" {
+		runID, rest = rest[0], rest[1:]
+	}
+	if len(rest) == 0 {
+		p, err := journalPath(e)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "awaken-lua journal: %v\n", err)
+			return exitUsage
+		}
+		rest = []string{p}
+	}
+	if sub == "verify" {
+		n, problems, err := journal.Verify(rest)
+		for _, p := range problems {
+			fmt.Fprintf(e.stderr, "warning: %s\n", p)
+		}
+		if err != nil {
+			fmt.Fprintln(e.stderr, err)
+			return exitFailed
+		}
+		fmt.Fprintf(e.stdout, "ok: %d records, every link holds\n", n)
+		return exitOK
+	}
+	w := e.stdout
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "awaken-lua journal export: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		w = f
+	}
+	var configs map[string]any
+	if cfg, err := projectConfig(e); err == nil {
+		configs = cfg.Plugins
+	}
+	if err := replay.Export(w, runID, rest, configs); err != nil {
+		e.fail(err, exitUsage)
+		return exitUsage
+	}
+	if *out != "" {
+		fmt.Fprintf(e.stderr, "wrote %s: run it with awaken-lua test %s\n", *out, *out)
+	}
+	return exitOK
+}

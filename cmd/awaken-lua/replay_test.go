@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/journal"
+)
+
+const journalToml = `plugin_dir = "scripts"
+[model]
+kind = "scripted"
+script = "scenario.toml"
+[tools]
+root = "ws"
+[journal]
+path = "journal"
+[agents.default]
+tools = ["fs_read"]
+[plugins.policy]
+deny = ["secret.txt"]
+`
+
+const journalScenario = `[[turns]]
+text = "reading"
+[[turns.tool_calls]]
+name = "fs_read"
+args = { path = "README.md" }
+[[turns.tool_calls]]
+name = "fs_read"
+args = { path = "notes.txt" }
+[[turns]]
+text = "both read"
+`
+
+// policyV1 allows what its config does not deny; policyV2 also blocks
+// notes.txt.
+const policyV1 = `local awaken = require("awaken")
+local p = awaken.plugin { config = { deny = { type = "array", items = { type = "string" }, default = {} } } }
+p:tool_gate(function(ctx, call)
+  for _, d in ipairs(ctx.config.deny) do
+    if call.args.path == d then return awaken.block(d .. " is denied") end
+  end
+end)
+return p
+`
+
+var policyV2 = strings.Replace(policyV1, `if call.args.path == d then`, `if call.args.path == d or call.args.path == "notes.txt" then`, 1)
+
+// The loop a README promises: record, edit, replay, export, verify.
+func TestRecordReplayExportVerify(t *testing.T) {
+	dir := project(t, journalToml, map[string]string{
+		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+		"ws/README.md": "readme", "ws/notes.txt": "notes",
+	})
+	cfg := filepath.Join(dir, "awaken.toml")
+	if code, _, errOut := awaken(t, "", "--config", cfg, "run", "read both"); code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	jdir := filepath.Join(dir, "journal")
+
+	code, out, errOut := awaken(t, "", "--config", cfg, "journal", "verify")
+	if code != exitOK || !strings.Contains(out, "every link holds") {
+		t.Fatalf("verify: exit %d: %s %s", code, out, errOut)
+	}
+	code, out, errOut = awaken(t, "", "--config", cfg, "replay")
+	if code != exitOK || !strings.Contains(out, "no flips: 1 runs") {
+		t.Fatalf("replay, same plugins: exit %d: %s %s", code, out, errOut)
+	}
+
+	var runID string
+	journal.Read([]string{jdir}, func(_ journal.Pos, r *journal.Record) error {
+		if r.Rec == journal.KindRun {
+			runID = r.RunID
+		}
+		return nil
+	})
+	testFile := filepath.Join(dir, "scripts", "journal_test.lua")
+	if code, _, errOut := awaken(t, "", "--config", cfg, "journal", "export", runID, "-o", testFile); code != exitOK {
+		t.Fatalf("export: exit %d: %s", code, errOut)
+	}
+	if code, out, errOut := awaken(t, "", "--config", cfg, "test", testFile); code != exitOK {
+		t.Fatalf("the exported test fails against the recording's plugins: %s %s", out, errOut)
+	}
+
+	os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), []byte(policyV2), 0o644)
+	code, out, _ = awaken(t, "", "--config", cfg, "replay")
+	if code != exitFailed || !strings.Contains(out, "allow->block 1") || !strings.Contains(out, `call call_1_2 fs_read {"path":"notes.txt"}`) {
+		t.Fatalf("replay, candidate: exit %d:\n%s", code, out)
+	}
+	if code, out, _ := awaken(t, "", "--config", cfg, "replay", "--fail-on", "block->allow"); code != exitOK {
+		t.Fatalf("--fail-on a kind that did not flip: exit %d\n%s", code, out)
+	}
+	if code, out, _ := awaken(t, "", "--config", cfg, "test", testFile); code != exitFailed || !strings.Contains(out, "fs_read call_1_2 was allowed") {
+		t.Fatalf("the exported test passes against a candidate that flips a decision: exit %d\n%s", code, out)
+	}
+
+	// One edited byte fails verify at its line.
+	files, _ := journal.Files(jdir)
+	b, _ := os.ReadFile(files[0])
+	i := strings.Index(string(b), "notes.txt")
+	b[i] = 'N'
+	os.WriteFile(files[0], b, 0o644)
+	line := strings.Count(string(b[:i]), "\n") + 1
+	code, _, errOut = awaken(t, "", "--config", cfg, "journal", "verify")
+	if code != exitFailed || !strings.Contains(errOut, filepath.Base(files[0])+":"+itoa(line)+":") {
+		t.Fatalf("verify after an edit at line %d: exit %d: %s", line, code, errOut)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// dev replays the journal on each save and puts the flips on its line.
+func TestDevReplaysTheJournalOnSave(t *testing.T) {
+	dir := project(t, journalToml, map[string]string{
+		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+		"ws/README.md": "readme", "ws/notes.txt": "notes",
+	})
+	cfg := filepath.Join(dir, "awaken.toml")
+	if code, _, errOut := awaken(t, "", "--config", cfg, "run", "read both"); code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- cli(ctx, []string{"--config", cfg, "dev"}, strings.NewReader(""), out, out) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	wait := func(want string, again func()) {
+		t.Helper()
+		deadline, last := time.Now().Add(20*time.Second), time.Now()
+		for !strings.Contains(out.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q within 20s:\n%s", want, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+			if again != nil && time.Since(last) > time.Second {
+				again()
+				last = time.Now()
+			}
+		}
+	}
+	wait("g1 loaded (1 plugin", nil)
+	wait("replay 1 runs: 0 flips", nil)
+	save := func() { os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), []byte(policyV2), 0o644) }
+	save()
+	wait("replay 1 runs: 1 flip", save)
+	wait("flips: allow->block 1 (policy)", nil)
+}

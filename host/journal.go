@@ -1,0 +1,102 @@
+package host
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/config"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/journal"
+	"github.com/awaken-lua/awaken-lua/run"
+)
+
+// journalSink is the host's decision journal: the [journal] writer, which
+// a reload may move, and the tap (a shadow generation). Every generation's
+// runtime records into it.
+type journalSink struct {
+	tap run.Recorder
+	log *slog.Logger
+
+	mu  sync.RWMutex
+	key string // the options the writer was opened with
+	w   *journal.Writer
+}
+
+// option is the runtime option that records into the sink, or none when
+// nothing would see the records.
+func (j *journalSink) option(hash string) run.Option {
+	return func(r *run.Runtime) error {
+		j.mu.RLock()
+		on := j.w != nil || j.tap != nil
+		j.mu.RUnlock()
+		if !on {
+			return nil
+		}
+		return run.WithJournal(j, hash)(r)
+	}
+}
+
+// Journal returns the host's journal: a record given to it is written to
+// [journal] (if on) and handed to Options.Tap.
+func (h *Host) Journal() run.Recorder { return h.journal }
+
+// Record writes rec to the journal and hands it to the tap.
+func (j *journalSink) Record(rec *journal.Record) {
+	j.mu.RLock()
+	w := j.w
+	j.mu.RUnlock()
+	if w != nil {
+		w.Record(rec)
+	}
+	if j.tap != nil {
+		j.tap.Record(rec)
+	}
+}
+
+// open opens the configured journal, or moves it when [journal] changed.
+func (j *journalSink) open(cfg *config.Config) error {
+	jc := cfg.Journal
+	o := journal.Options{Dir: cfg.Path(jc.Path), MaxFileSize: int64(jc.MaxFileSize), MaxAge: time.Duration(jc.MaxAge),
+		Mask: jc.Mask, Log: j.log}
+	key := ""
+	if jc.Path != "" {
+		key = fmtKey(o)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if key == j.key {
+		return nil
+	}
+	old := j.w
+	j.w, j.key = nil, ""
+	if old != nil {
+		old.Close()
+	}
+	if key == "" {
+		return nil
+	}
+	w, err := journal.Open(o)
+	if err != nil {
+		return errs.Wrap(errs.ConfigInvalid, err, "cannot open the journal directory %s; fix [journal] path or its permissions", o.Dir).
+			At(cfg.Pos("journal", "path"))
+	}
+	j.w, j.key = w, key
+	return nil
+}
+
+func fmtKey(o journal.Options) string {
+	return fmt.Sprintf("%s|%d|%s|%q", o.Dir, o.MaxFileSize, o.MaxAge, o.Mask)
+}
+
+func (j *journalSink) close() error {
+	j.mu.Lock()
+	w := j.w
+	j.w, j.key = nil, ""
+	j.mu.Unlock()
+	if w != nil {
+		return w.Close()
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package journal
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+)
+
+// A journal line starts {"prev":"P","sum":"S", and goes on with the
+// record's other fields. S is the SHA-256 of the line without its sum
+// field ({"prev":"P", and the rest), so an edit anywhere in a line is found
+// at that line; P is the S of the previous line of the file (empty on the
+// first), so a removed or reordered line is found at the line after it.
+const (
+	sealHead = `{"prev":"`
+	sealMid  = `","sum":"`
+	sealTail = `",`
+)
+
+// seal makes the line for the record body b (a JSON object) after prev.
+func seal(prev string, b []byte) []byte {
+	rest := b[1:]
+	h := sha256.New()
+	h.Write([]byte(sealHead))
+	h.Write([]byte(prev))
+	h.Write([]byte(sealTail))
+	h.Write(rest)
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	line := make([]byte, 0, len(sealHead)+len(prev)+len(sealMid)+2*sha256.Size+len(sealTail)+len(rest))
+	line = append(line, sealHead...)
+	line = append(line, prev...)
+	line = append(line, sealMid...)
+	line = hex.AppendEncode(line, sum[:])
+	line = append(line, sealTail...)
+	return append(line, rest...)
+}
+
+// unseal checks a line's own sum and returns its prev and sum.
+func unseal(line []byte) (prev, sum string, err error) {
+	rest, ok := bytes.CutPrefix(line, []byte(sealHead))
+	if !ok {
+		return "", "", errors.New("the line does not start with its prev and sum")
+	}
+	i := bytes.Index(rest, []byte(sealMid))
+	if i != 0 && i != 2*sha256.Size {
+		return "", "", errors.New("the line's prev is not a SHA-256")
+	}
+	prev = string(rest[:i])
+	rest = rest[i+len(sealMid):]
+	if len(rest) < 2*sha256.Size+len(sealTail) || string(rest[2*sha256.Size:2*sha256.Size+len(sealTail)]) != sealTail {
+		return "", "", errors.New("the line's sum is not a SHA-256")
+	}
+	sum = string(rest[:2*sha256.Size])
+	body := rest[2*sha256.Size+len(sealTail):]
+	h := sha256.New()
+	h.Write([]byte(sealHead))
+	h.Write([]byte(prev))
+	h.Write([]byte(sealTail))
+	h.Write(body)
+	if hex.EncodeToString(h.Sum(nil)) != sum {
+		return prev, sum, errors.New("the line does not match its sum: it was edited")
+	}
+	return prev, sum, nil
+}

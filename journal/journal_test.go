@@ -1,0 +1,193 @@
+package journal
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/model"
+)
+
+func write(t *testing.T, o Options, recs ...*Record) []string {
+	t.Helper()
+	w, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		w.Record(r)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := Files(o.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func sample(n int) []*Record {
+	out := []*Record{{Rec: KindRun, Format: Format, RunID: "r1", ThreadID: "t1", Agent: "default"}}
+	for i := 0; i < n; i++ {
+		out = append(out, &Record{Rec: KindPhase, RunID: "r1", Phase: ToolGate, Step: 1,
+			Input:     &Input{Call: &model.ToolCall{ID: "c", Name: "shell", Args: map[string]any{"command": "ls", "password": "hunter2"}}},
+			Decisions: []Decision{{CallID: "c", Tool: "shell", Decision: "allow"}}})
+	}
+	return append(out, &Record{Rec: KindEnd, RunID: "r1", Termination: "natural", Steps: 1})
+}
+
+func readAll(t *testing.T, paths ...string) ([]*Record, []Problem) {
+	t.Helper()
+	var out []*Record
+	problems, err := Read(paths, func(_ Pos, r *Record) error { out = append(out, r); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, problems
+}
+
+func TestWriteReadVerify(t *testing.T) {
+	dir := t.TempDir()
+	files := write(t, Options{Dir: dir, Mask: []string{"PASSWORD"}}, sample(3)...)
+	if len(files) != 1 {
+		t.Fatalf("files = %v", files)
+	}
+	recs, problems := readAll(t, dir)
+	if len(recs) != 5 || len(problems) != 0 {
+		t.Fatalf("read %d records, problems %v", len(recs), problems)
+	}
+	if recs[0].Prev != "" || recs[1].Prev != recs[0].Sum || recs[1].Sum == "" {
+		t.Errorf("chain: %q %q %q", recs[0].Prev, recs[1].Prev, recs[0].Sum)
+	}
+	args := recs[1].Input.Call.Args
+	if args["password"] != Masked || args["command"] != "ls" {
+		t.Errorf("masked args = %v", args)
+	}
+	if strings.Join(recs[1].Masked, ",") != "call.args.password" {
+		t.Errorf("masked = %v", recs[1].Masked)
+	}
+	n, problems, err := Verify([]string{dir})
+	if err != nil || n != 5 || len(problems) != 0 {
+		t.Fatalf("verify: %d %v %v", n, problems, err)
+	}
+}
+
+func TestMaskDoesNotChangeTheCallersRecord(t *testing.T) {
+	recs := sample(1)
+	write(t, Options{Dir: t.TempDir(), Mask: []string{"password"}}, recs...)
+	if recs[1].Input.Call.Args["password"] != "hunter2" {
+		t.Fatal("the writer masked the caller's arguments in place")
+	}
+}
+
+func TestMaskPaths(t *testing.T) {
+	m := NewMask([]string{"headers.authorization", "token"})
+	var masked []string
+	v, changed := m.maskValue(map[string]any{
+		"headers":       map[string]any{"Authorization": "Bearer x", "accept": "json"},
+		"list":          []any{map[string]any{"token": "t"}, "keep"},
+		"authorization": "not under headers",
+	}, "call.args", nil, &masked)
+	got := v.(map[string]any)
+	if !changed || got["headers"].(map[string]any)["Authorization"] != Masked || got["headers"].(map[string]any)["accept"] != "json" {
+		t.Errorf("headers: %v", got["headers"])
+	}
+	if got["authorization"] != "not under headers" {
+		t.Errorf("a top-level authorization was masked: %v", got)
+	}
+	if got["list"].([]any)[0].(map[string]any)["token"] != Masked || got["list"].([]any)[1] != "keep" {
+		t.Errorf("list: %v", got["list"])
+	}
+}
+
+// Editing one byte of any line makes Verify fail at that line.
+func TestVerifyFindsAnEditAtItsLine(t *testing.T) {
+	dir := t.TempDir()
+	files := write(t, Options{Dir: dir}, sample(4)...)
+	orig, _ := os.ReadFile(files[0])
+	lines := strings.SplitAfter(string(orig), "\n")
+	for i := 0; i < len(lines)-1; i++ {
+		for _, target := range []string{"r1", "allow", "natural", "default"} {
+			j := strings.Index(lines[i], target)
+			if j < 0 {
+				continue
+			}
+			edited := append([]string(nil), lines...)
+			b := []byte(edited[i])
+			b[j]++
+			edited[i] = string(b)
+			if err := os.WriteFile(files[0], []byte(strings.Join(edited, "")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := Verify([]string{dir})
+			want := files[0] + ":" + strconv.Itoa(i+1) + ":"
+			if !errors.Is(err, errs.JournalTampered) || !strings.Contains(err.Error(), want) {
+				t.Errorf("line %d edited at %q: verify = %v, want %s", i+1, target, err, want)
+			}
+			break
+		}
+	}
+	// Removing a line is found at the line after it.
+	removed := lines[0] + strings.Join(lines[2:], "")
+	os.WriteFile(files[0], []byte(removed), 0o644)
+	if _, _, err := Verify([]string{dir}); err == nil || !strings.Contains(err.Error(), ":2:") {
+		t.Errorf("a removed line: %v", err)
+	}
+}
+
+// A torn last line (a crash while writing) is reported and skipped; every
+// earlier record is still read and verified.
+func TestTornLastLine(t *testing.T) {
+	dir := t.TempDir()
+	files := write(t, Options{Dir: dir}, sample(2)...)
+	b, _ := os.ReadFile(files[0])
+	cut := b[:len(b)-20]
+	os.WriteFile(files[0], cut, 0o644)
+	recs, problems := readAll(t, dir)
+	if len(recs) != 3 || len(problems) != 1 || !strings.Contains(problems[0].Msg, "incomplete") || problems[0].Line != 4 {
+		t.Fatalf("records %d, problems %v", len(recs), problems)
+	}
+	n, problems, err := Verify([]string{dir})
+	if err != nil || n != 3 || len(problems) != 1 {
+		t.Fatalf("verify: %d %v %v", n, problems, err)
+	}
+}
+
+func TestOtherFormatIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	write(t, Options{Dir: dir}, &Record{Rec: KindRun, Format: 2, RunID: "r"})
+	_, err := Read([]string{dir}, func(Pos, *Record) error { return nil })
+	if !errors.Is(err, errs.JournalInvalid) || !strings.Contains(err.Error(), "format 2") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRotationAndAgeOut(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "journal-20200101T000000.000Z-1-0001.ndjson")
+	os.WriteFile(old, []byte("{}\n"), 0o644)
+	past := time.Now().Add(-48 * time.Hour)
+	os.Chtimes(old, past, past)
+	files := write(t, Options{Dir: dir, MaxFileSize: 600, MaxAge: 24 * time.Hour}, sample(10)...)
+	if len(files) < 3 {
+		t.Fatalf("no rotation: %v", files)
+	}
+	for _, f := range files {
+		if f == old {
+			t.Fatal("an old file was not aged out")
+		}
+	}
+	recs, problems := readAll(t, dir)
+	if len(recs) != 12 || len(problems) != 0 {
+		t.Fatalf("records %d problems %v", len(recs), problems)
+	}
+	if _, _, err := Verify([]string{dir}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,240 @@
+package journal
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of [journal].
+const (
+	DefaultMaxFileSize = 64 << 20
+	DefaultMaxAge      = 30 * 24 * time.Hour
+)
+
+// Options configure a Writer.
+type Options struct {
+	Dir         string
+	MaxFileSize int64         // rotate when a file reaches it (0: DefaultMaxFileSize)
+	MaxAge      time.Duration // remove files older than it (0: DefaultMaxAge)
+	Mask        []string
+	Log         *slog.Logger
+	Now         func() time.Time
+}
+
+// Writer appends records to the journal directory. Record hands the record
+// to one goroutine that masks, encodes, chains, writes and rotates, so a
+// run waits for neither the encoder nor the disk nor another run; the
+// queue is bounded, and a full queue makes Record wait rather than drop a
+// record. Close writes what is queued.
+//
+// Because encoding happens later, the values a record references (maps,
+// slices) must not change after Record returns: the runtime records the
+// inputs a phase was given and its own copies, which nobody modifies in
+// place.
+type Writer struct {
+	o    Options
+	mask *Mask
+	q    chan *Record
+	done chan struct{}
+
+	mu     sync.Mutex // guards closed, and q against a close while sending
+	closed bool
+	errMu  sync.Mutex
+	err    error // the first write error, reported by Close
+
+	// owned by the goroutine
+	f    *os.File
+	buf  *bufio.Writer
+	size int64
+	prev [sha256.Size]byte
+	n    int // lines in the current file
+	enc  []byte
+	seq  int // files opened
+}
+
+// Open makes the directory if needed, ages out old files and starts a new
+// file (a process never appends to a file another one left, whose last line
+// may be torn).
+func Open(o Options) (*Writer, error) {
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = DefaultMaxFileSize
+	}
+	if o.MaxAge <= 0 {
+		o.MaxAge = DefaultMaxAge
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	w := &Writer{o: o, mask: NewMask(o.Mask), q: make(chan *Record, 4096), done: make(chan struct{})}
+	w.ageOut()
+	if err := w.rotate(); err != nil {
+		return nil, err
+	}
+	go w.loop()
+	return w, nil
+}
+
+// Record queues one record: a shallow copy of rec, masked and encoded
+// later (see Writer).
+func (w *Writer) Record(rec *Record) {
+	cp := *rec
+	w.mu.Lock()
+	defer w.mu.Unlock() // held while queueing, so Close never closes q under a sender
+	if w.closed {
+		return
+	}
+	w.q <- &cp
+}
+
+// Close writes the queued records and closes the file.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return w.firstErr()
+	}
+	w.closed = true
+	close(w.q)
+	w.mu.Unlock()
+	<-w.done
+	return w.firstErr()
+}
+
+func (w *Writer) firstErr() error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	return w.err
+}
+
+func (w *Writer) fail(err error) {
+	w.errMu.Lock()
+	first := w.err == nil
+	if first {
+		w.err = err
+	}
+	w.errMu.Unlock()
+	if first {
+		w.o.Log.Error("the journal could not write a record; later failures are not logged", "error", err.Error())
+	}
+}
+
+func (w *Writer) loop() {
+	defer close(w.done)
+	for rec := range w.q {
+		w.enc = appendRecord(w.enc[:0], w.mask.apply(rec))
+		w.write(w.enc)
+		if len(w.q) == 0 && w.buf != nil {
+			if err := w.buf.Flush(); err != nil {
+				w.fail(fmt.Errorf("journal: %w", err))
+			}
+		}
+	}
+	if w.f != nil {
+		if err := w.buf.Flush(); err != nil {
+			w.fail(fmt.Errorf("journal: %w", err))
+		}
+		if err := w.f.Close(); err != nil {
+			w.fail(fmt.Errorf("journal: %w", err))
+		}
+	}
+}
+
+// write chains b to the previous line and appends it.
+func (w *Writer) write(b []byte) {
+	if w.f == nil {
+		return
+	}
+	prev := ""
+	if w.n > 0 {
+		prev = hex.EncodeToString(w.prev[:])
+	}
+	line := seal(prev, b)
+	at := len(sealHead) + len(prev) + len(sealMid)
+	if _, err := hex.Decode(w.prev[:], line[at:at+2*sha256.Size]); err != nil {
+		panic("journal: seal made a bad sum") // seal writes hex
+	}
+	if _, err := w.buf.Write(line); err != nil {
+		w.fail(fmt.Errorf("journal: %w", err))
+		return
+	}
+	if err := w.buf.WriteByte('\n'); err != nil {
+		w.fail(fmt.Errorf("journal: %w", err))
+		return
+	}
+	w.n++
+	w.size += int64(len(line) + 1)
+	if w.size >= w.o.MaxFileSize {
+		if err := w.rotate(); err != nil {
+			w.fail(err)
+		}
+		w.ageOut()
+	}
+}
+
+// rotate closes the current file and starts the next one.
+func (w *Writer) rotate() error {
+	if w.f != nil {
+		if err := w.buf.Flush(); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		if err := w.f.Close(); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		w.f = nil
+	}
+	w.seq++
+	name := fmt.Sprintf("journal-%s-%d-%04d.ndjson", w.o.Now().UTC().Format("20060102T150405.000Z"), os.Getpid(), w.seq)
+	f, err := os.OpenFile(filepath.Join(w.o.Dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	w.f, w.buf, w.size, w.n = f, bufio.NewWriterSize(f, 64<<10), 0, 0
+	return nil
+}
+
+// ageOut removes journal files last written before MaxAge.
+func (w *Writer) ageOut() {
+	files, err := Files(w.o.Dir)
+	if err != nil {
+		return
+	}
+	cut := w.o.Now().Add(-w.o.MaxAge)
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil && st.ModTime().Before(cut) {
+			if err := os.Remove(f); err == nil {
+				w.o.Log.Info("journal file aged out", "file", f)
+			}
+		}
+	}
+}
+
+// Files lists the journal files of a directory, oldest first.
+func Files(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasPrefix(e.Name(), "journal-") && strings.HasSuffix(e.Name(), ".ndjson") {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}

@@ -1,0 +1,268 @@
+package replay
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/journal"
+	"github.com/awaken-lua/awaken-lua/model"
+)
+
+// Export writes a Lua test (a *_test.lua file) that replays one recorded
+// run in the test harness, with the recorded model answers and tool
+// results, and asserts its decisions: each gated call's decision and
+// deciding plugin, and the run's termination. Production traffic becomes a
+// regression test that passes against the plugins that made the recording
+// and fails against a candidate that decides otherwise. configs are the
+// plugins' [plugins.<id>] tables, passed to the harness.
+func Export(w io.Writer, runID string, paths []string, configs map[string]any) error {
+	var header *journal.Record
+	var recs []*journal.Record
+	_, err := journal.Read(paths, func(_ journal.Pos, r *journal.Record) error {
+		if r.RunID != runID {
+			return nil
+		}
+		if r.Rec == journal.KindRun {
+			header, recs = r, nil
+			return nil
+		}
+		recs = append(recs, r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if header == nil {
+		return errs.New(errs.JournalInvalid, "run %s has no header in the journal (it started before the oldest record, or the id is wrong); `awaken-lua replay --json` lists the runs", runID)
+	}
+	var (
+		start     *journal.Record
+		turns     []string
+		results   = map[string][]string{}
+		decisions []journal.Decision
+		term      string
+		allowed   = map[string]bool{}
+	)
+	for _, r := range recs {
+		in := r.Input
+		if in == nil {
+			in = &journal.Input{}
+		}
+		switch {
+		case r.Rec == journal.KindEnd:
+			term = r.Termination
+		case r.Phase == journal.RunStart:
+			start = r
+		case r.Phase == journal.AfterInference && in.Response != nil:
+			turns = append(turns, lua(responseValue(*in.Response), 2))
+		case r.Phase == journal.ToolGate && len(r.Decisions) == 1:
+			d := r.Decisions[0]
+			decisions = append(decisions, d)
+			allowed[d.CallID] = d.Decision == "allow"
+		case r.Phase == journal.AfterToolExecute && in.Call != nil && in.Result != nil && allowed[in.Call.ID]:
+			results[in.Call.Name] = append(results[in.Call.Name], lua(resultValue(*in.Result), 3))
+		case r.Phase == journal.Resume || r.Phase == journal.Announce:
+			return errs.New(errs.JournalInvalid, "run %s was driven by a host one call at a time (a sidecar or an agent's hooks); export writes tests for runs the loop drove (awaken-lua run, dev); replay it with awaken-lua replay", runID)
+		}
+	}
+	if term == "" {
+		return errs.New(errs.JournalInvalid, "run %s has not ended in the journal; export a run that ended", runID)
+	}
+	var plugins []string
+	for _, p := range header.Plugins {
+		if p != "runtime" {
+			plugins = append(plugins, p)
+		}
+	}
+	cfg := map[string]any{}
+	for _, p := range plugins {
+		if c, ok := configs[p]; ok {
+			cfg[p] = c
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "-- Exported from the journal by `awaken-lua journal export %s`: run %s\n", runID, runID)
+	fmt.Fprintf(&b, "-- (thread %s, agent %s, generation %s), replayed with its recorded model\n", header.ThreadID, header.Agent, genID(header))
+	b.WriteString("-- answers and tool results; it asserts the decisions the plugins made then.\n")
+	b.WriteString("local t = require(\"awaken.testing\")\n\n")
+	b.WriteString("local results = {\n")
+	for _, name := range sortedKeys(results) {
+		fmt.Fprintf(&b, "  [%s] = {\n", luaString(name))
+		for _, r := range results[name] {
+			fmt.Fprintf(&b, "    %s,\n", r)
+		}
+		b.WriteString("  },\n")
+	}
+	b.WriteString("}\n\nlocal function tool(name)\n  local n = 0\n  return function()\n    n = n + 1\n    return results[name][n]\n  end\nend\n\n")
+	fmt.Fprintf(&b, "t.test(%s, function()\n", luaString("journal run "+runID))
+	fmt.Fprintf(&b, "  local h = t.harness { plugins = %s, config = %s, agent = { id = %s } }\n",
+		lua(toAny(plugins), 1), lua(cfg, 1), luaString(orDefault(header.Agent)))
+	b.WriteString("  local tools = {}\n  for name in pairs(results) do tools[name] = tool(name) end\n")
+	var msgs any = []any{}
+	if start != nil && start.Input != nil {
+		msgs = messagesValue(start.Input.Messages)
+	}
+	fmt.Fprintf(&b, "  local r = h:run {\n    messages = %s,\n    turns = {\n", lua(msgs, 2))
+	for _, tn := range turns {
+		fmt.Fprintf(&b, "      %s,\n", tn)
+	}
+	b.WriteString("    },\n    tools = tools,\n  }\n")
+	b.WriteString("  local decided = {}\n  for _, ev in ipairs(r.events) do\n    if ev.event == \"gate_decision\" then decided[ev.call_id] = ev end\n  end\n")
+	for _, d := range decisions {
+		if d.Decision == "allow" && len(d.Args) == 0 {
+			fmt.Fprintf(&b, "  t.eq(decided[%s], nil, %s)\n", luaString(d.CallID), luaString(d.Tool+" "+d.CallID+" was allowed"))
+			continue
+		}
+		kind := d.Decision
+		if kind == "allow" {
+			kind = "rewrite"
+		}
+		fmt.Fprintf(&b, "  t.eq(decided[%s] and { decided[%s].decision, decided[%s].plugin }, { %s, %s }, %s)\n",
+			luaString(d.CallID), luaString(d.CallID), luaString(d.CallID), luaString(kind), luaString(d.Plugin),
+			luaString(d.Tool+" "+d.CallID+": "+kind+" by "+d.Plugin))
+	}
+	fmt.Fprintf(&b, "  t.eq(r.termination, %s)\nend)\n", luaString(term))
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+func genID(h *journal.Record) string {
+	if h.Generation == nil {
+		return "?"
+	}
+	return h.Generation.ID
+}
+
+func orDefault(s string) string {
+	if s == "" {
+		return "default"
+	}
+	return s
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func callsValue(calls []model.ToolCall) []any {
+	out := make([]any, len(calls))
+	for i, c := range calls {
+		args := map[string]any{}
+		for k, v := range c.Args {
+			args[k] = v
+		}
+		v := map[string]any{"name": c.Name, "args": args}
+		if c.ID != "" {
+			v["id"] = c.ID
+		}
+		out[i] = v
+	}
+	return out
+}
+
+func responseValue(r model.Response) map[string]any {
+	m := map[string]any{"text": r.Text}
+	if len(r.ToolCalls) > 0 {
+		m["tool_calls"] = callsValue(r.ToolCalls)
+	}
+	return m
+}
+
+func resultValue(r model.ToolResult) map[string]any {
+	m := map[string]any{"status": r.Status}
+	if r.Message != "" {
+		m["message"] = r.Message
+	}
+	if r.Data != nil {
+		m["data"] = r.Data
+	}
+	return m
+}
+
+func messagesValue(msgs []model.Message) []any {
+	out := make([]any, 0, len(msgs))
+	for _, m := range msgs {
+		v := map[string]any{"role": m.Role, "content": m.Content}
+		if len(m.ToolCalls) > 0 {
+			v["tool_calls"] = callsValue(m.ToolCalls)
+		}
+		if m.ToolCallID != "" {
+			v["tool_call_id"] = m.ToolCallID
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// lua writes a JSON-like value as a Lua constructor, keys sorted.
+func lua(v any, indent int) string {
+	switch t := v.(type) {
+	case nil:
+		return "nil"
+	case bool:
+		return strconv.FormatBool(t)
+	case float64:
+		return strconv.FormatFloat(t, 'g', -1, 64)
+	case int:
+		return strconv.Itoa(t)
+	case string:
+		return luaString(t)
+	case []any:
+		if len(t) == 0 {
+			return "{}"
+		}
+		parts := make([]string, len(t))
+		for i, x := range t {
+			parts[i] = lua(x, indent+1)
+		}
+		return "{ " + strings.Join(parts, ", ") + " }"
+	case map[string]any:
+		if len(t) == 0 {
+			return "{}"
+		}
+		parts := make([]string, 0, len(t))
+		for _, k := range sortedKeys(t) {
+			parts = append(parts, "["+luaString(k)+"] = "+lua(t[k], indent+1))
+		}
+		return "{ " + strings.Join(parts, ", ") + " }"
+	}
+	return luaString(fmt.Sprint(v))
+}
+
+// luaString quotes s for Lua: printable ASCII as is, everything else as
+// decimal byte escapes, which every Lua reads.
+func luaString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c >= 32 && c < 127:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "\\%03d", c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

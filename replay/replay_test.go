@@ -1,0 +1,203 @@
+package replay_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/model/scripted"
+	"github.com/awaken-lua/awaken-lua/replay"
+	"github.com/awaken-lua/awaken-lua/run"
+)
+
+// project writes an awaken.toml whose plugins are testdata/<plugins>, with
+// the journal on, and returns its path and the journal directory.
+func project(t testing.TB, plugins string, extra string) (cfg, journalDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	os.MkdirAll(ws, 0o755)
+	for _, f := range []string{"notes.txt", "README.md", "secret.txt"} {
+		os.WriteFile(filepath.Join(ws, f), []byte("contents of "+f), 0o644)
+	}
+	abs, _ := filepath.Abs(filepath.Join("testdata", plugins))
+	toml := fmt.Sprintf(`plugin_dir = %q
+[tools]
+root = "ws"
+[journal]
+path = "journal"
+%s
+[agents.default]
+tools = ["fs_read"]
+`, abs, extra)
+	cfg = filepath.Join(dir, "awaken.toml")
+	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, filepath.Join(dir, "journal")
+}
+
+func read(id, path string) model.ToolCall {
+	return model.ToolCall{ID: id, Name: "fs_read", Args: map[string]any{"path": path}}
+}
+
+// recordRuns drives three runs through the policy of cfg and closes the
+// host, which writes the journal out.
+func recordRuns(t *testing.T, cfg string) {
+	t.Helper()
+	ctx := context.Background()
+	h, err := host.Open(ctx, host.Options{ConfigPath: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := []struct {
+		prompt string
+		turns  []scripted.Turn
+	}{
+		{"read the files", []scripted.Turn{
+			{Text: "reading", ToolCalls: []model.ToolCall{read("c1", "README.md"), read("c2", "notes.txt")}},
+			{Text: "both read"},
+		}},
+		{"use the context", []scripted.Turn{{Text: "noted"}}},
+		{"please stop", []scripted.Turn{{Text: "bye"}}},
+		{"read the secret", []scripted.Turn{{Text: "trying", ToolCalls: []model.ToolCall{read("c1", "secret.txt")}}}},
+	}
+	for _, r := range runs {
+		g := h.Acquire()
+		res, err := g.Runtime.Run(ctx, run.Request{Prompt: r.prompt, Model: scripted.New(r.turns)})
+		g.Release()
+		if err != nil || res.Err != nil {
+			t.Fatalf("run %q: %v %v", r.prompt, err, res.Err)
+		}
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func replayWith(t *testing.T, cfg, plugins string, paths ...string) *replay.Report {
+	t.Helper()
+	ctx := context.Background()
+	abs, _ := filepath.Abs(filepath.Join("testdata", plugins))
+	h, err := host.Open(ctx, host.Options{ConfigPath: cfg, PluginDir: abs, Candidate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	g := h.Acquire()
+	defer g.Release()
+	rep, err := replay.Run(ctx, g.Runtime, paths, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func kinds(rep *replay.Report) []string {
+	var out []string
+	for _, f := range rep.Flips {
+		out = append(out, fmt.Sprintf("%s@%s step %d %s", f.Kind, f.Phase, f.Step, f.Plugin))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Runs recorded with one policy and replayed against a changed one report
+// exactly the flips the change makes: a gate flip, a context change and a
+// termination change. Replayed against the same plugins, nothing.
+func TestReplayReportsExactlyTheFlips(t *testing.T) {
+	cfg, jdir := project(t, "v1", "")
+	recordRuns(t, cfg)
+
+	same := replayWith(t, cfg, "v1", jdir)
+	if len(same.Flips) != 0 || same.Runs != 4 || same.Steps != 5 {
+		t.Fatalf("the same plugins: runs %d steps %d flips %v", same.Runs, same.Steps, kinds(same))
+	}
+
+	rep := replayWith(t, cfg, "v2", jdir)
+	want := []string{
+		"allow->block@tool_gate step 1 policy",
+		"context changed@before_inference step 1 policy",
+		"termination changed@after_inference step 1 ",
+	}
+	if got := kinds(rep); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("flips:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, f := range rep.Flips {
+		switch f.Kind {
+		case "allow->block":
+			if f.CallID != "c2" || f.Tool != "fs_read" || f.Args["path"] != "notes.txt" || !strings.Contains(f.To, "notes.txt is off limits") {
+				t.Errorf("gate flip: %+v", f)
+			}
+		case "termination changed":
+			if f.From != "(none)" || f.To != "stopped:asked_to_stop" {
+				t.Errorf("termination flip: %+v", f)
+			}
+		case "context changed":
+			if !strings.Contains(f.From, "cite files (at ") || !strings.Contains(f.To, "always cite files") {
+				t.Errorf("context flip: %+v", f)
+			}
+		}
+	}
+	var text strings.Builder
+	rep.WriteText(&text)
+	for _, s := range []string{"allow->block 1 · context changed 1 · termination changed 1", "samples:", "call c2 fs_read"} {
+		if !strings.Contains(text.String(), s) {
+			t.Errorf("the report lacks %q:\n%s", s, text.String())
+		}
+	}
+	if !rep.Fails(nil) || rep.Fails([]string{"block->allow"}) || !rep.Fails([]string{"context changed"}) {
+		t.Error("Fails does not follow --fail-on")
+	}
+}
+
+// A decision that depends on a masked field is reported as such, not as a
+// flip; a decision that differs whatever the masked value is a flip.
+func TestReplayReportsMaskedReadsApart(t *testing.T) {
+	cfg, jdir := project(t, "v1", `mask = ["password"]`)
+	ctx := context.Background()
+	h, err := host.Open(ctx, host.Options{ConfigPath: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withPW := func(id, path string) model.ToolCall {
+		c := read(id, path)
+		c.Args["password"] = "hunter2"
+		return c
+	}
+	g := h.Acquire()
+	res, err := g.Runtime.Run(ctx, run.Request{Prompt: "read", Model: scripted.New([]scripted.Turn{
+		{ToolCalls: []model.ToolCall{withPW("c1", "README.md")}},
+		{ToolCalls: []model.ToolCall{withPW("c2", "notes.txt")}},
+		{Text: "done"},
+	})})
+	if err != nil || res.Termination != "natural" {
+		t.Fatalf("recording: %v %s", err, res.Termination)
+	}
+	// A second run reads notes.txt first, which the candidate blocks
+	// whatever the password is.
+	res, err = g.Runtime.Run(ctx, run.Request{Prompt: "read", Model: scripted.New([]scripted.Turn{
+		{ToolCalls: []model.ToolCall{withPW("c9", "notes.txt")}}, {Text: "done"}})})
+	g.Release()
+	if err != nil || res.Termination != "natural" {
+		t.Fatalf("recording: %v %s", err, res.Termination)
+	}
+	h.Close()
+	rep := replayWith(t, cfg, "reads-password", jdir)
+	if len(rep.Flips) != 2 || rep.Flips[0].Kind != replay.ReadsMasked || rep.Flips[0].CallID != "c1" ||
+		!strings.Contains(rep.Flips[0].Detail, "call.args.password") {
+		t.Fatalf("flips: %+v", rep.Flips)
+	}
+	if f := rep.Flips[1]; f.Kind != "allow->block" || f.CallID != "c9" || f.Args["password"] != "[masked]" {
+		t.Fatalf("the decision that does not depend on the mask: %+v", f)
+	}
+	if by := rep.ByKind(); len(by) != 1 || by[0].Kind != "allow->block" || len(rep.Masked()) != 1 {
+		t.Fatalf("by kind %+v, masked %d", by, len(rep.Masked()))
+	}
+}

@@ -1,0 +1,226 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/journal"
+	"github.com/awaken-lua/awaken-lua/run"
+)
+
+// Report is what a replay of a journal found.
+type Report struct {
+	Runs     int               `json:"runs"`  // runs whose start was in the journal
+	Steps    int               `json:"steps"` // steps replayed
+	Phases   int               `json:"phases"`
+	Flips    []journal.Flip    `json:"flips"`
+	Problems []journal.Problem `json:"-"`
+	Skipped  int               `json:"skipped"` // phase records of runs whose start is not in the journal
+}
+
+// Options narrow a replay.
+type Options struct {
+	// Since skips runs that started before it.
+	Since time.Time
+}
+
+// Run replays every run of the journal files (or directories) through the
+// candidate runtime.
+func Run(ctx context.Context, candidate *run.Runtime, paths []string, o Options) (*Report, error) {
+	r, err := New(candidate)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Flips: []journal.Flip{}}
+	skip := map[string]bool{}
+	problems, err := journal.Read(paths, func(_ journal.Pos, rec *journal.Record) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		switch rec.Rec {
+		case journal.KindRun:
+			if !o.Since.IsZero() && rec.TS.Before(o.Since) {
+				skip[rec.RunID] = true
+				return nil
+			}
+			rep.Runs++
+		case journal.KindPhase:
+			if skip[rec.RunID] {
+				return nil
+			}
+			r.mu.Lock()
+			st := r.runs[rec.RunID]
+			r.mu.Unlock()
+			if st == nil {
+				rep.Skipped++
+				return nil
+			}
+			if st.done {
+				return nil
+			}
+			rep.Phases++
+			if rec.Phase == journal.StepStart {
+				rep.Steps++
+			}
+		case journal.KindEnd:
+			delete(skip, rec.RunID)
+		}
+		flip, err := r.Apply(ctx, rec)
+		if err != nil {
+			return err
+		}
+		if flip != nil {
+			rep.Flips = append(rep.Flips, *flip)
+		}
+		return nil
+	})
+	rep.Problems = problems
+	return rep, err
+}
+
+// Count is how many flips of one kind one plugin caused.
+type Count struct {
+	Kind   string `json:"kind"`
+	Plugin string `json:"plugin,omitempty"`
+	N      int    `json:"n"`
+}
+
+// ByKind counts the flips by kind, most first (masked-field reads are
+// not flips and are left out).
+func (r *Report) ByKind() []Count {
+	return r.count(func(f journal.Flip) string { return f.Kind }, false)
+}
+
+// ByPlugin counts the flips by kind and plugin.
+func (r *Report) ByPlugin() []Count {
+	return r.count(func(f journal.Flip) string { return f.Kind }, true)
+}
+
+func (r *Report) count(key func(journal.Flip) string, byPlugin bool) []Count {
+	idx := map[Count]int{}
+	for _, f := range r.Flips {
+		if f.Kind == ReadsMasked {
+			continue
+		}
+		c := Count{Kind: key(f)}
+		if byPlugin {
+			c.Plugin = f.Plugin
+		}
+		idx[c]++
+	}
+	out := make([]Count, 0, len(idx))
+	for c, n := range idx {
+		c.N = n
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].N != out[j].N {
+			return out[i].N > out[j].N
+		}
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Plugin < out[j].Plugin
+	})
+	return out
+}
+
+// Masked lists the decisions replay could not compare because the
+// candidate reads a field the journal masks.
+func (r *Report) Masked() []journal.Flip {
+	var out []journal.Flip
+	for _, f := range r.Flips {
+		if f.Kind == ReadsMasked {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Fails reports whether the replay should fail a CI gate: any flip, or
+// with failOn only flips of those kinds ("allow->block", "context
+// changed", ...).
+func (r *Report) Fails(failOn []string) bool {
+	for _, f := range r.Flips {
+		if f.Kind == ReadsMasked {
+			continue
+		}
+		if len(failOn) == 0 {
+			return true
+		}
+		for _, k := range failOn {
+			if strings.TrimSpace(k) == f.Kind {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Summary is the one-line result, as dev prints it.
+func (r *Report) Summary() string {
+	n := len(r.Flips) - len(r.Masked())
+	word := "flips"
+	if n == 1 {
+		word = "flip"
+	}
+	return fmt.Sprintf("replay %d runs: %d %s", r.Runs, n, word)
+}
+
+// WriteText prints the report for a person: the flips by kind, then by
+// plugin, one sample per kind, and the totals.
+func (r *Report) WriteText(w io.Writer) {
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "warning: %s\n", p)
+	}
+	kinds := r.ByKind()
+	if len(kinds) == 0 {
+		fmt.Fprintf(w, "no flips: %d runs, %d steps, %d phases replayed\n", r.Runs, r.Steps, r.Phases)
+	} else {
+		var parts []string
+		for _, c := range kinds {
+			parts = append(parts, fmt.Sprintf("%s %d", c.Kind, c.N))
+		}
+		fmt.Fprintln(w, strings.Join(parts, " · "))
+		fmt.Fprintln(w, "\nby plugin:")
+		for _, c := range r.ByPlugin() {
+			fmt.Fprintf(w, "  %-24s %-22s %d\n", orNone(c.Plugin), c.Kind, c.N)
+		}
+		fmt.Fprintln(w, "\nsamples:")
+		seen := map[string]bool{}
+		for _, f := range r.Flips {
+			if f.Kind == ReadsMasked || seen[f.Kind] {
+				continue
+			}
+			seen[f.Kind] = true
+			writeFlip(w, f)
+		}
+	}
+	if m := r.Masked(); len(m) > 0 {
+		fmt.Fprintf(w, "\n%d decisions read masked fields (not counted as flips):\n", len(m))
+		writeFlip(w, m[0])
+	}
+	if len(kinds) > 0 {
+		fmt.Fprintf(w, "\n%d flips in %d runs, %d steps, %d phases replayed\n", len(r.Flips)-len(r.Masked()), r.Runs, r.Steps, r.Phases)
+	}
+	if r.Skipped > 0 {
+		fmt.Fprintf(w, "%d phase records skipped: their run's start is not in the journal (aged out or in another file)\n", r.Skipped)
+	}
+}
+
+func writeFlip(w io.Writer, f journal.Flip) {
+	fmt.Fprintf(w, "  %s: run %s step %d %s", f.Kind, f.RunID, f.Step, f.Phase)
+	if f.CallID != "" {
+		args, _ := json.Marshal(f.Args)
+		fmt.Fprintf(w, " call %s %s %s", f.CallID, f.Tool, args)
+	}
+	fmt.Fprintf(w, "\n    was: %s\n    now: %s\n", f.From, f.To)
+	if f.Detail != "" {
+		fmt.Fprintf(w, "    (%s)\n", f.Detail)
+	}
+}

@@ -1,0 +1,230 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/awaken-lua/awaken-lua/journal"
+	"github.com/awaken-lua/awaken-lua/run"
+)
+
+// maxShadowRuns bounds the runs a shadow follows at once: a run whose end
+// never comes (a client that walked away) must not hold state forever.
+const maxShadowRuns = 10000
+
+// recentFlips is how many disagreements GET /v1/shadow shows.
+const recentFlips = 20
+
+// Candidate gives the shadow's current runtime, pinned until release.
+type Candidate func() (rt *run.Runtime, id string, release func())
+
+// Shadow evaluates a candidate generation beside the enforced one: it is
+// the enforced runtime's journal tap (run.Recorder), and replays each
+// record it sees through the candidate, on the candidate's own copy of
+// the state, as soon as the enforced phase has answered. It never changes
+// the enforced answer: its failures and panics are counted, not returned.
+// Disagreements are journaled (rec "shadow"), counted and summarized.
+type Shadow struct {
+	cand Candidate
+	out  run.Recorder // the journal writer for shadow records; nil: none
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	runs  map[string]*shadowRun
+	repls map[string]*Replayer // by candidate generation id
+	count map[Count]int64
+	last  []journal.Flip
+
+	phases atomic.Int64
+	errors atomic.Int64
+}
+
+type shadowRun struct {
+	r       *Replayer
+	release func()
+}
+
+// NewShadow makes a shadow over the candidate; out receives its records.
+func NewShadow(cand Candidate, out run.Recorder, log *slog.Logger) *Shadow {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Shadow{cand: cand, out: out, log: log, runs: map[string]*shadowRun{}, repls: map[string]*Replayer{},
+		count: map[Count]int64{}}
+}
+
+// SetOut sets where shadow records go (the host's journal, made after the
+// shadow it taps).
+func (sh *Shadow) SetOut(out run.Recorder) {
+	sh.mu.Lock()
+	sh.out = out
+	sh.mu.Unlock()
+}
+
+// Record replays one enforced record through the candidate.
+func (sh *Shadow) Record(rec *journal.Record) {
+	if rec.Rec == journal.KindShadow {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			sh.errors.Add(1)
+			sh.log.Error("the shadow generation panicked; the enforced answer is unchanged", "run_id", rec.RunID, "panic", fmt.Sprint(v))
+		}
+	}()
+	sh.mu.Lock()
+	sr := sh.runs[rec.RunID]
+	if rec.Rec == journal.KindRun {
+		if sr == nil {
+			sr = sh.start()
+			if sr == nil {
+				sh.mu.Unlock()
+				return
+			}
+			sh.runs[rec.RunID] = sr
+		}
+	}
+	if rec.Rec == journal.KindEnd && sr != nil {
+		delete(sh.runs, rec.RunID)
+		sr.release()
+	}
+	sh.mu.Unlock()
+	if sr == nil {
+		return
+	}
+	if rec.Rec == journal.KindPhase {
+		sh.phases.Add(1)
+	}
+	flip, err := sr.r.Apply(context.Background(), rec)
+	if err != nil {
+		sh.errors.Add(1)
+		sh.log.Warn("the shadow generation could not follow a run; the enforced answer is unchanged", "run_id", rec.RunID, "error", err.Error())
+		return
+	}
+	if flip != nil {
+		sh.disagree(rec, flip)
+	}
+}
+
+// start pins the candidate's current generation for a new run (mu held).
+func (sh *Shadow) start() *shadowRun {
+	if len(sh.runs) >= maxShadowRuns {
+		for id, sr := range sh.runs { // drop one: the oldest is not known, any will do
+			delete(sh.runs, id)
+			sr.r.forget(id)
+			sr.release()
+			break
+		}
+	}
+	rt, id, release := sh.cand()
+	if rt == nil {
+		return nil
+	}
+	r := sh.repls[id]
+	if r == nil {
+		var err error
+		if r, err = New(rt); err != nil {
+			release()
+			sh.errors.Add(1)
+			return nil
+		}
+		for gid := range sh.repls {
+			if sh.inUse(gid) == 0 {
+				delete(sh.repls, gid)
+			}
+		}
+		sh.repls[id] = r
+	}
+	return &shadowRun{r: r, release: release}
+}
+
+func (sh *Shadow) inUse(gid string) int {
+	n := 0
+	for _, sr := range sh.runs {
+		if sh.repls[gid] == sr.r {
+			n++
+		}
+	}
+	return n
+}
+
+func (sh *Shadow) disagree(rec *journal.Record, f *journal.Flip) {
+	sh.mu.Lock()
+	from, to := flipLabels(f.Kind)
+	sh.count[Count{Kind: from + "->" + to, Plugin: f.Plugin}]++
+	sh.last = append(sh.last, *f)
+	if len(sh.last) > recentFlips {
+		sh.last = sh.last[len(sh.last)-recentFlips:]
+	}
+	out := sh.out
+	sh.mu.Unlock()
+	if out != nil {
+		out.Record(&journal.Record{Rec: journal.KindShadow, RunID: rec.RunID, Phase: rec.Phase, Step: rec.Step, Shadow: f})
+	}
+}
+
+// flipLabels splits a flip kind into the metric's from and to labels:
+// allow->block stays a pair; "context changed" is context->changed.
+func flipLabels(kind string) (string, string) {
+	if a, b, ok := strings.Cut(kind, "->"); ok {
+		return a, b
+	}
+	if a, b, ok := strings.Cut(kind, " "); ok {
+		return a, b
+	}
+	return kind, "changed"
+}
+
+// Disagreement is one counter of awaken_shadow_disagreements_total.
+type Disagreement struct {
+	Plugin string `json:"plugin"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+	N      int64  `json:"n"`
+}
+
+// Summary is what GET /v1/shadow reports.
+type Summary struct {
+	Phases        int64          `json:"phases"`
+	Following     int            `json:"following"`
+	Errors        int64          `json:"errors"`
+	Disagreements int64          `json:"disagreements"`
+	By            []Disagreement `json:"by"`
+	Recent        []journal.Flip `json:"recent"`
+}
+
+// Summary reports the counts so far.
+func (sh *Shadow) Summary() Summary {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := Summary{Phases: sh.phases.Load(), Following: len(sh.runs), Errors: sh.errors.Load(),
+		By: []Disagreement{}, Recent: append([]journal.Flip{}, sh.last...)}
+	for c, n := range sh.count {
+		from, to, _ := strings.Cut(c.Kind, "->")
+		s.By = append(s.By, Disagreement{Plugin: c.Plugin, From: from, To: to, N: n})
+		s.Disagreements += n
+	}
+	sort.Slice(s.By, func(i, j int) bool {
+		a, b := s.By[i], s.By[j]
+		if a.N != b.N {
+			return a.N > b.N
+		}
+		return a.Plugin+a.From+a.To < b.Plugin+b.From+b.To
+	})
+	return s
+}
+
+// Close releases the generations the shadow pins.
+func (sh *Shadow) Close() {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for id, sr := range sh.runs {
+		sr.release()
+		delete(sh.runs, id)
+	}
+}

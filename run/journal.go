@@ -1,0 +1,163 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/journal"
+	"github.com/awaken-lua/awaken-lua/model"
+)
+
+// Recorder receives a runtime's journal: a header when a run starts, one
+// record per phase a host drives (what the phase received from outside and
+// what the plugins decided), and a record when the run ends. Record is
+// called on the run's goroutine; it must neither keep nor modify rec.
+type Recorder interface {
+	Record(rec *journal.Record)
+}
+
+// WithJournal records every run of the runtime; hash names the plugin
+// generation in the run headers.
+func WithJournal(j Recorder, hash string) Option {
+	return func(r *Runtime) error { r.journal, r.hash = j, hash; return nil }
+}
+
+// SetNow fixes the clock the session's next phases read (ctx:now() and
+// ticket expiry); the zero time goes back to the runtime's clock. Replay
+// and shadow generations use it to read the clock a recording read.
+func (s *Session) SetNow(t time.Time) { s.fixedNow = t }
+
+// stamp reads the clock once for the phase about to run.
+func (s *Session) stamp() {
+	if !s.fixedNow.IsZero() {
+		s.now = s.fixedNow
+		return
+	}
+	s.now = s.rt.clock()
+}
+
+// recordable reports whether a phase method that returned err ran (and is
+// journaled): a refused call (a bad request, a phase out of order) or a
+// failed save (the host retries it) changed nothing.
+func recordable(err error) bool {
+	if err == nil {
+		return true
+	}
+	if isSaveError(err) {
+		return false
+	}
+	switch errs.CodeOf(err) {
+	case errs.BadRequest, errs.InvalidTransition, errs.UnknownResumeTarget, errs.PhaseOutOfOrder, errs.RevisionConflict:
+		return false
+	}
+	var se *errs.Error
+	return !errors.As(err, &se) || se.Path == ""
+}
+
+// journalPhase writes a phase record after a phase method ran.
+func (s *Session) journalPhase(p string, in *journal.Input, err error, fill func(*journal.Record)) {
+	if s.rt.journal == nil || !recordable(err) {
+		return
+	}
+	if in == nil {
+		in = &journal.Input{}
+	}
+	in.Now = s.now
+	rec := journal.Record{Rec: journal.KindPhase, RunID: s.info.ID, Phase: p, Step: s.info.Step, Input: in,
+		Termination: s.termination}
+	if err != nil {
+		rec.Failed = err.Error()
+	}
+	if fill != nil {
+		fill(&rec)
+	}
+	s.rt.journal.Record(&rec)
+}
+
+// journalStart writes the run header and run_start's record.
+func (s *Session) journalStart(o StartOptions, err error) {
+	if s.rt.journal == nil {
+		return
+	}
+	s.rt.journal.Record(&journal.Record{Rec: journal.KindRun, Format: journal.Format, RunID: s.info.ID,
+		ThreadID: s.info.ThreadID, Agent: s.info.AgentID, TS: s.now,
+		Generation: &journal.Generation{ID: s.rt.generation, Hash: s.rt.hash}, Plugins: s.rt.PluginOrder(s.info.AgentID)})
+	s.journalPhase(journal.RunStart, &journal.Input{Messages: o.Messages, Tools: o.Tools,
+		Thread: &journal.Thread{Values: s.thread.Values}}, err, nil)
+}
+
+// journalGate writes the gate's decision for a call as it was applied.
+func (s *Session) journalGate(call model.ToolCall, g *GateRecord) {
+	if s.rt.journal == nil {
+		return
+	}
+	s.journalPhase(journal.ToolGate, &journal.Input{Call: &call}, nil, func(r *journal.Record) {
+		d := journal.Decision{CallID: call.ID, Tool: call.Name, Decision: g.Decision, Plugin: g.Plugin, Reason: g.Reason}
+		if g.RewrittenBy != "" {
+			d.Args = g.Args
+		}
+		r.Decisions = []journal.Decision{d}
+	})
+}
+
+// journalEnd writes the record of a run that is done.
+func (s *Session) journalEnd() {
+	if s.rt.journal == nil {
+		return
+	}
+	s.rt.journal.Record(&journal.Record{Rec: journal.KindEnd, RunID: s.info.ID, Termination: s.termination,
+		Steps: s.info.Step, TS: s.now})
+}
+
+// placed lists context messages as a journal records them.
+func journalContext(cms []contextMessage) []journal.Context {
+	if len(cms) == 0 {
+		return nil
+	}
+	out := make([]journal.Context, len(cms))
+	for i, c := range cms {
+		out[i] = journal.Context{Key: c.key, Target: c.target, Role: c.role, Content: c.content}
+	}
+	return out
+}
+
+func toolNames(tools []model.ToolSpec) []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// Derive returns a copy of the runtime changed by opts (a store or a
+// journal of its own), sharing the plugins, agents and tools: replay and
+// shadow generations run recorded inputs on their own copy of the state.
+func (r *Runtime) Derive(opts ...Option) (*Runtime, error) {
+	cp := *r
+	for _, o := range opts {
+		if err := o(&cp); err != nil {
+			return nil, err
+		}
+	}
+	return &cp, nil
+}
+
+// Probe decides about a call of this step as the gate would, with the
+// given arguments, and records nothing: replay uses it to learn whether a
+// decision depends on a field the journal masked.
+func (s *Session) Probe(ctx context.Context, call model.ToolCall) (Decision, error) {
+	c := s.call(call.ID)
+	if c == nil {
+		return Decision{}, errs.Field("$.call.id", "probe: the model made no tool call %q in this step", call.ID)
+	}
+	tmp := *c
+	tmp.Call.Args = call.Args
+	tmp.Resume = c.Resume
+	g, err := s.evaluate(ctx, &tmp)
+	if err != nil {
+		return Decision{}, err
+	}
+	return g.decision(), nil
+}
