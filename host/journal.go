@@ -47,12 +47,24 @@ func (j *journalSink) Record(rec *journal.Record) {
 	j.mu.RLock()
 	w := j.w
 	j.mu.RUnlock()
-	if w != nil {
-		w.Record(rec)
-	}
+	// The tap reads rec first: the writer recycles it once written.
 	if j.tap != nil {
 		j.tap.Record(rec)
 	}
+	if w != nil {
+		w.Record(rec)
+	}
+}
+
+// Slot hands out a slot of the writer, which recycles it (journal.Slots).
+func (j *journalSink) Slot() *journal.Slot {
+	j.mu.RLock()
+	w := j.w
+	j.mu.RUnlock()
+	if w != nil {
+		return w.Slot()
+	}
+	return journal.NewSlot()
 }
 
 // open opens the configured journal, or moves it when [journal] changed.

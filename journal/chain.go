@@ -19,7 +19,10 @@ const (
 )
 
 // seal makes the line for the record body b (a JSON object) after prev.
-func seal(prev string, b []byte) []byte {
+func seal(prev string, b []byte) []byte { return appendSeal(nil, prev, b) }
+
+// appendSeal appends the line for b after prev to dst.
+func appendSeal(dst []byte, prev string, b []byte) []byte {
 	rest := b[1:]
 	h := sha256.New()
 	h.Write([]byte(sealHead))
@@ -28,8 +31,7 @@ func seal(prev string, b []byte) []byte {
 	h.Write(rest)
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
-	line := make([]byte, 0, len(sealHead)+len(prev)+len(sealMid)+2*sha256.Size+len(sealTail)+len(rest))
-	line = append(line, sealHead...)
+	line := append(dst, sealHead...)
 	line = append(line, prev...)
 	line = append(line, sealMid...)
 	line = hex.AppendEncode(line, sum[:])

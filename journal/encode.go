@@ -69,10 +69,33 @@ func appendRecord(b []byte, r *Record) []byte {
 		e.b = append(e.b, ']')
 	}
 	if len(r.Context) > 0 {
-		e.any("context", r.Context)
+		e.key("context")
+		e.b = append(e.b, '[')
+		for i, c := range r.Context {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.obj(func() {
+				e.str("key", c.Key)
+				e.str("target", c.Target)
+				e.str("role", c.Role)
+				e.str("content", c.Content)
+			})
+		}
+		e.b = append(e.b, ']')
 	}
 	if r.Request != nil {
-		e.any("request", r.Request)
+		e.key("request")
+		e.obj(func() {
+			e.key("tools")
+			if r.Request.Tools == nil {
+				e.b = append(e.b, "null"...)
+			} else {
+				e.strings(r.Request.Tools)
+			}
+			e.key("params")
+			e.params(r.Request.Params)
+		})
 	}
 	e.intOmit("continued", r.Continued)
 	e.strOmit("termination", r.Termination)
@@ -181,14 +204,16 @@ func (e *enc) input(in *Input) {
 			})
 		}
 		if len(in.Tools) > 0 {
-			e.any("tools", in.Tools)
+			e.key("tools")
+			e.tools(in.Tools)
 		}
 		if in.HostTools {
 			e.key("host_tools")
 			e.b = append(e.b, "true"...)
 		}
 		if in.Params != nil {
-			e.any("params", in.Params)
+			e.key("params")
+			e.params(*in.Params)
 		}
 		if r := in.Response; r != nil {
 			e.key("response")
@@ -221,6 +246,43 @@ func (e *enc) input(in *Input) {
 			e.resume(in.Resume)
 		}
 		e.strOmit("reason", in.Reason)
+	})
+}
+
+func (e *enc) tools(ts []model.ToolSpec) {
+	e.b = append(e.b, '[')
+	for i, t := range ts {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.obj(func() {
+			e.str("name", t.Name)
+			e.strOmit("description", t.Description)
+			if len(t.Parameters) > 0 {
+				e.key("parameters")
+				e.value(t.Parameters)
+			}
+		})
+	}
+	e.b = append(e.b, ']')
+}
+
+func (e *enc) params(p model.Params) {
+	e.obj(func() {
+		e.strOmit("model", p.Model)
+		if p.Temperature != nil {
+			e.key("temperature")
+			e.value(*p.Temperature)
+		}
+		if p.MaxTokens != nil {
+			e.key("max_tokens")
+			e.b = strconv.AppendInt(e.b, int64(*p.MaxTokens), 10)
+		}
+		if p.TopP != nil {
+			e.key("top_p")
+			e.value(*p.TopP)
+		}
+		e.strOmit("reasoning_effort", p.ReasoningEffort)
 	})
 }
 

@@ -92,6 +92,8 @@ type Record struct {
 
 	// Shadow record: what the shadow generation decided differently.
 	Shadow *Flip `json:"shadow,omitempty"`
+
+	slot *Slot // the slot a Writer recycles once the record is written
 }
 
 // Generation names the plugin generation that made a recording.

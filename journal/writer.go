@@ -30,11 +30,20 @@ type Options struct {
 	Now         func() time.Time
 }
 
-// Writer appends records to the journal directory. Record hands the record
-// to one goroutine that masks, encodes, chains, writes and rotates, so a
-// run waits for neither the encoder nor the disk nor another run; the
-// queue is bounded, and a full queue makes Record wait rather than drop a
-// record. Close writes what is queued.
+// maxQueued bounds the records waiting for the writer: past it, Record
+// waits rather than drop one.
+const maxQueued = 8192
+
+// linger is how long the writer lets records gather after writing a
+// batch: one wake-up and one write per batch, not per record, at the cost
+// of reaching the file up to this much later.
+const linger = time.Millisecond
+
+// Writer appends records to the journal directory. Record queues the
+// record for one goroutine that masks, encodes, chains, writes and
+// rotates, in batches, so a run waits for neither the encoder nor the disk
+// nor another run; the queue is bounded, and a full queue makes Record
+// wait rather than drop a record. Close writes what is queued.
 //
 // Because encoding happens later, the values a record references (maps,
 // slices) must not change after Record returns: the runtime records the
@@ -43,22 +52,29 @@ type Options struct {
 type Writer struct {
 	o    Options
 	mask *Mask
-	q    chan *Record
 	done chan struct{}
 
-	mu     sync.Mutex // guards closed, and q against a close while sending
-	closed bool
-	errMu  sync.Mutex
-	err    error // the first write error, reported by Close
+	mu       sync.Mutex
+	notEmpty sync.Cond
+	notFull  sync.Cond
+	queue    []*Record
+	closed   bool
+
+	errMu sync.Mutex
+	err   error // the first write error, reported by Close
 
 	// owned by the goroutine
-	f    *os.File
-	buf  *bufio.Writer
-	size int64
-	prev [sha256.Size]byte
-	n    int // lines in the current file
-	enc  []byte
-	seq  int // files opened
+	f     *os.File
+	buf   *bufio.Writer
+	size  int64
+	prev  [sha256.Size]byte
+	n     int // lines in the current file
+	enc   []byte
+	line  []byte
+	seq   int // files opened
+	spare []*Record
+
+	slots sync.Pool // of *Slot (see Slot)
 }
 
 // Open makes the directory if needed, ages out old files and starts a new
@@ -80,7 +96,8 @@ func Open(o Options) (*Writer, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	w := &Writer{o: o, mask: NewMask(o.Mask), q: make(chan *Record, 4096), done: make(chan struct{})}
+	w := &Writer{o: o, mask: NewMask(o.Mask), done: make(chan struct{})}
+	w.notEmpty.L, w.notFull.L = &w.mu, &w.mu
 	w.ageOut()
 	if err := w.rotate(); err != nil {
 		return nil, err
@@ -89,29 +106,34 @@ func Open(o Options) (*Writer, error) {
 	return w, nil
 }
 
-// Record queues one record: a shallow copy of rec, masked and encoded
-// later (see Writer).
+// Record queues rec, masked and encoded later (see Writer): it keeps rec,
+// which the caller must not change afterwards.
 func (w *Writer) Record(rec *Record) {
-	cp := *rec
+	cp := rec
 	w.mu.Lock()
-	defer w.mu.Unlock() // held while queueing, so Close never closes q under a sender
-	if w.closed {
-		return
+	for len(w.queue) >= maxQueued && !w.closed {
+		w.notFull.Wait()
 	}
-	w.q <- &cp
+	if !w.closed {
+		w.queue = append(w.queue, cp)
+		if len(w.queue) == 1 {
+			w.notEmpty.Signal()
+		}
+	}
+	w.mu.Unlock()
 }
 
 // Close writes the queued records and closes the file.
 func (w *Writer) Close() error {
 	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return w.firstErr()
-	}
+	already := w.closed
 	w.closed = true
-	close(w.q)
+	w.notEmpty.Broadcast()
+	w.notFull.Broadcast()
 	w.mu.Unlock()
-	<-w.done
+	if !already {
+		<-w.done
+	}
 	return w.firstErr()
 }
 
@@ -135,19 +157,35 @@ func (w *Writer) fail(err error) {
 
 func (w *Writer) loop() {
 	defer close(w.done)
-	for rec := range w.q {
-		w.enc = appendRecord(w.enc[:0], w.mask.apply(rec))
-		w.write(w.enc)
-		if len(w.q) == 0 && w.buf != nil {
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 && !w.closed {
+			w.notEmpty.Wait()
+		}
+		batch, closed := w.queue, w.closed
+		w.queue = w.spare[:0]
+		w.notFull.Broadcast()
+		w.mu.Unlock()
+		for i, rec := range batch {
+			w.enc = appendRecord(w.enc[:0], w.mask.apply(rec))
+			w.write(w.enc)
+			recycle(rec)
+			batch[i] = nil
+		}
+		w.spare = batch[:0]
+		if w.f != nil {
 			if err := w.buf.Flush(); err != nil {
 				w.fail(fmt.Errorf("journal: %w", err))
 			}
 		}
+		if closed && len(batch) == 0 {
+			break
+		}
+		if !closed {
+			time.Sleep(linger)
+		}
 	}
 	if w.f != nil {
-		if err := w.buf.Flush(); err != nil {
-			w.fail(fmt.Errorf("journal: %w", err))
-		}
 		if err := w.f.Close(); err != nil {
 			w.fail(fmt.Errorf("journal: %w", err))
 		}
@@ -163,7 +201,8 @@ func (w *Writer) write(b []byte) {
 	if w.n > 0 {
 		prev = hex.EncodeToString(w.prev[:])
 	}
-	line := seal(prev, b)
+	w.line = appendSeal(w.line[:0], prev, b)
+	line := w.line
 	at := len(sealHead) + len(prev) + len(sealMid)
 	if _, err := hex.Decode(w.prev[:], line[at:at+2*sha256.Size]); err != nil {
 		panic("journal: seal made a bad sum") // seal writes hex

@@ -170,7 +170,7 @@ func (s *Session) ToolGate(ctx context.Context, call model.ToolCall) (Decision, 
 func (s *Session) AnnounceCall(ctx context.Context, call model.ToolCall) (o Outcome, err error) {
 	s.stamp()
 	if s.rt.journal != nil {
-		defer func() { s.journalPhase(journal.Announce, &journal.Input{Call: &call}, err, nil) }()
+		defer func() { s.journalPhase(journal.Announce, err, func(sl *journal.Slot) { sl.SetCall(call) }) }()
 	}
 	if err := s.expect(phase.ToolGate, stageInferred); err != nil {
 		return s.outcome(), err
@@ -323,7 +323,9 @@ func (s *Session) BeforeToolExecute(ctx context.Context, call model.ToolCall) (o
 	s.stamp()
 	if s.rt.journal != nil {
 		defer func() {
-			s.journalPhase(journal.BeforeToolExecute, &journal.Input{Call: &model.ToolCall{ID: call.ID, Name: call.Name}}, err, nil)
+			s.journalPhase(journal.BeforeToolExecute, err, func(sl *journal.Slot) {
+				sl.SetCall(model.ToolCall{ID: call.ID, Name: call.Name})
+			})
 		}()
 	}
 	if err := s.expect(phase.BeforeToolExecute, stageInferred); err != nil {
@@ -385,7 +387,10 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 	if s.rt.journal != nil {
 		given := result
 		defer func() {
-			s.journalPhase(journal.AfterToolExecute, &journal.Input{Call: &model.ToolCall{ID: call.ID, Name: call.Name}, Result: &given}, err, nil)
+			s.journalPhase(journal.AfterToolExecute, err, func(sl *journal.Slot) {
+				sl.SetCall(model.ToolCall{ID: call.ID, Name: call.Name})
+				sl.SetResult(given)
+			})
 		}()
 	}
 	if err := s.expect(phase.AfterToolExecute, stageInferred); err != nil {

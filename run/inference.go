@@ -24,7 +24,7 @@ import (
 func (s *Session) BeforeInference(ctx context.Context, req model.Request) (out model.Request, o Outcome, err error) {
 	s.stamp()
 	if s.rt.journal != nil {
-		in := &journal.Input{Tools: req.Tools, Params: &req.Params}
+		in := journal.Input{Tools: req.Tools, Params: &req.Params}
 		if len(req.Tools) > 0 && len(req.Tools) == len(s.hostTools) && &req.Tools[0] == &s.hostTools[0] {
 			in.Tools, in.HostTools = nil, true // run_start's record has them
 		}
@@ -33,10 +33,11 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (out m
 		}
 		var placed []journal.Context
 		defer func() {
-			s.journalPhase(journal.BeforeInference, in, err, func(r *journal.Record) {
-				r.Context = placed
+			s.journalPhase(journal.BeforeInference, err, func(sl *journal.Slot) {
+				sl.In.Tools, sl.In.HostTools, sl.In.Messages, sl.In.Params = in.Tools, in.HostTools, in.Messages, in.Params
+				sl.Rec.Context = placed
 				if err == nil {
-					r.Request = &journal.Request{Tools: toolNames(out.Tools), Params: out.Params}
+					sl.Rec.Request = &journal.Request{Tools: toolNames(out.Tools), Params: out.Params}
 				}
 			})
 		}()
@@ -194,7 +195,7 @@ func (s *Session) AfterInference(ctx context.Context, resp model.Response) (o Ou
 	s.stamp()
 	if s.rt.journal != nil {
 		orig := resp
-		defer func() { s.journalPhase(journal.AfterInference, &journal.Input{Response: &orig}, err, nil) }()
+		defer func() { s.journalPhase(journal.AfterInference, err, func(sl *journal.Slot) { sl.SetResponse(orig) }) }()
 	}
 	if err := s.expect(phase.AfterInference, stageInferenceReady); err != nil {
 		return s.outcome(), err

@@ -13,7 +13,8 @@ import (
 // Recorder receives a runtime's journal: a header when a run starts, one
 // record per phase a host drives (what the phase received from outside and
 // what the plugins decided), and a record when the run ends. Record is
-// called on the run's goroutine; it must neither keep nor modify rec.
+// called on the run's goroutine with a record made for it: it may keep
+// rec, and must not modify it (another recorder may read it too).
 type Recorder interface {
 	Record(rec *journal.Record)
 }
@@ -56,24 +57,28 @@ func recordable(err error) bool {
 	return !errors.As(err, &se) || se.Path == ""
 }
 
-// journalPhase writes a phase record after a phase method ran.
-func (s *Session) journalPhase(p string, in *journal.Input, err error, fill func(*journal.Record)) {
+// journalPhase writes a phase record after a phase method ran; fill sets
+// the input and what the phase decided.
+func (s *Session) journalPhase(p string, err error, fill func(*journal.Slot)) {
 	if s.rt.journal == nil || !recordable(err) {
 		return
 	}
-	if in == nil {
-		in = &journal.Input{}
+	var sl *journal.Slot
+	if a, ok := s.rt.journal.(journal.Slots); ok {
+		sl = a.Slot()
+	} else {
+		sl = journal.NewSlot()
 	}
-	in.Now = s.now
-	rec := journal.Record{Rec: journal.KindPhase, RunID: s.info.ID, Phase: p, Step: s.info.Step, Input: in,
-		Termination: s.termination}
+	r := &sl.Rec
+	r.Rec, r.RunID, r.Phase, r.Step, r.Termination = journal.KindPhase, s.info.ID, p, s.info.Step, s.termination
+	sl.In.Now = s.now
 	if err != nil {
-		rec.Failed = err.Error()
+		r.Failed = err.Error()
 	}
 	if fill != nil {
-		fill(&rec)
+		fill(sl)
 	}
-	s.rt.journal.Record(&rec)
+	s.rt.journal.Record(r)
 }
 
 // journalStart writes the run header and run_start's record.
@@ -84,8 +89,9 @@ func (s *Session) journalStart(o StartOptions, err error) {
 	s.rt.journal.Record(&journal.Record{Rec: journal.KindRun, Format: journal.Format, RunID: s.info.ID,
 		ThreadID: s.info.ThreadID, Agent: s.info.AgentID, TS: s.now,
 		Generation: &journal.Generation{ID: s.rt.generation, Hash: s.rt.hash}, Plugins: s.rt.PluginOrder(s.info.AgentID)})
-	s.journalPhase(journal.RunStart, &journal.Input{Messages: o.Messages, Tools: o.Tools,
-		Thread: &journal.Thread{Values: s.thread.Values}}, err, nil)
+	s.journalPhase(journal.RunStart, err, func(sl *journal.Slot) {
+		sl.In.Messages, sl.In.Tools, sl.In.Thread = o.Messages, o.Tools, &journal.Thread{Values: s.thread.Values}
+	})
 }
 
 // journalGate writes the gate's decision for a call as it was applied.
@@ -93,12 +99,13 @@ func (s *Session) journalGate(call model.ToolCall, g *GateRecord) {
 	if s.rt.journal == nil {
 		return
 	}
-	s.journalPhase(journal.ToolGate, &journal.Input{Call: &call}, nil, func(r *journal.Record) {
+	s.journalPhase(journal.ToolGate, nil, func(sl *journal.Slot) {
+		sl.SetCall(call)
 		d := journal.Decision{CallID: call.ID, Tool: call.Name, Decision: g.Decision, Plugin: g.Plugin, Reason: g.Reason}
 		if g.RewrittenBy != "" {
 			d.Args = g.Args
 		}
-		r.Decisions = []journal.Decision{d}
+		sl.SetDecision(d)
 	})
 }
 

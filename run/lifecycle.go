@@ -16,7 +16,7 @@ import (
 func (s *Session) StepStart(ctx context.Context) (o Outcome, err error) {
 	s.stamp()
 	if s.rt.journal != nil {
-		defer func() { s.journalPhase(journal.StepStart, nil, err, nil) }()
+		defer func() { s.journalPhase(journal.StepStart, err, nil) }()
 	}
 	if err := s.expect(phase.StepStart, stageRunStarted, stageStepEnded); err != nil {
 		return s.outcome(), err
@@ -65,7 +65,7 @@ func (s *Session) StepEnd(ctx context.Context) (o Outcome, err error) {
 	s.stamp()
 	if s.rt.journal != nil {
 		defer func() {
-			s.journalPhase(journal.StepEnd, nil, err, func(r *journal.Record) { r.Continued = len(o.Continued) })
+			s.journalPhase(journal.StepEnd, err, func(sl *journal.Slot) { sl.Rec.Continued = len(o.Continued) })
 		}()
 	}
 	if err := s.expect(phase.StepEnd, stageInferred); err != nil {
@@ -127,7 +127,7 @@ func (s *Session) wait(ctx context.Context) (Outcome, error) {
 func (s *Session) RunEnd(ctx context.Context) (o Outcome, err error) {
 	s.stamp()
 	if s.rt.journal != nil {
-		defer func() { s.journalPhase(journal.RunEnd, nil, err, nil) }()
+		defer func() { s.journalPhase(journal.RunEnd, err, nil) }()
 	}
 	u := s.mark()
 	o, err = s.runEnd(ctx)
@@ -186,7 +186,7 @@ func (s *Session) finish(ctx context.Context) error {
 func (s *Session) Cancel(ctx context.Context, reason string) (o Outcome, err error) {
 	s.stamp()
 	if s.rt.journal != nil {
-		defer func() { s.journalPhase(journal.Cancel, &journal.Input{Reason: reason}, err, nil) }()
+		defer func() { s.journalPhase(journal.Cancel, err, func(sl *journal.Slot) { sl.In.Reason = reason }) }()
 	}
 	if s.status != Waiting {
 		return s.outcome(), invalid("cancel: only a waiting run can be cancelled; this one is %s", s.status)
@@ -236,7 +236,7 @@ func (s *Session) EndUninferred(ctx context.Context) (Outcome, error) {
 	if err := s.expect(phase.AfterInference, stageInferenceReady); err != nil {
 		return s.outcome(), err
 	}
-	defer s.journalPhase(journal.EndUninferred, nil, nil, nil)
+	defer s.journalPhase(journal.EndUninferred, nil, nil)
 	s.stage = stageStepEnded
 	s.termination = "natural"
 	s.events.Emit(event.StepEnd{Step: s.info.Step})

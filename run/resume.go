@@ -28,9 +28,10 @@ func (s *Session) Resume(ctx context.Context, decisions []ResumeDecision) (_ []C
 	if s.rt.journal != nil {
 		given := decisions
 		defer func() {
-			s.journalPhase(journal.Resume, &journal.Input{Resume: given}, err, func(r *journal.Record) {
+			s.journalPhase(journal.Resume, err, func(sl *journal.Slot) {
+				sl.In.Resume = given
 				for _, c := range expired {
-					r.Expired = append(r.Expired, c.Call.ID)
+					sl.Rec.Expired = append(sl.Rec.Expired, c.Call.ID)
 				}
 			})
 		}()
