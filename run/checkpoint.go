@@ -18,7 +18,7 @@ func (s *Session) Checkpoint() Checkpoint {
 	snap := s.store.Snapshot()
 	cp := Checkpoint{
 		RunID: s.info.ID, ThreadID: s.info.ThreadID, AgentID: s.info.AgentID,
-		Generation: s.rt.generation, Status: s.status, Stage: string(s.stage), Step: s.info.Step,
+		Generation: s.rt.generation, Status: s.status, Stage: s.stage, Step: s.info.Step,
 		Termination: s.termination, Natural: s.natural,
 		Values:         snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeRun && !k.Transient }),
 		ThreadValues:   snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeThread && !k.Transient }),
@@ -149,7 +149,7 @@ func isSaveError(err error) bool {
 type undo struct {
 	snap        *state.Snapshot
 	status      Status
-	stage       stage
+	stage       Stage
 	termination string
 	natural     bool
 	aborted     bool
@@ -205,7 +205,7 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{rt: r, agent: a, events: events, status: cp.Status, stage: stage(cp.Stage),
+	s := &Session{rt: r, agent: a, events: events, status: cp.Status, stage: cp.Stage,
 		termination: cp.Termination, natural: cp.Natural}
 	if s.events == nil {
 		s.events = event.Discard{}
