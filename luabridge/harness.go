@@ -271,7 +271,8 @@ func (h *harness) runStore(L *lua.LState, o callOpts) *state.Store {
 	return st
 }
 
-// saveThread keeps the thread-scoped values of a store for later calls.
+// saveThread keeps the values of a store a thread keeps (run.ThreadKept)
+// for later calls, as a run's end saves them.
 func (h *harness) saveThread(thread string, st *state.Store) {
 	ctx := context.Background()
 	th, _, _ := h.store.Thread(ctx, thread)
@@ -279,7 +280,7 @@ func (h *harness) saveThread(thread string, st *state.Store) {
 	if th.Values == nil {
 		th.Values = map[string]any{}
 	}
-	for k, v := range st.Snapshot().Values(func(k *state.Key) bool { return k.Scope == state.ScopeThread }) {
+	for k, v := range st.Snapshot().Values(run.ThreadKept) {
 		th.Values[k] = v
 	}
 	_, _ = h.store.PutThread(ctx, th)

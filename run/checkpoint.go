@@ -71,7 +71,7 @@ func (s *Session) save(ctx context.Context) error {
 			values[name] = v
 		}
 	}
-	for name, v := range s.store.Snapshot().Values(func(k *state.Key) bool { return k.Scope == state.ScopeThread && !k.Transient }) {
+	for name, v := range s.store.Snapshot().Values(ThreadKept) {
 		values[name] = v
 	}
 	th.Values = values
@@ -125,6 +125,10 @@ func (s *Session) save(ctx context.Context) error {
 	}
 	return nil
 }
+
+// ThreadKept reports whether a thread keeps a key's value across runs:
+// thread-scoped keys, except those declared persist = false.
+func ThreadKept(k *state.Key) bool { return k.Scope == state.ScopeThread && !k.Transient }
 
 // SaveError is a failure to write a run's thread or checkpoint to the
 // store. The call that saved changed nothing in the session; the cause
