@@ -271,7 +271,8 @@ func (h *harness) runStore(L *lua.LState, o callOpts) *state.Store {
 	return st
 }
 
-// saveThread keeps the thread-scoped values of a store for later calls.
+// saveThread keeps the values of a store a thread keeps (run.ThreadKept)
+// for later calls, as a run's end saves them.
 func (h *harness) saveThread(thread string, st *state.Store) {
 	ctx := context.Background()
 	th, _, _ := h.store.Thread(ctx, thread)
@@ -279,7 +280,7 @@ func (h *harness) saveThread(thread string, st *state.Store) {
 	if th.Values == nil {
 		th.Values = map[string]any{}
 	}
-	for k, v := range st.Snapshot().Values(func(k *state.Key) bool { return k.Scope == state.ScopeThread }) {
+	for k, v := range st.Snapshot().Values(run.ThreadKept) {
 		th.Values[k] = v
 	}
 	_, _ = h.store.PutThread(ctx, th)
@@ -289,60 +290,62 @@ func (h *harness) info(o callOpts) plugin.RunInfo {
 	return plugin.RunInfo{ID: fmt.Sprintf("run_%d", h.runs.Add(1)), ThreadID: o.thread, AgentID: h.agent.ID, Step: o.step}
 }
 
-// gate evaluates the gate for one call: {decision, args, reason?, ticket?,
-// result?}.
+// gate decides about one call as a run's gate does: a session of the
+// harness's runtime, restored at the point where the model has made the
+// call (or where it is resumed), on the thread's state and opts.state,
+// gates it with Session.ToolGate, and nothing is saved. It returns
+// {decision, args, reason?, ticket?, result?, rewritten_by?}.
 func (h *harness) gate(L *lua.LState) int {
 	h.self(L)
 	call := h.toolCall(L, 2)
 	o := h.opts(L, 3)
 	st := h.runStore(L, o)
-	x, err := h.eng.Exec(engine.ExecConfig{Store: st, View: h.view, Configs: h.configs})
+	cr := run.CallRecord{Call: call.Call, Status: run.CallNew}
+	if r := call.Resume; r != nil {
+		// A call resumed by a decision: suspended by an earlier gate,
+		// now passing it again.
+		cr.Status = run.CallResuming
+		cr.Gate = &run.GateRecord{Decision: "suspend", Args: call.Call.Args, Ticket: &gate.Ticket{ID: "ticket_" + call.Call.ID, CallID: call.Call.ID, ResumeMode: gate.Replay}}
+		cr.Resume = &run.ResumeRecord{Action: r.Action, Result: r.Result, Reason: r.Reason, Mode: string(gate.Replay)}
+	}
+	info := h.info(o)
+	runVals, threadVals := splitScopes(st)
+	cp := run.Checkpoint{RunID: info.ID, ThreadID: o.thread, AgentID: h.agent.ID, Status: run.Running, Stage: run.StageInferred,
+		Step: o.step, Values: runVals, ThreadValues: threadVals, Calls: []run.CallRecord{cr}, Revision: st.Revision()}
+	sess, err := h.rt.RestoreCheckpoint(h.tr.cctx, cp, nil)
 	if err != nil {
 		raiseCode(L, err)
 	}
-	in := plugin.Input{Run: h.info(o), Tool: &plugin.ToolInfo{Call: call.Call, Resume: call.Resume}}
-	res, err := x.Gate(h.tr.cctx, in)
+	d, _, err := sess.ToolGate(h.tr.cctx, call.Call)
 	if err != nil {
 		raiseCode(L, err)
 	}
-	out := map[string]any{"args": res.Args}
-	d := res.Decision
-	switch d.Kind {
-	case gate.Allow, gate.Rewrite:
-		out["decision"] = "allow"
-	case gate.Block:
-		out["decision"] = "block"
+	out := map[string]any{"args": d.Args, "decision": d.Decision}
+	switch d.Decision {
+	case "block":
 		out["reason"] = d.Reason
-		if d.Reason == "" {
-			out["reason"] = "blocked by " + d.Plugin // as a run records it
-		}
-	case gate.Suspend:
-		out["decision"] = "suspend"
-		t := gate.Ticket{}
+	case "suspend":
 		if d.Ticket != nil {
-			t = *d.Ticket
+			out["ticket"] = d.Ticket.Value()
 		}
-		if t.ID == "" {
-			t.ID = "ticket_" + call.Call.ID
-		}
-		if t.ResumeMode == "" {
-			t.ResumeMode = gate.Replay
-		}
-		t.CallID = call.Call.ID
-		out["ticket"] = t.Value()
-	case gate.SetResult:
-		out["decision"] = "set_result"
-		r := model.Success(nil)
+	case "set_result":
 		if d.Result != nil {
-			r = *d.Result
+			out["result"] = d.Result.Value()
 		}
-		out["result"] = r.Value()
 	}
-	if res.RewrittenBy != "" {
-		out["rewritten_by"] = res.RewrittenBy
+	if c, ok := sess.Call(call.Call.ID); ok && c.Gate != nil && c.Gate.RewrittenBy != "" {
+		out["rewritten_by"] = c.Gate.RewrittenBy
 	}
 	L.Push(toLua(L, h.tr.inst.null, out))
 	return 1
+}
+
+// splitScopes returns a store's run-scoped and thread-scoped values, as a
+// checkpoint keeps them.
+func splitScopes(st *state.Store) (runVals, threadVals map[string]any) {
+	snap := st.Snapshot()
+	return snap.Values(func(k *state.Key) bool { return k.Scope != state.ScopeThread }),
+		snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeThread })
 }
 
 // toolCall reads {id?, name, args?, resume?, result?} at stack index n.

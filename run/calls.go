@@ -141,7 +141,7 @@ func (g *GateRecord) decision() Decision {
 // that was not offered in this step fails with an error result without
 // running.
 func (s *Session) ToolGate(ctx context.Context, call model.ToolCall) (Decision, Outcome, error) {
-	if err := s.expect(phase.ToolGate, stageInferred); err != nil {
+	if err := s.expect(phase.ToolGate, StageInferred); err != nil {
 		return Decision{}, s.outcome(), err
 	}
 	c, err := s.addressed(phase.ToolGate, call)
@@ -172,7 +172,7 @@ func (s *Session) AnnounceCall(ctx context.Context, call model.ToolCall) (o Outc
 	if s.rt.journal != nil {
 		defer func() { s.journalPhase(journal.Announce, err, func(sl *journal.Slot) { sl.SetCall(call) }) }()
 	}
-	if err := s.expect(phase.ToolGate, stageInferred); err != nil {
+	if err := s.expect(phase.ToolGate, StageInferred); err != nil {
 		return s.outcome(), err
 	}
 	if err := checkCall("$.call", &call); err != nil {
@@ -328,7 +328,7 @@ func (s *Session) BeforeToolExecute(ctx context.Context, call model.ToolCall) (o
 			})
 		}()
 	}
-	if err := s.expect(phase.BeforeToolExecute, stageInferred); err != nil {
+	if err := s.expect(phase.BeforeToolExecute, StageInferred); err != nil {
 		return s.outcome(), err
 	}
 	c, err := s.addressed(phase.BeforeToolExecute, call)
@@ -393,7 +393,7 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 			})
 		}()
 	}
-	if err := s.expect(phase.AfterToolExecute, stageInferred); err != nil {
+	if err := s.expect(phase.AfterToolExecute, StageInferred); err != nil {
 		return result, s.outcome(), err
 	}
 	c, err := s.addressed(phase.AfterToolExecute, call)

@@ -18,7 +18,7 @@ func (s *Session) Checkpoint() Checkpoint {
 	snap := s.store.Snapshot()
 	cp := Checkpoint{
 		RunID: s.info.ID, ThreadID: s.info.ThreadID, AgentID: s.info.AgentID,
-		Generation: s.rt.generation, Status: s.status, Stage: string(s.stage), Step: s.info.Step,
+		Generation: s.rt.generation, Status: s.status, Stage: s.stage, Step: s.info.Step,
 		Termination: s.termination, Natural: s.natural,
 		Values:         snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeRun && !k.Transient }),
 		ThreadValues:   snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeThread && !k.Transient }),
@@ -71,7 +71,7 @@ func (s *Session) save(ctx context.Context) error {
 			values[name] = v
 		}
 	}
-	for name, v := range s.store.Snapshot().Values(func(k *state.Key) bool { return k.Scope == state.ScopeThread && !k.Transient }) {
+	for name, v := range s.store.Snapshot().Values(ThreadKept) {
 		values[name] = v
 	}
 	th.Values = values
@@ -126,6 +126,10 @@ func (s *Session) save(ctx context.Context) error {
 	return nil
 }
 
+// ThreadKept reports whether a thread keeps a key's value across runs:
+// thread-scoped keys, except those declared persist = false.
+func ThreadKept(k *state.Key) bool { return k.Scope == state.ScopeThread && !k.Transient }
+
 // SaveError is a failure to write a run's thread or checkpoint to the
 // store. The call that saved changed nothing in the session; the cause
 // keeps its code (revision_conflict), and a cause without one is an I/O
@@ -149,7 +153,7 @@ func isSaveError(err error) bool {
 type undo struct {
 	snap        *state.Snapshot
 	status      Status
-	stage       stage
+	stage       Stage
 	termination string
 	natural     bool
 	aborted     bool
@@ -205,7 +209,7 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{rt: r, agent: a, events: events, status: cp.Status, stage: stage(cp.Stage),
+	s := &Session{rt: r, agent: a, events: events, status: cp.Status, stage: cp.Stage,
 		termination: cp.Termination, natural: cp.Natural}
 	if s.events == nil {
 		s.events = event.Discard{}

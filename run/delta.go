@@ -42,7 +42,7 @@ type Delta struct {
 
 	Generation     string `json:"generation"`
 	Status         Status `json:"status"`
-	Stage          string `json:"stage"`
+	Stage          Stage  `json:"stage"`
 	Step           int    `json:"step"`
 	Termination    string `json:"termination,omitempty"`
 	Natural        bool   `json:"natural,omitempty"`
@@ -287,7 +287,7 @@ func (s *Session) delta() (Delta, bool) {
 	}
 	snap := s.store.Snapshot()
 	d := Delta{RunID: s.info.ID, Base: s.seq,
-		Generation: s.rt.generation, Status: s.status, Stage: string(s.stage), Step: s.info.Step,
+		Generation: s.rt.generation, Status: s.status, Stage: s.stage, Step: s.info.Step,
 		Termination: s.termination, Natural: s.natural,
 		Revision: snap.Revision(), ThreadRevision: s.thread.Revision}
 	for _, k := range s.rt.set.Registry().Keys() {

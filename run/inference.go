@@ -44,7 +44,7 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (out m
 		s.placed = &placed
 		defer func() { s.placed = nil }()
 	}
-	if err := s.expect(phase.BeforeInference, stageStepStarted); err != nil {
+	if err := s.expect(phase.BeforeInference, StageStepStarted); err != nil {
 		return req, s.outcome(), err
 	}
 	if err := checkRequest(req); err != nil {
@@ -120,7 +120,7 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (out m
 		s.offered = append(s.offered, t.Name)
 	}
 	s.tools = out.Tools
-	s.stage = stageInferenceReady
+	s.stage = StageInferenceReady
 	s.checkStop()
 	return out, s.outcome(), nil
 }
@@ -197,7 +197,7 @@ func (s *Session) AfterInference(ctx context.Context, resp model.Response) (o Ou
 		orig := resp
 		defer func() { s.journalPhase(journal.AfterInference, err, func(sl *journal.Slot) { sl.SetResponse(orig) }) }()
 	}
-	if err := s.expect(phase.AfterInference, stageInferenceReady); err != nil {
+	if err := s.expect(phase.AfterInference, StageInferenceReady); err != nil {
 		return s.outcome(), err
 	}
 	resp.ToolCalls = cloneCalls(resp.ToolCalls)
@@ -216,7 +216,7 @@ func (s *Session) AfterInference(ctx context.Context, resp model.Response) (o Ou
 			return s.outcome(), err
 		}
 	}
-	s.stage = stageInferred
+	s.stage = StageInferred
 	calls := make([]*CallRecord, len(resp.ToolCalls))
 	for i, c := range resp.ToolCalls {
 		calls[i] = &CallRecord{Call: c, Status: CallNew}

@@ -18,11 +18,11 @@ func (s *Session) StepStart(ctx context.Context) (o Outcome, err error) {
 	if s.rt.journal != nil {
 		defer func() { s.journalPhase(journal.StepStart, err, nil) }()
 	}
-	if err := s.expect(phase.StepStart, stageRunStarted, stageStepEnded); err != nil {
+	if err := s.expect(phase.StepStart, StageRunStarted, StageStepEnded); err != nil {
 		return s.outcome(), err
 	}
 	s.info.Step++
-	s.stage = stageStepStarted
+	s.stage = StageStepStarted
 	s.setCalls(nil)
 	s.offered, s.tools, s.natural = nil, nil, false
 	s.events.Emit(event.StepStart{Step: s.info.Step})
@@ -68,7 +68,7 @@ func (s *Session) StepEnd(ctx context.Context) (o Outcome, err error) {
 			s.journalPhase(journal.StepEnd, err, func(sl *journal.Slot) { sl.Rec.Continued = len(o.Continued) })
 		}()
 	}
-	if err := s.expect(phase.StepEnd, stageInferred); err != nil {
+	if err := s.expect(phase.StepEnd, StageInferred); err != nil {
 		return s.outcome(), err
 	}
 	for _, c := range s.calls {
@@ -87,7 +87,7 @@ func (s *Session) StepEnd(ctx context.Context) (o Outcome, err error) {
 	if err != nil {
 		return s.outcome(), err
 	}
-	s.stage = stageStepEnded
+	s.stage = StageStepEnded
 	s.events.Emit(event.StepEnd{Step: s.info.Step})
 	if s.termination == "" && s.natural {
 		s.termination = "natural"
@@ -170,7 +170,7 @@ func (s *Session) runEnd(ctx context.Context) (Outcome, error) {
 // and returned; RunEnd then puts the session back as it was.
 func (s *Session) finish(ctx context.Context) error {
 	s.status = Done
-	s.stage = stageRunEnded
+	s.stage = StageRunEnded
 	if err := s.save(ctx); err != nil {
 		s.rt.log.Error("saving the thread failed", "thread_id", s.info.ThreadID, "run_id", s.info.ID, "error", err.Error())
 		return err
@@ -233,11 +233,11 @@ func (s *Session) cancelCall(c *CallRecord, reason string) {
 // was), the run ends "natural", and only RunEnd may follow.
 func (s *Session) EndUninferred(ctx context.Context) (Outcome, error) {
 	s.stamp()
-	if err := s.expect(phase.AfterInference, stageInferenceReady); err != nil {
+	if err := s.expect(phase.AfterInference, StageInferenceReady); err != nil {
 		return s.outcome(), err
 	}
 	defer s.journalPhase(journal.EndUninferred, nil, nil)
-	s.stage = stageStepEnded
+	s.stage = StageStepEnded
 	s.termination = "natural"
 	s.events.Emit(event.StepEnd{Step: s.info.Step})
 	return s.outcome(), nil

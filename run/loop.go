@@ -165,7 +165,7 @@ func (l *loop) drive(ctx context.Context) {
 		}
 		return err != nil || s.status != Running || s.termination != ""
 	}
-	if s.status == Running && s.stage == stageInferred && s.termination == "" {
+	if s.status == Running && s.stage == StageInferred && s.termination == "" {
 		// A resumed run: finish the open step.
 		if note(l.calls(ctx)) {
 			l.end(ctx)

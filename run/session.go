@@ -102,15 +102,18 @@ type Outcome struct {
 	Continued []model.Message
 }
 
-type stage string
+// Stage is where a run is within its phases: the phase method that may
+// come next follows from it (a checkpoint keeps it).
+type Stage string
 
+// Stages, in the order a step goes through them.
 const (
-	stageRunStarted     stage = "run_started"
-	stageStepStarted    stage = "step_started"
-	stageInferenceReady stage = "inference_ready"
-	stageInferred       stage = "inferred"
-	stageStepEnded      stage = "step_ended"
-	stageRunEnded       stage = "run_ended"
+	StageRunStarted     Stage = "run_started"     // run_start ran; step_start is next
+	StageStepStarted    Stage = "step_started"    // before_inference is next
+	StageInferenceReady Stage = "inference_ready" // the request is ready; after_inference is next
+	StageInferred       Stage = "inferred"        // the model answered; the calls' phases, then step_end
+	StageStepEnded      Stage = "step_ended"      // step_start, or run_end once the run ends
+	StageRunEnded       Stage = "run_ended"
 )
 
 // Session is one run, driven one phase at a time by a host: the autonomous
@@ -125,7 +128,7 @@ type Session struct {
 	events event.Sink
 
 	status      Status
-	stage       stage
+	stage       Stage
 	termination string
 	natural     bool
 	expired     []string // calls settled by expiry since the session was made
@@ -191,7 +194,7 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 	if err != nil {
 		return nil, Outcome{}, err
 	}
-	s := &Session{rt: r, agent: a, events: o.Events, status: Running, stage: stageRunStarted, onEffect: o.OnEffect}
+	s := &Session{rt: r, agent: a, events: o.Events, status: Running, stage: StageRunStarted, onEffect: o.OnEffect}
 	if s.events == nil {
 		s.events = event.Discard{}
 	}
@@ -290,7 +293,7 @@ func (s *Session) Status() Status { return s.status }
 
 // Stage names where the run is within its phases (the Checkpoint's
 // Stage), without copying the run as Checkpoint does.
-func (s *Session) Stage() string { return string(s.stage) }
+func (s *Session) Stage() Stage { return s.stage }
 
 // Termination returns the termination string, empty while running.
 func (s *Session) Termination() string { return s.termination }
@@ -374,7 +377,7 @@ func invalid(format string, args ...any) error {
 }
 
 // expect checks that the run may enter phase p from the current stage.
-func (s *Session) expect(p phase.Phase, stages ...stage) error {
+func (s *Session) expect(p phase.Phase, stages ...Stage) error {
 	switch s.status {
 	case Done:
 		return invalid("%s: the run is done (%s)", p, s.termination)

@@ -52,7 +52,7 @@ type Checkpoint struct {
 	AgentID     string `json:"agent_id"`
 	Generation  string `json:"generation"`
 	Status      Status `json:"status"`
-	Stage       string `json:"stage"`
+	Stage       Stage  `json:"stage"`
 	Step        int    `json:"step"`
 	Termination string `json:"termination,omitempty"`
 	Natural     bool   `json:"natural,omitempty"`

@@ -130,15 +130,6 @@ const (
 	evSessionEnd         = "SessionEnd"
 )
 
-// Stages of a run as its checkpoint names them.
-const (
-	stRunStarted  = "run_started"
-	stStepStarted = "step_started"
-	stReady       = "inference_ready"
-	stInferred    = "inferred"
-	stStepEnded   = "step_ended"
-)
-
 // ccBuiltinTools are offered in every step, so calls Claude Code runs in
 // parallel can join one step whichever built-in tool they use.
 var ccBuiltinTools = []string{"AskUserQuestion", "Bash", "BashOutput", "Edit", "ExitPlanMode", "Glob", "Grep",
@@ -373,7 +364,7 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 		if err != nil {
 			return res, err
 		}
-		e, err = c.drive(ctx, cs, e, &res, stReady, "")
+		e, err = c.drive(ctx, cs, e, &res, run.StageInferenceReady, "")
 		if err == nil && e != nil && e.sess.Termination() == "" {
 			// No model answers a session start: the run ends without
 			// telling after_inference hooks that one did.
@@ -392,7 +383,7 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 		if err != nil {
 			return res, err
 		}
-		e, err = c.drive(ctx, cs, e, &res, stReady, "")
+		e, err = c.drive(ctx, cs, e, &res, run.StageInferenceReady, "")
 		return res, c.release(ctx, e, err)
 	case evPreToolUse:
 		return c.preToolUse(ctx, cs, in)
@@ -409,7 +400,7 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 		if err != nil || e == nil {
 			return res, err
 		}
-		if stageOf(e) == stInferred {
+		if stageOf(e) == run.StageInferred {
 			_, err = c.closeStep(ctx, cs, e, true)
 		}
 		return res, c.release(ctx, e, err)
@@ -550,13 +541,13 @@ func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e *entry, res
 			return err
 		}
 		switch stageOf(e) {
-		case stRunStarted, stStepEnded:
+		case run.StageRunStarted, run.StageStepEnded:
 			_, err = sess.StepStart(ctx)
-		case stStepStarted:
+		case run.StageStepStarted:
 			err = c.beforeInference(ctx, cs, e, res, "")
-		case stReady:
+		case run.StageInferenceReady:
 			_, err = sess.AfterInference(ctx, model.Response{})
-		case stInferred:
+		case run.StageInferred:
 			_, err = c.closeStep(ctx, cs, e, true)
 		default:
 			return fmt.Errorf("run %s is at an unknown stage %q", e.id, stageOf(e))
@@ -568,7 +559,7 @@ func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e *entry, res
 	return fmt.Errorf("run %s did not end", e.id)
 }
 
-func stageOf(e *entry) string { return e.sess.Stage() }
+func stageOf(e *entry) run.Stage { return e.sess.Stage() }
 
 // beforeInference runs before_inference offering Claude Code's tools, and
 // collects the context messages plugins placed.
@@ -608,10 +599,10 @@ func (c *claudeCode) beforeInference(ctx context.Context, cs *ccSession, e *entr
 	return err
 }
 
-// drive advances e to stage want (stReady: an inference is open; stInferred:
+// drive advances e to stage want (run.StageInferenceReady: an inference is open; run.StageInferred:
 // the call is in the open step), starting new steps and, when a run ends on
 // the step limit, new runs. It returns the (possibly new) run, locked.
-func (c *claudeCode) drive(ctx context.Context, cs *ccSession, e *entry, res *ccResult, want string, call string) (*entry, error) {
+func (c *claudeCode) drive(ctx context.Context, cs *ccSession, e *entry, res *ccResult, want run.Stage, call string) (*entry, error) {
 	for i := 0; i < 16; i++ {
 		sess := e.sess
 		if sess.Status() == run.Waiting {
@@ -643,13 +634,13 @@ func (c *claudeCode) drive(ctx context.Context, cs *ccSession, e *entry, res *cc
 		switch st := stageOf(e); {
 		case st == want:
 			return e, nil
-		case st == stRunStarted || st == stStepEnded:
+		case st == run.StageRunStarted || st == run.StageStepEnded:
 			_, err = sess.StepStart(ctx)
-		case st == stStepStarted:
+		case st == run.StageStepStarted:
 			err = c.beforeInference(ctx, cs, e, res, call)
-		case st == stReady && want == stInferred:
+		case st == run.StageInferenceReady && want == run.StageInferred:
 			return e, nil // the caller answers the inference with its call
-		case st == stInferred && want == stReady:
+		case st == run.StageInferred && want == run.StageInferenceReady:
 			_, err = c.closeStep(ctx, cs, e, true)
 		default:
 			return e, fmt.Errorf("run %s is at stage %q, not %q", e.id, st, want)

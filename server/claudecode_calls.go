@@ -32,7 +32,7 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	var e *entry
 	if id := cs.subRuns[in.AgentID]; id != "" {
 		if le, err := c.s.lockRun(ctx, id); err == nil {
-			if le.done.Load() || le.sess.Status() != run.Running || le.sess.Stage() != stStepEnded {
+			if le.done.Load() || le.sess.Status() != run.Running || le.sess.Stage() != run.StageStepEnded {
 				c.s.unlock(le)
 			} else {
 				e = le
@@ -223,13 +223,13 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 // running (parallel tools), or closes the step and opens another.
 func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e *entry, res *ccResult, call model.ToolCall) (*entry, error) {
 	for i := 0; i < 8; i++ {
-		ne, err := c.drive(ctx, cs, e, res, stInferred, call.Name)
+		ne, err := c.drive(ctx, cs, e, res, run.StageInferred, call.Name)
 		if ne == nil || err != nil {
 			return ne, err
 		}
 		e = ne
 		sess := e.sess
-		if stageOf(e) == stReady {
+		if stageOf(e) == run.StageInferenceReady {
 			if _, err := sess.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{call}}); err != nil {
 				return e, err
 			}
@@ -482,7 +482,7 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 		if closed {
 			// Claude infers next: open that inference so the context
 			// messages plugins scheduled reach it now.
-			e, err = c.drive(ctx, cs, e, &res, stReady, "")
+			e, err = c.drive(ctx, cs, e, &res, run.StageInferenceReady, "")
 			return res, c.release(ctx, e, err)
 		}
 	}
