@@ -295,6 +295,10 @@ func (s *Session) Status() Status { return s.status }
 // Stage), without copying the run as Checkpoint does.
 func (s *Session) Stage() Stage { return s.stage }
 
+// Saves counts the run's saves (the Checkpoint.Seq of its last save, or of
+// the checkpoint it was restored from).
+func (s *Session) Saves() uint64 { return s.seq }
+
 // Termination returns the termination string, empty while running.
 func (s *Session) Termination() string { return s.termination }
 

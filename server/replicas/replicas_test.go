@@ -1,0 +1,222 @@
+// Package replicas tests several sidecar replicas on one PostgreSQL
+// database (a throwaway cluster: see internal/pgtest): any replica serves
+// any call of any run, and two replicas never both commit on one base.
+package replicas_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/internal/pgtest"
+	"github.com/awaken-lua/awaken-lua/server"
+)
+
+var cluster *pgtest.Cluster
+
+func TestMain(m *testing.M) { pgtest.Main(m, &cluster) }
+
+const policy = `local awaken = require("awaken")
+local p = awaken.plugin { id = "policy" }
+local visits = p:key("policy.visits", { scope = "thread", merge = "commutative", reducer = "add", default = 0, schema = { type = "integer" } })
+local ran = p:key("policy.ran", { scope = "run", merge = "commutative", reducer = "add", default = 0, schema = { type = "integer" } })
+p:on("run_start", function(ctx) ctx:update(visits, 1) end)
+p:tool_gate(function(ctx, call)
+  if call.name == "slow" then
+    local n = 0
+    for i = 1, 4000000 do n = n + i end -- long enough for two replicas to overlap
+  end
+  if call.name == "deploy" and not call.resume then return awaken.suspend { message = "deploy?" } end
+end)
+p:on("after_tool_execute", function(ctx) ctx:update(ran, 1) end)
+return p
+`
+
+type replica struct {
+	t  *testing.T
+	h  *host.Host
+	ts *httptest.Server
+}
+
+// project writes a project whose store is the test's database, and
+// returns two replicas serving it.
+func replicas(t *testing.T, n int) []*replica {
+	t.Helper()
+	ctx := context.Background()
+	dsn, err := cluster.NewDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWAKEN_TEST_PG", dsn)
+	dir := t.TempDir()
+	toml := "plugin_dir = \"scripts\"\n[runtime]\nhook_timeout = \"10s\"\n[store]\nkind = \"postgres\"\ndsn_env = \"AWAKEN_TEST_PG\"\nmax_conns = 8\n[agents.default]\ntools = []\n"
+	os.MkdirAll(filepath.Join(dir, "scripts"), 0o755)
+	os.WriteFile(filepath.Join(dir, "awaken.toml"), []byte(toml), 0o644)
+	os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), []byte(policy), 0o644)
+	var out []*replica
+	for i := 0; i < n; i++ {
+		h, err := host.Open(ctx, host.Options{ConfigPath: filepath.Join(dir, "awaken.toml")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := server.New(h, server.Options{})
+		r := &replica{t: t, h: h, ts: httptest.NewServer(srv)}
+		t.Cleanup(func() { r.ts.Close(); srv.Close(); h.Close() })
+		out = append(out, r)
+	}
+	return out
+}
+
+type reply struct {
+	status int
+	body   map[string]any
+	raw    string
+}
+
+func (r *replica) call(method, path string, body any) reply {
+	r.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, r.ts.URL+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := reply{status: resp.StatusCode, raw: string(raw)}
+	json.Unmarshal(raw, &out.body)
+	return out
+}
+
+func (r *replica) must(method, path string, body any) reply {
+	r.t.Helper()
+	got := r.call(method, path, body)
+	if got.status/100 != 2 {
+		r.t.Fatalf("%s %s on %s: %d %s", method, path, r.ts.URL, got.status, got.raw)
+	}
+	return got
+}
+
+func phase(r *replica, id, name string, body any) reply {
+	r.t.Helper()
+	if body == nil {
+		body = map[string]any{}
+	}
+	return r.must("POST", "/v1/runs/"+id+"/phases/"+name, body)
+}
+
+func tcall(id, name string) map[string]any {
+	return map[string]any{"id": id, "name": name, "args": map[string]any{}}
+}
+
+// A run started on replica A goes on, phase by phase, on A and B in turn,
+// and a call suspended through A is resumed through B.
+func TestRunMovesBetweenReplicas(t *testing.T) {
+	rs := replicas(t, 2)
+	a, b := rs[0], rs[1]
+	created := a.must("POST", "/v1/runs", map[string]any{"thread_id": "t1",
+		"tools": []any{map[string]any{"name": "read"}, map[string]any{"name": "deploy"}}})
+	id, _ := created.body["run_id"].(string)
+	phase(b, id, "step_start", nil)
+	phase(a, id, "before_inference", map[string]any{"request": map[string]any{}})
+	phase(b, id, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{tcall("c1", "read"), tcall("c2", "deploy")}}})
+	if g := phase(a, id, "tool_gate", map[string]any{"call": tcall("c1", "read")}); g.body["decision"] != "allow" {
+		t.Fatalf("c1: %s", g.raw)
+	}
+	phase(b, id, "before_tool_execute", map[string]any{"call": tcall("c1", "read")})
+	phase(a, id, "after_tool_execute", map[string]any{"call": tcall("c1", "read"), "result": map[string]any{"status": "success"}})
+	if g := phase(a, id, "tool_gate", map[string]any{"call": tcall("c2", "deploy")}); g.body["decision"] != "suspend" {
+		t.Fatalf("c2: %s", g.raw)
+	}
+	if end := phase(a, id, "step_end", nil); end.body["termination"] != "suspended" {
+		t.Fatalf("step_end: %s", end.raw)
+	}
+	res := b.must("POST", "/v1/runs/"+id+"/resume", map[string]any{"decisions": []any{map[string]any{"target": "c2", "action": "resume"}}})
+	if res.status != 200 {
+		t.Fatalf("resume through B: %s", res.raw)
+	}
+	if g := phase(b, id, "tool_gate", map[string]any{"call": tcall("c2", "deploy")}); g.body["decision"] != "allow" {
+		t.Fatalf("c2 resumed: %s", g.raw)
+	}
+	phase(a, id, "before_tool_execute", map[string]any{"call": tcall("c2", "deploy")})
+	phase(b, id, "after_tool_execute", map[string]any{"call": tcall("c2", "deploy"), "result": map[string]any{"status": "success"}})
+	got := a.must("GET", "/v1/runs/"+id, nil)
+	st, _ := got.body["state"].(map[string]any)
+	if st["policy.ran"] != 2.0 || st["policy.visits"] != 1.0 {
+		t.Fatalf("the state A reads after B's calls: %s", got.raw)
+	}
+	phase(b, id, "step_end", nil)
+	phase(a, id, "step_start", nil)
+	phase(b, id, "before_inference", map[string]any{"request": map[string]any{}})
+	phase(a, id, "after_inference", map[string]any{"response": map[string]any{"text": "done"}})
+	phase(b, id, "step_end", nil)
+	if end := phase(a, id, "run_end", nil); end.body["termination"] != "natural" {
+		t.Fatalf("run_end on A: %s", end.raw)
+	}
+	// The thread is saved: a new run on B counts the second visit.
+	next := b.must("POST", "/v1/runs", map[string]any{"thread_id": "t1"})
+	nid, _ := next.body["run_id"].(string)
+	got = a.must("GET", "/v1/runs/"+nid, nil)
+	if st, _ := got.body["state"].(map[string]any); st["policy.visits"] != 2.0 {
+		t.Fatalf("the second run's thread state: %s", got.raw)
+	}
+}
+
+// Two replicas call a phase of one run at the same time on the same base:
+// exactly one commits, the other answers 409 revision_conflict and
+// changed nothing; called again, it commits on the new base.
+func TestConcurrentCallsOnTwoReplicas(t *testing.T) {
+	rs := replicas(t, 2)
+	a, b := rs[0], rs[1]
+	created := a.must("POST", "/v1/runs", map[string]any{"tools": []any{map[string]any{"name": "slow"}}})
+	id, _ := created.body["run_id"].(string)
+	phase(a, id, "step_start", nil)
+	phase(a, id, "before_inference", map[string]any{"request": map[string]any{}})
+	phase(a, id, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{tcall("c1", "slow"), tcall("c2", "slow")}}})
+	b.must("GET", "/v1/runs/"+id, nil) // B holds the run too, on the same base
+	var wg sync.WaitGroup
+	replies := make([]reply, 2)
+	for i, r := range []*replica{a, b} {
+		wg.Add(1)
+		go func(i int, r *replica) {
+			defer wg.Done()
+			replies[i] = r.call("POST", "/v1/runs/"+id+"/phases/tool_gate", map[string]any{"call": tcall(fmt.Sprintf("c%d", i+1), "slow")})
+		}(i, r)
+	}
+	wg.Wait()
+	ok, conflict := 0, -1
+	for i, r := range replies {
+		switch {
+		case r.status == 200:
+			ok++
+		case r.status == 409 && r.body["code"] == "revision_conflict":
+			conflict = i
+		default:
+			t.Fatalf("reply %d: %d %s", i, r.status, r.raw)
+		}
+	}
+	if ok != 1 || conflict < 0 {
+		t.Fatalf("%d commits; replies %v", ok, replies)
+	}
+	// The loser changed nothing: its call is still to gate, and now works.
+	loser := []*replica{a, b}[conflict]
+	if g := phase(loser, id, "tool_gate", map[string]any{"call": tcall(fmt.Sprintf("c%d", conflict+1), "slow")}); g.body["decision"] != "allow" {
+		t.Fatalf("the retry: %s", g.raw)
+	}
+}
