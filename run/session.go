@@ -209,7 +209,7 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 	}
 	th, ok, err := r.store.Thread(ctx, s.info.ThreadID)
 	if err != nil {
-		return nil, Outcome{}, fmt.Errorf("load thread %q: %w", s.info.ThreadID, err)
+		return nil, Outcome{}, &LoadError{Op: fmt.Sprintf("load thread %q", s.info.ThreadID), Err: err}
 	}
 	if ok && th.Waiting != "" {
 		return nil, Outcome{}, errs.New(errs.InvalidTransition,

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/internal/pgtest"
@@ -219,4 +220,102 @@ func TestConcurrentCallsOnTwoReplicas(t *testing.T) {
 	if g := phase(loser, id, "tool_gate", map[string]any{"call": tcall(fmt.Sprintf("c%d", conflict+1), "slow")}); g.body["decision"] != "allow" {
 		t.Fatalf("the retry: %s", g.raw)
 	}
+}
+
+// The database restarting under load: callers get 503 (or, for a call
+// whose save raced, 409), never a wrong answer or a 500; /readyz fails
+// while the database is down; service comes back by itself.
+func TestDatabaseRestartUnderLoad(t *testing.T) {
+	rs := replicas(t, 2)
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wrong []string
+	var wg sync.WaitGroup
+	for c := 0; c < 4; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			r := rs[c%2]
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				created := r.call("POST", "/v1/runs", map[string]any{"tools": []any{map[string]any{"name": "read"}}})
+				note := func(rep reply) bool {
+					mu.Lock()
+					defer mu.Unlock()
+					statuses[rep.status]++
+					switch rep.status {
+					case 200, 201:
+						return true
+					case 503, 409:
+						return false
+					}
+					wrong = append(wrong, fmt.Sprintf("%d %s", rep.status, rep.raw))
+					return false
+				}
+				if !note(created) {
+					continue
+				}
+				id, _ := created.body["run_id"].(string)
+				steps := []struct {
+					name string
+					body any
+				}{
+					{"step_start", map[string]any{}},
+					{"before_inference", map[string]any{"request": map[string]any{}}},
+					{"after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{tcall("c1", "read")}}}},
+					{"tool_gate", map[string]any{"call": tcall("c1", "read")}},
+				}
+				for _, st := range steps {
+					rep := r.call("POST", "/v1/runs/"+id+"/phases/"+st.name, st.body)
+					if !note(rep) {
+						break
+					}
+					if st.name == "tool_gate" && rep.body["decision"] != "allow" {
+						mu.Lock()
+						wrong = append(wrong, "a wrong decision: "+rep.raw)
+						mu.Unlock()
+					}
+				}
+			}
+		}(c)
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s within 30s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("traffic", func() bool { mu.Lock(); defer mu.Unlock(); return statuses[200] > 20 })
+	down := make(chan struct{})
+	go func() {
+		defer close(down)
+		if err := cluster.Restart(time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor("a failing /readyz", func() bool { return rs[0].call("GET", "/readyz", nil).status == 503 })
+	<-down
+	waitFor("a ready /readyz", func() bool { return rs[0].call("GET", "/readyz", nil).status == 200 })
+	mu.Lock()
+	before := statuses[200]
+	mu.Unlock()
+	waitFor("service after the restart", func() bool { mu.Lock(); defer mu.Unlock(); return statuses[200] > before+20 })
+	close(stop)
+	wg.Wait()
+	if len(wrong) > 0 {
+		t.Fatalf("wrong answers during the restart: %v", wrong[:min(len(wrong), 5)])
+	}
+	if statuses[503] == 0 {
+		t.Fatalf("no 503 while the database was down: %v", statuses)
+	}
+	t.Logf("statuses: %v", statuses)
 }
