@@ -4,6 +4,7 @@
 package replicas_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,7 +13,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,9 +51,15 @@ type replica struct {
 	ts *httptest.Server
 }
 
-// project writes a project whose store is the test's database, and
-// returns two replicas serving it.
+// replicas writes a project whose store is the test's database, and
+// returns n replicas serving it.
 func replicas(t *testing.T, n int) []*replica {
+	rs, _ := replicasIn(t, n)
+	return rs
+}
+
+// replicasIn is replicas, and the project's awaken.toml.
+func replicasIn(t *testing.T, n int) ([]*replica, string) {
 	t.Helper()
 	ctx := context.Background()
 	dsn, err := cluster.NewDatabase(ctx)
@@ -74,7 +83,7 @@ func replicas(t *testing.T, n int) []*replica {
 		t.Cleanup(func() { r.ts.Close(); srv.Close(); h.Close() })
 		out = append(out, r)
 	}
-	return out
+	return out, filepath.Join(dir, "awaken.toml")
 }
 
 type reply struct {
@@ -318,4 +327,125 @@ func TestDatabaseRestartUnderLoad(t *testing.T) {
 		t.Fatalf("no 503 while the database was down: %v", statuses)
 	}
 	t.Logf("statuses: %v", statuses)
+}
+
+// serveProcess starts `awaken-lua serve` as a process of its own on the
+// project, and returns a replica talking to it and the process.
+func serveProcess(t *testing.T, bin, cfg string) (*replica, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(bin, "--config", cfg, "serve", "--addr", "127.0.0.1:0", "--log-level", "error")
+	cmd.Env = os.Environ()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("serve printed no address: %v", err)
+	}
+	go io.Copy(io.Discard, out)
+	addr := strings.Fields(strings.TrimPrefix(line, "awaken-lua serving on "))[0]
+	return &replica{t: t, ts: &httptest.Server{URL: addr}}, cmd
+}
+
+// kill -9 of a replica right after it acknowledged a call, while other
+// clients load it, 20 times: the other replica continues each run from
+// exactly what was acknowledged (a lost commit would make its next phase
+// out of order), and every thread takes new runs and counts every run.
+func TestKillNineLosesNothingAcknowledged(t *testing.T) {
+	rs, cfg := replicasIn(t, 1)
+	b := rs[0]
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("this test builds awaken-lua and needs the go command on PATH: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "awaken-lua")
+	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/awaken-lua/awaken-lua/cmd/awaken-lua").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	type step struct {
+		name string
+		body map[string]any
+	}
+	script := []step{
+		{"step_start", nil},
+		{"before_inference", map[string]any{"request": map[string]any{}}},
+		{"after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{tcall("c1", "read")}}}},
+		{"tool_gate", map[string]any{"call": tcall("c1", "read")}},
+		{"before_tool_execute", map[string]any{"call": tcall("c1", "read")}},
+		{"after_tool_execute", map[string]any{"call": tcall("c1", "read"), "result": map[string]any{"status": "success"}}},
+		{"step_end", nil},
+		{"step_start", nil},
+		{"before_inference", map[string]any{"request": map[string]any{}}},
+		{"after_inference", map[string]any{"response": map[string]any{"text": "done"}}},
+		{"step_end", nil},
+		{"run_end", nil},
+	}
+	const cycles = 20
+	runsOn := map[string]int{}
+	for cyc := 0; cyc < cycles; cyc++ {
+		a, proc := serveProcess(t, bin, cfg)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for c := 0; c < 2; c++ { // load on A; its calls die with it
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				client := &http.Client{Timeout: 2 * time.Second}
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					resp, err := client.Post(a.ts.URL+"/v1/runs", "application/json", strings.NewReader(`{"tools":[{"name":"read"}]}`))
+					if err != nil {
+						return
+					}
+					resp.Body.Close()
+				}
+			}()
+		}
+		thread := fmt.Sprintf("t%d", cyc%3)
+		created := a.must("POST", "/v1/runs", map[string]any{"thread_id": thread, "tools": []any{map[string]any{"name": "read"}}})
+		id, _ := created.body["run_id"].(string)
+		runsOn[thread]++
+		k := cyc % len(script) // calls acknowledged by A before the kill
+		for i, st := range script {
+			r := a
+			if i >= k {
+				if i == k {
+					proc.Process.Kill() // SIGKILL, right after A's last acknowledgement
+					proc.Wait()
+				}
+				r = b
+			}
+			body := any(st.body)
+			if st.body == nil {
+				body = map[string]any{}
+			}
+			got := r.call("POST", "/v1/runs/"+id+"/phases/"+st.name, body)
+			if got.status != 200 {
+				t.Fatalf("cycle %d: %s (call %d, after %d acknowledged by the killed replica) on the survivor: %d %s", cyc, st.name, i+1, k, got.status, got.raw)
+			}
+		}
+		if k >= len(script) {
+			proc.Process.Kill()
+			proc.Wait()
+		}
+		close(stop)
+		wg.Wait()
+	}
+	for thread, n := range runsOn {
+		created := b.must("POST", "/v1/runs", map[string]any{"thread_id": thread})
+		id, _ := created.body["run_id"].(string)
+		got := b.must("GET", "/v1/runs/"+id, nil)
+		if st, _ := got.body["state"].(map[string]any); st["policy.visits"] != float64(n+1) {
+			t.Errorf("thread %s: visits %v after %d runs and this one", thread, st["policy.visits"], n)
+		}
+	}
 }
