@@ -46,20 +46,20 @@ return p
 `
 
 type replica struct {
-	t  *testing.T
+	t  testing.TB
 	h  *host.Host
 	ts *httptest.Server
 }
 
 // replicas writes a project whose store is the test's database, and
 // returns n replicas serving it.
-func replicas(t *testing.T, n int) []*replica {
+func replicas(t testing.TB, n int) []*replica {
 	rs, _ := replicasIn(t, n)
 	return rs
 }
 
 // replicasIn is replicas, and the project's awaken.toml.
-func replicasIn(t *testing.T, n int) ([]*replica, string) {
+func replicasIn(t testing.TB, n int) ([]*replica, string) {
 	t.Helper()
 	ctx := context.Background()
 	dsn, err := cluster.NewDatabase(ctx)

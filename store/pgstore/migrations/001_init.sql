@@ -5,7 +5,7 @@ CREATE TABLE awaken_threads (
 	id       text PRIMARY KEY,
 	revision bigint NOT NULL,
 	waiting  text NOT NULL DEFAULT '',
-	body     jsonb NOT NULL
+	body     bytea NOT NULL
 );
 
 CREATE TABLE awaken_runs (
@@ -14,7 +14,7 @@ CREATE TABLE awaken_runs (
 	seq        bigint NOT NULL,
 	status     text NOT NULL,
 	next_expiry timestamptz,
-	body       jsonb NOT NULL,
+	body       bytea NOT NULL,
 	updated_at timestamptz NOT NULL DEFAULT now()
 );
 
