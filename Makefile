@@ -61,6 +61,7 @@ bench:
 .PHONY: bench-serve
 bench-serve:
 	$(GO) test -run '^$$' -bench 'BenchmarkServeToolGate|BenchmarkToolGateHandler|BenchmarkServeClaudeCode' -benchtime 5s ./server/
+	$(GO) test -run '^$$' -bench 'BenchmarkTwoReplicasToolGate' -benchtime 5s ./server/replicas/
 
 # Each fuzz target runs for FUZZTIME.
 fuzz:

@@ -69,6 +69,9 @@ const (
 
 	StoreMemory = "memory" // the default: threads live as long as the process
 	StoreFile   = "file"   // threads and runs survive a restart
+	// StorePostgres keeps threads and runs in PostgreSQL, shared by every
+	// replica of a sidecar.
+	StorePostgres = "postgres"
 )
 
 // Config is a parsed awaken.toml. Parse fills every field, defaults
@@ -142,8 +145,14 @@ type Server struct {
 
 // Store is [store]: where threads and runs are kept.
 type Store struct {
-	Kind string // StoreMemory or StoreFile
-	Path string // the file store's directory, relative to Dir; unused by memory
+	Kind string // StoreMemory, StoreFile or StorePostgres
+	// DSNEnv names the environment variable holding the PostgreSQL
+	// connection string (postgres only; a secret never goes in the file).
+	DSNEnv string
+	// MaxConns bounds the PostgreSQL connections of one process (0: pgx's
+	// default, the larger of 4 and the number of CPUs).
+	MaxConns int
+	Path     string // the file store's directory, relative to Dir; unused by memory
 	// MaxThreads bounds the threads the memory store keeps (>= 1): past it,
 	// the least recently used thread that no run waits on is evicted, and
 	// its thread-scoped state starts fresh, as after a restart. The file
@@ -228,7 +237,7 @@ func Default() *Config {
 		Model: Model{Kind: ModelScripted, Script: "testdata/scenarios/demo.toml",
 			Timeout: defaultModelTimeout, MaxRetries: 3},
 		Server: Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64, HookAgent: DefaultAgent, SessionHistory: 200},
-		Store:  Store{Kind: StoreMemory, Path: defaultStorePath, MaxThreads: defaultMaxThreads},
+		Store:  Store{Kind: StoreMemory, Path: defaultStorePath, MaxThreads: defaultMaxThreads, DSNEnv: "AWAKEN_PG_DSN"},
 		Audit:  Audit{Path: "audit.jsonl"},
 		Tools:  Tools{Root: ".", ShellTimeout: defaultShellTimeout},
 		Agents: map[string]*Agent{DefaultAgent: newAgent(DefaultAgent)},

@@ -251,7 +251,9 @@ func (p *parser) top(m map[string]any) {
 		}},
 		{"store", func(k toml.Key, v any) {
 			p.table(k, v, "[store]", []field{
-				{"kind", p.str(&c.Store.Kind, oneOf(StoreMemory, StoreFile))},
+				{"kind", p.str(&c.Store.Kind, oneOf(StoreMemory, StoreFile, StorePostgres))},
+				{"dsn_env", p.envName(&c.Store.DSNEnv, "AWAKEN_PG_DSN")},
+				{"max_conns", p.integer(&c.Store.MaxConns, 1)},
 				{"max_threads", p.maxThreads(&c.Store.MaxThreads)},
 				{"path", p.str(&c.Store.Path, nonEmpty(`leave path out for the default "`+defaultStorePath+`"`))},
 			})
@@ -290,9 +292,9 @@ func (p *parser) top(m map[string]any) {
 // check does the checks that span keys, once every key is read.
 func (p *parser) check() {
 	c := p.c
-	if sk := (toml.Key{"store"}); p.maxThreadsSet && c.Store.Kind == StoreFile {
+	if sk := (toml.Key{"store"}); p.maxThreadsSet && c.Store.Kind != StoreMemory {
 		p.failAt(p.atFirst(key(sk, "max_threads"), sk), "store.max_threads",
-			`applies to the memory store only: the file store keeps every thread on disk, so there is nothing to bound; remove max_threads, or set kind = "memory"`)
+			`applies to the memory store only: the %s store keeps every thread on disk, so there is nothing to bound; remove max_threads, or set kind = "memory"`, c.Store.Kind)
 	}
 	if sk := (toml.Key{"server"}); p.at(key(sk, "hook_agent")).Line > 0 && c.Agents[c.Server.HookAgent] == nil {
 		ids := make([]string, 0, len(c.Agents))

@@ -243,7 +243,7 @@ func Open(ctx context.Context, o Options) (*Host, error) {
 	}
 	if o.Store != nil {
 		h.store = o.Store
-	} else if h.store, err = openStore(cfg, h.log); err != nil {
+	} else if h.store, err = openStore(ctx, cfg, h.log); err != nil {
 		return nil, err
 	}
 	h.audit = &auditFile{}
@@ -257,7 +257,20 @@ func Open(ctx context.Context, o Options) (*Host, error) {
 	return h, nil
 }
 
-func openStore(c *config.Config, log *slog.Logger) (run.Store, error) {
+func openStore(ctx context.Context, c *config.Config, log *slog.Logger) (run.Store, error) {
+	if c.Store.Kind == config.StorePostgres {
+		s, err := OpenPostgres(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		// Every replica migrates at start (under a lock, so together is
+		// fine): the schema is the one this build needs.
+		if _, err := s.Migrate(ctx); err != nil {
+			s.Close()
+			return nil, errs.Wrap(errs.ConfigInvalid, err, "cannot migrate the PostgreSQL schema; check the database and [store] dsn_env").At(c.Pos("store", "kind"))
+		}
+		return s, nil
+	}
 	if c.Store.Kind == config.StoreFile {
 		s, err := filestore.Open(c.Path(c.Store.Path), log)
 		if err != nil {
@@ -561,6 +574,9 @@ func (h *Host) Close() error {
 		g.Lua.Retire()
 	}
 	jerr := h.journal.close()
+	if c, ok := h.store.(interface{ Close() }); ok && h.opts.Store == nil {
+		c.Close() // a pool the host opened ([store] kind = "postgres")
+	}
 	if err := h.audit.close(); err != nil {
 		return err
 	}

@@ -142,6 +142,16 @@ type SaveError struct {
 func (e *SaveError) Error() string { return e.Op + ": " + e.Err.Error() }
 func (e *SaveError) Unwrap() error { return e.Err }
 
+// LoadError is a failure to read a thread or a run from the store: nothing
+// was changed, and the call can be made again once the store answers.
+type LoadError struct {
+	Op  string
+	Err error
+}
+
+func (e *LoadError) Error() string { return e.Op + ": " + e.Err.Error() }
+func (e *LoadError) Unwrap() error { return e.Err }
+
 func isSaveError(err error) bool {
 	var se *SaveError
 	return errors.As(err, &se)
@@ -195,7 +205,7 @@ func (s *Session) rollback(u undo) {
 func (r *Runtime) Restore(ctx context.Context, runID string, events event.Sink, onEffect ...func(key string, payload any)) (*Session, error) {
 	cp, ok, err := r.store.Run(ctx, runID)
 	if err != nil {
-		return nil, fmt.Errorf("load run %s: %w", runID, err)
+		return nil, &LoadError{Op: "load run " + runID, Err: err}
 	}
 	if !ok {
 		return nil, errs.New(errs.RunNotFound, "run %q is not in the store", runID)
@@ -220,7 +230,7 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 	s.info.ID, s.info.ThreadID, s.info.AgentID, s.info.Step = cp.RunID, cp.ThreadID, cp.AgentID, cp.Step
 	th, ok, err := r.store.Thread(ctx, cp.ThreadID)
 	if err != nil {
-		return nil, fmt.Errorf("load thread %q: %w", cp.ThreadID, err)
+		return nil, &LoadError{Op: fmt.Sprintf("load thread %q", cp.ThreadID), Err: err}
 	}
 	if !ok {
 		th = Thread{ID: cp.ThreadID}

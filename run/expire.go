@@ -34,12 +34,29 @@ func (s *Session) arm(t *gate.Ticket) {
 func (s *Session) NextExpiry() time.Time {
 	var next time.Time
 	for _, c := range s.calls {
-		if c.Status != CallSuspended || c.Gate == nil || c.Gate.Ticket == nil {
-			continue
-		}
-		if at := c.Gate.Ticket.ExpiresAt; !at.IsZero() && (next.IsZero() || at.Before(next)) {
-			next = at
-		}
+		next = earlier(next, c)
+	}
+	return next
+}
+
+// NextExpiry is when the earliest suspended call of a saved run expires
+// (zero: none will), as Session.NextExpiry says for the restored run: a
+// store indexes it so that some replica settles the run.
+func (cp Checkpoint) NextExpiry() time.Time {
+	var next time.Time
+	for i := range cp.Calls {
+		next = earlier(next, &cp.Calls[i])
+	}
+	return next
+}
+
+// earlier is next, or c's expiry when c is suspended and expires first.
+func earlier(next time.Time, c *CallRecord) time.Time {
+	if c.Status != CallSuspended || c.Gate == nil || c.Gate.Ticket == nil {
+		return next
+	}
+	if at := c.Gate.Ticket.ExpiresAt; !at.IsZero() && (next.IsZero() || at.Before(next)) {
+		return at
 	}
 	return next
 }

@@ -209,7 +209,7 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 	}
 	th, ok, err := r.store.Thread(ctx, s.info.ThreadID)
 	if err != nil {
-		return nil, Outcome{}, fmt.Errorf("load thread %q: %w", s.info.ThreadID, err)
+		return nil, Outcome{}, &LoadError{Op: fmt.Sprintf("load thread %q", s.info.ThreadID), Err: err}
 	}
 	if ok && th.Waiting != "" {
 		return nil, Outcome{}, errs.New(errs.InvalidTransition,
@@ -294,6 +294,10 @@ func (s *Session) Status() Status { return s.status }
 // Stage names where the run is within its phases (the Checkpoint's
 // Stage), without copying the run as Checkpoint does.
 func (s *Session) Stage() Stage { return s.stage }
+
+// Saves counts the run's saves (the Checkpoint.Seq of its last save, or of
+// the checkpoint it was restored from).
+func (s *Session) Saves() uint64 { return s.seq }
 
 // Termination returns the termination string, empty while running.
 func (s *Session) Termination() string { return s.termination }

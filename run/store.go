@@ -106,6 +106,15 @@ type Prober interface {
 	Probe(ctx context.Context) error
 }
 
+// Shared is a Store other processes write too (several sidecar replicas
+// on one database). A process holding a run in memory must check, before it
+// continues the run, that its copy is still the latest saved: RunSeq gives
+// the stored run's save count (Checkpoint.Seq; Session.Saves for the copy
+// in memory), and false once the run is no longer stored.
+type Shared interface {
+	RunSeq(ctx context.Context, id string) (uint64, bool, error)
+}
+
 // Volatile is a Store that may keep nothing across a restart: Volatile
 // reports whether it does. A sidecar over a volatile store checkpoints a
 // run only when it leaves memory, since a copy per call would buy nothing;

@@ -296,7 +296,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) error {
 // start begins a run and registers it, locked. The HTTP API and the Claude
 // Code adapter share it.
 func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
-	if err := s.reserveThread(req.ThreadID); err != nil {
+	if err := s.reserveThread(ctx, req.ThreadID); err != nil {
 		return nil, err
 	}
 	g := s.h.Acquire()

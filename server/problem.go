@@ -167,7 +167,8 @@ func storeUnavailable(err error) *apiError {
 // I/O failure, not a refusal such as revision_conflict).
 func isStoreFailure(err error) bool {
 	var se *run.SaveError
-	return errors.As(err, &se) && errs.CodeOf(err) == ""
+	var le *run.LoadError
+	return (errors.As(err, &se) || errors.As(err, &le)) && errs.CodeOf(err) == ""
 }
 
 func tooLarge(limit int64) *apiError {

@@ -102,11 +102,40 @@ func (s *Server) lockRun(ctx context.Context, id string) (*entry, error) {
 		}
 		s.mu.Unlock()
 		e.mu.Lock()
-		if !e.gone {
-			return e, nil
+		if e.gone {
+			e.mu.Unlock()
+			continue
 		}
-		e.mu.Unlock()
+		if err := s.refresh(ctx, e); err != nil {
+			e.mu.Unlock()
+			return nil, err
+		}
+		if e.gone {
+			e.mu.Unlock()
+			continue // it ended elsewhere: look again
+		}
+		return e, nil
 	}
+}
+
+// refresh makes sure a run held in memory (e locked) is the latest saved,
+// when other replicas write the store too (run.Shared): a run another
+// replica saved since is restored again from the store, and a run it ended
+// is dropped, so the caller finds what the store says.
+func (s *Server) refresh(ctx context.Context, e *entry) error {
+	sh, ok := s.h.Store().(run.Shared)
+	if !ok || e.done.Load() || e.sess == nil {
+		return nil
+	}
+	seq, stored, err := sh.RunSeq(ctx, e.id)
+	if err != nil {
+		return storeUnavailable(fmt.Errorf("check run %s: %w", e.id, err))
+	}
+	if stored && seq == e.sess.Saves() {
+		return nil
+	}
+	s.drop(e) // stale: the next look restores it, or finds it gone
+	return nil
 }
 
 // unlock ends a call on a run. A finished run's clock is not reset by
@@ -151,9 +180,21 @@ func (s *Server) restore(ctx context.Context, e *entry) error {
 
 // reserveThread claims a thread for a new run, so two live runs never
 // share one (the second one's thread save would fail its revision check).
-func (s *Server) reserveThread(thread string) error {
+func (s *Server) reserveThread(ctx context.Context, thread string) error {
 	if thread == "" {
 		return nil
+	}
+	if _, shared := s.h.Store().(run.Shared); shared {
+		// The run this replica holds on the thread may have ended on
+		// another one: look (lockRun refreshes it, or finds it gone).
+		s.mu.Lock()
+		other := s.threads[thread]
+		s.mu.Unlock()
+		if other != "" {
+			if e, err := s.lockRun(ctx, other); err == nil {
+				s.unlock(e)
+			}
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -232,6 +273,11 @@ func (s *Server) settle(ctx context.Context, e *entry, changed bool) error {
 // store_unavailable.
 func (s *Server) checkpoint(ctx context.Context, e *entry) error {
 	if err := e.sess.SaveRun(context.WithoutCancel(ctx)); err != nil {
+		if errs.CodeOf(err) == errs.RevisionConflict {
+			// Another replica saved the run first: this call lost, and
+			// changed nothing; its retry restores the run as saved.
+			return fail(http.StatusConflict, errs.RevisionConflict, "run %s was changed by another replica during this call, so this call changed nothing; call again", e.id)
+		}
 		return storeUnavailable(fmt.Errorf("save run %s: %w", e.id, err))
 	}
 	e.dirty = false

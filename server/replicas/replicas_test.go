@@ -1,0 +1,451 @@
+// Package replicas tests several sidecar replicas on one PostgreSQL
+// database (a throwaway cluster: see internal/pgtest): any replica serves
+// any call of any run, and two replicas never both commit on one base.
+package replicas_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/internal/pgtest"
+	"github.com/awaken-lua/awaken-lua/server"
+)
+
+var cluster *pgtest.Cluster
+
+func TestMain(m *testing.M) { pgtest.Main(m, &cluster) }
+
+const policy = `local awaken = require("awaken")
+local p = awaken.plugin { id = "policy" }
+local visits = p:key("policy.visits", { scope = "thread", merge = "commutative", reducer = "add", default = 0, schema = { type = "integer" } })
+local ran = p:key("policy.ran", { scope = "run", merge = "commutative", reducer = "add", default = 0, schema = { type = "integer" } })
+p:on("run_start", function(ctx) ctx:update(visits, 1) end)
+p:tool_gate(function(ctx, call)
+  if call.name == "slow" then
+    local n = 0
+    for i = 1, 4000000 do n = n + i end -- long enough for two replicas to overlap
+  end
+  if call.name == "deploy" and not call.resume then return awaken.suspend { message = "deploy?" } end
+end)
+p:on("after_tool_execute", function(ctx) ctx:update(ran, 1) end)
+return p
+`
+
+type replica struct {
+	t  testing.TB
+	h  *host.Host
+	ts *httptest.Server
+}
+
+// replicas writes a project whose store is the test's database, and
+// returns n replicas serving it.
+func replicas(t testing.TB, n int) []*replica {
+	rs, _ := replicasIn(t, n)
+	return rs
+}
+
+// replicasIn is replicas, and the project's awaken.toml.
+func replicasIn(t testing.TB, n int) ([]*replica, string) {
+	t.Helper()
+	ctx := context.Background()
+	dsn, err := cluster.NewDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWAKEN_TEST_PG", dsn)
+	dir := t.TempDir()
+	toml := "plugin_dir = \"scripts\"\n[runtime]\nhook_timeout = \"10s\"\n[store]\nkind = \"postgres\"\ndsn_env = \"AWAKEN_TEST_PG\"\nmax_conns = 8\n[agents.default]\ntools = []\n"
+	os.MkdirAll(filepath.Join(dir, "scripts"), 0o755)
+	os.WriteFile(filepath.Join(dir, "awaken.toml"), []byte(toml), 0o644)
+	os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), []byte(policy), 0o644)
+	var out []*replica
+	for i := 0; i < n; i++ {
+		h, err := host.Open(ctx, host.Options{ConfigPath: filepath.Join(dir, "awaken.toml")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := server.New(h, server.Options{})
+		r := &replica{t: t, h: h, ts: httptest.NewServer(srv)}
+		t.Cleanup(func() { r.ts.Close(); srv.Close(); h.Close() })
+		out = append(out, r)
+	}
+	return out, filepath.Join(dir, "awaken.toml")
+}
+
+type reply struct {
+	status int
+	body   map[string]any
+	raw    string
+}
+
+func (r *replica) call(method, path string, body any) reply {
+	r.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, r.ts.URL+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := reply{status: resp.StatusCode, raw: string(raw)}
+	json.Unmarshal(raw, &out.body)
+	return out
+}
+
+func (r *replica) must(method, path string, body any) reply {
+	r.t.Helper()
+	got := r.call(method, path, body)
+	if got.status/100 != 2 {
+		r.t.Fatalf("%s %s on %s: %d %s", method, path, r.ts.URL, got.status, got.raw)
+	}
+	return got
+}
+
+func phase(r *replica, id, name string, body any) reply {
+	r.t.Helper()
+	if body == nil {
+		body = map[string]any{}
+	}
+	return r.must("POST", "/v1/runs/"+id+"/phases/"+name, body)
+}
+
+func tcall(id, name string) map[string]any {
+	return map[string]any{"id": id, "name": name, "args": map[string]any{}}
+}
+
+// A run started on replica A goes on, phase by phase, on A and B in turn,
+// and a call suspended through A is resumed through B.
+func TestRunMovesBetweenReplicas(t *testing.T) {
+	rs := replicas(t, 2)
+	a, b := rs[0], rs[1]
+	created := a.must("POST", "/v1/runs", map[string]any{"thread_id": "t1",
+		"tools": []any{map[string]any{"name": "read"}, map[string]any{"name": "deploy"}}})
+	id, _ := created.body["run_id"].(string)
+	phase(b, id, "step_start", nil)
+	phase(a, id, "before_inference", map[string]any{"request": map[string]any{}})
+	phase(b, id, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{tcall("c1", "read"), tcall("c2", "deploy")}}})
+	if g := phase(a, id, "tool_gate", map[string]any{"call": tcall("c1", "read")}); g.body["decision"] != "allow" {
+		t.Fatalf("c1: %s", g.raw)
+	}
+	phase(b, id, "before_tool_execute", map[string]any{"call": tcall("c1", "read")})
+	phase(a, id, "after_tool_execute", map[string]any{"call": tcall("c1", "read"), "result": map[string]any{"status": "success"}})
+	if g := phase(a, id, "tool_gate", map[string]any{"call": tcall("c2", "deploy")}); g.body["decision"] != "suspend" {
+		t.Fatalf("c2: %s", g.raw)
+	}
+	if end := phase(a, id, "step_end", nil); end.body["termination"] != "suspended" {
+		t.Fatalf("step_end: %s", end.raw)
+	}
+	res := b.must("POST", "/v1/runs/"+id+"/resume", map[string]any{"decisions": []any{map[string]any{"target": "c2", "action": "resume"}}})
+	if res.status != 200 {
+		t.Fatalf("resume through B: %s", res.raw)
+	}
+	if g := phase(b, id, "tool_gate", map[string]any{"call": tcall("c2", "deploy")}); g.body["decision"] != "allow" {
+		t.Fatalf("c2 resumed: %s", g.raw)
+	}
+	phase(a, id, "before_tool_execute", map[string]any{"call": tcall("c2", "deploy")})
+	phase(b, id, "after_tool_execute", map[string]any{"call": tcall("c2", "deploy"), "result": map[string]any{"status": "success"}})
+	got := a.must("GET", "/v1/runs/"+id, nil)
+	st, _ := got.body["state"].(map[string]any)
+	if st["policy.ran"] != 2.0 || st["policy.visits"] != 1.0 {
+		t.Fatalf("the state A reads after B's calls: %s", got.raw)
+	}
+	phase(b, id, "step_end", nil)
+	phase(a, id, "step_start", nil)
+	phase(b, id, "before_inference", map[string]any{"request": map[string]any{}})
+	phase(a, id, "after_inference", map[string]any{"response": map[string]any{"text": "done"}})
+	phase(b, id, "step_end", nil)
+	if end := phase(a, id, "run_end", nil); end.body["termination"] != "natural" {
+		t.Fatalf("run_end on A: %s", end.raw)
+	}
+	// The thread is saved: a new run on B counts the second visit.
+	next := b.must("POST", "/v1/runs", map[string]any{"thread_id": "t1"})
+	nid, _ := next.body["run_id"].(string)
+	got = a.must("GET", "/v1/runs/"+nid, nil)
+	if st, _ := got.body["state"].(map[string]any); st["policy.visits"] != 2.0 {
+		t.Fatalf("the second run's thread state: %s", got.raw)
+	}
+}
+
+// Two replicas call a phase of one run at the same time on the same base:
+// exactly one commits, the other answers 409 revision_conflict and
+// changed nothing; called again, it commits on the new base.
+func TestConcurrentCallsOnTwoReplicas(t *testing.T) {
+	rs := replicas(t, 2)
+	a, b := rs[0], rs[1]
+	created := a.must("POST", "/v1/runs", map[string]any{"tools": []any{map[string]any{"name": "slow"}}})
+	id, _ := created.body["run_id"].(string)
+	phase(a, id, "step_start", nil)
+	phase(a, id, "before_inference", map[string]any{"request": map[string]any{}})
+	phase(a, id, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{tcall("c1", "slow"), tcall("c2", "slow")}}})
+	b.must("GET", "/v1/runs/"+id, nil) // B holds the run too, on the same base
+	var wg sync.WaitGroup
+	replies := make([]reply, 2)
+	for i, r := range []*replica{a, b} {
+		wg.Add(1)
+		go func(i int, r *replica) {
+			defer wg.Done()
+			replies[i] = r.call("POST", "/v1/runs/"+id+"/phases/tool_gate", map[string]any{"call": tcall(fmt.Sprintf("c%d", i+1), "slow")})
+		}(i, r)
+	}
+	wg.Wait()
+	ok, conflict := 0, -1
+	for i, r := range replies {
+		switch {
+		case r.status == 200:
+			ok++
+		case r.status == 409 && r.body["code"] == "revision_conflict":
+			conflict = i
+		default:
+			t.Fatalf("reply %d: %d %s", i, r.status, r.raw)
+		}
+	}
+	if ok != 1 || conflict < 0 {
+		t.Fatalf("%d commits; replies %v", ok, replies)
+	}
+	// The loser changed nothing: its call is still to gate, and now works.
+	loser := []*replica{a, b}[conflict]
+	if g := phase(loser, id, "tool_gate", map[string]any{"call": tcall(fmt.Sprintf("c%d", conflict+1), "slow")}); g.body["decision"] != "allow" {
+		t.Fatalf("the retry: %s", g.raw)
+	}
+}
+
+// The database restarting under load: callers get 503 (or, for a call
+// whose save raced, 409), never a wrong answer or a 500; /readyz fails
+// while the database is down; service comes back by itself.
+func TestDatabaseRestartUnderLoad(t *testing.T) {
+	rs := replicas(t, 2)
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wrong []string
+	var wg sync.WaitGroup
+	for c := 0; c < 4; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			r := rs[c%2]
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				created := r.call("POST", "/v1/runs", map[string]any{"tools": []any{map[string]any{"name": "read"}}})
+				note := func(rep reply) bool {
+					mu.Lock()
+					defer mu.Unlock()
+					statuses[rep.status]++
+					switch rep.status {
+					case 200, 201:
+						return true
+					case 503, 409:
+						return false
+					}
+					wrong = append(wrong, fmt.Sprintf("%d %s", rep.status, rep.raw))
+					return false
+				}
+				if !note(created) {
+					continue
+				}
+				id, _ := created.body["run_id"].(string)
+				steps := []struct {
+					name string
+					body any
+				}{
+					{"step_start", map[string]any{}},
+					{"before_inference", map[string]any{"request": map[string]any{}}},
+					{"after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{tcall("c1", "read")}}}},
+					{"tool_gate", map[string]any{"call": tcall("c1", "read")}},
+				}
+				for _, st := range steps {
+					rep := r.call("POST", "/v1/runs/"+id+"/phases/"+st.name, st.body)
+					if !note(rep) {
+						break
+					}
+					if st.name == "tool_gate" && rep.body["decision"] != "allow" {
+						mu.Lock()
+						wrong = append(wrong, "a wrong decision: "+rep.raw)
+						mu.Unlock()
+					}
+				}
+			}
+		}(c)
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s within 30s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("traffic", func() bool { mu.Lock(); defer mu.Unlock(); return statuses[200] > 20 })
+	down := make(chan struct{})
+	go func() {
+		defer close(down)
+		if err := cluster.Restart(time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor("a failing /readyz", func() bool { return rs[0].call("GET", "/readyz", nil).status == 503 })
+	<-down
+	waitFor("a ready /readyz", func() bool { return rs[0].call("GET", "/readyz", nil).status == 200 })
+	mu.Lock()
+	before := statuses[200]
+	mu.Unlock()
+	waitFor("service after the restart", func() bool { mu.Lock(); defer mu.Unlock(); return statuses[200] > before+20 })
+	close(stop)
+	wg.Wait()
+	if len(wrong) > 0 {
+		t.Fatalf("wrong answers during the restart: %v", wrong[:min(len(wrong), 5)])
+	}
+	if statuses[503] == 0 {
+		t.Fatalf("no 503 while the database was down: %v", statuses)
+	}
+	t.Logf("statuses: %v", statuses)
+}
+
+// serveProcess starts `awaken-lua serve` as a process of its own on the
+// project, and returns a replica talking to it and the process.
+func serveProcess(t *testing.T, bin, cfg string) (*replica, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(bin, "--config", cfg, "serve", "--addr", "127.0.0.1:0", "--log-level", "error")
+	cmd.Env = os.Environ()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("serve printed no address: %v", err)
+	}
+	go io.Copy(io.Discard, out)
+	addr := strings.Fields(strings.TrimPrefix(line, "awaken-lua serving on "))[0]
+	return &replica{t: t, ts: &httptest.Server{URL: addr}}, cmd
+}
+
+// kill -9 of a replica right after it acknowledged a call, while other
+// clients load it, 20 times: the other replica continues each run from
+// exactly what was acknowledged (a lost commit would make its next phase
+// out of order), and every thread takes new runs and counts every run.
+func TestKillNineLosesNothingAcknowledged(t *testing.T) {
+	rs, cfg := replicasIn(t, 1)
+	b := rs[0]
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("this test builds awaken-lua and needs the go command on PATH: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "awaken-lua")
+	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/awaken-lua/awaken-lua/cmd/awaken-lua").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	type step struct {
+		name string
+		body map[string]any
+	}
+	script := []step{
+		{"step_start", nil},
+		{"before_inference", map[string]any{"request": map[string]any{}}},
+		{"after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{tcall("c1", "read")}}}},
+		{"tool_gate", map[string]any{"call": tcall("c1", "read")}},
+		{"before_tool_execute", map[string]any{"call": tcall("c1", "read")}},
+		{"after_tool_execute", map[string]any{"call": tcall("c1", "read"), "result": map[string]any{"status": "success"}}},
+		{"step_end", nil},
+		{"step_start", nil},
+		{"before_inference", map[string]any{"request": map[string]any{}}},
+		{"after_inference", map[string]any{"response": map[string]any{"text": "done"}}},
+		{"step_end", nil},
+		{"run_end", nil},
+	}
+	const cycles = 20
+	runsOn := map[string]int{}
+	for cyc := 0; cyc < cycles; cyc++ {
+		a, proc := serveProcess(t, bin, cfg)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for c := 0; c < 2; c++ { // load on A; its calls die with it
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				client := &http.Client{Timeout: 2 * time.Second}
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					resp, err := client.Post(a.ts.URL+"/v1/runs", "application/json", strings.NewReader(`{"tools":[{"name":"read"}]}`))
+					if err != nil {
+						return
+					}
+					resp.Body.Close()
+				}
+			}()
+		}
+		thread := fmt.Sprintf("t%d", cyc%3)
+		created := a.must("POST", "/v1/runs", map[string]any{"thread_id": thread, "tools": []any{map[string]any{"name": "read"}}})
+		id, _ := created.body["run_id"].(string)
+		runsOn[thread]++
+		k := cyc % len(script) // calls acknowledged by A before the kill
+		for i, st := range script {
+			r := a
+			if i >= k {
+				if i == k {
+					proc.Process.Kill() // SIGKILL, right after A's last acknowledgement
+					proc.Wait()
+				}
+				r = b
+			}
+			body := any(st.body)
+			if st.body == nil {
+				body = map[string]any{}
+			}
+			got := r.call("POST", "/v1/runs/"+id+"/phases/"+st.name, body)
+			if got.status != 200 {
+				t.Fatalf("cycle %d: %s (call %d, after %d acknowledged by the killed replica) on the survivor: %d %s", cyc, st.name, i+1, k, got.status, got.raw)
+			}
+		}
+		if k >= len(script) {
+			proc.Process.Kill()
+			proc.Wait()
+		}
+		close(stop)
+		wg.Wait()
+	}
+	for thread, n := range runsOn {
+		created := b.must("POST", "/v1/runs", map[string]any{"thread_id": thread})
+		id, _ := created.body["run_id"].(string)
+		got := b.must("GET", "/v1/runs/"+id, nil)
+		if st, _ := got.body["state"].(map[string]any); st["policy.visits"] != float64(n+1) {
+			t.Errorf("thread %s: visits %v after %d runs and this one", thread, st["policy.visits"], n)
+		}
+	}
+}

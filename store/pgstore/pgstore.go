@@ -1,0 +1,267 @@
+// Package pgstore keeps threads and runs in PostgreSQL, so several sidecar
+// replicas share them: any replica serves any call of any run. Every write
+// is one statement guarded by a revision (compare and swap): a thread by
+// its Revision, a run by its save count (Checkpoint.Seq), so two replicas
+// can never both commit on the same base; the loser gets
+// revision_conflict. The schema is embedded and versioned; Migrate brings
+// a database to the current version.
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/run"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options configure a Store.
+type Options struct {
+	// MaxConns bounds the pool's connections (0: pgx's default).
+	MaxConns int32
+}
+
+// Store is a run.Store in PostgreSQL.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Open connects to the database named by dsn. It does not migrate: call
+// Migrate (serve does at start; awaken-lua migrate runs it alone).
+func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, errs.Wrap(errs.ConfigInvalid, err, "the PostgreSQL connection string is not valid; set it as a libpq DSN or URL such as postgres://user@host/db")
+	}
+	if o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, unavailable(err, "connect to PostgreSQL")
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Migrate applies the embedded migrations the database lacks, in order,
+// each in a transaction, under an advisory lock so that replicas starting
+// together do not race. It returns the versions it applied.
+func (s *Store) Migrate(ctx context.Context) ([]int, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, unavailable(err, "connect to PostgreSQL to migrate")
+	}
+	defer conn.Release()
+	const lock = 0x61776b6e // "awkn"
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lock); err != nil {
+		return nil, unavailable(err, "lock the schema for migration")
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lock)
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS awaken_schema (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return nil, unavailable(err, "create the schema table")
+	}
+	have := map[int]bool{}
+	rows, err := conn.Query(ctx, "SELECT version FROM awaken_schema")
+	if err != nil {
+		return nil, unavailable(err, "read the schema version")
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return nil, unavailable(err, "read the schema version")
+		}
+		have[v] = true
+	}
+	rows.Close()
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var applied []int
+	for _, f := range files {
+		base := strings.TrimPrefix(f, "migrations/")
+		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: migration %s has no version number", f)
+		}
+		if have[v] {
+			continue
+		}
+		sql, _ := migrations.ReadFile(f)
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, string(sql)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO awaken_schema (version) VALUES ($1)", v)
+			return err
+		})
+		if err != nil {
+			return applied, unavailable(err, "apply migration "+base)
+		}
+		applied = append(applied, v)
+	}
+	return applied, nil
+}
+
+// SchemaVersion is the newest migration this build embeds.
+func SchemaVersion() int {
+	files, _ := fs.Glob(migrations, "migrations/*.sql")
+	top := 0
+	for _, f := range files {
+		v, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(f, "migrations/"), "_", 2)[0])
+		top = max(v, top)
+	}
+	return top
+}
+
+// Thread implements run.Store.
+func (s *Store) Thread(ctx context.Context, id string) (run.Thread, bool, error) {
+	var body []byte
+	var rev uint64
+	err := s.pool.QueryRow(ctx, "SELECT revision, body FROM awaken_threads WHERE id = $1", id).Scan(&rev, &body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return run.Thread{}, false, nil
+	}
+	if err != nil {
+		return run.Thread{}, false, unavailable(err, "read thread "+id)
+	}
+	var t run.Thread
+	if err := json.Unmarshal(body, &t); err != nil {
+		return run.Thread{}, false, fmt.Errorf("pgstore: thread %s is not valid JSON: %w", id, err)
+	}
+	t.Revision = rev
+	return t, true, nil
+}
+
+// PutThread implements run.Store: it saves t if the stored revision is
+// still t.Revision (0: the thread must not exist), with a new revision
+// from a sequence shared by every thread.
+func (s *Store) PutThread(ctx context.Context, t run.Thread) (uint64, error) {
+	expected := t.Revision
+	body, err := json.Marshal(t)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: encode thread %s: %w", t.ID, err)
+	}
+	var rev uint64
+	if expected == 0 {
+		err = s.pool.QueryRow(ctx, `INSERT INTO awaken_threads (id, revision, waiting, body) VALUES ($1, nextval('awaken_revisions'), $2, $3)
+			ON CONFLICT (id) DO NOTHING RETURNING revision`, t.ID, t.Waiting, body).Scan(&rev)
+	} else {
+		err = s.pool.QueryRow(ctx, `UPDATE awaken_threads SET revision = nextval('awaken_revisions'), waiting = $3, body = $4
+			WHERE id = $1 AND revision = $2 RETURNING revision`, t.ID, expected, t.Waiting, body).Scan(&rev)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, errs.New(errs.RevisionConflict, "thread %q was saved by another run or replica since (expected revision %d); run again", t.ID, expected)
+	}
+	if err != nil {
+		return 0, unavailable(err, "save thread "+t.ID)
+	}
+	return rev, nil
+}
+
+// Run implements run.Store.
+func (s *Store) Run(ctx context.Context, id string) (run.Checkpoint, bool, error) {
+	var body []byte
+	err := s.pool.QueryRow(ctx, "SELECT body FROM awaken_runs WHERE id = $1", id).Scan(&body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return run.Checkpoint{}, false, nil
+	}
+	if err != nil {
+		return run.Checkpoint{}, false, unavailable(err, "read run "+id)
+	}
+	var cp run.Checkpoint
+	if err := json.Unmarshal(body, &cp); err != nil {
+		return run.Checkpoint{}, false, fmt.Errorf("pgstore: run %s is not valid JSON: %w", id, err)
+	}
+	return cp, true, nil
+}
+
+// RunSeq returns how many times a run was saved (its Checkpoint.Seq), so a
+// replica can tell whether the copy it holds is still the latest.
+func (s *Store) RunSeq(ctx context.Context, id string) (uint64, bool, error) {
+	var seq uint64
+	err := s.pool.QueryRow(ctx, "SELECT seq FROM awaken_runs WHERE id = $1", id).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, unavailable(err, "read run "+id)
+	}
+	return seq, true, nil
+}
+
+// PutRun implements run.Store as a compare and swap on the run's save
+// count: cp (its Seq-th save) replaces the stored run only if that is its
+// save Seq-1, and a first save (Seq 1, or 0 from a host that does not
+// count) only a run that is not stored. Otherwise another replica saved
+// the run since, and nothing is written: revision_conflict.
+func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
+	body, err := json.Marshal(cp)
+	if err != nil {
+		return fmt.Errorf("pgstore: encode run %s: %w", cp.RunID, err)
+	}
+	var expiry any
+	if at := cp.NextExpiry(); !at.IsZero() {
+		expiry = at
+	}
+	var tag pgconn.CommandTag
+	if cp.Seq <= 1 {
+		tag, err = s.pool.Exec(ctx, `INSERT INTO awaken_runs (id, thread_id, seq, status, next_expiry, body) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (id) DO NOTHING`, cp.RunID, cp.ThreadID, cp.Seq, string(cp.Status), expiry, body)
+	} else {
+		tag, err = s.pool.Exec(ctx, `UPDATE awaken_runs SET thread_id = $2, seq = $3, status = $4, next_expiry = $5, body = $6, updated_at = now()
+			WHERE id = $1 AND seq = $3 - 1`, cp.RunID, cp.ThreadID, cp.Seq, string(cp.Status), expiry, body)
+	}
+	if err != nil {
+		return unavailable(err, "save run "+cp.RunID)
+	}
+	if tag.RowsAffected() == 0 {
+		return errs.New(errs.RevisionConflict, "run %s was saved by another replica since this one loaded it (save %d); call again", cp.RunID, cp.Seq)
+	}
+	return nil
+}
+
+// DeleteRun implements run.Store.
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
+	if _, err := s.pool.Exec(ctx, "DELETE FROM awaken_runs WHERE id = $1", id); err != nil {
+		return unavailable(err, "forget run "+id)
+	}
+	return nil
+}
+
+// Probe implements run.Prober: the database answers and the schema is there.
+func (s *Store) Probe(ctx context.Context) error {
+	var v int
+	if err := s.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM awaken_schema").Scan(&v); err != nil {
+		return unavailable(err, "reach PostgreSQL")
+	}
+	if v < SchemaVersion() {
+		return errs.New(errs.NotReady, "the database schema is at version %d and this awaken-lua needs %d; run awaken-lua migrate", v, SchemaVersion())
+	}
+	return nil
+}
+
+// unavailable wraps a database failure: the store could not do what was
+// asked, and nothing was written.
+func unavailable(err error, what string) error {
+	return fmt.Errorf("pgstore: %s: %w", what, err)
+}
