@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"sync"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/value"
@@ -113,6 +114,14 @@ type Prober interface {
 // in memory), and false once the run is no longer stored.
 type Shared interface {
 	RunSeq(ctx context.Context, id string) (uint64, bool, error)
+}
+
+// ExpiryClaimer is a Shared store that tells which waiting runs have an
+// approval past its expiry, claiming each for one process for lease, so
+// that exactly one replica settles it (and another one does if that one
+// dies before saving it).
+type ExpiryClaimer interface {
+	ClaimExpired(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]string, error)
 }
 
 // Volatile is a Store that may keep nothing across a restart: Volatile

@@ -407,14 +407,26 @@ func (s *Server) noteExpiry(e *entry) {
 // store when it left memory), its expired calls are decided as their
 // tickets say, and it is saved.
 func (s *Server) expire(now time.Time) {
-	s.mu.Lock()
 	var due []string
-	for id, at := range s.expiries {
-		if !now.Before(at) {
-			due = append(due, id)
+	if cl, ok := s.h.Store().(run.ExpiryClaimer); ok {
+		// Several replicas: the store says which runs are due, in memory
+		// here or not, and gives each to one replica.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ids, err := cl.ClaimExpired(ctx, now, expiryLease, 64)
+		cancel()
+		if err != nil {
+			s.log.LogAttrs(context.Background(), slog.LevelWarn, "cannot claim expired approvals; will retry", slog.String("error", err.Error()))
 		}
+		due = ids
+	} else {
+		s.mu.Lock()
+		for id, at := range s.expiries {
+			if !now.Before(at) {
+				due = append(due, id)
+			}
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 	for _, id := range due {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		err := s.expireRun(ctx, id)
@@ -425,6 +437,10 @@ func (s *Server) expire(now time.Time) {
 		}
 	}
 }
+
+// expiryLease is how long a replica's claim on an expired run holds: past
+// it, another replica settles the run if this one has not.
+const expiryLease = 30 * time.Second
 
 func (s *Server) expireRun(ctx context.Context, id string) error {
 	e, err := s.lockRun(ctx, id)

@@ -23,6 +23,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/internal/pgtest"
 	"github.com/awaken-lua/awaken-lua/server"
+	"github.com/awaken-lua/awaken-lua/store/pgstore"
 )
 
 var cluster *pgtest.Cluster
@@ -40,16 +41,22 @@ p:tool_gate(function(ctx, call)
     for i = 1, 4000000 do n = n + i end -- long enough for two replicas to overlap
   end
   if call.name == "deploy" and not call.resume then return awaken.suspend { message = "deploy?" } end
+  if call.name == "hurry" and not call.resume then return awaken.suspend { message = "quick?", timeout = "1s" } end
 end)
 p:on("after_tool_execute", function(ctx) ctx:update(ran, 1) end)
 return p
 `
 
 type replica struct {
-	t  testing.TB
-	h  *host.Host
-	ts *httptest.Server
+	t    testing.TB
+	h    *host.Host
+	ts   *httptest.Server
+	once sync.Once
+	stop func()
 }
+
+// close stops the replica (once).
+func (r *replica) close() { r.once.Do(r.stop) }
 
 // replicas writes a project whose store is the test's database, and
 // returns n replicas serving it.
@@ -78,9 +85,12 @@ func replicasIn(t testing.TB, n int) ([]*replica, string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := server.New(h, server.Options{})
+		// Short idle and retention make the janitor (which settles expired
+		// approvals) look every 25ms.
+		srv := server.New(h, server.Options{IdleTimeout: 100 * time.Millisecond, DoneRetention: 100 * time.Millisecond})
 		r := &replica{t: t, h: h, ts: httptest.NewServer(srv)}
-		t.Cleanup(func() { r.ts.Close(); srv.Close(); h.Close() })
+		r.stop = func() { r.ts.Close(); srv.Close(); h.Close() }
+		t.Cleanup(r.close)
 		out = append(out, r)
 	}
 	return out, filepath.Join(dir, "awaken.toml")
@@ -448,4 +458,62 @@ func TestKillNineLosesNothingAcknowledged(t *testing.T) {
 			t.Errorf("thread %s: visits %v after %d runs and this one", thread, st["policy.visits"], n)
 		}
 	}
+}
+
+// An approval that expires while its run waits is settled by exactly one
+// replica, though none holds the run in memory (the one that suspended it
+// stopped: the store says which runs are due and gives each to one), and
+// the run goes on anywhere.
+func TestExpiredApprovalSettledByOneReplica(t *testing.T) {
+	rs := replicas(t, 3)
+	a, b, c := rs[0], rs[1], rs[2]
+	created := a.must("POST", "/v1/runs", map[string]any{"tools": []any{map[string]any{"name": "hurry"}}})
+	id, _ := created.body["run_id"].(string)
+	phase(a, id, "step_start", nil)
+	phase(a, id, "before_inference", map[string]any{"request": map[string]any{}})
+	phase(a, id, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{tcall("c1", "hurry")}}})
+	if g := phase(a, id, "tool_gate", map[string]any{"call": tcall("c1", "hurry")}); g.body["decision"] != "suspend" {
+		t.Fatalf("gate: %s", g.raw)
+	}
+	phase(a, id, "step_end", nil)
+	a.close()
+	expired := func(r *replica) float64 {
+		got := r.call("GET", "/metrics", nil)
+		for _, line := range strings.Split(got.raw, "\n") {
+			if v, ok := strings.CutPrefix(line, "awaken_tickets_expired_total "); ok {
+				var f float64
+				fmt.Sscan(v, &f)
+				return f
+			}
+		}
+		return 0
+	}
+	// Watch the database, not a replica: a GET would load the run into
+	// that replica's memory.
+	st, err := pgstore.Open(context.Background(), os.Getenv("AWAKEN_TEST_PG"), pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		cp, ok, err := st.Run(context.Background(), id)
+		if err != nil || !ok {
+			t.Fatalf("the run left the store: %v %v", ok, err)
+		}
+		if cp.Status == "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the expired approval was not settled within 15s (status %s)", cp.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Give a second settlement the time it would need, then count.
+	time.Sleep(300 * time.Millisecond)
+	if n := expired(b) + expired(c); n != 1 {
+		t.Fatalf("the approval was settled %v times (B %v, C %v)", n, expired(b), expired(c))
+	}
+	// The run goes on from the settlement, on either replica.
+	phase(b, id, "step_end", nil)
 }

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -228,8 +229,8 @@ func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
 		tag, err = s.pool.Exec(ctx, `INSERT INTO awaken_runs (id, thread_id, seq, status, next_expiry, body) VALUES ($1, $2, $3, $4, $5, $6)
 			ON CONFLICT (id) DO NOTHING`, cp.RunID, cp.ThreadID, cp.Seq, string(cp.Status), expiry, body)
 	} else {
-		tag, err = s.pool.Exec(ctx, `UPDATE awaken_runs SET thread_id = $2, seq = $3, status = $4, next_expiry = $5, body = $6, updated_at = now()
-			WHERE id = $1 AND seq = $3 - 1`, cp.RunID, cp.ThreadID, cp.Seq, string(cp.Status), expiry, body)
+		tag, err = s.pool.Exec(ctx, `UPDATE awaken_runs SET thread_id = $2, seq = $3, status = $4, next_expiry = $5, body = $6, updated_at = now(),
+			expiry_claim = NULL WHERE id = $1 AND seq = $3 - 1`, cp.RunID, cp.ThreadID, cp.Seq, string(cp.Status), expiry, body)
 	}
 	if err != nil {
 		return unavailable(err, "save run "+cp.RunID)
@@ -238,6 +239,26 @@ func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
 		return errs.New(errs.RevisionConflict, "run %s was saved by another replica since this one loaded it (save %d); call again", cp.RunID, cp.Seq)
 	}
 	return nil
+}
+
+// ClaimExpired implements run.ExpiryClaimer: it claims, for lease, up to
+// limit waiting runs whose earliest approval expired by now and that no
+// other replica holds a live claim on (FOR UPDATE SKIP LOCKED: replicas
+// claiming at once never wait for, nor take, each other's rows).
+func (s *Store) ClaimExpired(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE awaken_runs SET expiry_claim = $2
+		WHERE id IN (SELECT id FROM awaken_runs
+			WHERE status = 'waiting' AND next_expiry <= $1 AND (expiry_claim IS NULL OR expiry_claim < $1)
+			ORDER BY next_expiry LIMIT $3 FOR UPDATE SKIP LOCKED)
+		RETURNING id`, now, now.Add(lease), limit)
+	if err != nil {
+		return nil, unavailable(err, "claim expired runs")
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, unavailable(err, "claim expired runs")
+	}
+	return ids, nil
 }
 
 // DeleteRun implements run.Store.
