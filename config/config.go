@@ -152,7 +152,10 @@ type Store struct {
 	// MaxConns bounds the PostgreSQL connections of one process (0: pgx's
 	// default, the larger of 4 and the number of CPUs).
 	MaxConns int
-	Path     string // the file store's directory, relative to Dir; unused by memory
+	// Publish makes serve publish its plugin directory as the bundle every
+	// replica loads, at start and on each save (postgres only).
+	Publish bool
+	Path    string // the file store's directory, relative to Dir; unused by memory
 	// MaxThreads bounds the threads the memory store keeps (>= 1): past it,
 	// the least recently used thread that no run waits on is evicted, and
 	// its thread-scoped state starts fresh, as after a restart. The file

@@ -253,7 +253,8 @@ func (p *parser) top(m map[string]any) {
 			p.table(k, v, "[store]", []field{
 				{"kind", p.str(&c.Store.Kind, oneOf(StoreMemory, StoreFile, StorePostgres))},
 				{"dsn_env", p.envName(&c.Store.DSNEnv, "AWAKEN_PG_DSN")},
-				{"max_conns", p.integer(&c.Store.MaxConns, 1)},
+				{"max_conns", p.integer(&c.Store.MaxConns, 2)},
+				{"publish", p.boolean(&c.Store.Publish)},
 				{"max_threads", p.maxThreads(&c.Store.MaxThreads)},
 				{"path", p.str(&c.Store.Path, nonEmpty(`leave path out for the default "`+defaultStorePath+`"`))},
 			})

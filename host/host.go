@@ -220,6 +220,9 @@ type Host struct {
 	// than queue behind a build that hangs.
 	reloading chan struct{}
 	current   atomic.Pointer[Generation]
+	// pluginDir replaces the configuration's plugin_dir when set
+	// (Options.PluginDir, or a published bundle: UsePluginDir).
+	pluginDir atomic.Pointer[string]
 	mu        sync.Mutex
 	status    Status
 	closed    bool // Close ran: a build that finishes later is dropped
@@ -228,6 +231,9 @@ type Host struct {
 // Open loads the first generation; it fails if that does not load.
 func Open(ctx context.Context, o Options) (*Host, error) {
 	h := &Host{opts: o, log: o.Log, reloading: make(chan struct{}, 1)}
+	if o.PluginDir != "" {
+		h.pluginDir.Store(&o.PluginDir)
+	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -305,8 +311,8 @@ func (h *Host) readConfig() (*config.Config, error) {
 
 // override applies the options that replace configured values.
 func (h *Host) override(c *config.Config) *config.Config {
-	if h.opts.PluginDir != "" {
-		if abs, err := filepath.Abs(h.opts.PluginDir); err == nil {
+	if dir := h.pluginDir.Load(); dir != nil {
+		if abs, err := filepath.Abs(*dir); err == nil {
 			c.PluginDir = abs
 		}
 	}

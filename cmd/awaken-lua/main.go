@@ -11,6 +11,7 @@
 //	awaken-lua [--config FILE] replay [PATH...] [--plugin-dir DIR] [--since D] [--json] [--fail-on KINDS]
 //	awaken-lua [--config FILE] journal verify [PATH...] | journal export RUN_ID [-o FILE] [PATH...]
 //	awaken-lua [--config FILE] migrate
+//	awaken-lua [--config FILE] publish [DIR]
 //	awaken-lua [--config FILE] hook [--agent claude-code] [--url URL] [--timeout D] [--fail closed|open] [--local] [--as AGENT]
 //	awaken-lua install claude-code [--scope project|local|user] [--http] [--uninstall]
 //	awaken-lua version
@@ -83,6 +84,7 @@ func commands() []command {
 		{"serve", "serve the sidecar HTTP API (and the Claude Code hooks)", cmdServe, "", ""},
 		{"replay", "replay the journal's runs through the current plugins and report the flips", cmdReplay, "[PATH...]", replayMore},
 		{"journal", "verify the journal, or export a recorded run as a Lua test", cmdJournal, "verify|export ...", journalMore},
+		{"publish", "publish the plugin directory as the bundle every PostgreSQL replica loads", cmdPublish, "[DIR]", ""},
 		{"migrate", "create or update the PostgreSQL schema of [store] kind = \"postgres\"", cmdMigrate, "", ""},
 		{"hook", "a coding agent's command hook: an event on stdin, the decision on stdout", cmdHook, "< EVENT.json", ""},
 		{"install", "add awaken-lua's hooks to a coding agent's settings (claude-code)", cmdInstall, "AGENT", ""},

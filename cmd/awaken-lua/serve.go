@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -103,13 +104,52 @@ func cmdServe(e *env) int {
 
 	watchCtx, stopWatch := context.WithCancel(e.ctx)
 	var wg sync.WaitGroup
+	bundles, shared := h.Store().(host.Bundles)
+	publish := shared && cfg.Store.Publish
+	onReload := srv.ObserveReload
+	if publish {
+		// This replica's plugin directory is the one every replica loads:
+		// published now, and again on each save that loads.
+		local := cfg.Path(cfg.PluginDir)
+		pub := h.Store().(interface {
+			Publish(context.Context, map[string][]byte) (string, error)
+		})
+		publishDir := func() {
+			files, err := host.ReadBundle(local)
+			if err == nil {
+				var hash string
+				if hash, err = pub.Publish(e.ctx, files); err == nil {
+					log.Info("plugin bundle published", "bundle", hash[:12])
+				}
+			}
+			if err != nil {
+				log.Warn("cannot publish the plugin directory; the replicas keep the bundle they have", "error", err.Error())
+			}
+		}
+		publishDir()
+		onReload = func(st host.Status) {
+			srv.ObserveReload(st)
+			if st.LastResult == "loaded" {
+				publishDir()
+			}
+		}
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := h.Watch(watchCtx, srv.ObserveReload); err != nil {
+		if err := h.Watch(watchCtx, onReload); err != nil {
 			log.Warn("watching for plugin changes failed; reload with POST /v1/plugins/reload", "error", err.Error())
 		}
 	}()
+	if shared && !publish {
+		// Load the bundle published to the database, now and on each
+		// publication (awaken-lua publish, or a replica with publish = true).
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = h.FollowBundles(watchCtx, bundles, cfg.Path(filepath.Join(".awaken", "bundles")), srv.ObserveReload)
+		}()
+	}
 	if shadowHost != nil {
 		wg.Add(1)
 		go func() {

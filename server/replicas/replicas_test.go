@@ -339,6 +339,20 @@ func TestDatabaseRestartUnderLoad(t *testing.T) {
 	t.Logf("statuses: %v", statuses)
 }
 
+// buildAwaken builds the awaken-lua command for a test.
+func buildAwaken(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("this test builds awaken-lua and needs the go command on PATH: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "awaken-lua")
+	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/awaken-lua/awaken-lua/cmd/awaken-lua").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // serveProcess starts `awaken-lua serve` as a process of its own on the
 // project, and returns a replica talking to it and the process.
 func serveProcess(t *testing.T, bin, cfg string) (*replica, *exec.Cmd) {
@@ -369,14 +383,7 @@ func serveProcess(t *testing.T, bin, cfg string) (*replica, *exec.Cmd) {
 func TestKillNineLosesNothingAcknowledged(t *testing.T) {
 	rs, cfg := replicasIn(t, 1)
 	b := rs[0]
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("this test builds awaken-lua and needs the go command on PATH: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "awaken-lua")
-	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/awaken-lua/awaken-lua/cmd/awaken-lua").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildAwaken(t)
 	type step struct {
 		name string
 		body map[string]any
@@ -516,4 +523,72 @@ func TestExpiredApprovalSettledByOneReplica(t *testing.T) {
 	}
 	// The run goes on from the settlement, on either replica.
 	phase(b, id, "step_end", nil)
+}
+
+// A bundle published to the database reaches every replica: new runs on
+// each decide with it.
+func TestPublishedBundleReachesEveryReplica(t *testing.T) {
+	rs, cfg := replicasIn(t, 2)
+	bin := buildAwaken(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for _, r := range rs {
+		b, ok := r.h.Store().(host.Bundles)
+		if !ok {
+			t.Fatal("the PostgreSQL store publishes no bundles")
+		}
+		wg.Add(1)
+		go func(r *replica) {
+			defer wg.Done()
+			r.h.FollowBundles(ctx, b, t.TempDir(), nil)
+		}(r)
+	}
+	decide := func(r *replica) string {
+		created := r.must("POST", "/v1/runs", map[string]any{"tools": []any{map[string]any{"name": "read"}}})
+		id, _ := created.body["run_id"].(string)
+		phase(r, id, "step_start", nil)
+		phase(r, id, "before_inference", map[string]any{"request": map[string]any{}})
+		phase(r, id, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{tcall("c1", "read")}}})
+		g := phase(r, id, "tool_gate", map[string]any{"call": tcall("c1", "read")})
+		d, _ := g.body["decision"].(string)
+		return d
+	}
+	for _, r := range rs {
+		if d := decide(r); d != "allow" {
+			t.Fatalf("before the publication: %s", d)
+		}
+	}
+	st, err := pgstore.Open(ctx, os.Getenv("AWAKEN_TEST_PG"), pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	v2 := strings.Replace(policy, `if call.name == "slow" then`, `if call.name == "read" then return awaken.block("read is off") end
+  if call.name == "slow" then`, 1)
+	// A plugin that does not load is not published.
+	bad := t.TempDir()
+	os.WriteFile(filepath.Join(bad, "policy.lua"), []byte("return nil +"), 0o644)
+	if out, err := exec.Command(bin, "--config", cfg, "publish", bad).CombinedOutput(); err == nil || !strings.Contains(string(out), "nothing was published") {
+		t.Fatalf("publishing a broken bundle: %v\n%s", err, out)
+	}
+	if h, _ := st.Published(ctx); h != "" {
+		t.Fatalf("a broken bundle was published: %s", h)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "policy.lua"), []byte(v2), 0o644)
+	published := time.Now()
+	if out, err := exec.Command(bin, "--config", cfg, "publish", dir).CombinedOutput(); err != nil || !strings.Contains(string(out), "published ") {
+		t.Fatalf("awaken-lua publish: %v\n%s", err, out)
+	}
+	for i, r := range rs {
+		deadline := time.Now().Add(20 * time.Second)
+		for decide(r) != "block" {
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d still allows read 20s after the publication", i)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	t.Logf("both replicas decide with the published bundle %v after it was published", time.Since(published).Round(time.Millisecond))
 }
