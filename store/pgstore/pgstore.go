@@ -179,21 +179,91 @@ func (s *Store) PutThread(ctx context.Context, t run.Thread) (uint64, error) {
 	return rev, nil
 }
 
-// Run implements run.Store.
+// Run implements run.Store: the saved checkpoint with the changes saved
+// since applied in order.
 func (s *Store) Run(ctx context.Context, id string) (run.Checkpoint, bool, error) {
-	var body []byte
-	err := s.pool.QueryRow(ctx, "SELECT body FROM awaken_runs WHERE id = $1", id).Scan(&body)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return run.Checkpoint{}, false, nil
-	}
+	rows, err := s.pool.Query(ctx, `SELECT 0, body FROM awaken_runs WHERE id = $1
+		UNION ALL SELECT seq, body FROM awaken_run_deltas WHERE run_id = $1 ORDER BY 1`, id)
 	if err != nil {
 		return run.Checkpoint{}, false, unavailable(err, "read run "+id)
 	}
+	defer rows.Close()
 	var cp run.Checkpoint
-	if err := json.Unmarshal(body, &cp); err != nil {
-		return run.Checkpoint{}, false, fmt.Errorf("pgstore: run %s is not valid JSON: %w", id, err)
+	found, deltas := false, 0
+	for rows.Next() {
+		var seq int64
+		var body []byte
+		if err := rows.Scan(&seq, &body); err != nil {
+			return run.Checkpoint{}, false, unavailable(err, "read run "+id)
+		}
+		if seq == 0 {
+			if err := json.Unmarshal(body, &cp); err != nil {
+				return run.Checkpoint{}, false, fmt.Errorf("pgstore: run %s is not valid JSON: %w", id, err)
+			}
+			found = true
+			continue
+		}
+		if !found || uint64(seq) <= cp.Seq {
+			continue // a change the saved checkpoint already holds
+		}
+		var d run.Delta
+		if err := json.Unmarshal(body, &d); err != nil {
+			return run.Checkpoint{}, false, fmt.Errorf("pgstore: save %d of run %s is not valid JSON: %w", seq, id, err)
+		}
+		if err := cp.Apply(d); err != nil {
+			return run.Checkpoint{}, false, fmt.Errorf("pgstore: save %d of run %s does not apply: %w", seq, id, err)
+		}
+		deltas++
 	}
-	return cp, true, nil
+	if err := rows.Err(); err != nil {
+		return run.Checkpoint{}, false, unavailable(err, "read run "+id)
+	}
+	if found && deltas > compactAfter {
+		s.compact(ctx, cp)
+	}
+	return cp, found, nil
+}
+
+// compactAfter is how many saved changes a read applies before it writes
+// the run back whole, so reading a long run stays cheap.
+const compactAfter = 64
+
+// compact writes cp (read at its latest save) as the run's checkpoint and
+// drops the changes it holds, unless another save came in between. A
+// failure only means the next read compacts.
+func (s *Store) compact(ctx context.Context, cp run.Checkpoint) {
+	body, err := json.Marshal(cp)
+	if err != nil {
+		return
+	}
+	s.pool.Exec(ctx, `WITH u AS (UPDATE awaken_runs SET body = $3, base_seq = $2 WHERE id = $1 AND seq = $2 RETURNING id)
+		DELETE FROM awaken_run_deltas WHERE run_id IN (SELECT id FROM u) AND seq <= $2`, cp.RunID, cp.Seq, body)
+}
+
+// AppendRun implements run.RunLog: it saves what changed since save
+// d.Base, if the run is still at that save (compare and swap), as one
+// statement; otherwise revision_conflict and nothing is written.
+func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
+	body, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("pgstore: encode a change of run %s: %w", d.RunID, err)
+	}
+	var behind int64
+	err = s.pool.QueryRow(ctx, `WITH u AS (UPDATE awaken_runs SET seq = $2 + 1, status = $3,
+			next_expiry = CASE WHEN $3 = 'waiting' THEN next_expiry END, expiry_claim = NULL, updated_at = now()
+			WHERE id = $1 AND seq = $2 RETURNING id, seq - base_seq AS behind),
+		i AS (INSERT INTO awaken_run_deltas (run_id, seq, body) SELECT id, $2 + 1, $4 FROM u)
+		SELECT behind FROM u`, d.RunID, d.Base, string(d.Status), body).Scan(&behind)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errs.New(errs.RevisionConflict, "run %s was saved by another replica since this one loaded it (save %d); call again", d.RunID, d.Base+1)
+	}
+	if err != nil {
+		return unavailable(err, "save run "+d.RunID)
+	}
+	if behind > 4*compactAfter {
+		s.Run(ctx, d.RunID) // reading compacts it
+	}
+	return nil
 }
 
 // RunSeq returns how many times a run was saved (its Checkpoint.Seq), so a
@@ -226,11 +296,15 @@ func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
 	}
 	var tag pgconn.CommandTag
 	if cp.Seq <= 1 {
-		tag, err = s.pool.Exec(ctx, `INSERT INTO awaken_runs (id, thread_id, seq, status, next_expiry, body) VALUES ($1, $2, $3, $4, $5, $6)
+		tag, err = s.pool.Exec(ctx, `INSERT INTO awaken_runs (id, thread_id, seq, base_seq, status, next_expiry, body) VALUES ($1, $2, $3, $3, $4, $5, $6)
 			ON CONFLICT (id) DO NOTHING`, cp.RunID, cp.ThreadID, cp.Seq, string(cp.Status), expiry, body)
 	} else {
-		tag, err = s.pool.Exec(ctx, `UPDATE awaken_runs SET thread_id = $2, seq = $3, status = $4, next_expiry = $5, body = $6, updated_at = now(),
-			expiry_claim = NULL WHERE id = $1 AND seq = $3 - 1`, cp.RunID, cp.ThreadID, cp.Seq, string(cp.Status), expiry, body)
+		var n int64
+		err = s.pool.QueryRow(ctx, `WITH u AS (UPDATE awaken_runs SET thread_id = $2, seq = $3, base_seq = $3, status = $4, next_expiry = $5, body = $6,
+				updated_at = now(), expiry_claim = NULL WHERE id = $1 AND seq = $3 - 1 RETURNING id),
+			d AS (DELETE FROM awaken_run_deltas WHERE run_id IN (SELECT id FROM u))
+			SELECT count(*) FROM u`, cp.RunID, cp.ThreadID, cp.Seq, string(cp.Status), expiry, body).Scan(&n)
+		tag = pgconn.NewCommandTag(fmt.Sprintf("UPDATE %d", n))
 	}
 	if err != nil {
 		return unavailable(err, "save run "+cp.RunID)
@@ -263,7 +337,8 @@ func (s *Store) ClaimExpired(ctx context.Context, now time.Time, lease time.Dura
 
 // DeleteRun implements run.Store.
 func (s *Store) DeleteRun(ctx context.Context, id string) error {
-	if _, err := s.pool.Exec(ctx, "DELETE FROM awaken_runs WHERE id = $1", id); err != nil {
+	if _, err := s.pool.Exec(ctx, `WITH d AS (DELETE FROM awaken_run_deltas WHERE run_id = $1)
+		DELETE FROM awaken_runs WHERE id = $1`, id); err != nil {
 		return unavailable(err, "forget run "+id)
 	}
 	return nil

@@ -3,11 +3,14 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/internal/pgtest"
+	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
 	"github.com/awaken-lua/awaken-lua/store/pgstore"
 )
@@ -150,5 +153,51 @@ func TestConcurrentSavesOnOneBase(t *testing.T) {
 	wg.Wait()
 	if runs != 1 || threads != 1 {
 		t.Fatalf("%d run saves and %d thread saves committed on one base", runs, threads)
+	}
+}
+
+// A run saved as changes on a checkpoint reads back as the session that
+// saved it holds it, across compactions, and two changes on one base
+// never both commit.
+func TestRunLog(t *testing.T) {
+	s, ctx := open(t), context.Background()
+	var lg run.RunLog = s
+	cp := run.Checkpoint{RunID: "r", ThreadID: "t", Status: run.Running, Stage: run.StageInferred, Seq: 1,
+		Values: map[string]any{}, Messages: []model.Message{{Role: "user", Content: "hi"}}}
+	if err := s.PutRun(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	want := cp
+	for i := 1; i <= 300; i++ {
+		d := run.Delta{RunID: "r", Base: uint64(i), Status: run.Running, Stage: run.StageInferred, Step: i,
+			MessagesFrom: len(want.Messages), Messages: []model.Message{{Role: "assistant", Content: fmt.Sprint(i)}},
+			Values: map[string]any{"n": float64(i)}}
+		if err := lg.AppendRun(ctx, d); err != nil {
+			t.Fatalf("save %d: %v", i+1, err)
+		}
+		if err := want.Apply(d); err != nil {
+			t.Fatal(err)
+		}
+		if i == 150 {
+			if err := lg.AppendRun(ctx, d); !errors.Is(err, errs.RevisionConflict) {
+				t.Fatalf("a second change on one base: %v", err)
+			}
+		}
+	}
+	got, ok, err := s.Run(ctx, "r")
+	if !ok || err != nil || got.Seq != 301 || got.Step != 300 || len(got.Messages) != 301 || got.Values["n"] != 300.0 {
+		t.Fatalf("read back: seq %d step %d %d messages, n %v: %v", got.Seq, got.Step, len(got.Messages), got.Values["n"], err)
+	}
+	if !reflect.DeepEqual(got.Messages, want.Messages) {
+		t.Fatal("the messages differ from the ones saved")
+	}
+	// A whole save replaces the checkpoint and its changes.
+	got.Seq, got.Step = 302, 0
+	if err := s.PutRun(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	again, _, _ := s.Run(ctx, "r")
+	if again.Seq != 302 || again.Step != 0 || len(again.Messages) != 301 {
+		t.Fatalf("after a whole save: seq %d step %d", again.Seq, again.Step)
 	}
 }
