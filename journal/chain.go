@@ -19,18 +19,21 @@ const (
 )
 
 // seal makes the line for the record body b (a JSON object) after prev.
-func seal(prev string, b []byte) []byte { return appendSeal(nil, prev, b) }
+func seal(prev string, b []byte) []byte {
+	var s sealer
+	return s.seal(nil, []byte(prev), b)
+}
 
-// appendSeal appends the line for b after prev to dst.
-func appendSeal(dst []byte, prev string, b []byte) []byte {
+// sealer seals lines with buffers it reuses.
+type sealer struct {
+	plain []byte // the line without its sum, which the sum is of
+}
+
+// seal appends to dst the line for b after prev (hex, or empty).
+func (s *sealer) seal(dst, prev, b []byte) []byte {
 	rest := b[1:]
-	h := sha256.New()
-	h.Write([]byte(sealHead))
-	h.Write([]byte(prev))
-	h.Write([]byte(sealTail))
-	h.Write(rest)
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
+	s.plain = append(append(append(append(s.plain[:0], sealHead...), prev...), sealTail...), rest...)
+	sum := sha256.Sum256(s.plain)
 	line := append(dst, sealHead...)
 	line = append(line, prev...)
 	line = append(line, sealMid...)

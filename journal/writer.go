@@ -3,7 +3,6 @@ package journal
 import (
 	"bufio"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -64,15 +63,16 @@ type Writer struct {
 	err   error // the first write error, reported by Close
 
 	// owned by the goroutine
-	f     *os.File
-	buf   *bufio.Writer
-	size  int64
-	prev  [sha256.Size]byte
-	n     int // lines in the current file
-	enc   []byte
-	line  []byte
-	seq   int // files opened
-	spare []*Record
+	f       *os.File
+	buf     *bufio.Writer
+	size    int64
+	prevHex [2 * sha256.Size]byte // the previous line's sum, in hex
+	sealer  sealer
+	n       int // lines in the current file
+	enc     []byte
+	line    []byte
+	seq     int // files opened
+	spare   []*Record
 
 	slots sync.Pool // of *Slot (see Slot)
 }
@@ -197,16 +197,14 @@ func (w *Writer) write(b []byte) {
 	if w.f == nil {
 		return
 	}
-	prev := ""
+	var prev []byte
 	if w.n > 0 {
-		prev = hex.EncodeToString(w.prev[:])
+		prev = w.prevHex[:]
 	}
-	w.line = appendSeal(w.line[:0], prev, b)
+	w.line = w.sealer.seal(w.line[:0], prev, b)
 	line := w.line
 	at := len(sealHead) + len(prev) + len(sealMid)
-	if _, err := hex.Decode(w.prev[:], line[at:at+2*sha256.Size]); err != nil {
-		panic("journal: seal made a bad sum") // seal writes hex
-	}
+	copy(w.prevHex[:], line[at:at+2*sha256.Size])
 	if _, err := w.buf.Write(line); err != nil {
 		w.fail(fmt.Errorf("journal: %w", err))
 		return
