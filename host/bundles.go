@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/awaken-lua/awaken-lua/config"
+	"github.com/awaken-lua/awaken-lua/luabridge"
+	"github.com/awaken-lua/awaken-lua/run"
 )
 
 // Bundles is where a replica finds the published plugin bundle (the
@@ -31,6 +35,11 @@ const bundleRescan = time.Second
 // in flight keep the generation they started on; new runs use the new
 // one. onReload sees each reload's status.
 func (h *Host) FollowBundles(ctx context.Context, b Bundles, cacheDir string, onReload func(Status)) error {
+	h.mu.Lock()
+	if h.follow == nil {
+		h.follow = &bundleFollow{src: b, cache: cacheDir, pins: map[string]*Generation{}}
+	}
+	h.mu.Unlock()
 	wake := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -61,16 +70,11 @@ func (h *Host) FollowBundles(ctx context.Context, b Bundles, cacheDir string, on
 }
 
 func (h *Host) useBundle(ctx context.Context, b Bundles, cacheDir, hash string, onReload func(Status)) error {
-	dir := filepath.Join(cacheDir, hash)
-	if _, err := os.Stat(dir); err != nil {
-		files, err := b.Bundle(ctx, hash)
-		if err != nil {
-			return err
-		}
-		if err := writeBundle(cacheDir, dir, files); err != nil {
-			return err
-		}
+	dir, err := fetchBundle(ctx, b, cacheDir, hash)
+	if err != nil {
+		return err
 	}
+	h.bundle.Store(&hash)
 	h.pluginDir.Store(&dir)
 	st := h.Reload(ctx)
 	if onReload != nil {
@@ -81,6 +85,112 @@ func (h *Host) useBundle(ctx context.Context, b Bundles, cacheDir, hash string, 
 	}
 	h.log.Info("published plugin bundle loaded", "bundle", hash[:12], "generation", st.Generation)
 	return nil
+}
+
+// fetchBundle returns the directory of a bundle's files, written under
+// cacheDir the first time.
+func fetchBundle(ctx context.Context, b Bundles, cacheDir, hash string) (string, error) {
+	dir := filepath.Join(cacheDir, hash)
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil
+	}
+	files, err := b.Bundle(ctx, hash)
+	if err != nil {
+		return "", err
+	}
+	return dir, writeBundle(cacheDir, dir, files)
+}
+
+// bundleFollow is what FollowBundles reads from, and the generations built
+// for runs that started on a bundle the host no longer has current.
+type bundleFollow struct {
+	src   Bundles
+	cache string
+	pins  map[string]*Generation // by bundle hash; kept until Close
+}
+
+// bundleFor is the bundle the generation built from cfg comes from: the
+// followed bundle when cfg's plugin directory is its directory.
+func (h *Host) bundleFor(cfg *config.Config) string {
+	hash, dir := h.bundle.Load(), h.pluginDir.Load()
+	if hash == nil || dir == nil {
+		return ""
+	}
+	if abs, err := filepath.Abs(*dir); err == nil && abs == cfg.PluginDir {
+		return *hash
+	}
+	return ""
+}
+
+// AcquireBundle pins a generation of a published bundle for a run that
+// started on it: the current generation when it comes from that bundle,
+// else one built from the bundle (kept for later runs until Close). A
+// replica restores a run on the plugins it started with this way.
+func (h *Host) AcquireBundle(ctx context.Context, hash string) (*Generation, error) {
+	g := h.Acquire()
+	if g.Runtime.Bundle() == hash {
+		return g, nil
+	}
+	g.Release()
+	h.mu.Lock()
+	f := h.follow
+	var pinned *Generation
+	if f != nil {
+		pinned = f.pins[hash]
+	}
+	h.mu.Unlock()
+	if f == nil {
+		return nil, fmt.Errorf("this replica follows no published bundles, so it cannot load bundle %s", hash)
+	}
+	if pinned == nil {
+		dir, err := fetchBundle(ctx, f.src, f.cache, hash)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := h.readConfig()
+		if err != nil {
+			return nil, err
+		}
+		abs, _ := filepath.Abs(dir)
+		cfg.PluginDir = abs
+		lg, err := h.opts.loader(cfg, luabridge.Source{FS: os.DirFS(abs), Name: filepath.Base(abs)}, h.log).Load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		g, err := h.assemble(cfg, lg, "bundle:"+hash)
+		if err != nil {
+			lg.Close()
+			return nil, err
+		}
+		g.Runtime, _ = g.Runtime.Derive(run.WithBundle(hash))
+		h.mu.Lock()
+		if other := f.pins[hash]; other != nil { // built twice at once: keep one
+			h.mu.Unlock()
+			lg.Close()
+			pinned = other
+		} else {
+			f.pins[hash] = g
+			h.mu.Unlock()
+			pinned = g
+		}
+	}
+	pinned.Lua.Acquire()
+	return pinned, nil
+}
+
+// closePins closes the generations built for old bundles.
+func (h *Host) closePins() {
+	h.mu.Lock()
+	f := h.follow
+	h.mu.Unlock()
+	if f == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, g := range f.pins {
+		g.Lua.Retire()
+	}
 }
 
 // writeBundle writes files into dir, through a temporary directory renamed

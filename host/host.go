@@ -221,11 +221,16 @@ type Host struct {
 	reloading chan struct{}
 	current   atomic.Pointer[Generation]
 	// pluginDir replaces the configuration's plugin_dir when set
-	// (Options.PluginDir, or a published bundle: UsePluginDir).
+	// (Options.PluginDir, or a published bundle: see FollowBundles), and
+	// bundle names that bundle.
 	pluginDir atomic.Pointer[string]
-	mu        sync.Mutex
-	status    Status
-	closed    bool // Close ran: a build that finishes later is dropped
+	bundle    atomic.Pointer[string]
+	// follow is the bundle source FollowBundles reads, and pins the
+	// generations built for runs that started on another bundle.
+	follow *bundleFollow
+	mu     sync.Mutex
+	status Status
+	closed bool // Close ran: a build that finishes later is dropped
 }
 
 // Open loads the first generation; it fails if that does not load.
@@ -561,7 +566,7 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 	}
 	rt, err := run.New(eng, run.WithAgents(agents...), run.WithTools(ts...), run.WithStore(h.store),
 		run.WithGeneration(id), run.WithLogger(h.log), run.WithTicketTimeout(time.Duration(cfg.Runtime.TicketTimeout)),
-		run.WithMaxHistory(cfg.Server.SessionHistory), h.journal.option(hash))
+		run.WithMaxHistory(cfg.Server.SessionHistory), h.journal.option(hash), run.WithBundle(h.bundleFor(cfg)))
 	if err != nil {
 		return nil, err
 	}
@@ -579,6 +584,7 @@ func (h *Host) Close() error {
 	if g := h.current.Load(); g != nil {
 		g.Lua.Retire()
 	}
+	h.closePins()
 	jerr := h.journal.close()
 	if c, ok := h.store.(interface{ Close() }); ok && h.opts.Store == nil {
 		c.Close() // a pool the host opened ([store] kind = "postgres")

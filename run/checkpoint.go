@@ -18,7 +18,7 @@ func (s *Session) Checkpoint() Checkpoint {
 	snap := s.store.Snapshot()
 	cp := Checkpoint{
 		RunID: s.info.ID, ThreadID: s.info.ThreadID, AgentID: s.info.AgentID,
-		Generation: s.rt.generation, Status: s.status, Stage: s.stage, Step: s.info.Step,
+		Generation: s.rt.generation, Bundle: s.rt.bundle, Status: s.status, Stage: s.stage, Step: s.info.Step,
 		Termination: s.termination, Natural: s.natural,
 		Values:         snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeRun && !k.Transient }),
 		ThreadValues:   snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeThread && !k.Transient }),

@@ -41,6 +41,7 @@ type Delta struct {
 	Base uint64 `json:"base"`
 
 	Generation     string `json:"generation"`
+	Bundle         string `json:"bundle,omitempty"`
 	Status         Status `json:"status"`
 	Stage          Stage  `json:"stage"`
 	Step           int    `json:"step"`
@@ -139,7 +140,7 @@ func (cp *Checkpoint) Apply(d Delta) error {
 	}
 
 	cp.Seq = d.Base + 1
-	cp.Generation, cp.Status, cp.Stage, cp.Step = d.Generation, d.Status, d.Stage, d.Step
+	cp.Generation, cp.Bundle, cp.Status, cp.Stage, cp.Step = d.Generation, d.Bundle, d.Status, d.Stage, d.Step
 	cp.Termination, cp.Natural = d.Termination, d.Natural
 	cp.Revision, cp.ThreadRevision = d.Revision, d.ThreadRevision
 	if len(d.Values) > 0 && cp.Values == nil {
@@ -287,7 +288,7 @@ func (s *Session) delta() (Delta, bool) {
 	}
 	snap := s.store.Snapshot()
 	d := Delta{RunID: s.info.ID, Base: s.seq,
-		Generation: s.rt.generation, Status: s.status, Stage: s.stage, Step: s.info.Step,
+		Generation: s.rt.generation, Bundle: s.rt.bundle, Status: s.status, Stage: s.stage, Step: s.info.Step,
 		Termination: s.termination, Natural: s.natural,
 		Revision: snap.Revision(), ThreadRevision: s.thread.Revision}
 	for _, k := range s.rt.set.Registry().Keys() {

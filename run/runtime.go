@@ -81,6 +81,8 @@ type Runtime struct {
 	// journal records the runs (nil: off); hash names the generation.
 	journal Recorder
 	hash    string
+	// bundle is the published bundle the plugins came from ("": none).
+	bundle string
 }
 
 type agentRT struct {
@@ -139,6 +141,14 @@ func WithMaxHistory(n int) Option {
 func WithGeneration(id string) Option {
 	return func(r *Runtime) error { r.generation = id; return nil }
 }
+
+// WithBundle names the published plugin bundle the runtime's plugins were
+// loaded from; checkpoints keep it, so another replica restores a run on
+// the plugins it started with.
+func WithBundle(hash string) Option { return func(r *Runtime) error { r.bundle = hash; return nil } }
+
+// Bundle is the published plugin bundle the plugins came from ("": none).
+func (r *Runtime) Bundle() string { return r.bundle }
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(r *Runtime) error { r.log = l; return nil } }

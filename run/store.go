@@ -48,10 +48,14 @@ type CallRecord struct {
 // Checkpoint is a run as a store keeps it: enough to continue it in another
 // process, under the same or a newer plugin generation.
 type Checkpoint struct {
-	RunID       string `json:"run_id"`
-	ThreadID    string `json:"thread_id"`
-	AgentID     string `json:"agent_id"`
-	Generation  string `json:"generation"`
+	RunID      string `json:"run_id"`
+	ThreadID   string `json:"thread_id"`
+	AgentID    string `json:"agent_id"`
+	Generation string `json:"generation"`
+	// Bundle is the published plugin bundle the run's generation was
+	// loaded from ("" for a local plugin directory): a replica restoring
+	// the run loads that bundle if its own generation is another.
+	Bundle      string `json:"bundle,omitempty"`
 	Status      Status `json:"status"`
 	Stage       Stage  `json:"stage"`
 	Step        int    `json:"step"`

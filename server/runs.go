@@ -157,6 +157,17 @@ func (s *Server) restore(ctx context.Context, e *entry) error {
 		return runNotFound(e.id)
 	}
 	g := s.h.Acquire()
+	if cp.Bundle != "" && cp.Bundle != g.Runtime.Bundle() {
+		// The run started on another published bundle: it goes on with
+		// those plugins, not with this replica's current ones.
+		if pg, err := s.h.AcquireBundle(ctx, cp.Bundle); err == nil {
+			g.Release()
+			g = pg
+		} else {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "cannot load the bundle a run started on; it goes on with the current plugins",
+				slog.String("run_id", e.id), slog.String("bundle", cp.Bundle), slog.String("error", err.Error()))
+		}
+	}
 	e.sink = runSink{log: s.log, runID: e.id, expired: &s.metrics.ticketsExpired}
 	sess, err := g.Runtime.RestoreCheckpoint(ctx, cp, &e.sink)
 	if err != nil {

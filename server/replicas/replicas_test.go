@@ -592,3 +592,62 @@ func TestPublishedBundleReachesEveryReplica(t *testing.T) {
 	}
 	t.Logf("both replicas decide with the published bundle %v after it was published", time.Since(published).Round(time.Millisecond))
 }
+
+// A run goes on with the bundle it started on: restored on a replica that
+// has since loaded another bundle, it is decided by the old one, while new
+// runs there use the new one.
+func TestRunStaysOnItsBundle(t *testing.T) {
+	rs := replicas(t, 2)
+	a, b := rs[0], rs[1]
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for _, r := range rs {
+		bs := r.h.Store().(host.Bundles)
+		wg.Add(1)
+		go func(r *replica) {
+			defer wg.Done()
+			r.h.FollowBundles(ctx, bs, t.TempDir(), nil)
+		}(r)
+	}
+	st, err := pgstore.Open(ctx, os.Getenv("AWAKEN_TEST_PG"), pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	publish := func(src string) string {
+		hash, err := st.Publish(ctx, map[string][]byte{"policy.lua": []byte(src)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			deadline := time.Now().Add(20 * time.Second)
+			for r.h.Current().Runtime.Bundle() != hash {
+				if time.Now().After(deadline) {
+					t.Fatalf("a replica did not load bundle %s within 20s", hash)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		return hash
+	}
+	v1 := publish(policy)
+	created := a.must("POST", "/v1/runs", map[string]any{"tools": []any{map[string]any{"name": "read"}}})
+	id, _ := created.body["run_id"].(string)
+	phase(a, id, "step_start", nil)
+	phase(a, id, "before_inference", map[string]any{"request": map[string]any{}})
+	phase(a, id, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{tcall("c1", "read")}}})
+	publish(strings.Replace(policy, `if call.name == "slow" then`, `if call.name == "read" then return awaken.block("read is off") end
+  if call.name == "slow" then`, 1))
+	if g := phase(b, id, "tool_gate", map[string]any{"call": tcall("c1", "read")}); g.body["decision"] != "allow" {
+		t.Fatalf("the run started on bundle %s was decided by another: %s", v1[:12], g.raw)
+	}
+	next := b.must("POST", "/v1/runs", map[string]any{"tools": []any{map[string]any{"name": "read"}}})
+	nid, _ := next.body["run_id"].(string)
+	phase(b, nid, "step_start", nil)
+	phase(b, nid, "before_inference", map[string]any{"request": map[string]any{}})
+	phase(b, nid, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{tcall("c1", "read")}}})
+	if g := phase(b, nid, "tool_gate", map[string]any{"call": tcall("c1", "read")}); g.body["decision"] != "block" {
+		t.Fatalf("a new run should use the new bundle: %s", g.raw)
+	}
+}
