@@ -47,13 +47,19 @@ func readJSON(t *testing.T, path string) any {
 // TestClaudeCodeRecordedSession drives every recorded Claude Code event
 // through POST /v1/hooks/claude-code, in order, on the reference policy
 // and the default hook agent (no ?agent=), and compares each reply.
-func TestClaudeCodeRecordedSession(t *testing.T) {
-	dir, events := agentEvents(t, "claude-code")
-	sc := newSidecar(t, filepath.Join(dir, "policy"), Options{Log: quietLog()})
+func TestClaudeCodeRecordedSession(t *testing.T) { recordedSession(t, "claude-code") }
+
+// TestCursorRecordedSession is the same for Cursor's events, on the same
+// reference policy, through POST /v1/hooks/cursor.
+func TestCursorRecordedSession(t *testing.T) { recordedSession(t, "cursor") }
+
+func recordedSession(t *testing.T, agent string) {
+	dir, events := agentEvents(t, agent)
+	sc := newSidecar(t, filepath.Join("..", "testdata", "agents", "claude-code", "policy"), Options{Log: quietLog()})
 	for _, f := range events {
 		body := readJSON(t, f)
 		want := readJSON(t, strings.TrimSuffix(f, ".json")+".reply.json")
-		r := sc.call("POST", "/v1/hooks/claude-code", body)
+		r := sc.call("POST", "/v1/hooks/"+agent, body)
 		if r.status != 200 {
 			t.Fatalf("%s: status %d %s", filepath.Base(f), r.status, r.raw)
 		}
@@ -65,6 +71,7 @@ func TestClaudeCodeRecordedSession(t *testing.T) {
 			t.Errorf("%s: got %s, want %s", filepath.Base(f), r.raw, mustJSON(want))
 		}
 	}
+	_ = dir
 }
 
 // TestHookAgent: hook events without ?agent= run as [server] hook_agent,

@@ -35,6 +35,7 @@ const (
 // events on which a tool's permission is decided (those fail closed).
 var hookProtocols = map[string]map[string]bool{
 	"claude-code": {"PreToolUse": true, "PermissionRequest": true},
+	"cursor":      {"preToolUse": true, "beforeShellExecution": true, "beforeMCPExecution": true, "beforeReadFile": true},
 }
 
 // cmdHook is a coding agent's command hook: one event on stdin, the
@@ -44,7 +45,7 @@ var hookProtocols = map[string]map[string]bool{
 // otherwise.
 func cmdHook(e *env) int {
 	fs := e.flags("hook")
-	agent := fs.String("agent", "claude-code", "the coding agent whose hook protocol the event speaks: claude-code")
+	agent := fs.String("agent", "claude-code", "the coding agent whose hook protocol the event speaks: claude-code or cursor")
 	addr := fs.String("url", "", "the sidecar (default $AWAKEN_URL, else "+defaultHookURL+")")
 	timeout := fs.Duration("timeout", defaultHookTimeout, "how long to wait for the decision")
 	fail := fs.String("fail", "", "closed or open: the answer when no decision comes (default: closed for tool-permission events, open for the rest)")
@@ -60,7 +61,7 @@ func cmdHook(e *env) int {
 	}
 	permission, ok := hookProtocols[*agent]
 	if !ok {
-		fmt.Fprintf(e.stderr, "awaken-lua hook: --agent %q is not a supported agent; supported: claude-code\n", *agent)
+		fmt.Fprintf(e.stderr, "awaken-lua hook: --agent %q is not a supported agent; supported: claude-code, cursor\n", *agent)
 		return exitUsage
 	}
 	if *fail != "" && *fail != "closed" && *fail != "open" {
@@ -77,7 +78,7 @@ func cmdHook(e *env) int {
 		err = fmt.Errorf("the event is over %d bytes", maxHookEvent)
 	}
 	if err != nil {
-		return hookFailed(e, closed, err)
+		return hookFailed(e, *agent, closed, err)
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, *timeout)
 	defer cancel()
@@ -88,14 +89,23 @@ func cmdHook(e *env) int {
 		reply, err = hookRemote(ctx, *addr, *agent, *as, body)
 	}
 	if err != nil {
-		return hookFailed(e, closed, err)
+		return hookFailed(e, *agent, closed, err)
 	}
 	e.stdout.Write(reply)
 	return exitOK
 }
 
-// hookFailed answers when no decision came.
-func hookFailed(e *env, closed bool, err error) int {
+// hookFailed answers when no decision came. Claude Code blocks a call on
+// exit 2 with the reason on stderr; Cursor reads its decision from the
+// JSON on stdout, so it gets a deny there.
+func hookFailed(e *env, agent string, closed bool, err error) int {
+	if closed && agent == "cursor" {
+		msg := "awaken-lua could not decide on this tool call, so it is denied (fail closed): " + err.Error()
+		b, _ := json.Marshal(map[string]string{"permission": "deny", "user_message": msg, "agent_message": msg})
+		fmt.Fprintf(e.stdout, "%s\n", b)
+		fmt.Fprintln(e.stderr, msg)
+		return exitOK
+	}
 	if closed {
 		fmt.Fprintf(e.stderr, "awaken-lua could not decide on this tool call, so it is denied (fail closed): %v\n", err)
 		return exitUsage // 2: the agent blocks the call and shows the reason

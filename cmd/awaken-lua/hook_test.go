@@ -61,9 +61,11 @@ func runChild(t *testing.T, dir string, env []string, stdin []byte, args ...stri
 }
 
 // recordedEvents lists testdata/agents/claude-code's events in order.
-func recordedEvents(t *testing.T) (string, []string) {
+func recordedEvents(t *testing.T) (string, []string) { return agentEvents(t, "claude-code") }
+
+func agentEvents(t *testing.T, agent string) (string, []string) {
 	t.Helper()
-	dir := filepath.Join("..", "..", "testdata", "agents", "claude-code")
+	dir := filepath.Join("..", "..", "testdata", "agents", agent)
 	all, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	var events []string
 	for _, f := range all {
@@ -99,8 +101,15 @@ func sameJSON(t *testing.T, got []byte, wantFile string) bool {
 // to a sidecar on loopback with the reference policy, and compares each
 // printed reply.
 func TestHookCommandRecordedSession(t *testing.T) {
-	dir, events := recordedEvents(t)
-	h, err := host.Open(context.Background(), host.Options{ConfigPath: filepath.Join(dir, "policy", "awaken.toml"),
+	for _, agent := range []string{"claude-code", "cursor"} {
+		t.Run(agent, func(t *testing.T) { hookSession(t, agent) })
+	}
+}
+
+func hookSession(t *testing.T, agent string) {
+	_, events := agentEvents(t, agent)
+	policy := filepath.Join("..", "..", "testdata", "agents", "claude-code", "policy", "awaken.toml")
+	h, err := host.Open(context.Background(), host.Options{ConfigPath: policy,
 		Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +124,7 @@ func TestHookCommandRecordedSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, errOut, code := runChild(t, "", nil, event, "hook", "--agent", "claude-code", "--url", ts.URL)
+		out, errOut, code := runChild(t, "", nil, event, "hook", "--agent", agent, "--url", ts.URL)
 		if code != 0 || !sameJSON(t, []byte(out), strings.TrimSuffix(f, ".json")+".reply.json") {
 			t.Errorf("%s: exit %d, stdout %s, stderr %s", filepath.Base(f), code, out, errOut)
 		}
@@ -172,6 +181,29 @@ func TestHookFailsClosed(t *testing.T) {
 				t.Fatalf("exit %d (want %d), stdout %q, stderr %q (want %q)", code, tc.code, out, errOut, tc.err)
 			}
 		})
+	}
+}
+
+// A Cursor tool-permission event that gets no decision is denied in the
+// JSON Cursor reads (exit 0); other Cursor events go on.
+func TestHookFailsClosedForCursor(t *testing.T) {
+	dir, _ := agentEvents(t, "cursor")
+	shell, _ := os.ReadFile(filepath.Join(dir, "06.before_shell_execution.rm.json"))
+	prompt, _ := os.ReadFile(filepath.Join(dir, "02.before_submit_prompt.json"))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+	out, errOut, code := runChild(t, "", nil, shell, "hook", "--agent", "cursor", "--url", refused)
+	var reply map[string]string
+	json.Unmarshal([]byte(out), &reply)
+	if code != 0 || reply["permission"] != "deny" || !strings.Contains(reply["agent_message"], "fail closed") {
+		t.Fatalf("beforeShellExecution without a sidecar: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if out, _, code := runChild(t, "", nil, prompt, "hook", "--agent", "cursor", "--url", refused); code != 0 || out != "" {
+		t.Fatalf("beforeSubmitPrompt without a sidecar: exit %d, stdout %q", code, out)
 	}
 }
 

@@ -21,13 +21,14 @@ func cmdInstall(e *env) int {
 	if err != nil {
 		return exitUsage
 	}
-	if len(args) != 1 || args[0] != "claude-code" {
-		fmt.Fprintln(e.stderr, "usage: awaken-lua install claude-code [--scope project|local|user] [--http] [--uninstall]")
+	if len(args) != 1 || (args[0] != "claude-code" && args[0] != "cursor") {
+		fmt.Fprintln(e.stderr, "usage: awaken-lua install claude-code|cursor [--scope project|local|user] [--http] [--uninstall]")
 		if len(args) == 1 {
-			fmt.Fprintf(e.stderr, "awaken-lua install: %q is not a supported agent; supported: claude-code\n", args[0])
+			fmt.Fprintf(e.stderr, "awaken-lua install: %q is not a supported agent; supported: claude-code, cursor\n", args[0])
 		}
 		return exitUsage
 	}
+	agent := args[0]
 	var s agentsettings.Scope
 	switch *scope {
 	case "project":
@@ -45,14 +46,28 @@ func cmdInstall(e *env) int {
 		fmt.Fprintf(e.stderr, "awaken-lua install: %v\n", err)
 		return exitFailed
 	}
-	cfgDir := os.Getenv("CLAUDE_CONFIG_DIR")
-	if cfgDir == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			cfgDir = filepath.Join(home, ".claude")
+	var res agentsettings.Result
+	if agent == "cursor" {
+		if *useHTTP || s == agentsettings.Local {
+			fmt.Fprintln(e.stderr, "awaken-lua install cursor: Cursor runs command hooks only, in the project or user scope")
+			return exitUsage
 		}
+		cfgDir := ""
+		if home, err := os.UserHomeDir(); err == nil {
+			cfgDir = filepath.Join(home, ".cursor")
+		}
+		res, err = agentsettings.InstallCursor(agentsettings.Options{Scope: s, Uninstall: *uninstall, ProjectDir: wd,
+			ConfigDir: cfgDir, Command: *command})
+	} else {
+		cfgDir := os.Getenv("CLAUDE_CONFIG_DIR")
+		if cfgDir == "" {
+			if home, err := os.UserHomeDir(); err == nil {
+				cfgDir = filepath.Join(home, ".claude")
+			}
+		}
+		res, err = agentsettings.InstallClaudeCode(agentsettings.Options{Scope: s, HTTP: *useHTTP, Uninstall: *uninstall,
+			ProjectDir: wd, ConfigDir: cfgDir, Command: *command, URL: *hookURL})
 	}
-	res, err := agentsettings.InstallClaudeCode(agentsettings.Options{Scope: s, HTTP: *useHTTP, Uninstall: *uninstall,
-		ProjectDir: wd, ConfigDir: cfgDir, Command: *command, URL: *hookURL})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "awaken-lua install: %v\n", err)
 		return exitFailed

@@ -1,0 +1,101 @@
+package agentsettings
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestInstallCursor(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, ".cursor", "hooks.json")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	// The user's own hooks stay.
+	os.WriteFile(p, []byte(`{"version": 1, "hooks": {"afterFileEdit": [{"command": "./format.sh"}], "beforeShellExecution": [{"command": "./audit.sh"}]}}`+"\n"), 0o644)
+	now := time.Date(2026, 11, 24, 5, 0, 0, 0, time.UTC)
+	o := Options{ProjectDir: dir, Now: func() time.Time { return now }}
+	res, err := InstallCursor(o)
+	if err != nil || res.Added != len(CursorEvents) || res.Backup == "" {
+		t.Fatalf("install: %+v %v", res, err)
+	}
+	var got struct {
+		Version int
+		Hooks   map[string][]map[string]string
+	}
+	b, _ := os.ReadFile(p)
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != 1 || len(got.Hooks["afterFileEdit"]) != 1 || got.Hooks["afterFileEdit"][0]["command"] != "./format.sh" {
+		t.Fatalf("the user's hooks changed:\n%s", b)
+	}
+	shell := got.Hooks["beforeShellExecution"]
+	if len(shell) != 2 || shell[0]["command"] != "./audit.sh" || shell[1]["command"] != CursorCommand {
+		t.Fatalf("beforeShellExecution: %v", shell)
+	}
+	// A second install changes nothing.
+	now = now.Add(time.Second)
+	if res, err := InstallCursor(o); err != nil || res.Changed || res.Added+res.Updated != 0 {
+		t.Fatalf("second install: %+v %v", res, err)
+	}
+	// Uninstall takes out exactly awaken-lua's entries.
+	o.Uninstall = true
+	res, err = InstallCursor(o)
+	if err != nil || res.Removed != len(CursorEvents) {
+		t.Fatalf("uninstall: %+v %v", res, err)
+	}
+	b, _ = os.ReadFile(p)
+	if strings.Contains(string(b), "awaken-lua") || !strings.Contains(string(b), "./audit.sh") || !strings.Contains(string(b), "./format.sh") {
+		t.Fatalf("after uninstall:\n%s", b)
+	}
+}
+
+func TestInstallCursorRefusesOtherVersions(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, ".cursor", "hooks.json")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte(`{"version": 2, "hooks": {}}`), 0o644)
+	if _, err := InstallCursor(Options{ProjectDir: dir}); err == nil || !strings.Contains(err.Error(), "version") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// The README's Cursor snippet is hooks.json as Cursor reads it, with
+// events and a command the installer writes.
+func TestReadmeCursorSnippet(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "### Cursor\n")
+	if !ok {
+		t.Fatal("the README has no Cursor section")
+	}
+	_, rest, ok = strings.Cut(rest, "```json\n")
+	snippet, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("the Cursor section has no JSON snippet")
+	}
+	var got struct {
+		Version int
+		Hooks   map[string][]map[string]string
+	}
+	if err := json.Unmarshal([]byte(snippet), &got); err != nil {
+		t.Fatalf("the snippet is not JSON: %v", err)
+	}
+	known := map[string]bool{}
+	for _, e := range CursorEvents {
+		known[e] = true
+	}
+	if got.Version != 1 || len(got.Hooks) == 0 {
+		t.Fatalf("snippet: %+v", got)
+	}
+	for event, hooks := range got.Hooks {
+		if !known[event] || len(hooks) != 1 || hooks[0]["command"] != CursorCommand {
+			t.Errorf("snippet event %s: %v", event, hooks)
+		}
+	}
+}

@@ -1,0 +1,308 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The Cursor adapter (POST /v1/hooks/cursor) speaks Cursor's hook protocol
+// by translation: each Cursor event becomes the Claude Code event that
+// means the same, the Claude Code adapter decides it on the same sessions
+// and runs, and its answer becomes Cursor's reply. Where Cursor cannot say
+// what the policy decided, the reply takes the safe side (server/README.md,
+// "Cursor"):
+//
+//   - a rewrite: Cursor cannot replace a command's arguments, so the call
+//     is denied with the rewritten arguments in the message;
+//   - ask on beforeReadFile (which only allows or denies): deny;
+//   - set_result: Cursor cannot answer for the tool, so the call is denied
+//     with the result as the agent's message.
+
+// cursorInput is a Cursor hook event (the fields the adapter reads).
+type cursorInput struct {
+	ConversationID string          `json:"conversation_id"`
+	GenerationID   string          `json:"generation_id"`
+	HookEventName  string          `json:"hook_event_name"`
+	Command        string          `json:"command"`
+	Cwd            string          `json:"cwd"`
+	ToolName       string          `json:"tool_name"`
+	ToolInput      json.RawMessage `json:"tool_input"` // beforeMCPExecution: a JSON string; preToolUse: an object
+	FilePath       string          `json:"file_path"`
+	Prompt         string          `json:"prompt"`
+	Status         string          `json:"status"`
+	LoopCount      int             `json:"loop_count"`
+	Output         string          `json:"output"`
+	ResultJSON     string          `json:"result_json"`
+}
+
+// cursorOutput is a Cursor hook reply.
+type cursorOutput struct {
+	Permission      string `json:"permission,omitempty"`
+	UserMessage     string `json:"user_message,omitempty"`
+	AgentMessage    string `json:"agent_message,omitempty"`
+	Continue        *bool  `json:"continue,omitempty"`
+	FollowupMessage string `json:"followup_message,omitempty"`
+}
+
+// Cursor's events.
+const (
+	cuSessionStart         = "sessionStart"
+	cuSessionEnd           = "sessionEnd"
+	cuBeforeSubmitPrompt   = "beforeSubmitPrompt"
+	cuPreToolUse           = "preToolUse"
+	cuPostToolUse          = "postToolUse"
+	cuBeforeShell          = "beforeShellExecution"
+	cuAfterShell           = "afterShellExecution"
+	cuBeforeMCP            = "beforeMCPExecution"
+	cuAfterMCP             = "afterMCPExecution"
+	cuBeforeReadFile       = "beforeReadFile"
+	cuAfterFileEdit        = "afterFileEdit"
+	cuStop                 = "stop"
+	cursorPendingPerThread = 64
+)
+
+// cursorPermissionEvents decide a tool's permission: they fail closed.
+var cursorPermissionEvents = map[string]bool{cuPreToolUse: true, cuBeforeShell: true, cuBeforeMCP: true, cuBeforeReadFile: true}
+
+var cursorPermissionPrefix = regexp.MustCompile(`"hook_event_name"\s*:\s*"(preToolUse|beforeShellExecution|beforeMCPExecution|beforeReadFile)"`)
+
+// cursor keeps, per conversation, the ids it gave calls that have not
+// ended: Cursor's events carry none, so an after event finds its call by
+// tool and arguments.
+type cursor struct {
+	cc      *claudeCode
+	mu      sync.Mutex
+	seq     uint64
+	pending map[string][]cursorCall
+}
+
+type cursorCall struct{ id, key string }
+
+func newCursor(cc *claudeCode) *cursor { return &cursor{cc: cc, pending: map[string][]cursorCall{}} }
+
+func (cu *cursor) handle(w http.ResponseWriter, r *http.Request) (err error) {
+	s := cu.cc.s
+	body, rerr := io.ReadAll(io.LimitReader(r.Body, s.bodyLimit+1))
+	var in cursorInput
+	out := cursorOutput{}
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.LogAttrs(r.Context(), slog.LevelError, "panic in the Cursor adapter", slog.String("panic", fmt.Sprint(v)),
+				slog.String("stack", string(debug.Stack())))
+			out = cu.failure(in.HookEventName, errors.New("internal error in the sidecar"))
+			err = writeJSON(w, http.StatusOK, out)
+		}
+	}()
+	guess := ""
+	if m := cursorPermissionPrefix.FindSubmatch(body); m != nil {
+		guess = string(m[1])
+	}
+	switch {
+	case rerr != nil:
+		out = cu.failure(guess, fmt.Errorf("reading the hook input failed: %v", rerr))
+	case int64(len(body)) > s.bodyLimit:
+		out = cu.failure(guess, fmt.Errorf("the hook input is larger than the sidecar's body limit (%d bytes); raise [server] body_limit", s.bodyLimit))
+	default:
+		if jerr := json.Unmarshal(body, &in); jerr != nil {
+			out = cu.failure(guess, fmt.Errorf("the hook input is not valid JSON: %v", jerr))
+			break
+		}
+		if derr := duplicateKey(body); derr != nil {
+			out = cu.failure(guess, derr)
+			break
+		}
+		select {
+		case s.sem <- struct{}{}:
+			agent := r.URL.Query().Get("agent")
+			if agent == "" {
+				agent = s.hookAgent
+			}
+			out = cu.event(context.WithoutCancel(r.Context()), in, agent)
+			<-s.sem
+		default:
+			out = cu.failure(in.HookEventName, fmt.Errorf("the sidecar is overloaded (%d requests in flight); raise [server] max_concurrent", cap(s.sem)))
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// failure denies a tool-permission event (fail closed) and lets the rest
+// carry on.
+func (cu *cursor) failure(event string, err error) cursorOutput {
+	cu.cc.s.log.LogAttrs(context.Background(), slog.LevelError, "Cursor hook failed", slog.String("event", event), slog.String("error", err.Error()))
+	if cursorPermissionEvents[event] {
+		msg := "awaken-lua could not evaluate this call, so it is denied (fail closed): " + err.Error()
+		return cursorOutput{Permission: "deny", UserMessage: msg, AgentMessage: msg}
+	}
+	return cursorOutput{}
+}
+
+// event translates one Cursor event, has the Claude Code adapter decide
+// it, and translates the answer back.
+func (cu *cursor) event(ctx context.Context, in cursorInput, agent string) cursorOutput {
+	if in.ConversationID == "" {
+		return cu.failure(in.HookEventName, errors.New("conversation_id must be a non-empty string"))
+	}
+	cc := ccInput{SessionID: in.ConversationID, Cwd: in.Cwd}
+	switch in.HookEventName {
+	case cuSessionStart:
+		cc.HookEventName = evSessionStart
+	case cuSessionEnd:
+		cc.HookEventName = evSessionEnd
+	case cuBeforeSubmitPrompt:
+		cc.HookEventName, cc.Prompt = evUserPromptSubmit, in.Prompt
+	case cuStop:
+		cc.HookEventName, cc.StopHookActive = evStop, in.LoopCount > 0
+	case cuBeforeShell, cuBeforeMCP, cuBeforeReadFile, cuPreToolUse:
+		name, args, err := cursorCallOf(in)
+		if err != nil {
+			return cu.failure(in.HookEventName, err)
+		}
+		cc.HookEventName, cc.ToolName, cc.ToolInput = evPreToolUse, name, args
+		cc.ToolUseID = cu.begin(in.ConversationID, name, args)
+	case cuAfterShell, cuAfterMCP, cuPostToolUse:
+		name, args, err := cursorCallOf(in)
+		if err != nil {
+			return cursorOutput{}
+		}
+		id := cu.end(in.ConversationID, name, args)
+		if id == "" {
+			return cursorOutput{} // a call whose before event did not come here
+		}
+		cc.HookEventName, cc.ToolName, cc.ToolInput, cc.ToolUseID = evPostToolUse, name, args, id
+		cc.ToolResponse = map[string]any{"output": in.Output}
+		if in.ResultJSON != "" {
+			var v any
+			if json.Unmarshal([]byte(in.ResultJSON), &v) == nil {
+				cc.ToolResponse = v
+			}
+		}
+	default:
+		return cursorOutput{} // afterFileEdit, afterAgentResponse, ...: nothing to decide
+	}
+	out := cu.cc.dispatch(ctx, cc, agent)
+	return cursorReply(in.HookEventName, out)
+}
+
+// cursorCallOf is the tool call a Cursor event is about, named as Claude
+// Code names it, so the same rules (Bash(rm *), Read(./.env)) apply.
+func cursorCallOf(in cursorInput) (string, map[string]any, error) {
+	switch in.HookEventName {
+	case cuBeforeShell, cuAfterShell:
+		if in.Command == "" {
+			return "", nil, errors.New("command must be a non-empty string")
+		}
+		return "Bash", map[string]any{"command": in.Command}, nil
+	case cuBeforeReadFile:
+		if in.FilePath == "" {
+			return "", nil, errors.New("file_path must be a non-empty string")
+		}
+		return "Read", map[string]any{"file_path": in.FilePath}, nil
+	}
+	if in.ToolName == "" {
+		return "", nil, errors.New("tool_name must be a non-empty string")
+	}
+	args := map[string]any{}
+	if len(in.ToolInput) > 0 && string(in.ToolInput) != "null" {
+		raw := []byte(in.ToolInput)
+		var s string
+		if json.Unmarshal(raw, &s) == nil { // beforeMCPExecution: a JSON string
+			raw = []byte(s)
+		}
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return "", nil, fmt.Errorf("tool_input is not a JSON object: %v", err)
+		}
+	}
+	name := in.ToolName
+	if (in.HookEventName == cuBeforeMCP || in.HookEventName == cuAfterMCP) && !strings.HasPrefix(name, "mcp__") {
+		name = "mcp__" + name // rules name MCP tools as Claude Code does
+	}
+	return name, args, nil
+}
+
+func callKey(name string, args map[string]any) string {
+	b, _ := json.Marshal(args)
+	return name + "\x00" + string(b)
+}
+
+// begin gives a call an id and remembers it until its after event.
+func (cu *cursor) begin(conv, name string, args map[string]any) string {
+	cu.mu.Lock()
+	defer cu.mu.Unlock()
+	cu.seq++
+	id := "cursor_" + strconv.FormatUint(cu.seq, 10)
+	list := append(cu.pending[conv], cursorCall{id: id, key: callKey(name, args)})
+	if len(list) > cursorPendingPerThread {
+		list = list[len(list)-cursorPendingPerThread:]
+	}
+	cu.pending[conv] = list
+	return id
+}
+
+// end finds the oldest call of the conversation with this tool and
+// arguments, and forgets it.
+func (cu *cursor) end(conv, name string, args map[string]any) string {
+	cu.mu.Lock()
+	defer cu.mu.Unlock()
+	key := callKey(name, args)
+	list := cu.pending[conv]
+	for i, c := range list {
+		if c.key == key {
+			cu.pending[conv] = append(list[:i:i], list[i+1:]...)
+			if len(cu.pending[conv]) == 0 {
+				delete(cu.pending, conv)
+			}
+			return c.id
+		}
+	}
+	return ""
+}
+
+// cursorReply puts the Claude Code adapter's answer into Cursor's fields.
+func cursorReply(event string, out ccOutput) cursorOutput {
+	var r cursorOutput
+	switch event {
+	case cuBeforeShell, cuBeforeMCP, cuBeforeReadFile, cuPreToolUse:
+		spec := out.HookSpecificOutput
+		if spec == nil {
+			return r // no opinion: Cursor's own flow
+		}
+		reason := spec.PermissionDecisionReason
+		switch {
+		case spec.PermissionDecision == "deny":
+			r.Permission = "deny"
+		case spec.UpdatedInput != nil:
+			b, _ := json.Marshal(spec.UpdatedInput)
+			r.Permission = "deny"
+			reason = "the policy would run this call with other arguments, which Cursor cannot do, so it is denied: " + string(b)
+		case spec.PermissionDecision == "ask" && event == cuBeforeReadFile:
+			r.Permission = "deny" // beforeReadFile only allows or denies
+		case spec.PermissionDecision == "ask" || spec.PermissionDecision == "allow":
+			r.Permission = spec.PermissionDecision
+		}
+		if reason != "" {
+			r.UserMessage, r.AgentMessage = reason, reason
+		}
+	case cuBeforeSubmitPrompt:
+		t := out.Continue == nil || *out.Continue
+		r.Continue = &t
+		if !t {
+			r.UserMessage = out.StopReason
+		}
+	case cuStop:
+		if out.Decision == "block" {
+			r.FollowupMessage = out.Reason
+		}
+	}
+	return r
+}
