@@ -92,6 +92,9 @@ type Options struct {
 	Timeout int
 	// Now stamps the backup's name (time.Now when nil).
 	Now func() time.Time
+
+	// codex installs into Codex CLI's hooks.json (InstallCodex).
+	codex bool
 }
 
 // Result says what an install did.
@@ -145,6 +148,9 @@ func InstallClaudeCode(o Options) (Result, error) {
 		return Result{}, err
 	}
 	p, err := ClaudeCodePath(o)
+	if o.codex {
+		p, err = CodexPath(o)
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -305,7 +311,11 @@ func (o Options) merge(root *node, res *Result) error {
 		}
 		return nil
 	}
-	for _, event := range ClaudeCodeEvents {
+	events := ClaudeCodeEvents
+	if o.codex {
+		events = CodexEvents
+	}
+	for _, event := range events {
 		o.install(hooks, event, res)
 	}
 	return nil

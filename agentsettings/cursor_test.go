@@ -99,3 +99,33 @@ func TestReadmeCursorSnippet(t *testing.T) {
 		}
 	}
 }
+
+func TestInstallCodex(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{ProjectDir: dir}
+	res, err := InstallCodex(o)
+	if err != nil || res.Added != len(CodexEvents) || res.Path != filepath.Join(dir, ".codex", "hooks.json") {
+		t.Fatalf("install: %+v %v", res, err)
+	}
+	b, _ := os.ReadFile(res.Path)
+	var got struct {
+		Hooks map[string][]struct {
+			Matcher string
+			Hooks   []map[string]any
+		}
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	pre := got.Hooks["PreToolUse"]
+	if len(got.Hooks) != len(CodexEvents) || len(pre) != 1 || pre[0].Hooks[0]["command"] != CodexCommand || pre[0].Hooks[0]["type"] != "command" {
+		t.Fatalf("hooks.json:\n%s", b)
+	}
+	if res, err := InstallCodex(o); err != nil || res.Changed {
+		t.Fatalf("second install: %+v %v", res, err)
+	}
+	o.Uninstall = true
+	if res, err := InstallCodex(o); err != nil || res.Removed != len(CodexEvents) {
+		t.Fatalf("uninstall: %+v %v", res, err)
+	}
+}

@@ -53,6 +53,10 @@ func TestClaudeCodeRecordedSession(t *testing.T) { recordedSession(t, "claude-co
 // reference policy, through POST /v1/hooks/cursor.
 func TestCursorRecordedSession(t *testing.T) { recordedSession(t, "cursor") }
 
+// TestCodexRecordedSession is the same for Codex CLI's events, through
+// POST /v1/hooks/codex.
+func TestCodexRecordedSession(t *testing.T) { recordedSession(t, "codex") }
+
 func recordedSession(t *testing.T, agent string) {
 	dir, events := agentEvents(t, agent)
 	sc := newSidecar(t, filepath.Join("..", "testdata", "agents", "claude-code", "policy"), Options{Log: quietLog()})
