@@ -93,8 +93,9 @@ type Options struct {
 	// Now stamps the backup's name (time.Now when nil).
 	Now func() time.Time
 
-	// codex installs into Codex CLI's hooks.json (InstallCodex).
-	codex bool
+	// codex installs into Codex CLI's hooks.json (InstallCodex), gemini
+	// into Gemini CLI's settings.json (InstallGemini).
+	codex, gemini bool
 }
 
 // Result says what an install did.
@@ -150,6 +151,8 @@ func InstallClaudeCode(o Options) (Result, error) {
 	p, err := ClaudeCodePath(o)
 	if o.codex {
 		p, err = CodexPath(o)
+	} else if o.gemini {
+		p, err = GeminiPath(o)
 	}
 	if err != nil {
 		return Result{}, err
@@ -314,6 +317,12 @@ func (o Options) merge(root *node, res *Result) error {
 	events := ClaudeCodeEvents
 	if o.codex {
 		events = CodexEvents
+	} else if o.gemini {
+		events = GeminiEvents
+		if v, _ := hooks.get("enabled"); v == nil {
+			hooks.set("enabled", &node{kind: 's', raw: []byte("true")})
+			res.Warnings = append(res.Warnings, `hooks.enabled is now true; Gemini CLI also needs "tools": {"enableHooks": true} in the user settings while hooks are experimental`)
+		}
 	}
 	for _, event := range events {
 		o.install(hooks, event, res)
@@ -326,6 +335,9 @@ func (o Options) merge(root *node, res *Result) error {
 func checkHooks(hooks *node) error {
 	seen := map[string]bool{}
 	for i, event := range hooks.keys {
+		if event == "enabled" || event == "disabled" {
+			continue // Gemini CLI's switches beside its events
+		}
 		if seen[event] {
 			return fmt.Errorf("hooks.%s is given twice; keep one and install again", event)
 		}

@@ -129,3 +129,43 @@ func TestInstallCodex(t *testing.T) {
 		t.Fatalf("uninstall: %+v %v", res, err)
 	}
 }
+
+func TestInstallGemini(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, ".gemini", "settings.json")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte(`{"theme": "Dracula", "hooks": {"AfterTool": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "./lint.sh"}]}]}}`+"\n"), 0o644)
+	o := Options{ProjectDir: dir}
+	res, err := InstallGemini(o)
+	if err != nil || res.Added != len(GeminiEvents) || len(res.Warnings) != 1 {
+		t.Fatalf("install: %+v %v", res, err)
+	}
+	b, _ := os.ReadFile(p)
+	var got struct {
+		Theme string
+		Hooks map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	var before []struct {
+		Matcher string
+		Hooks   []map[string]any
+	}
+	json.Unmarshal(got.Hooks["BeforeTool"], &before)
+	if got.Theme != "Dracula" || string(got.Hooks["enabled"]) != "true" || !strings.Contains(string(got.Hooks["AfterTool"]), "./lint.sh") ||
+		len(before) != 1 || before[0].Hooks[0]["command"] != GeminiCommand || before[0].Hooks[0]["timeout"] != 30000.0 {
+		t.Fatalf("settings.json:\n%s", b)
+	}
+	if res, err := InstallGemini(o); err != nil || res.Changed {
+		t.Fatalf("second install: %+v %v", res, err)
+	}
+	o.Uninstall = true
+	if res, err := InstallGemini(o); err != nil || res.Removed != len(GeminiEvents) {
+		t.Fatalf("uninstall: %+v %v", res, err)
+	}
+	b, _ = os.ReadFile(p)
+	if strings.Contains(string(b), "awaken-lua") || !strings.Contains(string(b), "./lint.sh") {
+		t.Fatalf("after uninstall:\n%s", b)
+	}
+}

@@ -57,6 +57,10 @@ func TestCursorRecordedSession(t *testing.T) { recordedSession(t, "cursor") }
 // POST /v1/hooks/codex.
 func TestCodexRecordedSession(t *testing.T) { recordedSession(t, "codex") }
 
+// TestGeminiRecordedSession is the same for Gemini CLI's events, through
+// POST /v1/hooks/gemini.
+func TestGeminiRecordedSession(t *testing.T) { recordedSession(t, "gemini") }
+
 func recordedSession(t *testing.T, agent string) {
 	dir, events := agentEvents(t, agent)
 	sc := newSidecar(t, filepath.Join("..", "testdata", "agents", "claude-code", "policy"), Options{Log: quietLog()})

@@ -36,6 +36,7 @@ const (
 var hookProtocols = map[string]map[string]bool{
 	"claude-code": {"PreToolUse": true, "PermissionRequest": true},
 	"codex":       {"PreToolUse": true, "PermissionRequest": true},
+	"gemini":      {"BeforeTool": true},
 	"cursor":      {"preToolUse": true, "beforeShellExecution": true, "beforeMCPExecution": true, "beforeReadFile": true},
 }
 
@@ -46,7 +47,7 @@ var hookProtocols = map[string]map[string]bool{
 // otherwise.
 func cmdHook(e *env) int {
 	fs := e.flags("hook")
-	agent := fs.String("agent", "claude-code", "the coding agent whose hook protocol the event speaks: claude-code, codex or cursor")
+	agent := fs.String("agent", "claude-code", "the coding agent whose hook protocol the event speaks: claude-code, codex, cursor or gemini")
 	addr := fs.String("url", "", "the sidecar (default $AWAKEN_URL, else "+defaultHookURL+")")
 	timeout := fs.Duration("timeout", defaultHookTimeout, "how long to wait for the decision")
 	fail := fs.String("fail", "", "closed or open: the answer when no decision comes (default: closed for tool-permission events, open for the rest)")
@@ -62,7 +63,7 @@ func cmdHook(e *env) int {
 	}
 	permission, ok := hookProtocols[*agent]
 	if !ok {
-		fmt.Fprintf(e.stderr, "awaken-lua hook: --agent %q is not a supported agent; supported: claude-code, codex, cursor\n", *agent)
+		fmt.Fprintf(e.stderr, "awaken-lua hook: --agent %q is not a supported agent; supported: claude-code, codex, cursor, gemini\n", *agent)
 		return exitUsage
 	}
 	if *fail != "" && *fail != "closed" && *fail != "open" {

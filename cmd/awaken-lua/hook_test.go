@@ -101,7 +101,7 @@ func sameJSON(t *testing.T, got []byte, wantFile string) bool {
 // to a sidecar on loopback with the reference policy, and compares each
 // printed reply.
 func TestHookCommandRecordedSession(t *testing.T) {
-	for _, agent := range []string{"claude-code", "codex", "cursor"} {
+	for _, agent := range []string{"claude-code", "codex", "cursor", "gemini"} {
 		t.Run(agent, func(t *testing.T) { hookSession(t, agent) })
 	}
 }

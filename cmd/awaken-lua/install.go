@@ -21,10 +21,10 @@ func cmdInstall(e *env) int {
 	if err != nil {
 		return exitUsage
 	}
-	if len(args) != 1 || (args[0] != "claude-code" && args[0] != "cursor" && args[0] != "codex") {
-		fmt.Fprintln(e.stderr, "usage: awaken-lua install claude-code|codex|cursor [--scope project|local|user] [--http] [--uninstall]")
+	if len(args) != 1 || (args[0] != "claude-code" && args[0] != "cursor" && args[0] != "codex" && args[0] != "gemini") {
+		fmt.Fprintln(e.stderr, "usage: awaken-lua install claude-code|codex|cursor|gemini [--scope project|local|user] [--http] [--uninstall]")
 		if len(args) == 1 {
-			fmt.Fprintf(e.stderr, "awaken-lua install: %q is not a supported agent; supported: claude-code, codex, cursor\n", args[0])
+			fmt.Fprintf(e.stderr, "awaken-lua install: %q is not a supported agent; supported: claude-code, codex, cursor, gemini\n", args[0])
 		}
 		return exitUsage
 	}
@@ -47,7 +47,18 @@ func cmdInstall(e *env) int {
 		return exitFailed
 	}
 	var res agentsettings.Result
-	if agent == "codex" {
+	if agent == "gemini" {
+		if *useHTTP || s == agentsettings.Local {
+			fmt.Fprintln(e.stderr, "awaken-lua install gemini: Gemini CLI runs command hooks only, in the project or user scope")
+			return exitUsage
+		}
+		cfgDir := ""
+		if home, err := os.UserHomeDir(); err == nil {
+			cfgDir = filepath.Join(home, ".gemini")
+		}
+		res, err = agentsettings.InstallGemini(agentsettings.Options{Scope: s, Uninstall: *uninstall, ProjectDir: wd,
+			ConfigDir: cfgDir, Command: *command})
+	} else if agent == "codex" {
 		if *useHTTP || s == agentsettings.Local {
 			fmt.Fprintln(e.stderr, "awaken-lua install codex: the command hook, in the project or user scope")
 			return exitUsage

@@ -1,0 +1,230 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strings"
+)
+
+// The Gemini CLI adapter (POST /v1/hooks/gemini) translates Gemini CLI's
+// hook events into the Claude Code events that mean the same, has the
+// Claude Code adapter decide them, and answers Gemini's reply
+// (server/README.md, "Gemini CLI"). Gemini's built-in tools are decided
+// under Claude Code's names (run_shell_command is Bash, read_file Read,
+// ...), so the same rules apply. Gemini cannot ask a person from a hook:
+// an ask is a deny that says so.
+
+// geminiInput is a Gemini CLI hook event (the fields the adapter reads).
+type geminiInput struct {
+	SessionID      string         `json:"session_id"`
+	TranscriptPath string         `json:"transcript_path"`
+	Cwd            string         `json:"cwd"`
+	HookEventName  string         `json:"hook_event_name"`
+	ToolName       string         `json:"tool_name"`
+	ToolInput      map[string]any `json:"tool_input"`
+	ToolResponse   any            `json:"tool_response"`
+	Prompt         string         `json:"prompt"`
+	PromptResponse string         `json:"prompt_response"`
+	StopHookActive bool           `json:"stop_hook_active"`
+	Source         string         `json:"source"`
+	Reason         string         `json:"reason"`
+}
+
+// geminiOutput is a Gemini CLI hook reply.
+type geminiOutput struct {
+	Decision           string          `json:"decision,omitempty"`
+	Reason             string          `json:"reason,omitempty"`
+	Continue           *bool           `json:"continue,omitempty"`
+	StopReason         string          `json:"stopReason,omitempty"`
+	HookSpecificOutput *geminiSpecific `json:"hookSpecificOutput,omitempty"`
+}
+
+type geminiSpecific struct {
+	HookEventName     string         `json:"hookEventName"`
+	AdditionalContext string         `json:"additionalContext,omitempty"`
+	ToolInput         map[string]any `json:"tool_input,omitempty"`
+}
+
+// geminiTools maps Gemini CLI's built-in tools to Claude Code's, with
+// their arguments renamed, so Bash(rm *), Read(./.env) and the like apply.
+var geminiTools = map[string]struct {
+	name string
+	args map[string]string // Gemini's argument -> Claude Code's
+}{
+	"run_shell_command":   {"Bash", map[string]string{"command": "command"}},
+	"read_file":           {"Read", map[string]string{"absolute_path": "file_path", "file_path": "file_path"}},
+	"read_many_files":     {"Read", map[string]string{}},
+	"write_file":          {"Write", map[string]string{"file_path": "file_path", "content": "content"}},
+	"replace":             {"Edit", map[string]string{"file_path": "file_path", "old_string": "old_string", "new_string": "new_string"}},
+	"glob":                {"Glob", map[string]string{"pattern": "pattern", "path": "path"}},
+	"search_file_content": {"Grep", map[string]string{"pattern": "pattern", "path": "path"}},
+	"web_fetch":           {"WebFetch", map[string]string{"url": "url", "prompt": "prompt"}},
+	"google_web_search":   {"WebSearch", map[string]string{"query": "query"}},
+}
+
+var geminiToolPrefix = regexp.MustCompile(`"hook_event_name"\s*:\s*"BeforeTool"`)
+
+func (cc *claudeCode) handleGemini(w http.ResponseWriter, r *http.Request) (err error) {
+	s := cc.s
+	body, rerr := io.ReadAll(io.LimitReader(r.Body, s.bodyLimit+1))
+	var in geminiInput
+	out := geminiOutput{}
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.LogAttrs(r.Context(), slog.LevelError, "panic in the Gemini CLI adapter", slog.String("panic", fmt.Sprint(v)),
+				slog.String("stack", string(debug.Stack())))
+			out = cc.geminiFailure(in.HookEventName, errors.New("internal error in the sidecar"))
+			err = writeJSON(w, http.StatusOK, out)
+		}
+	}()
+	guess := ""
+	if geminiToolPrefix.Match(body) {
+		guess = "BeforeTool"
+	}
+	switch {
+	case rerr != nil:
+		out = cc.geminiFailure(guess, fmt.Errorf("reading the hook input failed: %v", rerr))
+	case int64(len(body)) > s.bodyLimit:
+		out = cc.geminiFailure(guess, fmt.Errorf("the hook input is larger than the sidecar's body limit (%d bytes); raise [server] body_limit", s.bodyLimit))
+	default:
+		if jerr := json.Unmarshal(body, &in); jerr != nil {
+			out = cc.geminiFailure(guess, fmt.Errorf("the hook input is not valid JSON: %v", jerr))
+			break
+		}
+		if derr := duplicateKey(body); derr != nil {
+			out = cc.geminiFailure(guess, derr)
+			break
+		}
+		select {
+		case s.sem <- struct{}{}:
+			agent := r.URL.Query().Get("agent")
+			if agent == "" {
+				agent = s.hookAgent
+			}
+			out = cc.gemini(context.WithoutCancel(r.Context()), in, agent)
+			<-s.sem
+		default:
+			out = cc.geminiFailure(in.HookEventName, fmt.Errorf("the sidecar is overloaded (%d requests in flight); raise [server] max_concurrent", cap(s.sem)))
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (cc *claudeCode) geminiFailure(event string, err error) geminiOutput {
+	cc.s.log.LogAttrs(context.Background(), slog.LevelError, "Gemini CLI hook failed", slog.String("event", event), slog.String("error", err.Error()))
+	if event == "BeforeTool" {
+		return geminiOutput{Decision: "deny", Reason: "awaken-lua could not evaluate this call, so it is denied (fail closed): " + err.Error()}
+	}
+	return geminiOutput{}
+}
+
+func (cc *claudeCode) gemini(ctx context.Context, in geminiInput, agent string) geminiOutput {
+	c := ccInput{SessionID: in.SessionID, TranscriptPath: in.TranscriptPath, Cwd: in.Cwd}
+	var renames map[string]string
+	switch in.HookEventName {
+	case "SessionStart":
+		c.HookEventName, c.Source = evSessionStart, in.Source
+	case "SessionEnd":
+		c.HookEventName, c.Reason = evSessionEnd, in.Reason
+	case "BeforeAgent":
+		c.HookEventName, c.Prompt = evUserPromptSubmit, in.Prompt
+	case "AfterAgent":
+		c.HookEventName, c.StopHookActive, c.LastAssistantMessage = evStop, in.StopHookActive, in.PromptResponse
+	case "BeforeTool", "AfterTool":
+		if in.ToolName == "" {
+			return cc.geminiFailure(in.HookEventName, errors.New("tool_name must be a non-empty string"))
+		}
+		c.HookEventName, c.ToolResponse = evPreToolUse, in.ToolResponse
+		if in.HookEventName == "AfterTool" {
+			c.HookEventName = evPostToolUse
+		}
+		c.ToolName, c.ToolInput, renames = geminiCall(in.ToolName, in.ToolInput)
+	default:
+		return geminiOutput{} // BeforeModel, Notification, PreCompress, ...: nothing to decide
+	}
+	out := cc.dispatch(ctx, c, agent)
+	return geminiReply(in.HookEventName, out, in.ToolInput, renames)
+}
+
+// geminiCall names a Gemini tool call as Claude Code would, and returns
+// how its arguments were renamed (Claude Code's name -> Gemini's).
+func geminiCall(name string, args map[string]any) (string, map[string]any, map[string]string) {
+	t, ok := geminiTools[name]
+	if !ok {
+		return name, args, nil
+	}
+	out := make(map[string]any, len(args))
+	back := map[string]string{}
+	for k, v := range args {
+		if to, ok := t.args[k]; ok {
+			out[to], back[to] = v, k
+		} else {
+			out[k], back[k] = v, k
+		}
+	}
+	return t.name, out, back
+}
+
+// geminiReply puts the Claude Code adapter's answer into Gemini's fields.
+func geminiReply(event string, out ccOutput, orig map[string]any, back map[string]string) geminiOutput {
+	var r geminiOutput
+	spec := out.HookSpecificOutput
+	switch event {
+	case "BeforeTool":
+		if spec == nil {
+			return r
+		}
+		switch {
+		case spec.PermissionDecision == "deny":
+			r.Decision, r.Reason = "deny", spec.PermissionDecisionReason
+		case spec.PermissionDecision == "ask":
+			r.Decision = "deny"
+			r.Reason = "a person must approve this call, and Gemini CLI's hook cannot ask, so it is denied: " + spec.PermissionDecisionReason
+		case spec.UpdatedInput != nil:
+			// Gemini merges tool_input over the model's arguments: an
+			// argument the rewrite dropped would stay, so that is denied.
+			next := map[string]any{}
+			for k, v := range spec.UpdatedInput {
+				if g, ok := back[k]; ok {
+					k = g
+				}
+				next[k] = v
+			}
+			for k := range orig {
+				if _, kept := next[k]; !kept {
+					return geminiOutput{Decision: "deny", Reason: "the policy rewrote this call without its argument " + k +
+						", which Gemini CLI cannot drop, so it is denied"}
+				}
+			}
+			r.Decision = "allow"
+			r.HookSpecificOutput = &geminiSpecific{HookEventName: event, ToolInput: next}
+		}
+		if spec.AdditionalContext != "" && r.Decision != "deny" {
+			if r.HookSpecificOutput == nil {
+				r.HookSpecificOutput = &geminiSpecific{HookEventName: event}
+			}
+			r.HookSpecificOutput.AdditionalContext = spec.AdditionalContext
+		}
+	case "AfterTool", "BeforeAgent", "SessionStart":
+		if spec != nil && spec.AdditionalContext != "" {
+			r.HookSpecificOutput = &geminiSpecific{HookEventName: event, AdditionalContext: spec.AdditionalContext}
+		}
+	case "AfterAgent":
+		if out.Decision == "block" {
+			// Gemini's retry: the reason is the agent's next prompt.
+			r.Decision, r.Reason = "deny", out.Reason
+		}
+	}
+	if out.Continue != nil && !*out.Continue {
+		f := false
+		r.Continue, r.StopReason = &f, strings.TrimSpace(out.StopReason)
+	}
+	return r
+}
