@@ -169,3 +169,40 @@ func TestInstallGemini(t *testing.T) {
 		t.Fatalf("after uninstall:\n%s", b)
 	}
 }
+
+func TestInstallCopilot(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, ".github", "hooks", "team.json")
+	os.MkdirAll(filepath.Dir(other), 0o755)
+	os.WriteFile(other, []byte(`{"version": 1, "hooks": {}}`), 0o644)
+	o := Options{ProjectDir: dir}
+	res, err := InstallCopilot(o)
+	if err != nil || res.Added != len(CopilotEvents) || res.Path != filepath.Join(dir, ".github", "hooks", "awaken.json") {
+		t.Fatalf("install: %+v %v", res, err)
+	}
+	var got struct {
+		Version int
+		Hooks   map[string][]map[string]any
+	}
+	b, _ := os.ReadFile(res.Path)
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	pre := got.Hooks["preToolUse"]
+	if got.Version != 1 || len(pre) != 1 || pre[0]["bash"] != "awaken-lua hook --agent copilot --event preToolUse" || pre[0]["type"] != "command" {
+		t.Fatalf("awaken.json:\n%s", b)
+	}
+	if res, err := InstallCopilot(o); err != nil || res.Changed {
+		t.Fatalf("second install: %+v %v", res, err)
+	}
+	o.Uninstall = true
+	if res, err := InstallCopilot(o); err != nil || res.Removed != len(CopilotEvents) {
+		t.Fatalf("uninstall: %+v %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".github", "hooks", "awaken.json")); !os.IsNotExist(err) {
+		t.Fatal("awaken.json is still there")
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatal("another hooks file was touched")
+	}
+}

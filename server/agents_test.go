@@ -61,13 +61,21 @@ func TestCodexRecordedSession(t *testing.T) { recordedSession(t, "codex") }
 // POST /v1/hooks/gemini.
 func TestGeminiRecordedSession(t *testing.T) { recordedSession(t, "gemini") }
 
+// TestCopilotRecordedSession is the same for GitHub Copilot CLI's events,
+// through POST /v1/hooks/copilot?event=<event> (the file names the event).
+func TestCopilotRecordedSession(t *testing.T) { recordedSession(t, "copilot") }
+
 func recordedSession(t *testing.T, agent string) {
 	dir, events := agentEvents(t, agent)
 	sc := newSidecar(t, filepath.Join("..", "testdata", "agents", "claude-code", "policy"), Options{Log: quietLog()})
 	for _, f := range events {
 		body := readJSON(t, f)
 		want := readJSON(t, strings.TrimSuffix(f, ".json")+".reply.json")
-		r := sc.call("POST", "/v1/hooks/"+agent, body)
+		path := "/v1/hooks/" + agent
+		if agent == "copilot" {
+			path += "?event=" + strings.Split(filepath.Base(f), ".")[1]
+		}
+		r := sc.call("POST", path, body)
 		if r.status != 200 {
 			t.Fatalf("%s: status %d %s", filepath.Base(f), r.status, r.raw)
 		}

@@ -37,6 +37,7 @@ var hookProtocols = map[string]map[string]bool{
 	"claude-code": {"PreToolUse": true, "PermissionRequest": true},
 	"codex":       {"PreToolUse": true, "PermissionRequest": true},
 	"gemini":      {"BeforeTool": true},
+	"copilot":     {"preToolUse": true},
 	"cursor":      {"preToolUse": true, "beforeShellExecution": true, "beforeMCPExecution": true, "beforeReadFile": true},
 }
 
@@ -47,12 +48,13 @@ var hookProtocols = map[string]map[string]bool{
 // otherwise.
 func cmdHook(e *env) int {
 	fs := e.flags("hook")
-	agent := fs.String("agent", "claude-code", "the coding agent whose hook protocol the event speaks: claude-code, codex, cursor or gemini")
+	agent := fs.String("agent", "claude-code", "the coding agent whose hook protocol the event speaks: claude-code, codex, copilot, cursor or gemini")
 	addr := fs.String("url", "", "the sidecar (default $AWAKEN_URL, else "+defaultHookURL+")")
 	timeout := fs.Duration("timeout", defaultHookTimeout, "how long to wait for the decision")
 	fail := fs.String("fail", "", "closed or open: the answer when no decision comes (default: closed for tool-permission events, open for the rest)")
 	local := fs.Bool("local", false, "decide in-process from awaken.toml and its plugins, with the file store, instead of asking a sidecar")
 	as := fs.String("as", "", "the awaken-lua agent the event runs as (default: [server] hook_agent)")
+	event := fs.String("event", "", "the event, for agents whose input does not name it (copilot: preToolUse, postToolUse, ...)")
 	args, err := parse(fs, e.args)
 	if err != nil {
 		return exitUsage
@@ -63,7 +65,7 @@ func cmdHook(e *env) int {
 	}
 	permission, ok := hookProtocols[*agent]
 	if !ok {
-		fmt.Fprintf(e.stderr, "awaken-lua hook: --agent %q is not a supported agent; supported: claude-code, codex, cursor, gemini\n", *agent)
+		fmt.Fprintf(e.stderr, "awaken-lua hook: --agent %q is not a supported agent; supported: claude-code, codex, copilot, cursor, gemini\n", *agent)
 		return exitUsage
 	}
 	if *fail != "" && *fail != "closed" && *fail != "open" {
@@ -75,6 +77,12 @@ func cmdHook(e *env) int {
 		Event string `json:"hook_event_name"`
 	}
 	_ = json.Unmarshal(body, &name) // a bad event is the sidecar's to answer
+	if *event != "" {
+		name.Event = *event
+	} else if *agent == "copilot" {
+		fmt.Fprintln(e.stderr, "awaken-lua hook: --agent copilot needs --event NAME (Copilot's input does not name its event)")
+		return exitUsage
+	}
 	closed := *fail == "closed" || (*fail == "" && permission[name.Event])
 	if err == nil && len(body) > maxHookEvent {
 		err = fmt.Errorf("the event is over %d bytes", maxHookEvent)
@@ -86,9 +94,9 @@ func cmdHook(e *env) int {
 	defer cancel()
 	var reply []byte
 	if *local {
-		reply, err = hookLocal(ctx, e, *agent, *as, body)
+		reply, err = hookLocal(ctx, e, *agent, *as, *event, body)
 	} else {
-		reply, err = hookRemote(ctx, *addr, *agent, *as, body)
+		reply, err = hookRemote(ctx, *addr, *agent, *as, *event, body)
 	}
 	if err != nil {
 		return hookFailed(e, *agent, closed, err)
@@ -97,13 +105,17 @@ func cmdHook(e *env) int {
 	return exitOK
 }
 
-// hookFailed answers when no decision came. Claude Code blocks a call on
-// exit 2 with the reason on stderr; Cursor reads its decision from the
-// JSON on stdout, so it gets a deny there.
+// hookFailed answers when no decision came. Claude Code, Codex and Gemini
+// CLI block a call on exit 2 with the reason on stderr; Cursor and Copilot
+// CLI read their decision from the JSON on stdout, so they get a deny there.
 func hookFailed(e *env, agent string, closed bool, err error) int {
-	if closed && agent == "cursor" {
+	if closed && (agent == "cursor" || agent == "copilot") {
 		msg := "awaken-lua could not decide on this tool call, so it is denied (fail closed): " + err.Error()
-		b, _ := json.Marshal(map[string]string{"permission": "deny", "user_message": msg, "agent_message": msg})
+		deny := map[string]string{"permission": "deny", "user_message": msg, "agent_message": msg}
+		if agent == "copilot" {
+			deny = map[string]string{"permissionDecision": "deny", "permissionDecisionReason": msg}
+		}
+		b, _ := json.Marshal(deny)
 		fmt.Fprintf(e.stdout, "%s\n", b)
 		fmt.Fprintln(e.stderr, msg)
 		return exitOK
@@ -116,23 +128,30 @@ func hookFailed(e *env, agent string, closed bool, err error) int {
 	return exitOK
 }
 
-func hookPath(agent, as string) string {
-	p := "/v1/hooks/" + agent
+func hookPath(agent, as, event string) string {
+	q := url.Values{}
 	if as != "" {
-		p += "?agent=" + url.QueryEscape(as)
+		q.Set("agent", as)
+	}
+	if event != "" {
+		q.Set("event", event)
+	}
+	p := "/v1/hooks/" + agent
+	if len(q) > 0 {
+		p += "?" + q.Encode()
 	}
 	return p
 }
 
 // hookRemote posts the event to a sidecar.
-func hookRemote(ctx context.Context, addr, agent, as string, body []byte) ([]byte, error) {
+func hookRemote(ctx context.Context, addr, agent, as, event string, body []byte) ([]byte, error) {
 	if addr == "" {
 		addr = os.Getenv("AWAKEN_URL")
 	}
 	if addr == "" {
 		addr = defaultHookURL
 	}
-	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(addr, "/")+hookPath(agent, as), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(addr, "/")+hookPath(agent, as, event), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("the sidecar address %q: %w", addr, err)
 	}
@@ -174,7 +193,7 @@ func checkHookReply(status int, out []byte) ([]byte, error) {
 // awaken.toml, with the file store, so thread state carries from one event
 // to the next. The adapter's per-session memory does not: each event runs
 // in a fresh process.
-func hookLocal(ctx context.Context, e *env, agent, as string, body []byte) ([]byte, error) {
+func hookLocal(ctx context.Context, e *env, agent, as, event string, body []byte) ([]byte, error) {
 	path := e.config
 	if path == "" {
 		if _, err := os.Stat(host.DefaultConfig); err == nil {
@@ -198,7 +217,7 @@ func hookLocal(ctx context.Context, e *env, agent, as string, body []byte) ([]by
 	srv := server.New(h, server.Options{HookAgent: cfg.Server.HookAgent, Log: log})
 	defer srv.Close()
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequestWithContext(ctx, "POST", "http://127.0.0.1"+hookPath(agent, as), bytes.NewReader(body))
+	req := httptest.NewRequestWithContext(ctx, "POST", "http://127.0.0.1"+hookPath(agent, as, event), bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	srv.ServeHTTP(rec, req)
 	return checkHookReply(rec.Code, rec.Body.Bytes())

@@ -101,7 +101,7 @@ func sameJSON(t *testing.T, got []byte, wantFile string) bool {
 // to a sidecar on loopback with the reference policy, and compares each
 // printed reply.
 func TestHookCommandRecordedSession(t *testing.T) {
-	for _, agent := range []string{"claude-code", "codex", "cursor", "gemini"} {
+	for _, agent := range []string{"claude-code", "codex", "copilot", "cursor", "gemini"} {
 		t.Run(agent, func(t *testing.T) { hookSession(t, agent) })
 	}
 }
@@ -124,7 +124,11 @@ func hookSession(t *testing.T, agent string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, errOut, code := runChild(t, "", nil, event, "hook", "--agent", agent, "--url", ts.URL)
+		args := []string{"hook", "--agent", agent, "--url", ts.URL}
+		if agent == "copilot" {
+			args = append(args, "--event", strings.Split(filepath.Base(f), ".")[1])
+		}
+		out, errOut, code := runChild(t, "", nil, event, args...)
 		if code != 0 || !sameJSON(t, []byte(out), strings.TrimSuffix(f, ".json")+".reply.json") {
 			t.Errorf("%s: exit %d, stdout %s, stderr %s", filepath.Base(f), code, out, errOut)
 		}

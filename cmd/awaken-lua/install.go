@@ -21,10 +21,10 @@ func cmdInstall(e *env) int {
 	if err != nil {
 		return exitUsage
 	}
-	if len(args) != 1 || (args[0] != "claude-code" && args[0] != "cursor" && args[0] != "codex" && args[0] != "gemini") {
-		fmt.Fprintln(e.stderr, "usage: awaken-lua install claude-code|codex|cursor|gemini [--scope project|local|user] [--http] [--uninstall]")
+	if len(args) != 1 || (args[0] != "claude-code" && args[0] != "cursor" && args[0] != "codex" && args[0] != "gemini" && args[0] != "copilot") {
+		fmt.Fprintln(e.stderr, "usage: awaken-lua install claude-code|codex|copilot|cursor|gemini [--scope project|local|user] [--http] [--uninstall]")
 		if len(args) == 1 {
-			fmt.Fprintf(e.stderr, "awaken-lua install: %q is not a supported agent; supported: claude-code, codex, cursor, gemini\n", args[0])
+			fmt.Fprintf(e.stderr, "awaken-lua install: %q is not a supported agent; supported: claude-code, codex, copilot, cursor, gemini\n", args[0])
 		}
 		return exitUsage
 	}
@@ -47,7 +47,13 @@ func cmdInstall(e *env) int {
 		return exitFailed
 	}
 	var res agentsettings.Result
-	if agent == "gemini" {
+	if agent == "copilot" {
+		if *useHTTP || s != agentsettings.Project {
+			fmt.Fprintln(e.stderr, "awaken-lua install copilot: Copilot CLI runs command hooks from the repository (.github/hooks), the project scope")
+			return exitUsage
+		}
+		res, err = agentsettings.InstallCopilot(agentsettings.Options{Uninstall: *uninstall, ProjectDir: wd})
+	} else if agent == "gemini" {
 		if *useHTTP || s == agentsettings.Local {
 			fmt.Fprintln(e.stderr, "awaken-lua install gemini: Gemini CLI runs command hooks only, in the project or user scope")
 			return exitUsage

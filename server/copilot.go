@@ -1,0 +1,219 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+)
+
+// The GitHub Copilot CLI adapter (POST /v1/hooks/copilot?event=NAME)
+// translates Copilot CLI's hook events into their Claude Code counterparts
+// and answers Copilot's replies (server/README.md, "GitHub Copilot CLI").
+// Copilot's input names neither the event nor (in older versions) the
+// session: the hook command passes the event (awaken-lua hook --agent
+// copilot --event preToolUse), and a session is the working directory
+// unless the input carries a sessionId. Copilot's preToolUse allows or
+// denies: an ask is a deny that says a person must approve.
+
+// copilotInput is a Copilot CLI hook event (the fields the adapter reads).
+type copilotInput struct {
+	HookEventName string          `json:"hook_event_name"`
+	SessionID     string          `json:"sessionId"`
+	Timestamp     any             `json:"timestamp"`
+	Cwd           string          `json:"cwd"`
+	ToolName      string          `json:"toolName"`
+	ToolArgs      json.RawMessage `json:"toolArgs"` // a JSON string of the arguments (or the object)
+	ToolResult    any             `json:"toolResult"`
+	Prompt        string          `json:"prompt"`
+	Source        string          `json:"source"`
+	Reason        string          `json:"reason"`
+}
+
+// copilotOutput is a Copilot CLI hook reply.
+type copilotOutput struct {
+	PermissionDecision       string         `json:"permissionDecision,omitempty"`
+	PermissionDecisionReason string         `json:"permissionDecisionReason,omitempty"`
+	ModifiedArgs             map[string]any `json:"modifiedArgs,omitempty"`
+	Decision                 string         `json:"decision,omitempty"`
+	Reason                   string         `json:"reason,omitempty"`
+}
+
+// copilotTools maps Copilot CLI's built-in tools to Claude Code's, with
+// their arguments renamed.
+var copilotTools = map[string]struct {
+	name string
+	args map[string]string
+}{
+	"bash":        {"Bash", map[string]string{"command": "command"}},
+	"view":        {"Read", map[string]string{"path": "file_path"}},
+	"create":      {"Write", map[string]string{"path": "file_path", "file_text": "content"}},
+	"edit":        {"Edit", map[string]string{"path": "file_path", "old_str": "old_string", "new_str": "new_string"}},
+	"str_replace": {"Edit", map[string]string{"path": "file_path", "old_str": "old_string", "new_str": "new_string"}},
+	"glob":        {"Glob", map[string]string{"pattern": "pattern"}},
+	"grep":        {"Grep", map[string]string{"pattern": "pattern"}},
+	"web_fetch":   {"WebFetch", map[string]string{"url": "url"}},
+}
+
+func (cc *claudeCode) handleCopilot(w http.ResponseWriter, r *http.Request) (err error) {
+	s := cc.s
+	event := r.URL.Query().Get("event")
+	body, rerr := io.ReadAll(io.LimitReader(r.Body, s.bodyLimit+1))
+	var in copilotInput
+	out := copilotOutput{}
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.LogAttrs(r.Context(), slog.LevelError, "panic in the Copilot CLI adapter", slog.String("panic", fmt.Sprint(v)),
+				slog.String("stack", string(debug.Stack())))
+			out = cc.copilotFailure(event, errors.New("internal error in the sidecar"))
+			err = writeJSON(w, http.StatusOK, out)
+		}
+	}()
+	switch {
+	case rerr != nil:
+		out = cc.copilotFailure(event, fmt.Errorf("reading the hook input failed: %v", rerr))
+	case int64(len(body)) > s.bodyLimit:
+		out = cc.copilotFailure(event, fmt.Errorf("the hook input is larger than the sidecar's body limit (%d bytes); raise [server] body_limit", s.bodyLimit))
+	default:
+		if jerr := json.Unmarshal(body, &in); jerr != nil {
+			out = cc.copilotFailure(event, fmt.Errorf("the hook input is not valid JSON: %v", jerr))
+			break
+		}
+		if derr := duplicateKey(body); derr != nil {
+			out = cc.copilotFailure(event, derr)
+			break
+		}
+		if event == "" {
+			event = in.HookEventName
+		}
+		select {
+		case s.sem <- struct{}{}:
+			agent := r.URL.Query().Get("agent")
+			if agent == "" {
+				agent = s.hookAgent
+			}
+			out = cc.copilot(context.WithoutCancel(r.Context()), event, in, agent)
+			<-s.sem
+		default:
+			out = cc.copilotFailure(event, fmt.Errorf("the sidecar is overloaded (%d requests in flight); raise [server] max_concurrent", cap(s.sem)))
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (cc *claudeCode) copilotFailure(event string, err error) copilotOutput {
+	cc.s.log.LogAttrs(context.Background(), slog.LevelError, "Copilot CLI hook failed", slog.String("event", event), slog.String("error", err.Error()))
+	if event == "preToolUse" {
+		return copilotOutput{PermissionDecision: "deny", PermissionDecisionReason: "awaken-lua could not evaluate this call, so it is denied (fail closed): " + err.Error()}
+	}
+	return copilotOutput{}
+}
+
+func (cc *claudeCode) copilot(ctx context.Context, event string, in copilotInput, agent string) copilotOutput {
+	session := in.SessionID
+	if session == "" {
+		session = "copilot:" + in.Cwd
+	}
+	if len(session) <= len("copilot:") {
+		return cc.copilotFailure(event, errors.New("the event has neither sessionId nor cwd, so it belongs to no session"))
+	}
+	c := ccInput{SessionID: session, Cwd: in.Cwd}
+	var back map[string]string
+	switch event {
+	case "sessionStart":
+		c.HookEventName, c.Source = evSessionStart, in.Source
+	case "sessionEnd":
+		c.HookEventName, c.Reason = evSessionEnd, in.Reason
+	case "userPromptSubmitted":
+		c.HookEventName, c.Prompt = evUserPromptSubmit, in.Prompt
+	case "agentStop":
+		c.HookEventName = evStop
+	case "preToolUse", "postToolUse":
+		if in.ToolName == "" {
+			return cc.copilotFailure(event, errors.New("toolName must be a non-empty string"))
+		}
+		args, err := copilotArgs(in.ToolArgs)
+		if err != nil {
+			return cc.copilotFailure(event, err)
+		}
+		c.HookEventName = evPreToolUse
+		if event == "postToolUse" {
+			c.HookEventName, c.ToolResponse = evPostToolUse, in.ToolResult
+		}
+		c.ToolName, c.ToolInput, back = copilotCall(in.ToolName, args)
+	case "":
+		return cc.copilotFailure("preToolUse", errors.New("the event is not named: call /v1/hooks/copilot?event=NAME (awaken-lua hook --agent copilot --event NAME)"))
+	default:
+		return copilotOutput{} // errorOccurred, subagentStop, ...: nothing to decide
+	}
+	out := cc.dispatch(ctx, c, agent)
+	return copilotReply(event, out, back)
+}
+
+// copilotArgs decodes toolArgs: a JSON string of an object, or the object.
+func copilotArgs(raw json.RawMessage) (map[string]any, error) {
+	args := map[string]any{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return args, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		raw = []byte(s)
+	}
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, fmt.Errorf("toolArgs is not a JSON object: %v", err)
+	}
+	return args, nil
+}
+
+func copilotCall(name string, args map[string]any) (string, map[string]any, map[string]string) {
+	t, ok := copilotTools[name]
+	if !ok {
+		return name, args, nil
+	}
+	out := make(map[string]any, len(args))
+	back := map[string]string{}
+	for k, v := range args {
+		to := k
+		if m, ok := t.args[k]; ok {
+			to = m
+		}
+		out[to], back[to] = v, k
+	}
+	return t.name, out, back
+}
+
+func copilotReply(event string, out ccOutput, back map[string]string) copilotOutput {
+	var r copilotOutput
+	switch event {
+	case "preToolUse":
+		spec := out.HookSpecificOutput
+		if spec == nil {
+			return r
+		}
+		switch {
+		case spec.PermissionDecision == "deny":
+			r.PermissionDecision, r.PermissionDecisionReason = "deny", spec.PermissionDecisionReason
+		case spec.PermissionDecision == "ask":
+			r.PermissionDecision = "deny"
+			r.PermissionDecisionReason = "a person must approve this call, and Copilot CLI's hook cannot ask, so it is denied: " + spec.PermissionDecisionReason
+		case spec.UpdatedInput != nil:
+			r.PermissionDecision, r.ModifiedArgs = "allow", map[string]any{}
+			for k, v := range spec.UpdatedInput {
+				if c, ok := back[k]; ok {
+					k = c
+				}
+				r.ModifiedArgs[k] = v
+			}
+		}
+	case "agentStop":
+		if out.Decision == "block" {
+			r.Decision, r.Reason = "block", out.Reason
+		}
+	}
+	return r
+}
