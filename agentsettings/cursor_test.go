@@ -206,3 +206,64 @@ func TestInstallCopilot(t *testing.T) {
 		t.Fatal("another hooks file was touched")
 	}
 }
+
+// The README's snippets for Codex CLI, Gemini CLI and Copilot CLI name
+// events the installers write, with the installers' commands.
+func TestReadmeAgentSnippets(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snippet := func(section string) []byte {
+		_, rest, ok := strings.Cut(string(b), "### "+section+"\n")
+		if !ok {
+			t.Fatalf("the README has no %s section", section)
+		}
+		_, rest, _ = strings.Cut(rest, "```json\n")
+		s, _, ok := strings.Cut(rest, "```")
+		if !ok {
+			t.Fatalf("the %s section has no JSON snippet", section)
+		}
+		return []byte(s)
+	}
+	in := func(list []string, s string) bool {
+		for _, x := range list {
+			if x == s {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct {
+		section, command string
+		events           []string
+	}{{"Codex CLI", CodexCommand, CodexEvents}, {"Gemini CLI", GeminiCommand, GeminiEvents}} {
+		var got struct {
+			Hooks map[string]json.RawMessage
+		}
+		if err := json.Unmarshal(snippet(c.section), &got); err != nil {
+			t.Fatalf("%s: %v", c.section, err)
+		}
+		for event, raw := range got.Hooks {
+			if event == "enabled" {
+				continue
+			}
+			var groups []struct{ Hooks []map[string]any }
+			if err := json.Unmarshal(raw, &groups); err != nil || !in(c.events, event) || groups[0].Hooks[0]["command"] != c.command {
+				t.Errorf("%s snippet, %s: %s (%v)", c.section, event, raw, err)
+			}
+		}
+	}
+	var cp struct {
+		Version int
+		Hooks   map[string][]map[string]any
+	}
+	if err := json.Unmarshal(snippet("GitHub Copilot CLI"), &cp); err != nil || cp.Version != 1 {
+		t.Fatalf("Copilot snippet: %v", err)
+	}
+	for event, hooks := range cp.Hooks {
+		if !in(CopilotEvents, event) || hooks[0]["bash"] != "awaken-lua hook --agent copilot --event "+event {
+			t.Errorf("Copilot snippet, %s: %v", event, hooks)
+		}
+	}
+}

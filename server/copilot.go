@@ -116,10 +116,10 @@ func (cc *claudeCode) copilotFailure(event string, err error) copilotOutput {
 func (cc *claudeCode) copilot(ctx context.Context, event string, in copilotInput, agent string) copilotOutput {
 	session := in.SessionID
 	if session == "" {
+		if in.Cwd == "" {
+			return cc.copilotFailure(event, errors.New("the event has neither sessionId nor cwd, so it belongs to no session"))
+		}
 		session = "copilot:" + in.Cwd
-	}
-	if len(session) <= len("copilot:") {
-		return cc.copilotFailure(event, errors.New("the event has neither sessionId nor cwd, so it belongs to no session"))
 	}
 	c := ccInput{SessionID: session, Cwd: in.Cwd}
 	var back map[string]string
