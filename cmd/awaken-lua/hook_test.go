@@ -211,6 +211,46 @@ func TestHookFailsClosedForCursor(t *testing.T) {
 	}
 }
 
+// Every agent's tool-permission event fails closed in the way that agent
+// reads: exit 2 with the reason on stderr (Codex, Gemini CLI), a deny in
+// the JSON on stdout (Copilot CLI); Copilot needs its event named.
+func TestHookFailsClosedForEveryAgent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+	read := func(agent, name string) []byte {
+		dir, _ := agentEvents(t, agent)
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		agent, file string
+		extra       []string
+		code        int
+		stdout      string
+	}{
+		{"codex", "05.pre_tool_use.shell_rm.json", nil, 2, ""},
+		{"gemini", "05.before_tool.shell_rm.json", nil, 2, ""},
+		{"copilot", "05.preToolUse.bash_rm.json", []string{"--event", "preToolUse"}, 0, `"permissionDecision":"deny"`},
+	} {
+		args := append([]string{"hook", "--agent", tc.agent, "--url", refused}, tc.extra...)
+		out, errOut, code := runChild(t, "", nil, read(tc.agent, tc.file), args...)
+		if code != tc.code || !strings.Contains(errOut, "fail closed") || (tc.stdout == "" && out != "") || !strings.Contains(out, tc.stdout) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", tc.agent, code, out, errOut)
+		}
+	}
+	_, errOut, code := runChild(t, "", nil, read("copilot", "05.preToolUse.bash_rm.json"), "hook", "--agent", "copilot", "--url", refused)
+	if code != exitUsage || !strings.Contains(errOut, "--event") {
+		t.Errorf("copilot without --event: exit %d, %s", code, errOut)
+	}
+}
+
 // TestHookLocal decides in-process, with the file store: a denied command
 // is denied without a sidecar, and thread state reaches the next event's
 // process.
