@@ -171,11 +171,23 @@ type Audit struct {
 
 // Journal is [journal]: the decision journal. Off while Path is "".
 type Journal struct {
+	// Kind is JournalFile (Path's files) or JournalPostgres (the
+	// PostgreSQL store's database; needs [store] kind = "postgres").
+	Kind        string
 	Path        string   // the journal directory, relative to Dir
 	MaxFileSize Size     // rotate a file at this size
 	MaxAge      Duration // remove files older than this
 	Mask        []string // argument and result fields written as "[masked]"
 }
+
+// Journal kinds.
+const (
+	JournalFile     = "file"
+	JournalPostgres = "postgres"
+)
+
+// On reports whether the journal records anything.
+func (j Journal) On() bool { return j.Path != "" || j.Kind == JournalPostgres }
 
 // Shadow is [shadow]: a candidate generation evaluated beside the enforced
 // one, never enforced. Off while PluginDir is "".

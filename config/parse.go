@@ -266,7 +266,8 @@ func (p *parser) top(m map[string]any) {
 		}},
 		{"journal", func(k toml.Key, v any) {
 			p.table(k, v, "[journal]", []field{
-				{"path", p.str(&c.Journal.Path, nil)}, // "" turns the journal off
+				{"kind", p.str(&c.Journal.Kind, oneOf(JournalFile, JournalPostgres))},
+				{"path", p.str(&c.Journal.Path, nil)}, // "" turns the file journal off
 				{"max_file_size", p.size(&c.Journal.MaxFileSize)},
 				{"max_age", p.durationIn(&c.Journal.MaxAge, false, Duration(10*365*24*time.Hour))},
 				{"mask", p.strList(&c.Journal.Mask)},
@@ -306,6 +307,10 @@ func (p *parser) check() {
 		p.failAt(p.atFirst(key(sk, "hook_agent"), sk), "server.hook_agent",
 			"no agent %q is declared%s; agents: %s (declare [agents.%s], or name one of them)",
 			c.Server.HookAgent, errs.DidYouMean(c.Server.HookAgent, ids), strings.Join(ids, ", "), c.Server.HookAgent)
+	}
+	if jk := (toml.Key{"journal"}); c.Journal.Kind == JournalPostgres && c.Store.Kind != StorePostgres {
+		p.failAt(p.atFirst(key(jk, "kind"), jk), "journal.kind",
+			`"postgres" keeps the journal in the PostgreSQL store's database; set [store] kind = "postgres", or keep the journal in files (kind = "file" with path)`)
 	}
 	if rk := (toml.Key{"runtime"}); c.Runtime.MaxValueSize > c.Runtime.MaxStateSize {
 		p.failAt(p.atFirst(key(rk, "max_value_size"), key(rk, "max_state_size"), rk), "runtime.max_value_size",

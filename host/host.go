@@ -322,7 +322,7 @@ func (h *Host) override(c *config.Config) *config.Config {
 		}
 	}
 	if h.opts.Candidate {
-		c.Journal.Path, c.Audit.Path = "", ""
+		c.Journal.Path, c.Journal.Kind, c.Audit.Path = "", "", ""
 	}
 	return c
 }
@@ -552,7 +552,7 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 	if err := h.audit.open(cfg.Path(cfg.Audit.Path)); err != nil {
 		return nil, auditError(cfg, err)
 	}
-	if err := h.journal.open(cfg); err != nil {
+	if err := h.journal.open(cfg, h.store); err != nil {
 		return nil, err
 	}
 	var ts []plugin.Tool

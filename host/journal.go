@@ -68,12 +68,20 @@ func (j *journalSink) Slot() *journal.Slot {
 }
 
 // open opens the configured journal, or moves it when [journal] changed.
-func (j *journalSink) open(cfg *config.Config) error {
+func (j *journalSink) open(cfg *config.Config, store run.Store) error {
 	jc := cfg.Journal
 	o := journal.Options{Dir: cfg.Path(jc.Path), MaxFileSize: int64(jc.MaxFileSize), MaxAge: time.Duration(jc.MaxAge),
 		Mask: jc.Mask, Log: j.log}
 	key := ""
-	if jc.Path != "" {
+	if jc.Kind == config.JournalPostgres {
+		sink, ok := store.(journal.LineSink)
+		if !ok {
+			return errs.New(errs.ConfigInvalid, "[journal] kind = \"postgres\" needs the PostgreSQL store ([store] kind = \"postgres\")").
+				At(cfg.Pos("journal", "kind"))
+		}
+		o.Sink, o.Dir = sink, ""
+		key = "postgres|" + fmtKey(o)
+	} else if jc.Path != "" {
 		key = fmtKey(o)
 	}
 	j.mu.Lock()

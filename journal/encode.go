@@ -41,6 +41,10 @@ func appendRecord(b []byte, r *Record) []byte {
 		e.strings(r.Plugins)
 	}
 	e.timeOmit("ts", r.TS)
+	if r.Save != 0 {
+		e.key("save")
+		e.b = strconv.AppendUint(e.b, r.Save, 10)
+	}
 	e.strOmit("phase", r.Phase)
 	e.intOmit("step", r.Step)
 	if in := r.Input; in != nil {

@@ -68,6 +68,10 @@ type Record struct {
 	Plugins []string  `json:"plugins,omitempty"`
 	TS      time.Time `json:"ts,omitzero"`
 
+	// Save is the run's save count when the phase ran: replicas that
+	// journal one run into one store write its phases in this order.
+	Save uint64 `json:"save,omitempty"`
+
 	// Phase record.
 	Phase     string     `json:"phase,omitempty"`
 	Step      int        `json:"step,omitempty"`

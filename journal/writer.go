@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,9 @@ type Options struct {
 	Mask        []string
 	Log         *slog.Logger
 	Now         func() time.Time
+	// Sink, when set, takes the lines instead of files in Dir (the
+	// PostgreSQL store, [journal] kind = "postgres").
+	Sink LineSink
 }
 
 // maxQueued bounds the records waiting for the writer: past it, Record
@@ -73,6 +77,11 @@ type Writer struct {
 	line    []byte
 	seq     int // files opened
 	spare   []*Record
+	// stream and batch: with a Sink, the writer's chain and the sealed
+	// lines of the batch being written.
+	stream string
+	batch  [][]byte
+	sunk   int // lines given to the sink since the last age-out
 
 	slots sync.Pool // of *Slot (see Slot)
 }
@@ -93,11 +102,17 @@ func Open(o Options) (*Writer, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	w := &Writer{o: o, mask: NewMask(o.Mask), done: make(chan struct{})}
+	w.notEmpty.L, w.notFull.L = &w.mu, &w.mu
+	if o.Sink != nil {
+		w.stream = streamName(o.Now())
+		w.ageOut()
+		go w.loop()
+		return w, nil
+	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	w := &Writer{o: o, mask: NewMask(o.Mask), done: make(chan struct{})}
-	w.notEmpty.L, w.notFull.L = &w.mu, &w.mu
 	w.ageOut()
 	if err := w.rotate(); err != nil {
 		return nil, err
@@ -173,6 +188,7 @@ func (w *Writer) loop() {
 			batch[i] = nil
 		}
 		w.spare = batch[:0]
+		w.sink()
 		if w.f != nil {
 			if err := w.buf.Flush(); err != nil {
 				w.fail(fmt.Errorf("journal: %w", err))
@@ -192,8 +208,38 @@ func (w *Writer) loop() {
 	}
 }
 
+// sink hands the batch's lines to the Sink (and ages it out now and then).
+func (w *Writer) sink() {
+	if w.o.Sink == nil || len(w.batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.o.Sink.WriteLines(ctx, w.stream, w.batch); err != nil {
+		w.fail(fmt.Errorf("journal: %w", err))
+	}
+	w.sunk += len(w.batch)
+	w.batch = w.batch[:0]
+	if w.sunk > 100000 {
+		w.sunk = 0
+		w.ageOut()
+	}
+}
+
 // write chains b to the previous line and appends it.
 func (w *Writer) write(b []byte) {
+	if w.o.Sink != nil {
+		var prev []byte
+		if w.n > 0 {
+			prev = w.prevHex[:]
+		}
+		line := w.sealer.seal(nil, prev, b) // the sink keeps it: its own slice
+		at := len(sealHead) + len(prev) + len(sealMid)
+		copy(w.prevHex[:], line[at:at+2*sha256.Size])
+		w.batch = append(w.batch, line)
+		w.n++
+		return
+	}
 	if w.f == nil {
 		return
 	}
@@ -244,8 +290,17 @@ func (w *Writer) rotate() error {
 	return nil
 }
 
-// ageOut removes journal files last written before MaxAge.
+// ageOut removes journal files last written before MaxAge (or has the
+// Sink remove its older lines).
 func (w *Writer) ageOut() {
+	if w.o.Sink != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := w.o.Sink.AgeOut(ctx, w.o.Now().Add(-w.o.MaxAge)); err != nil {
+			w.o.Log.Warn("cannot age out the journal", "error", err.Error())
+		}
+		return
+	}
 	files, err := Files(w.o.Dir)
 	if err != nil {
 		return

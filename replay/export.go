@@ -19,10 +19,10 @@ import (
 // regression test that passes against the plugins that made the recording
 // and fails against a candidate that decides otherwise. configs are the
 // plugins' [plugins.<id>] tables, passed to the harness.
-func Export(w io.Writer, runID string, paths []string, configs map[string]any) error {
+func Export(w io.Writer, runID string, src journal.Source, configs map[string]any) error {
 	var header *journal.Record
 	var recs []*journal.Record
-	_, err := journal.Read(paths, func(_ journal.Pos, r *journal.Record) error {
+	_, err := src(func(_ journal.Pos, r *journal.Record) error {
 		if r.RunID != runID {
 			return nil
 		}

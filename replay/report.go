@@ -32,13 +32,18 @@ type Options struct {
 // Run replays every run of the journal files (or directories) through the
 // candidate runtime.
 func Run(ctx context.Context, candidate *run.Runtime, paths []string, o Options) (*Report, error) {
+	return RunSource(ctx, candidate, journal.FileSource(paths...), o)
+}
+
+// RunSource is Run on any journal Source (files, or the PostgreSQL store).
+func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, o Options) (*Report, error) {
 	r, err := New(candidate)
 	if err != nil {
 		return nil, err
 	}
 	rep := &Report{Flips: []journal.Flip{}}
 	skip := map[string]bool{}
-	problems, err := journal.Read(paths, func(_ journal.Pos, rec *journal.Record) error {
+	problems, err := src(func(_ journal.Pos, rec *journal.Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -32,14 +32,12 @@ func cmdReplay(e *env) int {
 	if err != nil {
 		return exitUsage
 	}
-	if len(paths) == 0 {
-		p, err := journalPath(e)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "awaken-lua replay: %v\n", err)
-			return exitUsage
-		}
-		paths = []string{p}
+	src, _, closeSrc, err := journalSource(e, paths)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua replay: %v\n", err)
+		return exitUsage
 	}
+	defer closeSrc()
 	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, PluginDir: *pluginDir, Candidate: true})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "awaken-lua replay: the candidate does not load:")
@@ -53,7 +51,7 @@ func cmdReplay(e *env) int {
 	if *since > 0 {
 		o.Since = time.Now().Add(-*since)
 	}
-	rep, err := replay.Run(e.ctx, g.Runtime, paths, o)
+	rep, err := replay.RunSource(e.ctx, g.Runtime, src, o)
 	if err != nil {
 		e.fail(err, exitUsage)
 		return exitUsage
@@ -94,16 +92,34 @@ func projectConfig(e *env) (*config.Config, error) {
 	return config.Load(path)
 }
 
-// journalPath is the configured journal directory.
-func journalPath(e *env) (string, error) {
+// journalSource is the journal named by paths, else the configured one:
+// its files, or the PostgreSQL store's ([journal] kind = "postgres"), with
+// a verifier for journal verify and a function that closes what it opened.
+func journalSource(e *env, paths []string) (journal.Source, func() (int, []journal.Problem, error), func(), error) {
+	if len(paths) > 0 {
+		return journal.FileSource(paths...), func() (int, []journal.Problem, error) { return journal.Verify(paths) }, func() {}, nil
+	}
 	cfg, err := projectConfig(e)
 	if err != nil {
-		return "", err
+		return nil, nil, nil, err
+	}
+	if cfg.Journal.Kind == config.JournalPostgres {
+		s, err := host.OpenPostgres(e.ctx, cfg)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		each := func(yield func(journal.Line) error) error { return s.JournalLines(e.ctx, time.Time{}, yield) }
+		verify := func() (int, []journal.Problem, error) {
+			n, err := journal.VerifyLines(each)
+			return n, nil, err
+		}
+		return journal.Lines(each), verify, s.Close, nil
 	}
 	if cfg.Journal.Path == "" {
-		return "", fmt.Errorf("the configuration has no [journal] path; give the journal's directory or files, or set [journal] path and record some runs first")
+		return nil, nil, nil, fmt.Errorf("the configuration has no [journal] path; give the journal's directory or files, or set [journal] path and record some runs first")
 	}
-	return cfg.Path(cfg.Journal.Path), nil
+	dir := []string{cfg.Path(cfg.Journal.Path)}
+	return journal.FileSource(dir...), func() (int, []journal.Problem, error) { return journal.Verify(dir) }, func() {}, nil
 }
 
 const journalMore = `Subcommands:
@@ -129,16 +145,14 @@ func cmdJournal(e *env) int {
 	if sub == "export" {
 		runID, rest = rest[0], rest[1:]
 	}
-	if len(rest) == 0 {
-		p, err := journalPath(e)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "awaken-lua journal: %v\n", err)
-			return exitUsage
-		}
-		rest = []string{p}
+	src, verify, closeSrc, err := journalSource(e, rest)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua journal: %v\n", err)
+		return exitUsage
 	}
+	defer closeSrc()
 	if sub == "verify" {
-		n, problems, err := journal.Verify(rest)
+		n, problems, err := verify()
 		for _, p := range problems {
 			fmt.Fprintf(e.stderr, "warning: %s\n", p)
 		}
@@ -163,7 +177,7 @@ func cmdJournal(e *env) int {
 	if cfg, err := projectConfig(e); err == nil {
 		configs = cfg.Plugins
 	}
-	if err := replay.Export(w, runID, rest, configs); err != nil {
+	if err := replay.Export(w, runID, src, configs); err != nil {
 		e.fail(err, exitUsage)
 		return exitUsage
 	}

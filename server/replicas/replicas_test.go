@@ -22,6 +22,8 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/internal/pgtest"
+	"github.com/awaken-lua/awaken-lua/journal"
+	"github.com/awaken-lua/awaken-lua/replay"
 	"github.com/awaken-lua/awaken-lua/server"
 	"github.com/awaken-lua/awaken-lua/store/pgstore"
 )
@@ -66,7 +68,10 @@ func replicas(t testing.TB, n int) []*replica {
 }
 
 // replicasIn is replicas, and the project's awaken.toml.
-func replicasIn(t testing.TB, n int) ([]*replica, string) {
+func replicasIn(t testing.TB, n int) ([]*replica, string) { return replicasWith(t, n, "") }
+
+// replicasWith is replicasIn with more of awaken.toml.
+func replicasWith(t testing.TB, n int, extra string) ([]*replica, string) {
 	t.Helper()
 	ctx := context.Background()
 	dsn, err := cluster.NewDatabase(ctx)
@@ -75,7 +80,7 @@ func replicasIn(t testing.TB, n int) ([]*replica, string) {
 	}
 	t.Setenv("AWAKEN_TEST_PG", dsn)
 	dir := t.TempDir()
-	toml := "plugin_dir = \"scripts\"\n[runtime]\nhook_timeout = \"10s\"\n[store]\nkind = \"postgres\"\ndsn_env = \"AWAKEN_TEST_PG\"\nmax_conns = 8\n[agents.default]\ntools = []\n"
+	toml := "plugin_dir = \"scripts\"\n[runtime]\nhook_timeout = \"10s\"\n[store]\nkind = \"postgres\"\ndsn_env = \"AWAKEN_TEST_PG\"\nmax_conns = 8\n[agents.default]\ntools = []\n" + extra
 	os.MkdirAll(filepath.Join(dir, "scripts"), 0o755)
 	os.WriteFile(filepath.Join(dir, "awaken.toml"), []byte(toml), 0o644)
 	os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), []byte(policy), 0o644)
@@ -649,5 +654,74 @@ func TestRunStaysOnItsBundle(t *testing.T) {
 	phase(b, nid, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{tcall("c1", "read")}}})
 	if g := phase(b, nid, "tool_gate", map[string]any{"call": tcall("c1", "read")}); g.body["decision"] != "block" {
 		t.Fatalf("a new run should use the new bundle: %s", g.raw)
+	}
+}
+
+// Two replicas journal one run into the database: the journal verifies,
+// replays with no flip against the same plugins and with the expected
+// flip against a changed one, and an edited line fails verify at its line.
+func TestJournalInPostgres(t *testing.T) {
+	rs, _ := replicasWith(t, 2, "[journal]\nkind = \"postgres\"\n")
+	a, b := rs[0], rs[1]
+	created := a.must("POST", "/v1/runs", map[string]any{"tools": []any{map[string]any{"name": "read"}}})
+	id, _ := created.body["run_id"].(string)
+	phase(b, id, "step_start", nil)
+	phase(a, id, "before_inference", map[string]any{"request": map[string]any{}})
+	phase(b, id, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{tcall("c1", "read")}}})
+	phase(a, id, "tool_gate", map[string]any{"call": tcall("c1", "read")})
+	phase(b, id, "before_tool_execute", map[string]any{"call": tcall("c1", "read")})
+	phase(a, id, "after_tool_execute", map[string]any{"call": tcall("c1", "read"), "result": map[string]any{"status": "success"}})
+	phase(b, id, "step_end", nil)
+	phase(a, id, "step_start", nil)
+	phase(b, id, "before_inference", map[string]any{"request": map[string]any{}})
+	phase(a, id, "after_inference", map[string]any{"response": map[string]any{"text": "done"}})
+	phase(b, id, "step_end", nil)
+	phase(a, id, "run_end", nil)
+	a.close()
+	b.close() // their writers flush
+	ctx := context.Background()
+	st, err := pgstore.Open(ctx, os.Getenv("AWAKEN_TEST_PG"), pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	each := func(yield func(journal.Line) error) error { return st.JournalLines(ctx, time.Time{}, yield) }
+	n, err := journal.VerifyLines(each)
+	if err != nil || n < 13 {
+		t.Fatalf("verify: %d lines, %v", n, err)
+	}
+	replayWith := func(src string) *replay.Report {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "policy.lua"), []byte(src), 0o644)
+		cfg := filepath.Join(dir, "awaken.toml")
+		os.WriteFile(cfg, []byte("plugin_dir = \".\"\n[agents.default]\ntools = []\n"), 0o644)
+		h, err := host.Open(ctx, host.Options{ConfigPath: cfg, Candidate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		g := h.Acquire()
+		defer g.Release()
+		rep, err := replay.RunSource(ctx, g.Runtime, journal.Lines(each), replay.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if rep := replayWith(policy); rep.Runs != 1 || rep.Steps != 2 || len(rep.Flips) != 0 {
+		t.Fatalf("the same plugins: %d runs, %d steps, flips %+v", rep.Runs, rep.Steps, rep.Flips)
+	}
+	v2 := strings.Replace(policy, `if call.name == "slow" then`, `if call.name == "read" then return awaken.block("read is off") end
+  if call.name == "slow" then`, 1)
+	if rep := replayWith(v2); len(rep.Flips) != 1 || rep.Flips[0].Kind != "allow->block" {
+		t.Fatalf("the changed plugins: %+v", rep.Flips)
+	}
+	// One byte edited in the database fails verify at that line.
+	if _, err := st.Exec(ctx, `UPDATE awaken_journal SET line = overlay(line placing 'X'::bytea from length(line) - 3 for 1)
+		WHERE seq = (SELECT min(seq) + 2 FROM awaken_journal)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := journal.VerifyLines(each); err == nil || !strings.Contains(err.Error(), "does not match its sum") {
+		t.Fatalf("verify after an edit: %v", err)
 	}
 }

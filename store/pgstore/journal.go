@@ -1,0 +1,56 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/journal"
+)
+
+// WriteLines implements journal.LineSink: one statement per batch.
+func (s *Store) WriteLines(ctx context.Context, stream string, lines [][]byte) error {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO awaken_journal (stream, line) SELECT $1, unnest($2::bytea[])`, stream, lines); err != nil {
+		return unavailable(err, "write the journal")
+	}
+	return nil
+}
+
+// AgeOut implements journal.LineSink.
+func (s *Store) AgeOut(ctx context.Context, before time.Time) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM awaken_journal WHERE created_at < $1`, before); err != nil {
+		return unavailable(err, "age out the journal")
+	}
+	return nil
+}
+
+// JournalLines calls yield for each journal line in the order written,
+// numbered within its stream, optionally only those written since.
+func (s *Store) JournalLines(ctx context.Context, since time.Time, yield func(journal.Line) error) error {
+	rows, err := s.pool.Query(ctx, `SELECT stream, line FROM awaken_journal WHERE created_at >= $1 ORDER BY seq`, since)
+	if err != nil {
+		return unavailable(err, "read the journal")
+	}
+	defer rows.Close()
+	n := map[string]int{}
+	for rows.Next() {
+		var l journal.Line
+		if err := rows.Scan(&l.Stream, &l.Data); err != nil {
+			return unavailable(err, "read the journal")
+		}
+		n[l.Stream]++
+		l.N = n[l.Stream]
+		if err := yield(l); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return unavailable(err, "read the journal")
+	}
+	return nil
+}
+
+// Exec runs a statement on the database (tests and maintenance).
+func (s *Store) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	tag, err := s.pool.Exec(ctx, sql, args...)
+	return tag.RowsAffected(), err
+}
