@@ -191,3 +191,28 @@ func TestRotationAndAgeOut(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A record kept past Record (a shadow's queue) must be detached first: the
+// writer recycles its slot once written.
+func TestDetachedRecordOutlivesItsSlot(t *testing.T) {
+	w, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := w.Slot()
+	sl.Rec.Rec, sl.Rec.RunID, sl.Rec.Phase = KindPhase, "r1", "tool_gate"
+	sl.SetCall(model.ToolCall{ID: "c1", Name: "shell", Args: map[string]any{"cmd": "ls"}})
+	sl.SetDecision(Decision{CallID: "c1", Tool: "shell", Decision: "block", Plugin: "policy"})
+	kept := Detach(&sl.Rec)
+	w.Record(&sl.Rec)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if kept.Input == nil || kept.Input.Call == nil || kept.Input.Call.Name != "shell" ||
+		len(kept.Decisions) != 1 || kept.Decisions[0].Decision != "block" || kept.RunID != "r1" {
+		t.Fatalf("the detached record lost its values: %+v", kept)
+	}
+	if plain := NewSlot(); Detach(&plain.Rec) != &plain.Rec {
+		t.Fatal("a record no writer recycles needs no copy")
+	}
+}

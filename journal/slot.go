@@ -77,3 +77,33 @@ func recycle(rec *Record) {
 	*sl = Slot{}
 	pool.Put(sl)
 }
+
+// Detach returns a record that stays valid after rec's slot is recycled:
+// rec itself when it owns its values, else a copy of what the slot holds.
+// A recorder that keeps a record past Record (a shadow's queue) detaches
+// it first.
+func Detach(rec *Record) *Record {
+	if rec.slot == nil {
+		return rec
+	}
+	cp := *rec
+	cp.slot = nil
+	if rec.Input != nil {
+		in := *rec.Input
+		if in.Call != nil {
+			c := *in.Call
+			in.Call = &c
+		}
+		if in.Result != nil {
+			r := *in.Result
+			in.Result = &r
+		}
+		if in.Response != nil {
+			r := *in.Response
+			in.Response = &r
+		}
+		cp.Input = &in
+	}
+	cp.Decisions = append([]Decision(nil), rec.Decisions...)
+	return &cp
+}

@@ -20,13 +20,20 @@ const maxShadowRuns = 10000
 // recentFlips is how many disagreements GET /v1/shadow shows.
 const recentFlips = 20
 
+// maxShadowQueue bounds the records waiting for the shadow: when the
+// candidate falls behind, the shadow drops runs rather than slowing the
+// enforced path or holding memory without bound.
+const maxShadowQueue = 4096
+
 // Candidate gives the shadow's current runtime, pinned until release.
 type Candidate func() (rt *run.Runtime, id string, release func())
 
 // Shadow evaluates a candidate generation beside the enforced one: it is
 // the enforced runtime's journal tap (run.Recorder), and replays each
 // record it sees through the candidate, on the candidate's own copy of
-// the state, as soon as the enforced phase has answered. It never changes
+// the state, on a goroutine of its own. The enforced path only queues the
+// record: it never waits for the candidate, and when the queue is full the
+// shadow stops following that run (counted as dropped). It never changes
 // the enforced answer: its failures and panics are counted, not returned.
 // Disagreements are journaled (rec "shadow"), counted and summarized.
 type Shadow struct {
@@ -34,14 +41,27 @@ type Shadow struct {
 	out  run.Recorder // the journal writer for shadow records; nil: none
 	log  *slog.Logger
 
-	mu    sync.Mutex
+	// Owned by the loop.
 	runs  map[string]*shadowRun
 	repls map[string]*Replayer // by candidate generation id
+
+	mu    sync.Mutex // guards count, last and out
 	count map[Count]int64
 	last  []journal.Flip
 
-	phases atomic.Int64
-	errors atomic.Int64
+	phases    atomic.Int64
+	following atomic.Int64
+	errors    atomic.Int64
+	dropped   atomic.Int64
+
+	// The queue between the enforced path and the loop.
+	qmu    sync.Mutex
+	queue  []*journal.Record
+	lost   map[string]bool // runs whose records were dropped
+	busy   bool            // the loop is replaying records it took
+	closed bool
+	wake   chan struct{}
+	done   chan struct{}
 }
 
 type shadowRun struct {
@@ -54,8 +74,10 @@ func NewShadow(cand Candidate, out run.Recorder, log *slog.Logger) *Shadow {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Shadow{cand: cand, out: out, log: log, runs: map[string]*shadowRun{}, repls: map[string]*Replayer{},
-		count: map[Count]int64{}}
+	sh := &Shadow{cand: cand, out: out, log: log, runs: map[string]*shadowRun{}, repls: map[string]*Replayer{},
+		count: map[Count]int64{}, lost: map[string]bool{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go sh.loop()
+	return sh
 }
 
 // SetOut sets where shadow records go (the host's journal, made after the
@@ -66,39 +88,104 @@ func (sh *Shadow) SetOut(out run.Recorder) {
 	sh.mu.Unlock()
 }
 
-// Record replays one enforced record through the candidate.
+// Record queues one enforced record for the candidate; it never waits.
 func (sh *Shadow) Record(rec *journal.Record) {
 	if rec.Rec == journal.KindShadow {
 		return
 	}
+	sh.qmu.Lock()
+	defer sh.qmu.Unlock()
+	if sh.closed {
+		return
+	}
+	switch {
+	case rec.Rec == journal.KindEnd:
+		// Always queued (it is small): it releases what the run holds.
+		delete(sh.lost, rec.RunID)
+	case sh.lost[rec.RunID]:
+		sh.dropped.Add(1)
+		return
+	case len(sh.queue) >= maxShadowQueue:
+		if len(sh.lost) >= maxShadowRuns {
+			clear(sh.lost) // runs that never ended; their records now fail to apply and are counted
+		}
+		sh.lost[rec.RunID] = true
+		sh.dropped.Add(1)
+		return
+	}
+	sh.queue = append(sh.queue, journal.Detach(rec))
+	select {
+	case sh.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop replays the queued records in the order the enforced path made
+// them, until Close.
+func (sh *Shadow) loop() {
+	defer close(sh.done)
+	var batch []*journal.Record
+	for {
+		sh.qmu.Lock()
+		for i := range batch {
+			batch[i] = nil
+		}
+		batch, sh.queue = sh.queue, batch[:0]
+		sh.busy = len(batch) > 0
+		closed := sh.closed
+		sh.qmu.Unlock()
+		if len(batch) == 0 {
+			if closed {
+				return
+			}
+			<-sh.wake
+			continue
+		}
+		for _, rec := range batch {
+			sh.apply(rec)
+		}
+	}
+}
+
+// Idle reports whether every queued record has been replayed.
+func (sh *Shadow) Idle() bool {
+	sh.qmu.Lock()
+	defer sh.qmu.Unlock()
+	return len(sh.queue) == 0 && !sh.busy
+}
+
+// apply replays one record through the candidate (on the loop).
+func (sh *Shadow) apply(rec *journal.Record) {
 	defer func() {
 		if v := recover(); v != nil {
 			sh.errors.Add(1)
 			sh.log.Error("the shadow generation panicked; the enforced answer is unchanged", "run_id", rec.RunID, "panic", fmt.Sprint(v))
 		}
 	}()
-	sh.mu.Lock()
+	// runs and repls belong to the loop: nothing else touches them.
 	sr := sh.runs[rec.RunID]
-	if rec.Rec == journal.KindRun {
-		if sr == nil {
-			sr = sh.start()
-			if sr == nil {
-				sh.mu.Unlock()
-				return
-			}
-			sh.runs[rec.RunID] = sr
+	if rec.Rec == journal.KindRun && sr == nil {
+		if sr = sh.start(); sr == nil {
+			return
 		}
+		sh.runs[rec.RunID] = sr
+		sh.following.Store(int64(len(sh.runs)))
 	}
-	if rec.Rec == journal.KindEnd && sr != nil {
-		delete(sh.runs, rec.RunID)
-		sr.release()
-	}
-	sh.mu.Unlock()
 	if sr == nil {
 		return
 	}
+	if rec.Rec == journal.KindEnd {
+		defer func() {
+			delete(sh.runs, rec.RunID)
+			sh.following.Store(int64(len(sh.runs)))
+			sr.release()
+		}()
+	}
 	if rec.Rec == journal.KindPhase {
 		sh.phases.Add(1)
+		if sh.isLost(rec.RunID) {
+			return // its later records are gone: following it would only err
+		}
 	}
 	flip, err := sr.r.Apply(context.Background(), rec)
 	if err != nil {
@@ -111,7 +198,7 @@ func (sh *Shadow) Record(rec *journal.Record) {
 	}
 }
 
-// start pins the candidate's current generation for a new run (mu held).
+// start pins the candidate's current generation for a new run.
 func (sh *Shadow) start() *shadowRun {
 	if len(sh.runs) >= maxShadowRuns {
 		for id, sr := range sh.runs { // drop one: the oldest is not known, any will do
@@ -193,6 +280,7 @@ type Summary struct {
 	Phases        int64          `json:"phases"`
 	Following     int            `json:"following"`
 	Errors        int64          `json:"errors"`
+	Dropped       int64          `json:"dropped"`
 	Disagreements int64          `json:"disagreements"`
 	By            []Disagreement `json:"by"`
 	Recent        []journal.Flip `json:"recent"`
@@ -202,7 +290,7 @@ type Summary struct {
 func (sh *Shadow) Summary() Summary {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s := Summary{Phases: sh.phases.Load(), Following: len(sh.runs), Errors: sh.errors.Load(),
+	s := Summary{Phases: sh.phases.Load(), Following: int(sh.following.Load()), Errors: sh.errors.Load(), Dropped: sh.dropped.Load(),
 		By: []Disagreement{}, Recent: append([]journal.Flip{}, sh.last...)}
 	for c, n := range sh.count {
 		from, to, _ := strings.Cut(c.Kind, "->")
@@ -219,10 +307,27 @@ func (sh *Shadow) Summary() Summary {
 	return s
 }
 
-// Close releases the generations the shadow pins.
+func (sh *Shadow) isLost(runID string) bool {
+	sh.qmu.Lock()
+	defer sh.qmu.Unlock()
+	return sh.lost[runID]
+}
+
+// Close replays what is queued, stops the loop and releases the
+// generations the shadow pins.
 func (sh *Shadow) Close() {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	sh.qmu.Lock()
+	already := sh.closed
+	sh.closed = true
+	sh.qmu.Unlock()
+	if !already {
+		select {
+		case sh.wake <- struct{}{}:
+		default:
+		}
+	}
+	<-sh.done
+	sh.following.Store(0)
 	for id, sr := range sh.runs {
 		sr.release()
 		delete(sh.runs, id)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/internal/gctune"
+	"github.com/awaken-lua/awaken-lua/replay"
 )
 
 // benchGateLua is a permission-style gate: it reads the call's name and
@@ -434,10 +435,11 @@ func BenchmarkServeClaudeCode(b *testing.B) {
 				dir = journaled(b, dir)
 			}
 			var sc *sidecar
+			var shadow *replay.Shadow
 			if c.shadow {
 				// The same policy as the candidate: the shadow's full cost,
 				// with no disagreement to cut a run short.
-				sc, _ = shadowSidecar(b, dir, dir)
+				sc, shadow = shadowSidecar(b, dir, dir)
 				sc.srv.sem = make(chan struct{}, 256)
 			} else {
 				sc = newSidecar(b, dir, Options{Log: quietLog(), MaxConcurrent: 256})
@@ -458,6 +460,13 @@ func BenchmarkServeClaudeCode(b *testing.B) {
 			}
 			loadBodies(b, sc.ts.URL, rate, func(c, i int) string { return "/v1/hooks/claude-code" },
 				func(c, i int) string { return "" }, mk)
+			if shadow != nil {
+				// The shadow runs off the enforced path: how much it kept
+				// up with is part of the figure.
+				waitIdle(b, shadow)
+				sum := shadow.Summary()
+				b.ReportMetric(float64(sum.Dropped)/float64(b.N), "shadow-dropped/op")
+			}
 		})
 	}
 }

@@ -225,6 +225,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 		}
 		fmt.Fprintf(bw, "# HELP awaken_shadow_phases_total Phases the shadow generation replayed.\n# TYPE awaken_shadow_phases_total counter\nawaken_shadow_phases_total %d\n", sum.Phases)
 		fmt.Fprintf(bw, "# HELP awaken_shadow_errors_total Records the shadow generation could not follow (its failures never reach the enforced answer).\n# TYPE awaken_shadow_errors_total counter\nawaken_shadow_errors_total %d\n", sum.Errors)
+		fmt.Fprintf(bw, "# HELP awaken_shadow_dropped_total Records the shadow skipped because it fell behind (the enforced path never waits for it).\n# TYPE awaken_shadow_dropped_total counter\nawaken_shadow_dropped_total %d\n", sum.Dropped)
 	}
 	runs, suspended := s.openSuspensions()
 	gauge(bw, "awaken_open_suspensions", "Suspended tool calls waiting for a decision, in runs held in memory.", suspended)

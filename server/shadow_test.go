@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/journal"
@@ -37,6 +38,19 @@ func shadowSidecar(t testing.TB, dir, candidate string) (*sidecar, *replay.Shado
 	sc := &sidecar{t: t, h: h, srv: srv, ts: httptest.NewServer(srv)}
 	t.Cleanup(func() { sc.close(); shadow.Close(); sh.Close() })
 	return sc, shadow
+}
+
+// waitIdle waits until the shadow has replayed everything the sidecar
+// answered: it runs off the enforced path.
+func waitIdle(t testing.TB, sh *replay.Shadow) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !sh.Idle() {
+		if time.Now().After(deadline) {
+			t.Fatal("the shadow never caught up with the enforced path")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // drive runs one step with three calls through the sidecar API and returns
@@ -83,7 +97,7 @@ func TestShadowCountsDisagreementsAndEnforcesNothing(t *testing.T) {
 	want := drive(plain, "t1")
 
 	dir := project(t, "\n[journal]\npath = \"journal\"\n", nil)
-	sc, _ := shadowSidecar(t, dir, candidate)
+	sc, shadow := shadowSidecar(t, dir, candidate)
 	got := drive(sc, "t1")
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("the shadow changed the enforced answers:\n got %v\nwant %v", got, want)
@@ -95,6 +109,7 @@ func TestShadowCountsDisagreementsAndEnforcesNothing(t *testing.T) {
 	// The context differs first (before_inference), so the shadow stops
 	// following that run there: one disagreement per run. A second run
 	// without the reminder gets as far as the gates.
+	waitIdle(t, shadow)
 	r := sc.must(200, "GET", "/v1/shadow", nil)
 	var sum struct {
 		Enabled       bool
@@ -114,6 +129,7 @@ func TestShadowCountsDisagreementsAndEnforcesNothing(t *testing.T) {
 	if g := sc.phase(id, "tool_gate", map[string]any{"call": call("c1", "add", nil)}); g.str("decision") != "allow" {
 		t.Fatalf("the shadow's block was enforced: %s", g.raw)
 	}
+	waitIdle(t, shadow)
 	r = sc.must(200, "GET", "/v1/shadow", nil)
 	json.Unmarshal(r.raw, &sum)
 	if sum.Disagreements != 2 || !strings.Contains(string(r.raw), `"from":"allow","n":1,"plugin":"policy","to":"block"`) &&
@@ -144,10 +160,11 @@ func TestShadowFailureIsOnlyCounted(t *testing.T) {
 		`p:on("run_start", function(ctx) error("the candidate is broken") end)`, 1))
 	plain := newSidecar(t, project(t, "", nil), Options{})
 	want := drive(plain, "t1")
-	sc, _ := shadowSidecar(t, project(t, "", nil), candidate)
+	sc, shadow := shadowSidecar(t, project(t, "", nil), candidate)
 	if got := drive(sc, "t1"); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("got %v, want %v", got, want)
 	}
+	waitIdle(t, shadow)
 	r := sc.must(200, "GET", "/v1/shadow", nil)
 	if !strings.Contains(string(r.raw), `"from":"termination"`) && !strings.Contains(string(r.raw), `"termination"`) {
 		t.Fatalf("a failing candidate should count as a termination change: %s", r.raw)

@@ -70,6 +70,7 @@ func cmdServe(e *env) int {
 	defer h.Close()
 	if shadow != nil {
 		shadow.SetOut(h.Journal())
+		defer shadow.Close() // drains into the journal before h closes it
 	}
 	cfg := h.Current().Config
 	listen := cfg.Server.Addr
