@@ -65,13 +65,19 @@ func TestGeminiRecordedSession(t *testing.T) { recordedSession(t, "gemini") }
 // through POST /v1/hooks/copilot?event=<event> (the file names the event).
 func TestCopilotRecordedSession(t *testing.T) { recordedSession(t, "copilot") }
 
-func recordedSession(t *testing.T, agent string) {
+// The SPEC's name for Gemini CLI's endpoint answers the same.
+func TestGeminiCLIRecordedSession(t *testing.T) { recordedSessionAt(t, "gemini", "gemini-cli") }
+
+func recordedSession(t *testing.T, agent string) { recordedSessionAt(t, agent, agent) }
+
+// recordedSessionAt posts agent's recorded events to /v1/hooks/<endpoint>.
+func recordedSessionAt(t *testing.T, agent, endpoint string) {
 	dir, events := agentEvents(t, agent)
 	sc := newSidecar(t, filepath.Join("..", "testdata", "agents", "claude-code", "policy"), Options{Log: quietLog()})
 	for _, f := range events {
 		body := readJSON(t, f)
 		want := readJSON(t, strings.TrimSuffix(f, ".json")+".reply.json")
-		path := "/v1/hooks/" + agent
+		path := "/v1/hooks/" + endpoint
 		if agent == "copilot" {
 			path += "?event=" + strings.Split(filepath.Base(f), ".")[1]
 		}

@@ -256,6 +256,7 @@ func (s *Server) routes() {
 	handle("POST /v1/hooks/cursor", "cursor", hook, s.cursor.handle)
 	handle("POST /v1/hooks/codex", "codex", hook, s.cc.handleCodex)
 	handle("POST /v1/hooks/gemini", "gemini", hook, s.cc.handleGemini)
+	handle("POST /v1/hooks/gemini-cli", "gemini", hook, s.cc.handleGemini) // the CLI's own name
 	handle("POST /v1/hooks/copilot", "copilot", hook, s.cc.handleCopilot)
 	handle("GET /v1/plugins", "plugins", api, s.plugins)
 	handle("GET /v1/shadow", "shadow", meta, s.shadow)
@@ -266,7 +267,7 @@ func (s *Server) routes() {
 	// The same paths with another method: 405 with Allow, as problem+json.
 	for path, allow := range map[string]string{
 		"/v1/runs": "POST", "/v1/runs/{id}/phases/{phase}": "POST", "/v1/runs/{id}/resume": "POST",
-		"/v1/runs/{id}": "GET, DELETE", "/v1/hooks/claude-code": "POST", "/v1/hooks/cursor": "POST", "/v1/hooks/codex": "POST", "/v1/hooks/gemini": "POST", "/v1/hooks/copilot": "POST", "/v1/plugins": "GET", "/v1/shadow": "GET",
+		"/v1/runs/{id}": "GET, DELETE", "/v1/hooks/claude-code": "POST", "/v1/hooks/cursor": "POST", "/v1/hooks/codex": "POST", "/v1/hooks/gemini": "POST", "/v1/hooks/gemini-cli": "POST", "/v1/hooks/copilot": "POST", "/v1/plugins": "GET", "/v1/shadow": "GET",
 		"/v1/plugins/reload": "POST", "/healthz": "GET", "/readyz": "GET", "/metrics": "GET",
 	} {
 		handle(path, "method_not_allowed", probe, func(w http.ResponseWriter, r *http.Request) error {

@@ -63,6 +63,9 @@ func cmdHook(e *env) int {
 		fmt.Fprintf(e.stderr, "awaken-lua hook: unexpected argument %q (the event comes on stdin)\n", args[0])
 		return exitUsage
 	}
+	if *agent == "gemini-cli" {
+		*agent = "gemini" // the CLI's own name
+	}
 	permission, ok := hookProtocols[*agent]
 	if !ok {
 		fmt.Fprintf(e.stderr, "awaken-lua hook: --agent %q is not a supported agent; supported: claude-code, codex, copilot, cursor, gemini\n", *agent)

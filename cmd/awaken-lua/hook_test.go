@@ -245,6 +245,10 @@ func TestHookFailsClosedForEveryAgent(t *testing.T) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q", tc.agent, code, out, errOut)
 		}
 	}
+	// Gemini CLI under its own name fails closed the same way.
+	if out, errOut, code := runChild(t, "", nil, read("gemini", "05.before_tool.shell_rm.json"), "hook", "--agent", "gemini-cli", "--url", refused); code != 2 || out != "" || !strings.Contains(errOut, "fail closed") {
+		t.Errorf("gemini-cli: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 	_, errOut, code := runChild(t, "", nil, read("copilot", "05.preToolUse.bash_rm.json"), "hook", "--agent", "copilot", "--url", refused)
 	if code != exitUsage || !strings.Contains(errOut, "--event") {
 		t.Errorf("copilot without --event: exit %d, %s", code, errOut)

@@ -21,6 +21,9 @@ func cmdInstall(e *env) int {
 	if err != nil {
 		return exitUsage
 	}
+	if len(args) == 1 && args[0] == "gemini-cli" {
+		args[0] = "gemini" // the CLI's own name
+	}
 	if len(args) != 1 || (args[0] != "claude-code" && args[0] != "cursor" && args[0] != "codex" && args[0] != "gemini" && args[0] != "copilot") {
 		fmt.Fprintln(e.stderr, "usage: awaken-lua install claude-code|codex|copilot|cursor|gemini [--scope project|local|user] [--http] [--uninstall]")
 		if len(args) == 1 {
