@@ -96,9 +96,45 @@ func rulesUserData(L *lua.LState, v any, key string) *lua.LUserData {
 	return ud
 }
 
-// shellFuncs are the functions of awaken.shell.
+// shellFuncs are the functions of awaken.shell, for one Lua state: a
+// state runs one call at a time, so its splitter reuses one parser and
+// remembers the last commands it split (agents run the same few commands
+// over and over; a split is a pure function of the text).
 func shellFuncs() map[string]lua.LGFunction {
-	return map[string]lua.LGFunction{"split": shellSplit}
+	sc := &splitCache{seen: map[string]splitResult{}}
+	return map[string]lua.LGFunction{"split": func(L *lua.LState) int { return shellSplit(L, sc) }}
+}
+
+// Bounds of a state's split cache: a command longer than maxCachedCommand
+// is split every time, and the cache starts over once it holds
+// maxCachedSplits commands.
+const (
+	maxCachedSplits  = 128
+	maxCachedCommand = 1 << 10
+)
+
+type splitResult struct {
+	cmds []shell.Command // read only: shared by every hit
+	err  error
+}
+
+type splitCache struct {
+	sp   shell.Splitter
+	seen map[string]splitResult
+}
+
+func (c *splitCache) split(src string) ([]shell.Command, error) {
+	if r, ok := c.seen[src]; ok {
+		return r.cmds, r.err
+	}
+	cmds, err := c.sp.Split(src)
+	if len(src) <= maxCachedCommand {
+		if len(c.seen) >= maxCachedSplits {
+			clear(c.seen)
+		}
+		c.seen[src] = splitResult{cmds, err}
+	}
+	return cmds, err
 }
 
 // rulesFuncs are the functions of awaken.rules.
@@ -112,8 +148,8 @@ func rulesFuncs() map[string]lua.LGFunction {
 }
 
 // shellSplit is awaken.shell.split(cmd).
-func shellSplit(L *lua.LState) int {
-	cmds, err := shell.Split(L.CheckString(1))
+func shellSplit(L *lua.LState, sc *splitCache) int {
+	cmds, err := sc.split(L.CheckString(1))
 	if err != nil {
 		L.Push(lua.LNil)
 		L.Push(lua.LString(err.Error()))

@@ -49,6 +49,20 @@ function M.match_specifier(spec, behavior, name, args)
 end
 function M.encoded() return awaken.json.encode(awaken.rules.compile {}) end
 function M.primary(name) return awaken.rules.primary(name) end
+-- split_twice changes what one split returned and splits the same text
+-- again: a state remembers its splits, never the tables it handed out.
+function M.split_twice(cmd)
+  local a = assert(awaken.shell.split(cmd))
+  a[1].argv[1] = "changed"
+  a[2] = nil
+  local b = assert(awaken.shell.split(cmd))
+  return b[1].argv[1], #b
+end
+function M.split_bad_twice(cmd)
+  local a, e1 = awaken.shell.split(cmd)
+  local b, e2 = awaken.shell.split(cmd)
+  return a == nil and b == nil and e1 == e2, e2
+end
 local misuse = {
   unknown_field = function() awaken.rules.compile { allow = {}, defaultMode = "x" } end,
   not_a_table = function() awaken.rules.compile("Bash") end,
@@ -125,6 +139,14 @@ func TestShellSplit(t *testing.T) {
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("split(%q) = %q, want %q", tc.cmd, got, tc.want)
 		}
+	}
+
+	// A repeated split is answered from the state's cache, in fresh tables.
+	if out := call(t, m, "split_twice", "rm -rf / && ls"); out[0] != "rm" || out[1] != float64(2) {
+		t.Errorf("the second split saw the first one's changes: %v", out)
+	}
+	if out := call(t, m, "split_bad_twice", "rm 'x"); out[0] != true || !strings.Contains(fmt.Sprint(out[1]), "not valid shell syntax") {
+		t.Errorf("a bad command split twice: %v", out)
 	}
 
 	// every field of one command

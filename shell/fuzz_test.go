@@ -1,6 +1,8 @@
 package shell
 
 import (
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -12,8 +14,13 @@ import (
 // and that the nesting bound it checks before parsing keeps up with the
 // nesting the parser actually built. Seeds are in testdata/fuzz/FuzzSplit.
 func FuzzSplit(f *testing.F) {
+	var sp Splitter // reused across inputs, as a Lua state reuses it
 	f.Fuzz(func(t *testing.T, src string) {
 		cs, err := Split(src)
+		again, err2 := sp.Split(src)
+		if !reflect.DeepEqual(cs, again) || fmt.Sprint(err) != fmt.Sprint(err2) {
+			t.Fatalf("a reused splitter differs: %v %v, fresh %v %v", again, err2, cs, err)
+		}
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), string(CodeUnparsable)+": ") {
 				t.Fatalf("error without its code: %v", err)

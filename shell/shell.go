@@ -164,7 +164,24 @@ func (c Command) Line() string {
 // order, each wrapper before the command it wraps and each command before
 // the commands of its substitutions and scripts.
 func Split(src string) ([]Command, error) {
-	s := &splitter{}
+	var sp Splitter
+	return sp.Split(src)
+}
+
+// Splitter splits commands as Split does, reusing its parser between
+// calls: a parser holds 2 KB of buffers, which a hot caller (one Lua state
+// gating every shell call) should not allocate per command. A Splitter is
+// not safe for concurrent use; its zero value is ready.
+type Splitter struct {
+	p *syntax.Parser
+}
+
+// Split is Split with the splitter's parser.
+func (sp *Splitter) Split(src string) ([]Command, error) {
+	if sp.p == nil {
+		sp.p = syntax.NewParser(syntax.Variant(syntax.LangBash))
+	}
+	s := &splitter{p: sp.p}
 	if err := s.script(src, 0, -1); err != nil {
 		return nil, err
 	}
@@ -172,6 +189,7 @@ func Split(src string) ([]Command, error) {
 }
 
 type splitter struct {
+	p     *syntax.Parser // reused: a parse keeps nothing of the last one
 	out   []Command
 	words int // argv words and write targets reported so far
 }
@@ -203,7 +221,7 @@ func (s *splitter) script(src string, depth, owner int) error {
 	if bq >= 0 {
 		return unparsable(bq, "backticks inside backticks; the command cannot be checked (write $(...) instead)")
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	f, err := s.p.Parse(strings.NewReader(src), "")
 	if err != nil {
 		var pe syntax.ParseError
 		if errors.As(err, &pe) {

@@ -2,6 +2,8 @@ package shell
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -324,12 +326,43 @@ func TestNestingCountsBracketsAndKeywords(t *testing.T) {
 	}
 }
 
-func BenchmarkSplit(b *testing.B) {
-	src := `FOO=1 npm run test -- --watch=false && git diff HEAD~1 | grep -v '^#' > /tmp/out; bash -c "echo $(date)"`
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Split(src); err != nil {
-			b.Fatal(err)
+// A reused Splitter answers as a fresh one, whatever it parsed before: a
+// failed parse, a here-document, scripts inside scripts.
+func TestSplitterReusesItsParser(t *testing.T) {
+	srcs := []string{
+		"echo ok; (", "cat <<EOF\nrm x\nEOF\nls", "bash -c 'sh -c \"rm -rf /\"' && ls",
+		"rm 'x", "FOO=1 env -S 'rm x' > out", "echo $(rm a) `rm b`", "ls",
+		"cat <<A\n$(rm y)\nA", "bash -c 'echo $('", "git push",
+	}
+	var sp Splitter
+	for round := range 2 {
+		for _, src := range srcs {
+			want, werr := Split(src)
+			got, gerr := sp.Split(src)
+			if !reflect.DeepEqual(got, want) || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+				t.Errorf("round %d, %q: reused %v %v, fresh %v %v", round, src, got, gerr, want, werr)
+			}
 		}
 	}
+}
+
+func BenchmarkSplit(b *testing.B) {
+	src := `FOO=1 npm run test -- --watch=false && git diff HEAD~1 | grep -v '^#' > /tmp/out; bash -c "echo $(date)"`
+	b.Run("fresh", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Split(src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reused", func(b *testing.B) {
+		b.ReportAllocs()
+		var sp Splitter
+		for b.Loop() {
+			if _, err := sp.Split(src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
