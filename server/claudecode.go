@@ -79,6 +79,10 @@ type ccInput struct {
 	// SubagentStop
 	AgentID              string `json:"agent_id"`
 	LastAssistantMessage string `json:"last_assistant_message"`
+
+	// suspend is how a suspended call is answered (?suspend=): ask, or
+	// defer for a headless Claude Code (claudecode_defer.go).
+	suspend string
 }
 
 // ccOutput is Claude Code's hook output.
@@ -162,6 +166,9 @@ type ccSession struct {
 	// continued: the messages runtime.continue added when the open run's
 	// last step ended.
 	continued []model.Message
+	// deferring: the open run waits on a call answered "defer"; the
+	// events of Claude Code's exit and resume leave it waiting.
+	deferring bool
 	lastUsed  atomic.Int64
 	gone      bool
 }
@@ -209,6 +216,12 @@ func (c *claudeCode) sweep(now time.Time, idle time.Duration) {
 		if now.Sub(time.Unix(0, cs.lastUsed.Load())) <= idle || !cs.mu.TryLock() {
 			continue
 		}
+		if cs.deferring {
+			// A deferred call waits for a person; its ticket's timeout
+			// (ticket_timeout) bounds the wait, not the idle timeout.
+			cs.mu.Unlock()
+			continue
+		}
 		delete(c.sessions, id)
 		cs.gone = true
 		cs.mu.Unlock()
@@ -249,6 +262,12 @@ func (c *claudeCode) handle(w http.ResponseWriter, r *http.Request) (err error) 
 			}
 			out = c.failure(ev, derr)
 			break
+		}
+		switch in.suspend = r.URL.Query().Get("suspend"); in.suspend {
+		case "", suspendAsk, suspendDefer:
+		default:
+			out = c.failure(in.HookEventName, fmt.Errorf("?suspend= is %q or %q, not %q", suspendAsk, suspendDefer, in.suspend))
+			return writeJSON(w, http.StatusOK, out)
 		}
 		select {
 		case c.s.sem <- struct{}{}:
@@ -353,6 +372,14 @@ func shape(eventName string, res ccResult) ccOutput {
 
 func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccResult, error) {
 	var res ccResult
+	if cs.deferring {
+		switch in.HookEventName {
+		case evSessionStart, evSessionEnd, evStop, evPostToolBatch:
+			// Claude Code exits with a deferred call pending, and is
+			// resumed onto it: the run keeps waiting for its decision.
+			return res, nil
+		}
+	}
 	switch in.HookEventName {
 	case evSessionStart:
 		// A one-step run lets plugins greet the session: context messages
@@ -467,6 +494,7 @@ func (c *claudeCode) newRun(ctx context.Context, cs *ccSession, msgs []model.Mes
 		return nil, err
 	}
 	cs.runID = e.id
+	cs.deferring = false
 	clear(cs.listed)
 	clear(cs.approved)
 	return e, nil

@@ -139,6 +139,9 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 	if err != nil {
 		return res, err
 	}
+	if e != nil && cs.deferring && c.deferred(e, cs, call.ID, &res) {
+		return res, c.release(ctx, e, nil)
+	}
 	if e == nil {
 		if e, err = c.newRun(ctx, cs, nil); err != nil {
 			return res, err
@@ -203,6 +206,11 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 		res.reason = d.Reason
 		if res.reason == "" {
 			res.reason = "awaken-lua: " + d.Plugin + " asks for approval of this call"
+		}
+		if in.suspend == suspendDefer && pluginStop(e) == "" {
+			if err := c.deferCall(ctx, cs, e, call.ID, &res); err != nil || res.decision == suspendDefer {
+				return res, c.release(ctx, e, err)
+			}
 		}
 	}
 	if stop := pluginStop(e); stop != "" {

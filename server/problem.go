@@ -20,6 +20,9 @@ const (
 	// codeStoreUnavailable: the store could not save what a call did, so
 	// the call changed nothing; retry it.
 	codeStoreUnavailable errs.Code = "store_unavailable"
+	// codeSessionNotFound: GET /v1/hooks/claude-code/sessions/{session}
+	// for a session the sidecar does not hold.
+	codeSessionNotFound errs.Code = "session_not_found"
 )
 
 // statusOf is the one table from codes to HTTP statuses (OPA's ErrorAuto).

@@ -253,6 +253,7 @@ func (s *Server) routes() {
 	handle("GET /v1/runs/{id}", "get_run", api, s.getRun)
 	handle("DELETE /v1/runs/{id}", "delete_run", api, s.deleteRun)
 	handle("POST /v1/hooks/claude-code", "claude_code", hook, s.cc.handle)
+	handle("GET /v1/hooks/claude-code/sessions/{session}", "claude_code_session", api, s.cc.sessionView)
 	handle("POST /v1/hooks/cursor", "cursor", hook, s.cursor.handle)
 	handle("POST /v1/hooks/codex", "codex", hook, s.cc.handleCodex)
 	handle("POST /v1/hooks/gemini", "gemini", hook, s.cc.handleGemini)
@@ -267,7 +268,7 @@ func (s *Server) routes() {
 	// The same paths with another method: 405 with Allow, as problem+json.
 	for path, allow := range map[string]string{
 		"/v1/runs": "POST", "/v1/runs/{id}/phases/{phase}": "POST", "/v1/runs/{id}/resume": "POST",
-		"/v1/runs/{id}": "GET, DELETE", "/v1/hooks/claude-code": "POST", "/v1/hooks/cursor": "POST", "/v1/hooks/codex": "POST", "/v1/hooks/gemini": "POST", "/v1/hooks/gemini-cli": "POST", "/v1/hooks/copilot": "POST", "/v1/plugins": "GET", "/v1/shadow": "GET",
+		"/v1/runs/{id}": "GET, DELETE", "/v1/hooks/claude-code": "POST", "/v1/hooks/claude-code/sessions/{session}": "GET", "/v1/hooks/cursor": "POST", "/v1/hooks/codex": "POST", "/v1/hooks/gemini": "POST", "/v1/hooks/gemini-cli": "POST", "/v1/hooks/copilot": "POST", "/v1/plugins": "GET", "/v1/shadow": "GET",
 		"/v1/plugins/reload": "POST", "/healthz": "GET", "/readyz": "GET", "/metrics": "GET",
 	} {
 		handle(path, "method_not_allowed", probe, func(w http.ResponseWriter, r *http.Request) error {

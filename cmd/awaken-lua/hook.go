@@ -55,6 +55,7 @@ func cmdHook(e *env) int {
 	local := fs.Bool("local", false, "decide in-process from awaken.toml and its plugins, with the file store, instead of asking a sidecar")
 	as := fs.String("as", "", "the awaken-lua agent the event runs as (default: [server] hook_agent)")
 	event := fs.String("event", "", "the event, for agents whose input does not name it (copilot: preToolUse, postToolUse, ...)")
+	suspend := fs.String("suspend", "", "claude-code: how a call a plugin suspends is answered: ask (default), or defer (headless claude -p; decide it with POST /v1/runs/{id}/resume)")
 	args, err := parse(fs, e.args)
 	if err != nil {
 		return exitUsage
@@ -69,6 +70,17 @@ func cmdHook(e *env) int {
 	permission, ok := hookProtocols[*agent]
 	if !ok {
 		fmt.Fprintf(e.stderr, "awaken-lua hook: --agent %q is not a supported agent; supported: claude-code, codex, copilot, cursor, gemini\n", *agent)
+		return exitUsage
+	}
+	switch {
+	case *suspend != "" && *suspend != "ask" && *suspend != "defer":
+		fmt.Fprintf(e.stderr, "awaken-lua hook: --suspend is ask or defer, not %q\n", *suspend)
+		return exitUsage
+	case *suspend != "" && *agent != "claude-code":
+		fmt.Fprintf(e.stderr, "awaken-lua hook: --suspend is for --agent claude-code (only Claude Code can defer a call)\n")
+		return exitUsage
+	case *suspend == "defer" && *local:
+		fmt.Fprintln(e.stderr, "awaken-lua hook: --suspend defer needs a sidecar (awaken-lua serve): a deferred call waits there for its decision, and --local keeps nothing between events")
 		return exitUsage
 	}
 	if *fail != "" && *fail != "closed" && *fail != "open" {
@@ -99,7 +111,7 @@ func cmdHook(e *env) int {
 	if *local {
 		reply, err = hookLocal(ctx, e, *agent, *as, *event, body)
 	} else {
-		reply, err = hookRemote(ctx, *addr, *agent, *as, *event, body)
+		reply, err = hookRemote(ctx, *addr, *agent, *as, *event, *suspend, body)
 	}
 	if err != nil {
 		return hookFailed(e, *agent, closed, err)
@@ -131,8 +143,11 @@ func hookFailed(e *env, agent string, closed bool, err error) int {
 	return exitOK
 }
 
-func hookPath(agent, as, event string) string {
+func hookPath(agent, as, event, suspend string) string {
 	q := url.Values{}
+	if suspend != "" {
+		q.Set("suspend", suspend)
+	}
 	if as != "" {
 		q.Set("agent", as)
 	}
@@ -147,14 +162,14 @@ func hookPath(agent, as, event string) string {
 }
 
 // hookRemote posts the event to a sidecar.
-func hookRemote(ctx context.Context, addr, agent, as, event string, body []byte) ([]byte, error) {
+func hookRemote(ctx context.Context, addr, agent, as, event, suspend string, body []byte) ([]byte, error) {
 	if addr == "" {
 		addr = os.Getenv("AWAKEN_URL")
 	}
 	if addr == "" {
 		addr = defaultHookURL
 	}
-	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(addr, "/")+hookPath(agent, as, event), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(addr, "/")+hookPath(agent, as, event, suspend), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("the sidecar address %q: %w", addr, err)
 	}
@@ -220,7 +235,7 @@ func hookLocal(ctx context.Context, e *env, agent, as, event string, body []byte
 	srv := server.New(h, server.Options{HookAgent: cfg.Server.HookAgent, Log: log})
 	defer srv.Close()
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequestWithContext(ctx, "POST", "http://127.0.0.1"+hookPath(agent, as, event), bytes.NewReader(body))
+	req := httptest.NewRequestWithContext(ctx, "POST", "http://127.0.0.1"+hookPath(agent, as, event, ""), bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	srv.ServeHTTP(rec, req)
 	return checkHookReply(rec.Code, rec.Body.Bytes())

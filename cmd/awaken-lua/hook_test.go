@@ -351,3 +351,36 @@ func TestInstallCommand(t *testing.T) {
 }
 
 func mustMarshal(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// TestHookSuspendDefer: --suspend defer asks the sidecar to defer what a
+// plugin suspends (a headless claude -p), and is refused where it cannot
+// work.
+func TestHookSuspendDefer(t *testing.T) {
+	dir, _ := recordedEvents(t)
+	policy := filepath.Join(dir, "policy", "awaken.toml")
+	h, err := host.Open(context.Background(), host.Options{ConfigPath: policy, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := server.New(h, server.Options{HookAgent: "default", Log: slog.New(slog.DiscardHandler)})
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	prompt, _ := os.ReadFile(filepath.Join(dir, "02.user_prompt_submit.json"))
+	push, _ := os.ReadFile(filepath.Join(dir, "07.pre_tool_use.bash_git_push.json"))
+	if _, errOut, code := runChild(t, "", nil, prompt, "hook", "--url", ts.URL, "--suspend", "defer"); code != 0 {
+		t.Fatalf("prompt: exit %d, %s", code, errOut)
+	}
+	out, errOut, code := runChild(t, "", nil, push, "hook", "--url", ts.URL, "--suspend", "defer")
+	if code != 0 || !strings.Contains(out, `"permissionDecision":"defer"`) {
+		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	for _, bad := range [][]string{
+		{"--suspend", "later"}, {"--suspend", "defer", "--local"}, {"--suspend", "defer", "--agent", "codex"},
+	} {
+		if _, errOut, code := runChild(t, "", nil, push, append([]string{"hook", "--url", ts.URL}, bad...)...); code != exitUsage || !strings.Contains(errOut, "--suspend") {
+			t.Errorf("%v: exit %d, %s", bad, code, errOut)
+		}
+	}
+}

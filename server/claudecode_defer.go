@@ -1,0 +1,121 @@
+package server
+
+// Deferred calls: Claude Code's permissionDecision "defer", which only a
+// headless `claude -p` honours, and only for a call made alone. With
+// ?suspend=defer a call a plugin suspends is parked instead of asked about:
+// the step ends and the run waits on the call's ticket like any suspended
+// run (its ticket can expire; GET /v1/runs/{id} shows it). Claude Code
+// exits with the call pending; the host that runs it collects a decision
+// through its own interface and posts it to the run (POST
+// /v1/runs/{id}/resume, the run named by GET
+// /v1/hooks/claude-code/sessions/{session}), then resumes Claude Code,
+// whose PreToolUse for the same call is answered from that decision.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/run"
+)
+
+// Suspend answers a PreToolUse can give, from ?suspend=.
+const (
+	suspendAsk   = "ask"
+	suspendDefer = "defer"
+)
+
+// deferCall parks the suspended call the gate just answered (e locked):
+// the step ends, the run waits, and Claude Code is told "defer". A call
+// made beside others cannot be deferred (Claude Code would ignore it and
+// fall back to its own permission rules), so it is denied instead.
+func (c *claudeCode) deferCall(ctx context.Context, cs *ccSession, e *entry, call string, res *ccResult) error {
+	for _, rec := range e.sess.Calls() {
+		if rec.Call.ID != call {
+			res.decision = "deny"
+			res.reason += " (awaken-lua: this call needs an approval, and Claude Code defers only a call made alone; make it on its own)"
+			return nil
+		}
+	}
+	if _, err := e.sess.StepEnd(ctx); err != nil {
+		return err
+	}
+	if e.sess.Status() != run.Waiting {
+		return fmt.Errorf("run %s did not wait on call %s", e.id, call)
+	}
+	cs.deferring = true
+	res.decision = suspendDefer
+	return nil
+}
+
+// deferred answers a PreToolUse while the session's run waits on a
+// deferred call (e locked): the same call is deferred again until a
+// decision came, and denied when the decision cancelled it. handled is
+// false when the event goes the usual way: the call was resumed (it is
+// gated again), or it is another call (Claude Code moved on, and the
+// waiting run is cancelled as the adapter does for any run left waiting).
+func (c *claudeCode) deferred(e *entry, cs *ccSession, id string, res *ccResult) (handled bool) {
+	rec, ok := findCall(e, id)
+	if !ok {
+		cs.deferring = false
+		return false
+	}
+	switch {
+	case rec.Status == run.CallSuspended && e.sess.Status() == run.Waiting:
+		res.decision, res.reason = suspendDefer, rec.Gate.Reason
+		return true
+	case rec.Status == run.CallCancelled:
+		cs.deferring = false
+		what := "the approval was refused"
+		if rec.Expired {
+			what = "nobody answered the approval in time"
+		}
+		res.decision, res.reason = "deny", "awaken-lua: "+what
+		if rec.Result != nil {
+			res.reason += ": " + run.ResultText(*rec.Result)
+		}
+		return true
+	}
+	cs.deferring = false
+	return false
+}
+
+// ccSessionView is GET /v1/hooks/claude-code/sessions/{session}.
+type ccSessionView struct {
+	SessionID string `json:"session_id"`
+	RunID     string `json:"run_id,omitempty"`
+	// Deferred: the run waits on calls answered "defer"; Suspended are
+	// their tickets, which POST /v1/runs/{run_id}/resume decides.
+	Deferred  bool          `json:"deferred"`
+	Suspended []gate.Ticket `json:"suspended"`
+}
+
+// sessionView names a Claude Code session's open run, so the host of a
+// headless Claude Code can decide the calls it deferred.
+func (c *claudeCode) sessionView(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("session")
+	c.mu.Lock()
+	cs := c.sessions[id]
+	c.mu.Unlock()
+	if cs == nil {
+		return fail(http.StatusNotFound, codeSessionNotFound,
+			"no Claude Code session %q in this sidecar (it ended, idled out, or the sidecar restarted); its deferred calls, if any, were cancelled", id)
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	view := ccSessionView{SessionID: id, Suspended: []gate.Ticket{}}
+	e, err := c.openRun(r.Context(), cs)
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		view.RunID = e.id
+		view.Deferred = cs.deferring && e.sess.Status() == run.Waiting
+		if s := e.sess.Suspended(); s != nil {
+			view.Suspended = s
+		}
+		c.s.unlock(e)
+	}
+	return writeJSON(w, http.StatusOK, view)
+}
