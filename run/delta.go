@@ -270,7 +270,13 @@ func (s *Session) SaveRun(ctx context.Context) error {
 func (s *Session) putRun(ctx context.Context) error {
 	cp := s.Checkpoint()
 	cp.Seq = s.seq + 1
-	if err := s.rt.store.PutRun(ctx, cp); err != nil {
+	put := s.rt.store.PutRun
+	if m, ok := s.rt.store.(*MemoryStore); ok {
+		// cp is a fresh copy nobody else holds. Only the memory store
+		// itself: a store that embeds it may count or wrap PutRun.
+		put = m.putOwnedRun
+	}
+	if err := put(ctx, cp); err != nil {
 		s.saved = nil
 		return err
 	}

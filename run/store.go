@@ -332,11 +332,18 @@ func (m *MemoryStore) Run(_ context.Context, id string) (Checkpoint, bool, error
 }
 
 // PutRun implements Store.
-func (m *MemoryStore) PutRun(_ context.Context, cp Checkpoint) error {
+func (m *MemoryStore) PutRun(ctx context.Context, cp Checkpoint) error {
+	return m.putOwnedRun(ctx, cloneCheckpoint(cp))
+}
+
+// putOwnedRun keeps a checkpoint nobody else holds without copying it: a
+// session's own save, whose Checkpoint is a fresh deep copy, need not be
+// copied twice.
+func (m *MemoryStore) putOwnedRun(_ context.Context, cp Checkpoint) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, had := m.runs[cp.RunID]
-	m.runs[cp.RunID] = cloneCheckpoint(cp)
+	m.runs[cp.RunID] = cp
 	if !had || old.ThreadID != cp.ThreadID {
 		if had {
 			m.ref(old.ThreadID, -1)

@@ -142,6 +142,7 @@ var ccBuiltinTools = []string{"AskUserQuestion", "Bash", "BashOutput", "Edit", "
 
 type claudeCode struct {
 	s        *Server
+	builtin  *offer // the offer of a session that used only built-in tools
 	mu       sync.Mutex
 	sessions map[string]*ccSession
 }
@@ -154,7 +155,8 @@ type ccSession struct {
 	agent    string
 	runID    string          // the open run; "" when none
 	seen     map[string]bool // tools seen in the session
-	listed   map[string]bool // tools the adapter offered in the open step
+	listed   map[string]bool // tools the adapter offered in the open step (read only: an offer's)
+	offer    *offer          // the tools the session's steps offer
 	approved map[string]model.ToolResult
 	// posts: the session sends PostToolUse (or PostToolBatch). Without
 	// them (only PreToolUse installed) no call is ever seen to finish, so a
@@ -174,7 +176,7 @@ type ccSession struct {
 }
 
 func newClaudeCode(s *Server) *claudeCode {
-	return &claudeCode{s: s, sessions: map[string]*ccSession{}}
+	return &claudeCode{s: s, sessions: map[string]*ccSession{}, builtin: makeOffer(ccBuiltinTools, nil, "")}
 }
 
 // session returns the session, locked.
@@ -183,7 +185,7 @@ func (c *claudeCode) session(id, agent string) *ccSession {
 		c.mu.Lock()
 		cs := c.sessions[id]
 		if cs == nil {
-			cs = &ccSession{id: id, agent: agent, seen: map[string]bool{}, listed: map[string]bool{}, approved: map[string]model.ToolResult{}}
+			cs = &ccSession{id: id, agent: agent, seen: map[string]bool{}, approved: map[string]model.ToolResult{}}
 			c.sessions[id] = cs
 		}
 		c.mu.Unlock()
@@ -495,7 +497,7 @@ func (c *claudeCode) newRun(ctx context.Context, cs *ccSession, msgs []model.Mes
 	}
 	cs.runID = e.id
 	cs.deferring = false
-	clear(cs.listed)
+	cs.listed = nil
 	clear(cs.approved)
 	return e, nil
 }
@@ -589,14 +591,34 @@ func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e *entry, res
 
 func stageOf(e *entry) run.Stage { return e.sess.Stage() }
 
-// beforeInference runs before_inference offering Claude Code's tools, and
-// collects the context messages plugins placed.
-func (c *claudeCode) beforeInference(ctx context.Context, cs *ccSession, e *entry, res *ccResult, extra string) error {
+// offer is the tools a step offers Claude Code: its built-in tools and
+// every other tool the session used. Read only once made: sessions share
+// the built-in one, and a session keeps its own until it uses a new tool.
+type offer struct {
+	names map[string]bool
+	specs []model.ToolSpec // sorted by name
+	seen  int              // len(ccSession.seen) it was made for
+}
+
+// offerFor makes the offer for a session's seen tools and extra; the
+// built-in offer when they are all built in.
+func (c *claudeCode) offerFor(seen map[string]bool, extra string) *offer {
+	builtin := c.builtin.names[extra] || extra == ""
+	for n := range seen {
+		builtin = builtin && c.builtin.names[n]
+	}
+	if builtin {
+		return &offer{names: c.builtin.names, specs: c.builtin.specs, seen: len(seen)}
+	}
+	return makeOffer(ccBuiltinTools, seen, extra)
+}
+
+func makeOffer(builtins []string, seen map[string]bool, extra string) *offer {
 	names := map[string]bool{}
-	for _, n := range ccBuiltinTools {
+	for _, n := range builtins {
 		names[n] = true
 	}
-	for n := range cs.seen {
+	for n := range seen {
 		names[n] = true
 	}
 	if extra != "" {
@@ -611,13 +633,21 @@ func (c *claudeCode) beforeInference(ctx context.Context, cs *ccSession, e *entr
 	for i, n := range sorted {
 		specs[i] = model.ToolSpec{Name: n}
 	}
-	e.sink.capture, e.sink.placed = true, nil
-	_, _, err := e.sess.BeforeInference(ctx, model.Request{Tools: specs})
-	e.sink.capture = false
-	clear(cs.listed)
-	for n := range names {
-		cs.listed[n] = true
+	return &offer{names: names, specs: specs, seen: len(seen)}
+}
+
+// beforeInference runs before_inference offering Claude Code's tools, and
+// collects the context messages plugins placed.
+func (c *claudeCode) beforeInference(ctx context.Context, cs *ccSession, e *entry, res *ccResult, extra string) error {
+	o := cs.offer
+	if o == nil || o.seen != len(cs.seen) || (extra != "" && !o.names[extra]) {
+		o = c.offerFor(cs.seen, extra)
+		cs.offer = o
 	}
+	e.sink.capture, e.sink.placed = true, nil
+	_, _, err := e.sess.BeforeInference(ctx, model.Request{Tools: o.specs})
+	e.sink.capture = false
+	cs.listed = o.names
 	for _, m := range e.sink.placed {
 		if m.Content != "" {
 			res.context = append(res.context, m.Content)
