@@ -15,6 +15,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/luabridge"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
@@ -358,7 +359,7 @@ return p`)
 	g := mustLoad(t, map[string]string{"x.lua": b.String()}, func(l *luabridge.Loader) { l.PoolSize = 1 })
 	rt := runtimeFor(t, g, run.WithAgents(run.Agent{ID: "default", Configs: map[string]any{"x": map[string]any{"deny": []any{"rm"}}}}))
 	ctx := context.Background()
-	gate := func(thread string) run.Decision {
+	gateCall := func(thread string) run.Decision {
 		t.Helper()
 		s, _, err := rt.Start(ctx, run.StartOptions{ThreadID: thread})
 		if err != nil {
@@ -374,7 +375,7 @@ return p`)
 		}
 		return d
 	}
-	d := gate("a")
+	d := gateCall("a")
 	lines := strings.Split(d.Reason, "\n")
 	if len(lines) != len(attempts) {
 		t.Fatalf("reason: %s", d.Reason)
@@ -385,7 +386,7 @@ return p`)
 		}
 	}
 	for _, th := range []string{"b", "c"} {
-		if d := gate(th); d.Decision != "block" || d.Reason != "no rm" {
+		if d := gateCall(th); d.Decision != gate.Block || d.Reason != "no rm" {
 			t.Fatalf("thread %s after thread a: %s %q", th, d.Decision, d.Reason)
 		}
 	}

@@ -226,7 +226,7 @@ func (inst *instance) callIndex(L *lua.LState) int {
 		if g != nil {
 			switch L.CheckString(2) {
 			case "decision":
-				v = g.Decision
+				v = g.Decision.String()
 			case "decided_by":
 				v = g.Plugin
 			case "reason":

@@ -305,7 +305,7 @@ func (h *harness) gate(L *lua.LState) int {
 		// A call resumed by a decision: suspended by an earlier gate,
 		// now passing it again.
 		cr.Status = run.CallResuming
-		cr.Gate = &run.GateRecord{Decision: "suspend", Args: call.Call.Args, Ticket: &gate.Ticket{ID: "ticket_" + call.Call.ID, CallID: call.Call.ID, ResumeMode: gate.Replay}}
+		cr.Gate = &run.GateRecord{Decision: gate.Suspend, Args: call.Call.Args, Ticket: &gate.Ticket{ID: "ticket_" + call.Call.ID, CallID: call.Call.ID, ResumeMode: gate.Replay}}
 		cr.Resume = &run.ResumeRecord{Action: r.Action, Result: r.Result, Reason: r.Reason, Mode: string(gate.Replay)}
 	}
 	info := h.info(o)
@@ -320,15 +320,15 @@ func (h *harness) gate(L *lua.LState) int {
 	if err != nil {
 		raiseCode(L, err)
 	}
-	out := map[string]any{"args": d.Args, "decision": d.Decision}
+	out := map[string]any{"args": d.Args, "decision": d.Decision.String()}
 	switch d.Decision {
-	case "block":
+	case gate.Block:
 		out["reason"] = d.Reason
-	case "suspend":
+	case gate.Suspend:
 		if d.Ticket != nil {
 			out["ticket"] = d.Ticket.Value()
 		}
-	case "set_result":
+	case gate.SetResult:
 		if d.Result != nil {
 			out["result"] = d.Result.Value()
 		}
@@ -389,7 +389,11 @@ func (h *harness) toolCallFrom(L *lua.LState, n int, raw any) plugin.ToolInfo {
 		t.Result = &res
 	}
 	if d, ok := m["decision"].(string); ok {
-		t.Gate = &plugin.GateInfo{Decision: d}
+		k, ok := gate.ParseKind(d)
+		if !ok {
+			L.ArgError(n, fmt.Sprintf("decision %q is not a gate decision (allow, block, suspend or set_result)", d))
+		}
+		t.Gate = &plugin.GateInfo{Decision: k}
 		t.Gate.Plugin, _ = m["decided_by"].(string)
 		t.Gate.Reason, _ = m["reason"].(string)
 		t.Gate.RewrittenBy, _ = m["rewritten_by"].(string)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/luabridge"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
@@ -73,7 +74,7 @@ return p`,
 				_, _, _ = s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "x"}}})
 				_, _ = s.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{{Name: "x"}}})
 				d, _, gerr := s.ToolGate(ctx, model.ToolCall{ID: "call_1_1", Name: "x"})
-				if gerr != nil || d.Decision != "block" || !strings.Contains(d.Reason, tc.want) {
+				if gerr != nil || d.Decision != gate.Block || !strings.Contains(d.Reason, tc.want) {
 					t.Fatalf("a failing gate must block the call: %+v %v", d, gerr)
 				}
 				if s.Snapshot().Values(nil)["gatewrite.n"] != nil {

@@ -293,7 +293,7 @@ func (r *Replayer) readsMasked(ctx context.Context, st *runState, want *journal.
 	for _, alt := range []any{"[masked:probe]", float64(0), nil} {
 		c.Args = replaceMasked(c.Args, alt)
 		d, err := st.s.Probe(ctx, c)
-		if err != nil || d.Decision != got.Decision || d.Plugin != got.Plugin {
+		if err != nil || d.Decision.String() != got.Decision || d.Plugin != got.Plugin {
 			return true
 		}
 	}

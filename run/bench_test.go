@@ -77,7 +77,7 @@ func BenchmarkStep(b *testing.B) {
 		}
 		for _, c := range s.Calls() {
 			d, _, err := s.ToolGate(ctx, c.Call)
-			if err != nil || d.Decision != "allow" {
+			if err != nil || d.Decision != gate.Allow {
 				b.Fatal(d, err)
 			}
 			if _, err := s.BeforeToolExecute(ctx, c.Call); err != nil {
@@ -153,7 +153,7 @@ func benchStepCalls(b *testing.B, driver string, n int) {
 			}
 			for _, c := range resp.ToolCalls {
 				d, _, err := s.ToolGate(ctx, c)
-				if err != nil || d.Decision != "allow" {
+				if err != nil || d.Decision != gate.Allow {
 					b.Fatal(d, err)
 				}
 				if _, err := s.BeforeToolExecute(ctx, c); err != nil {

@@ -249,7 +249,7 @@ func (s *Session) logEntry(c *CallRecord, limit int, prev logEntry) logEntry {
 	r.str("status", string(c.Status))
 	r.add("step", float64(s.info.Step))
 	if c.Gate != nil {
-		r.str("decision", c.Gate.Decision)
+		r.str("decision", c.Gate.Decision.String())
 		if c.Gate.Plugin != "" {
 			r.str("plugin", c.Gate.Plugin)
 		}

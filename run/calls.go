@@ -121,7 +121,7 @@ func (s *Session) move(c *CallRecord, to CallStatus) error {
 
 // Decision is the gate's answer for one call, as drivers report it.
 type Decision struct {
-	Decision string            `json:"decision"` // allow, block, suspend or set_result
+	Decision gate.Kind         `json:"decision"` // Allow (a rewrite too), Block, Suspend or SetResult
 	Args     map[string]any    `json:"args"`
 	Plugin   string            `json:"plugin,omitempty"`
 	Reason   string            `json:"reason,omitempty"`
@@ -212,7 +212,7 @@ func (s *Session) evaluate(ctx context.Context, c *CallRecord) (*GateRecord, err
 			msg += "; available: " + strings.Join(s.offered, ", ")
 		}
 		r := model.Error(msg)
-		return &GateRecord{Decision: "set_result", Plugin: "runtime", Reason: msg, Result: &r, Args: c.Call.Args}, nil
+		return &GateRecord{Decision: gate.SetResult, Plugin: "runtime", Reason: msg, Result: &r, Args: c.Call.Args}, nil
 	}
 	in := s.input()
 	info := &plugin.ToolInfo{Call: c.Call}
@@ -225,7 +225,7 @@ func (s *Session) evaluate(ctx context.Context, c *CallRecord) (*GateRecord, err
 		return nil, err
 	}
 	d := res.Decision
-	g := &GateRecord{Decision: d.Kind.String(), Plugin: d.Plugin, Args: res.Args, RewrittenBy: res.RewrittenBy}
+	g := &GateRecord{Decision: d.Kind, Plugin: d.Plugin, Args: res.Args, RewrittenBy: res.RewrittenBy}
 	switch d.Kind {
 	case gate.Allow:
 		if res.RewrittenBy != "" {
@@ -282,11 +282,11 @@ func (s *Session) applyGate(ctx context.Context, c *CallRecord, g *GateRecord) e
 			return err
 		}
 	}
-	if resuming && c.Resume != nil && g.Decision == "allow" {
+	if resuming && c.Resume != nil && g.Decision == gate.Allow {
 		switch gate.ResumeMode(c.Resume.Mode) {
 		case gate.UseDecisionAsResult:
 			r := model.Success(c.Resume.Result)
-			g.Decision, g.Result = "set_result", &r
+			g.Decision, g.Result = gate.SetResult, &r
 		case gate.PassDecisionToTool:
 			args := copyMap(g.Args)
 			args["decision"] = c.Resume.Result
@@ -295,20 +295,20 @@ func (s *Session) applyGate(ctx context.Context, c *CallRecord, g *GateRecord) e
 	}
 	c.Gate = g
 	c.Call.Args = g.Args
-	if resuming && g.Decision != "suspend" {
+	if resuming && g.Decision != gate.Suspend {
 		if err := s.move(c, CallRunning); err != nil {
 			return err
 		}
 	}
-	if g.Decision != "allow" || g.RewrittenBy != "" {
+	if g.Decision != gate.Allow || g.RewrittenBy != "" {
 		name := g.Decision
-		if name == "allow" {
-			name = "rewrite"
+		if name == gate.Allow {
+			name = gate.Rewrite
 		}
-		s.events.Emit(event.GateDecision{CallID: c.Call.ID, Decision: name, Plugin: g.Plugin, Reason: g.Reason})
+		s.events.Emit(event.GateDecision{CallID: c.Call.ID, Decision: name.String(), Plugin: g.Plugin, Reason: g.Reason})
 	}
 	switch g.Decision {
-	case "suspend":
+	case gate.Suspend:
 		if err := s.move(c, CallSuspended); err != nil {
 			return err
 		}
@@ -335,7 +335,7 @@ func (s *Session) BeforeToolExecute(ctx context.Context, call model.ToolCall) (o
 	if err != nil {
 		return s.outcome(), err
 	}
-	if c.Gate == nil || c.Gate.Decision != "allow" || c.Status != CallRunning || c.Started {
+	if c.Gate == nil || c.Gate.Decision != gate.Allow || c.Status != CallRunning || c.Started {
 		return s.outcome(), invalid("before_tool_execute: tool call %s is %s (gate: %s); only a call the gate allowed runs, once",
 			c.Call.ID, c.Status, gateName(c.Gate))
 	}
@@ -366,7 +366,7 @@ func gateName(g *GateRecord) string {
 	if g == nil {
 		return "not gated"
 	}
-	return g.Decision
+	return g.Decision.String()
 }
 
 func resumeOf(c *CallRecord) *gate.Resume {
@@ -403,7 +403,7 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 	if c.Gate == nil {
 		return result, s.outcome(), invalid("after_tool_execute: tool call %q has not passed the gate", call.ID)
 	}
-	if c.Status != CallRunning || (c.Gate.Decision == "allow" && !c.Started) || c.Gate.Decision == "suspend" {
+	if c.Status != CallRunning || (c.Gate.Decision == gate.Allow && !c.Started) || c.Gate.Decision == gate.Suspend {
 		return result, s.outcome(), invalid("after_tool_execute: tool call %s is %s (gate: %s, started: %v)", c.Call.ID, c.Status, c.Gate.Decision, c.Started)
 	}
 	if c.Gate.Result != nil {
@@ -446,7 +446,7 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 	c.Result = &res
 	s.messages = append(s.messages, ToolMessage(c.Call, result))
 	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Name: c.Call.Name, Status: string(to), Result: &res})
-	if c.Gate.Decision == "block" {
+	if c.Gate.Decision == gate.Block {
 		s.termination = "blocked:" + c.Gate.Reason
 	}
 	s.checkStop()
@@ -505,7 +505,7 @@ func (s *Session) suspendByTool(ctx context.Context, c *CallRecord, result model
 	}
 	t.CallID = c.Call.ID
 	s.arm(&t)
-	c.Gate = &GateRecord{Decision: "suspend", Plugin: "tool", Reason: t.Message, Ticket: &t, Args: c.Call.Args}
+	c.Gate = &GateRecord{Decision: gate.Suspend, Plugin: "tool", Reason: t.Message, Ticket: &t, Args: c.Call.Args}
 	if err := s.move(c, CallSuspended); err != nil {
 		return result, s.outcome(), err
 	}

@@ -240,7 +240,7 @@ func (m *modelDriver) someCall(fit func(c run.CallRecord) bool) model.ToolCall {
 }
 
 func allowed(c run.CallRecord) bool {
-	return c.Status == run.CallRunning && c.Gate != nil && c.Gate.Decision == "allow" && !c.Started
+	return c.Status == run.CallRunning && c.Gate != nil && c.Gate.Decision == gate.Allow && !c.Started
 }
 
 func started(c run.CallRecord) bool { return c.Status == run.CallRunning && c.Started }
@@ -569,7 +569,7 @@ func TestRestoreKeepsAnEmptyOffer(t *testing.T) {
 			}
 			for name, sess := range map[string]*run.Session{"restored": r, "original": s} {
 				d, _, err := sess.ToolGate(ctx, c)
-				if err != nil || d.Decision != "set_result" || d.Result == nil || !strings.Contains(d.Result.Message, "not available") {
+				if err != nil || d.Decision != gate.SetResult || d.Result == nil || !strings.Contains(d.Result.Message, "not available") {
 					t.Fatalf("%s: a call to a tool the step did not offer: %+v %v", name, d, err)
 				}
 			}

@@ -279,7 +279,7 @@ func (l *loop) calls(ctx context.Context) error {
 		if err != nil {
 			return s.fail(ctx, err)
 		}
-		if g.Decision != "allow" && len(ready) > 0 {
+		if g.Decision != gate.Allow && len(ready) > 0 {
 			if err := l.flush(ctx, ready); err != nil {
 				return err
 			}
@@ -295,9 +295,9 @@ func (l *loop) calls(ctx context.Context) error {
 			return err
 		}
 		switch c.Gate.Decision {
-		case "allow":
+		case gate.Allow:
 			ready = append(ready, c)
-		case "block", "set_result":
+		case gate.Block, gate.SetResult:
 			if _, _, err := s.AfterToolExecute(ctx, c.Call, model.ToolResult{}); err != nil {
 				return err
 			}

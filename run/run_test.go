@@ -596,12 +596,12 @@ func TestSessionEnforcesPhaseOrder(t *testing.T) {
 	_, err = s.StepEnd(ctx) // the call has not been gated
 	check(err)
 	d, _, err := s.ToolGate(ctx, model.ToolCall{ID: "call_1_1", Name: "ls"})
-	if err != nil || d.Decision != "allow" {
+	if err != nil || d.Decision != gate.Allow {
 		t.Fatalf("gate %+v %v", d, err)
 	}
 	rev := s.Revision()
 	again, _, err := s.ToolGate(ctx, model.ToolCall{ID: "call_1_1", Name: "ls"})
-	if err != nil || again.Decision != "allow" || s.Revision() != rev {
+	if err != nil || again.Decision != gate.Allow || s.Revision() != rev {
 		t.Fatal("gating again must return the same decision and change nothing")
 	}
 	_, _, err = s.AfterToolExecute(ctx, model.ToolCall{ID: "call_1_1"}, model.Success("x"))

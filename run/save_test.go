@@ -10,6 +10,7 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine/command"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/state"
@@ -249,7 +250,7 @@ func TestWaitSaveFailureChangesNothing(t *testing.T) {
 	if _, err := s.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{deploy}}); err != nil {
 		t.Fatal(err)
 	}
-	if d, _, err := s.ToolGate(ctx, deploy); err != nil || d.Decision != "suspend" {
+	if d, _, err := s.ToolGate(ctx, deploy); err != nil || d.Decision != gate.Suspend {
 		t.Fatalf("gate: %+v %v", d, err)
 	}
 	rev := s.Revision()

@@ -74,7 +74,7 @@ func (c CallStatus) Terminal() bool {
 // GateRecord is the gate's decision for a call, kept so that gating the same
 // call again (a client retry) returns the same answer and changes nothing.
 type GateRecord struct {
-	Decision    string            `json:"decision"`
+	Decision    gate.Kind         `json:"decision"` // Allow for a rewrite too (RewrittenBy says so)
 	Plugin      string            `json:"plugin,omitempty"`
 	Reason      string            `json:"reason,omitempty"`
 	Ticket      *gate.Ticket      `json:"ticket,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
@@ -97,7 +98,7 @@ func TestSessionValidatesItsInput(t *testing.T) {
 		if _, _, err := s.AfterToolExecute(ctx, model.ToolCall{ID: "c1"}, model.Success("ok")); err != nil {
 			t.Fatal(err)
 		}
-		if d, _, err := s.ToolGate(ctx, model.ToolCall{ID: "c2"}); err != nil || d.Decision != "suspend" {
+		if d, _, err := s.ToolGate(ctx, model.ToolCall{ID: "c2"}); err != nil || d.Decision != gate.Suspend {
 			t.Fatal(d, err)
 		}
 		if _, err := s.StepEnd(ctx); err != nil || s.Status() != run.Waiting {
@@ -239,7 +240,7 @@ func TestParallelCallsAreAnnounced(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"a", "b"} {
-		if d, _, err := s.ToolGate(ctx, model.ToolCall{ID: id}); err != nil || d.Decision != "allow" {
+		if d, _, err := s.ToolGate(ctx, model.ToolCall{ID: id}); err != nil || d.Decision != gate.Allow {
 			t.Fatal(id, d, err)
 		}
 		s.BeforeToolExecute(ctx, model.ToolCall{ID: id})
@@ -247,7 +248,7 @@ func TestParallelCallsAreAnnounced(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if d, _, err := s.ToolGate(ctx, model.ToolCall{ID: "c", Name: "deploy"}); err != nil || d.Decision != "suspend" {
+	if d, _, err := s.ToolGate(ctx, model.ToolCall{ID: "c", Name: "deploy"}); err != nil || d.Decision != gate.Suspend {
 		t.Fatal(d, err)
 	}
 	calls, _ := s.State()[run.KeyToolCalls].(map[string]any)

@@ -76,7 +76,7 @@ type (
 		Result *model.ToolResult `json:"result"`
 	}
 	gateReply struct {
-		Decision string            `json:"decision"`
+		Decision gate.Kind         `json:"decision"`
 		Args     map[string]any    `json:"args"`
 		Reason   string            `json:"reason,omitempty"`
 		Ticket   *gate.Ticket      `json:"ticket,omitempty"`
@@ -500,7 +500,7 @@ func (s *Server) runPhase(w http.ResponseWriter, r *http.Request) error {
 		// A retry gets the kept decision and changes nothing: no save, no count.
 		changed = o.Revision != rev0
 		if err == nil && changed {
-			s.metrics.decisions.inc(d.Decision)
+			s.metrics.decisions.inc(d.Decision.String())
 		}
 		if d.Args == nil {
 			d.Args = map[string]any{}
@@ -592,7 +592,7 @@ func viewCall(c run.CallRecord) callView {
 		v.Args = map[string]any{}
 	}
 	if c.Gate != nil {
-		v.Decision = c.Gate.Decision
+		v.Decision = c.Gate.Decision.String()
 		v.Ticket = c.Gate.Ticket
 	}
 	return v

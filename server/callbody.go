@@ -169,7 +169,7 @@ func appendGateReply(dst []byte, g gateReply) ([]byte, error) {
 		return append(dst, b...), err
 	}
 	dst = append(dst, `{"decision":`...)
-	dst, _ = value.AppendJSON(dst, g.Decision)
+	dst, _ = value.AppendJSON(dst, g.Decision.String())
 	dst = append(dst, `,"args":`...)
 	dst, err := value.AppendJSON(dst, g.Args)
 	if err != nil {

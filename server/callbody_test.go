@@ -149,12 +149,12 @@ func foldDuplicates(body []byte) bool {
 func TestAppendGateReplyMatchesEncodingJSON(t *testing.T) {
 	res := model.ToolResult{Status: "error", Message: "secret"}
 	for _, g := range []gateReply{
-		{Decision: "allow", Args: map[string]any{}, Revision: 0},
-		{Decision: "allow", Args: map[string]any{"path": "src/main.go", "line": 12.0, "z": []any{true, nil, "<&>"}}, Revision: 7},
-		{Decision: "block", Args: map[string]any{"cmd": "rm -rf /"}, Reason: "not \"allowed\"\n\u2028", Revision: 1 << 40},
-		{Decision: "allow", Args: map[string]any{"x": map[string]any{"b": 1e21, "a": 1e-7, "c": math.Copysign(0, -1)}}, Revision: 3},
-		{Decision: "set_result", Args: map[string]any{}, Result: &res, Revision: 2},
-		{Decision: "suspend", Args: map[string]any{}, Ticket: &gate.Ticket{ID: "t1", Message: "ok?", Options: []string{"yes"}}, Revision: 2},
+		{Decision: gate.Allow, Args: map[string]any{}, Revision: 0},
+		{Decision: gate.Allow, Args: map[string]any{"path": "src/main.go", "line": 12.0, "z": []any{true, nil, "<&>"}}, Revision: 7},
+		{Decision: gate.Block, Args: map[string]any{"cmd": "rm -rf /"}, Reason: "not \"allowed\"\n\u2028", Revision: 1 << 40},
+		{Decision: gate.Allow, Args: map[string]any{"x": map[string]any{"b": 1e21, "a": 1e-7, "c": math.Copysign(0, -1)}}, Revision: 3},
+		{Decision: gate.SetResult, Args: map[string]any{}, Result: &res, Revision: 2},
+		{Decision: gate.Suspend, Args: map[string]any{}, Ticket: &gate.Ticket{ID: "t1", Message: "ok?", Options: []string{"yes"}}, Revision: 2},
 	} {
 		want, err := json.Marshal(g)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/value"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
@@ -102,12 +103,12 @@ func (c *claudeCode) permissionRequest(ctx context.Context, cs *ccSession, in cc
 				continue
 			}
 			switch rec.Gate.Decision {
-			case "block", "set_result":
+			case gate.Block, gate.SetResult:
 				res.decision, res.reason = "deny", rec.Gate.Reason
-				if rec.Gate.Decision == "set_result" && rec.Gate.Result != nil {
+				if rec.Gate.Decision == gate.SetResult && rec.Gate.Result != nil {
 					res.reason = "awaken-lua answered this call without running it (" + rec.Gate.Plugin + "): " + run.ResultText(*rec.Gate.Result)
 				}
-			case "allow":
+			case gate.Allow:
 				if rec.Gate.RewrittenBy != "" {
 					res.decision, res.updated = "allow", rec.Gate.Args
 				}
@@ -161,13 +162,13 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 		return res, c.release(ctx, e, err)
 	}
 	if o.Revision != rev0 {
-		c.s.metrics.decisions.inc(d.Decision)
+		c.s.metrics.decisions.inc(d.Decision.String())
 	}
-	if d.Decision != "suspend" {
+	if d.Decision != gate.Suspend {
 		delete(cs.approved, call.ID)
 	}
 	switch d.Decision {
-	case "allow":
+	case gate.Allow:
 		if rec, ok := findCall(e, call.ID); ok && !rec.Started && rec.Status == run.CallRunning {
 			if _, err := sess.BeforeToolExecute(ctx, call); err != nil {
 				return res, c.release(ctx, e, err)
@@ -177,14 +178,14 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 			res.decision, res.updated = "allow", d.Args
 			res.reason = "awaken-lua: " + d.Plugin + " rewrote the input"
 		}
-	case "block":
+	case gate.Block:
 		res.decision, res.reason = "deny", d.Reason
 		if rec, ok := findCall(e, call.ID); ok && rec.Status == run.CallRunning {
 			if _, _, err := sess.AfterToolExecute(ctx, call, model.ToolResult{}); err != nil {
 				return res, c.release(ctx, e, err)
 			}
 		}
-	case "set_result":
+	case gate.SetResult:
 		var result model.ToolResult
 		if rec, ok := findCall(e, call.ID); ok && rec.Status == run.CallRunning {
 			if result, _, err = sess.AfterToolExecute(ctx, call, model.ToolResult{}); err != nil {
@@ -201,7 +202,7 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 		}
 		res.decision = "deny"
 		res.reason = "awaken-lua answered this call without running it (" + who + "): " + run.ResultText(result)
-	case "suspend":
+	case gate.Suspend:
 		res.decision = "ask"
 		res.reason = d.Reason
 		if res.reason == "" {
@@ -280,7 +281,7 @@ func (c *claudeCode) settleUnoffered(ctx context.Context, e *entry, call model.T
 	if err != nil {
 		return err
 	}
-	if d.Decision == "block" || d.Decision == "set_result" {
+	if d.Decision == gate.Block || d.Decision == gate.SetResult {
 		_, _, err = sess.AfterToolExecute(ctx, call, model.ToolResult{})
 	}
 	return err
@@ -351,10 +352,10 @@ func (c *claudeCode) abandon(ctx context.Context, cs *ccSession, e *entry, rec r
 	switch rec.Status {
 	case run.CallNew, run.CallResuming:
 		d, _, err := sess.ToolGate(ctx, rec.Call)
-		if err != nil || d.Decision == "suspend" {
+		if err != nil || d.Decision == gate.Suspend {
 			return err
 		}
-		if d.Decision == "allow" {
+		if d.Decision == gate.Allow {
 			if _, err := sess.BeforeToolExecute(ctx, rec.Call); err != nil {
 				return err
 			}
@@ -362,7 +363,7 @@ func (c *claudeCode) abandon(ctx context.Context, cs *ccSession, e *entry, rec r
 		_, _, err = sess.AfterToolExecute(ctx, rec.Call, noResult)
 		return err
 	case run.CallRunning:
-		if rec.Gate != nil && rec.Gate.Decision == "allow" && !rec.Started {
+		if rec.Gate != nil && rec.Gate.Decision == gate.Allow && !rec.Started {
 			if _, err := sess.BeforeToolExecute(ctx, rec.Call); err != nil {
 				return err
 			}
@@ -406,10 +407,10 @@ func (c *claudeCode) resolve(ctx context.Context, cs *ccSession, e *entry, suspe
 			}
 			result := cs.approved[d.Target]
 			switch g.Decision {
-			case "suspend":
+			case gate.Suspend:
 				suspended = append(suspended, rec)
 				continue
-			case "allow":
+			case gate.Allow:
 				if _, err := sess.BeforeToolExecute(ctx, rec.Call); err != nil {
 					return err
 				}
@@ -460,7 +461,7 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 	case run.CallSuspended:
 		cs.approved[call.ID] = result // Claude Code's user approved the "ask"
 	case run.CallRunning:
-		if rec.Gate != nil && rec.Gate.Decision == "allow" {
+		if rec.Gate != nil && rec.Gate.Decision == gate.Allow {
 			if !rec.Started {
 				if _, err := sess.BeforeToolExecute(ctx, rec.Call); err != nil {
 					return res, c.release(ctx, e, err)

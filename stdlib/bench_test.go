@@ -13,6 +13,7 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/command"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/state"
@@ -188,7 +189,7 @@ func benchSessionFS(b *testing.B, plugins fs.FS, ids []string, runOpts ...run.Op
 		}
 		for _, c := range s.Calls() {
 			d, _, err := s.ToolGate(ctx, c.Call)
-			if err != nil || (d.Decision != "allow" && len(ids) > 0) {
+			if err != nil || (d.Decision != gate.Allow && len(ids) > 0) {
 				b.Fatal(d, err)
 			}
 			if _, err := s.BeforeToolExecute(ctx, c.Call); err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/value"
 	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/model"
@@ -66,9 +67,9 @@ func cmdEval(e *env) int {
 		b, _ := json.Marshal(d)
 		fmt.Fprintf(e.stdout, "%s\n", b)
 	} else {
-		line := d.Decision
-		if d.Decision == "allow" && d.Plugin != "" {
-			line = "rewrite"
+		line := d.Decision.String()
+		if d.Decision == gate.Allow && d.Plugin != "" {
+			line = gate.Rewrite.String()
 		}
 		if d.Plugin != "" {
 			line += " by " + d.Plugin
@@ -81,12 +82,12 @@ func cmdEval(e *env) int {
 			line += ": " + reason
 		}
 		fmt.Fprintln(e.stdout, line)
-		if d.Decision == "allow" && d.Plugin != "" {
+		if d.Decision == gate.Allow && d.Plugin != "" {
 			b, _ := json.Marshal(d.Args)
 			fmt.Fprintf(e.stdout, "  args: %s\n", b)
 		}
 	}
-	if d.Decision == "allow" {
+	if d.Decision == gate.Allow {
 		return exitOK
 	}
 	return exitFailed

@@ -3,8 +3,10 @@
 package gate
 
 import (
-	"github.com/awaken-lua/awaken-lua/model"
+	"fmt"
 	"time"
+
+	"github.com/awaken-lua/awaken-lua/model"
 )
 
 // Kind is a decision kind; its value is its priority.
@@ -40,6 +42,17 @@ func ParseKind(s string) (Kind, bool) {
 
 // MarshalText encodes the kind's name.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads a kind's name, so a saved or posted decision is a
+// Kind again, never a free string.
+func (k *Kind) UnmarshalText(b []byte) error {
+	v, ok := ParseKind(string(b))
+	if !ok {
+		return fmt.Errorf("%q is not a gate decision (allow, rewrite, set_result, suspend or block)", b)
+	}
+	*k = v
+	return nil
+}
 
 // Decision is what one gate hook says about one call.
 type Decision struct {

@@ -1,6 +1,10 @@
 package gate
 
-import "testing"
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
 
 func TestResolve(t *testing.T) {
 	d := func(k Kind, plugin string) Tagged { return Tagged{Decision: Decision{Kind: k}, Plugin: plugin} }
@@ -22,5 +26,24 @@ func TestResolve(t *testing.T) {
 	}
 	if !ResumeMode("").Valid() || ResumeMode("later").Valid() {
 		t.Fatal("resume modes")
+	}
+}
+
+// A Kind is its name in JSON both ways; an unknown name is refused, so a
+// saved decision never loads as a kind it is not.
+func TestKindJSON(t *testing.T) {
+	for k := Allow; k <= Block; k++ {
+		b, err := json.Marshal(struct{ D Kind }{k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back struct{ D Kind }
+		if err := json.Unmarshal(b, &back); err != nil || back.D != k {
+			t.Fatalf("%s: %s -> %v %v", k, b, back.D, err)
+		}
+	}
+	var k struct{ D Kind }
+	if err := json.Unmarshal([]byte(`{"D":"deny"}`), &k); err == nil || !strings.Contains(err.Error(), "not a gate decision") {
+		t.Fatalf("an unknown decision: %v", err)
 	}
 }

@@ -51,8 +51,8 @@ type ToolInfo struct {
 
 // GateInfo is what the gate decided about a call.
 type GateInfo struct {
-	Decision    string // allow, block, suspend or set_result
-	Plugin      string // who decided ("" when no plugin did)
+	Decision    gate.Kind // Allow (a rewrite too), Block, Suspend or SetResult
+	Plugin      string    // who decided ("" when no plugin did)
 	Reason      string
 	RewrittenBy string
 }

@@ -88,7 +88,7 @@ func sampleCheckpoint(runID, threadID string) run.Checkpoint {
 				Call:   model.ToolCall{ID: "c1", Name: "bash", Args: map[string]any{"cmd": "rm -rf /tmp/x"}},
 				Status: run.CallSuspended,
 				Gate: &run.GateRecord{
-					Decision: "suspend", Plugin: "permission", Reason: "needs approval",
+					Decision: gate.Suspend, Plugin: "permission", Reason: "needs approval",
 					Ticket: &gate.Ticket{
 						ID: "t-1", CallID: "c1", Action: "approve", Message: "allow rm?",
 						Parameters:     map[string]any{"cmd": "rm -rf /tmp/x"},
@@ -102,14 +102,14 @@ func sampleCheckpoint(runID, threadID string) run.Checkpoint {
 			{
 				Call:   model.ToolCall{ID: "c2", Name: "edit", Args: map[string]any{"path": "a.txt"}},
 				Status: run.CallFailed,
-				Gate: &run.GateRecord{Decision: "block", Plugin: "guard", Reason: "blocked by guard",
+				Gate: &run.GateRecord{Decision: gate.Block, Plugin: "guard", Reason: "blocked by guard",
 					Result: &blocked, Args: map[string]any{"path": "a.txt"}},
 				Result: &blocked,
 			},
 			{
 				Call:    model.ToolCall{ID: "c3", Name: "noop", Args: map[string]any{}},
 				Status:  run.CallSucceeded,
-				Gate:    &run.GateRecord{Decision: "allow", Args: map[string]any{"x": 1.0}, RewrittenBy: "rewriter"},
+				Gate:    &run.GateRecord{Decision: gate.Allow, Args: map[string]any{"x": 1.0}, RewrittenBy: "rewriter"},
 				Result:  &done,
 				Resume:  &run.ResumeRecord{Action: "resume", Result: map[string]any{"ok": true}, Reason: "approved", TicketID: "t-0", Mode: string(gate.PassDecisionToTool)},
 				Started: true,
