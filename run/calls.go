@@ -447,7 +447,7 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 	s.messages = append(s.messages, ToolMessage(c.Call, result))
 	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Name: c.Call.Name, Status: string(to), Result: &res})
 	if c.Gate.Decision == gate.Block {
-		s.termination = "blocked:" + c.Gate.Reason
+		s.termination = Termination{Kind: Blocked, Detail: c.Gate.Reason}.String()
 	}
 	s.checkStop()
 	if s.termination != "" {

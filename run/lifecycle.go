@@ -90,10 +90,10 @@ func (s *Session) StepEnd(ctx context.Context) (o Outcome, err error) {
 	s.stage = StageStepEnded
 	s.events.Emit(event.StepEnd{Step: s.info.Step})
 	if s.termination == "" && s.natural {
-		s.termination = "natural"
+		s.termination = Termination{Kind: Natural}.String()
 	}
 	if s.termination == "" && s.info.Step >= s.agent.MaxSteps {
-		s.termination = "stopped:max_steps"
+		s.termination = MaxSteps.String()
 	}
 	o = s.outcome()
 	o.Continued = added
@@ -106,7 +106,7 @@ func (s *Session) wait(ctx context.Context) (Outcome, error) {
 	}
 	u := s.mark()
 	s.status = Waiting
-	s.termination = "suspended"
+	s.termination = Termination{Kind: Suspended}.String()
 	if err := s.record(ctx, phase.StepEnd, KeyRun, s.runRecord()); err != nil {
 		return s.outcome(), err
 	}
@@ -116,7 +116,7 @@ func (s *Session) wait(ctx context.Context) (Outcome, error) {
 		s.rollback(u)
 		return s.outcome(), err
 	}
-	s.events.Emit(event.RunFinish{Termination: "suspended"})
+	s.events.Emit(event.RunFinish{Termination: Termination{Kind: Suspended}.String()})
 	return s.outcome(), nil
 }
 
@@ -148,7 +148,7 @@ func (s *Session) runEnd(ctx context.Context) (Outcome, error) {
 	if s.termination == "" {
 		return s.outcome(), invalid("run_end: the run has not ended; it ends when the model answers without tool calls, a plugin stops it, or a call is blocked")
 	}
-	if s.termination == "cancelled" {
+	if s.Ended().Kind == Cancelled {
 		ctx = context.WithoutCancel(ctx)
 	}
 	if err := s.x.DropPending(ctx, phase.RunEnd); err != nil {
@@ -198,7 +198,7 @@ func (s *Session) Cancel(ctx context.Context, reason string) (o Outcome, err err
 		}
 	}
 	s.status = Running
-	s.termination = "cancelled"
+	s.termination = Termination{Kind: Cancelled}.String()
 	if err := s.recordCalls(ctx, phase.RunEnd); err != nil {
 		return s.outcome(), err
 	}
@@ -238,7 +238,7 @@ func (s *Session) EndUninferred(ctx context.Context) (Outcome, error) {
 	}
 	defer s.journalPhase(journal.EndUninferred, nil, nil)
 	s.stage = StageStepEnded
-	s.termination = "natural"
+	s.termination = Termination{Kind: Natural}.String()
 	s.events.Emit(event.StepEnd{Step: s.info.Step})
 	return s.outcome(), nil
 }

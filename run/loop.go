@@ -178,7 +178,7 @@ func (l *loop) drive(ctx context.Context) {
 	}
 	for s.status == Running && s.termination == "" {
 		if err := ctx.Err(); err != nil {
-			s.termination = "cancelled"
+			s.termination = Termination{Kind: Cancelled}.String()
 			break
 		}
 		if _, err := s.StepStart(ctx); note(err) {
@@ -192,14 +192,14 @@ func (l *loop) drive(ctx context.Context) {
 		resp, err := l.model.Infer(ctx, req)
 		if err != nil {
 			if ctx.Err() != nil {
-				s.termination = "cancelled"
+				s.termination = Termination{Kind: Cancelled}.String()
 			} else {
 				code := errs.CodeOf(err)
 				if code == "" {
 					code = errs.ModelFailed
 					err = errs.Wrap(errs.ModelFailed, err, "the model failed")
 				}
-				s.termination = "error:" + string(code)
+				s.termination = Termination{Kind: Errored, Detail: string(code)}.String()
 				l.err = err
 			}
 			break
@@ -207,7 +207,7 @@ func (l *loop) drive(ctx context.Context) {
 		if _, err := s.AfterInference(ctx, resp); err != nil && errs.CodeOf(err) == errs.BadRequest {
 			// The model's answer is what was refused (a call without a
 			// name, two calls with one id): the model failed.
-			s.termination = "error:" + string(errs.ModelFailed)
+			s.termination = Termination{Kind: Errored, Detail: string(errs.ModelFailed)}.String()
 			l.err = errs.Wrap(errs.ModelFailed, err, "the model's response was refused")
 			break
 		} else if note(err) {
@@ -229,7 +229,7 @@ func (l *loop) end(ctx context.Context) {
 		return
 	}
 	if s.termination == "" && ctx.Err() != nil {
-		s.termination = "cancelled"
+		s.termination = Termination{Kind: Cancelled}.String()
 	}
 	if _, err := s.RunEnd(ctx); err != nil && l.err == nil {
 		l.err = err

@@ -423,14 +423,14 @@ func (s *Session) phase(ctx context.Context, p phase.Phase, in plugin.Input) err
 // fail ends the run for an error from a phase.
 func (s *Session) fail(ctx context.Context, err error) error {
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-		s.termination = "cancelled"
+		s.termination = Termination{Kind: Cancelled}.String()
 		return err
 	}
 	code := errs.CodeOf(err)
 	if code == "" {
 		code = errs.HookFailed
 	}
-	s.termination = "error:" + string(code)
+	s.termination = Termination{Kind: Errored, Detail: string(code)}.String()
 	s.aborted = true
 	s.finish(context.WithoutCancel(ctx))
 	return err
@@ -442,6 +442,6 @@ func (s *Session) checkStop() {
 		return
 	}
 	if code, _, ok := s.x.Stopped(); ok {
-		s.termination = "stopped:" + code
+		s.termination = Termination{Kind: Stopped, Detail: code}.String()
 	}
 }

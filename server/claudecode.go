@@ -713,11 +713,11 @@ func (c *claudeCode) drive(ctx context.Context, cs *ccSession, e *entry, res *cc
 // pluginStop is the stop reason when a plugin stopped the run (not the
 // step limit), else "".
 func pluginStop(e *entry) string {
-	t := e.sess.Termination()
-	if !strings.HasPrefix(t, "stopped:") || t == "stopped:max_steps" {
+	t := e.sess.Ended()
+	if !t.PluginStopped() {
 		return ""
 	}
-	reason := "awaken-lua: a plugin stopped the run (" + t + ")"
+	reason := "awaken-lua: a plugin stopped the run (" + t.String() + ")"
 	if v, err := e.sess.Snapshot().Lookup(engine.KeyStop); err == nil {
 		if m, _ := v.(map[string]any); m != nil {
 			if d, _ := m["detail"].(string); d != "" {

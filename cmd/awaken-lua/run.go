@@ -145,7 +145,7 @@ func finish(e *env, res run.Result) int {
 			fmt.Fprintf(e.stderr, "run again with --thread %s --approve all|none to answer them\n", res.ThreadID)
 		}
 		return exitWaiting
-	case strings.HasPrefix(res.Termination, "error"):
+	case terminationKind(res.Termination) == run.Errored:
 		if res.Err != nil {
 			e.fail(res.Err, exitFailed)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/run"
 )
 
 // trace prints run events as a readable trace, one line per event, with
@@ -100,13 +101,14 @@ func (t *trace) Emit(ev event.Event) {
 	case event.StepEnd:
 	case event.RunFinish:
 		col := "32"
-		if strings.HasPrefix(e.Termination, "error") || strings.HasPrefix(e.Termination, "blocked") {
+		switch kind := terminationKind(e.Termination); kind {
+		case run.Errored, run.Blocked:
 			col = "31"
-		} else if e.Termination == "suspended" || e.Termination == "cancelled" {
+		case run.Suspended, run.Cancelled:
 			col = "33"
 		}
 		fmt.Fprintf(t.w, "%s %s\n", c("1", "finish"), c(col, e.Termination))
-		if e.Termination != "suspended" {
+		if terminationKind(e.Termination) != run.Suspended {
 			fmt.Fprintf(t.w, "%s\n", c("2", fmt.Sprintf("%s · %s · %d tokens · in %s", plural(t.steps, "step", "steps"),
 				plural(t.calls, "tool call", "tool calls"), t.tok, time.Since(t.start).Round(time.Millisecond))))
 		}
@@ -242,4 +244,10 @@ func isTerminal(f any) bool {
 
 func colorOK(w io.Writer) bool {
 	return isTerminal(w) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+}
+
+// terminationKind reads the kind of a termination's text form.
+func terminationKind(s string) run.TerminationKind {
+	t, _ := run.ParseTermination(s)
+	return t.Kind
 }
