@@ -248,7 +248,10 @@ func (s *Server) routes() {
 		m.Handle(pattern, s.endpoint(label, a, fn))
 	}
 	handle("POST /v1/runs", "create_run", api, s.createRun)
-	handle("POST /v1/runs/{id}/phases/{phase}", "", api, s.runPhase)
+	for p, fn := range s.phaseRoutes() {
+		handle("POST /v1/runs/{id}/phases/"+p.String(), p.String(), api, fn)
+	}
+	handle("POST /v1/runs/{id}/phases/{phase}", "unknown", api, s.noPhase)
 	handle("POST /v1/runs/{id}/resume", "resume", api, s.resume)
 	handle("GET /v1/runs/{id}", "get_run", api, s.getRun)
 	handle("DELETE /v1/runs/{id}", "delete_run", api, s.deleteRun)
@@ -288,9 +291,6 @@ func (s *Server) routes() {
 func (s *Server) endpoint(label string, a access, fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := label
-		if name == "" {
-			name = phaseLabel(r.PathValue("phase"))
-		}
 		err := s.admit(w, r, a, fn)
 		outcome := "ok"
 		if err != nil {
