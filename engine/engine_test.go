@@ -410,16 +410,16 @@ func TestFailedActionsAreDeadLettered(t *testing.T) {
 	if len(failed) != 2 {
 		t.Fatalf("failed = %v", failed)
 	}
-	bad := failed[0].(map[string]any)
-	if bad["key"] != "acts.bad" || bad["payload"] != "boom" || !strings.Contains(bad["error"].(string), "disk on fire") || bad["id"] == "" {
+	bad := failed[0]
+	if bad.Key != "acts.bad" || bad.Payload != "boom" || !strings.Contains(bad.Error, "disk on fire") || bad.ID == "" {
 		t.Fatalf("dead letter = %v", bad)
 	}
-	misfit := failed[1].(map[string]any)
-	if misfit["key"] != "acts.ok" || misfit["payload"] != 42.0 || !strings.Contains(misfit["error"].(string), "schema_violation") {
+	misfit := failed[1]
+	if misfit.Key != "acts.ok" || misfit.Payload != 42.0 || !strings.Contains(misfit.Error, "schema_violation") {
 		t.Fatalf("dead letter = %v", misfit)
 	}
 	pending := f.x.PendingActions()
-	if len(pending) != 1 || pending[0].(map[string]any)["key"] != "acts.later" || pending[0].(map[string]any)["phase"] != "step_end" {
+	if len(pending) != 1 || pending[0].Key != "acts.later" || pending[0].Phase != phase.StepEnd {
 		t.Fatalf("pending = %v; later-phase actions must stay queued", pending)
 	}
 	if err := f.phase(phase.StepEnd); err != nil {
@@ -721,7 +721,7 @@ func TestStopAndDropPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := f.x.PendingActions()
-	if len(p) != 1 || p[0].(map[string]any)["key"] != "acts.end" {
+	if len(p) != 1 || p[0].Key != "acts.end" {
 		t.Fatalf("pending = %v", p)
 	}
 }

@@ -65,12 +65,11 @@ func (x *Exec) DropPending(ctx context.Context, keep ...phase.Phase) error {
 	t := x.begin(phase.RunEnd, plugin.Input{})
 	cur, _ := t.fork.Snapshot().Get(x.pending).([]any)
 	next := make([]any, 0, len(cur))
-	for _, a := range cur {
-		m, _ := a.(map[string]any)
-		ph, _ := phase.Parse(str(m["phase"]))
+	for _, v := range cur {
+		a, _ := queuedAction(v)
 		for _, k := range keep {
-			if ph == k {
-				next = append(next, a)
+			if a.Phase == k {
+				next = append(next, v)
 				break
 			}
 		}
@@ -84,16 +83,28 @@ func (x *Exec) DropPending(ctx context.Context, keep ...phase.Phase) error {
 	return t.finish(ctx)
 }
 
-// PendingActions lists queued actions as {id, key, phase, payload, plugin}.
-func (x *Exec) PendingActions() []any {
+// PendingActions lists the queued actions, in queue order.
+func (x *Exec) PendingActions() []QueuedAction {
 	l, _ := x.store.Snapshot().Get(x.pending).([]any)
-	return l
+	out := make([]QueuedAction, 0, len(l))
+	for _, v := range l {
+		if a, ok := queuedAction(v); ok {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
-// FailedActions lists dead letters as {id, key, payload, error}.
-func (x *Exec) FailedActions() []any {
+// FailedActions lists the dead letters, oldest first.
+func (x *Exec) FailedActions() []DeadLetter {
 	l, _ := x.store.Snapshot().Get(x.failed).([]any)
-	return l
+	out := make([]DeadLetter, 0, len(l))
+	for _, v := range l {
+		if d, ok := deadLetter(v); ok {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // txn is one phase's work on a fork of the run's store.
@@ -237,7 +248,7 @@ func (t *txn) execute(ctx context.Context) error {
 		if round > max {
 			keys := make([]string, 0, len(due))
 			for _, a := range due {
-				keys = append(keys, str(a["key"]))
+				keys = append(keys, a.Key)
 			}
 			return &errs.Error{Code: errs.PhaseRunLoopExceeded, Phase: t.p.String(),
 				Msg: fmt.Sprintf("phase %s did not settle after %d rounds of actions (still due: %s); an action probably schedules itself: stop the chain or raise [runtime] max_phase_rounds",
@@ -255,13 +266,12 @@ func (t *txn) execute(ctx context.Context) error {
 }
 
 // due lists the queued actions of this phase, in queue order.
-func (t *txn) due() []map[string]any {
+func (t *txn) due() []QueuedAction {
 	l, _ := t.fork.Snapshot().Get(t.x.pending).([]any)
-	var out []map[string]any
-	name := t.p.String()
-	for _, a := range l {
-		if m, ok := a.(map[string]any); ok && m["phase"] == name {
-			out = append(out, m)
+	var out []QueuedAction
+	for _, v := range l {
+		if a, ok := queuedAction(v); ok && a.Phase == t.p {
+			out = append(out, a)
 		}
 	}
 	return out
@@ -272,9 +282,9 @@ func (t *txn) due() []map[string]any {
 // fails, a payload that does not fit, or a command that cannot commit sends
 // the action to the dead letters instead, and the handler's writes are
 // dropped.
-func (t *txn) dispatch(ctx context.Context, a map[string]any) error {
-	id, key := str(a["id"]), str(a["key"])
-	payload := a["payload"]
+func (t *txn) dispatch(ctx context.Context, a QueuedAction) error {
+	id, key := a.ID, a.Key
+	payload := a.Payload
 	err := func() error {
 		entry, ok := t.x.e.set.Action(key)
 		if !ok {
@@ -288,7 +298,7 @@ func (t *txn) dispatch(ctx context.Context, a map[string]any) error {
 		cmd := command.Command{Plugin: entry.Plugin}
 		if err := t.x.e.timed(entry.Plugin, t.p, "action", func() error {
 			in := t.input(t.fork.Snapshot())
-			in.Scheduler = str(a["plugin"])
+			in.Scheduler = a.Plugin
 			return callAction(ctx, entry.Handler, in, p, &cmd)
 		}); err != nil {
 			var e *errs.Error
@@ -312,8 +322,7 @@ func (t *txn) dispatch(ctx context.Context, a map[string]any) error {
 		return t.attribute(err)
 	}
 	t.x.log.Warn("action failed", "action", key, "id", id, "phase", t.p.String(), "error", err.Error())
-	dead := map[string]any{"id": id, "key": key, "payload": payload, "error": err.Error()}
-	return t.commit(&command.Command{Plugin: "runtime"}, id, dead)
+	return t.commit(&command.Command{Plugin: "runtime"}, id, &DeadLetter{ID: id, Key: key, Payload: payload, Error: err.Error()})
 }
 
 // validate checks a command before anything of it is committed: values that
@@ -361,7 +370,7 @@ func (t *txn) validate(cmd *command.Command) error {
 // appended to the queue (minus the action being handled, remove), a dead
 // letter, and a stop if none was requested before. Its effects wait for the
 // phase to publish.
-func (t *txn) commit(cmd *command.Command, remove string, dead map[string]any) error {
+func (t *txn) commit(cmd *command.Command, remove string, dead *DeadLetter) error {
 	snap := t.fork.Snapshot()
 	ups := cmd.Updates
 	extra := func(key string, v any) {
@@ -370,24 +379,19 @@ func (t *txn) commit(cmd *command.Command, remove string, dead map[string]any) e
 	if len(cmd.Actions) > 0 || remove != "" {
 		cur, _ := snap.Get(t.x.pending).([]any)
 		next := make([]any, 0, len(cur)+len(cmd.Actions))
-		for _, a := range cur {
+		for _, v := range cur {
 			if remove != "" {
-				if m, _ := a.(map[string]any); m != nil && m["id"] == remove {
+				if a, _ := queuedAction(v); a.ID == remove {
 					continue
 				}
 			}
-			next = append(next, a)
+			next = append(next, v)
 		}
 		rev := strconv.FormatUint(snap.Revision()+1, 10)
 		for i, a := range cmd.Actions {
 			entry, _ := t.x.e.set.Action(a.Key)
-			next = append(next, map[string]any{
-				"id":      "a" + rev + "." + strconv.Itoa(i),
-				"key":     a.Key,
-				"phase":   entry.Phase.String(),
-				"payload": a.Payload,
-				"plugin":  a.Plugin,
-			})
+			next = append(next, QueuedAction{ID: "a" + rev + "." + strconv.Itoa(i), Key: a.Key, Phase: entry.Phase,
+				Payload: a.Payload, Plugin: a.Plugin}.Value())
 		}
 		extra(KeyPendingActions, next)
 	}
@@ -395,7 +399,7 @@ func (t *txn) commit(cmd *command.Command, remove string, dead map[string]any) e
 		cur, _ := snap.Get(t.x.failed).([]any)
 		next := make([]any, len(cur), len(cur)+1)
 		copy(next, cur)
-		extra(KeyFailedActions, append(next, dead))
+		extra(KeyFailedActions, append(next, dead.Value()))
 	}
 	if cmd.Stop != nil && !snap.Has(t.x.stop) {
 		extra(KeyStop, map[string]any{"code": cmd.Stop.Code, "detail": cmd.Stop.Detail, "plugin": cmd.Stop.Plugin})

@@ -467,13 +467,11 @@ func (h *harness) phase(L *lua.LState) int {
 	h.saveThread(o.thread, st)
 	pending := []any{}
 	for _, a := range x.PendingActions() {
-		m, _ := a.(map[string]any)
-		pending = append(pending, map[string]any{"key": m["key"], "phase": m["phase"], "payload": m["payload"]})
+		pending = append(pending, map[string]any{"key": a.Key, "phase": a.Phase.String(), "payload": a.Payload})
 	}
 	failed := []any{}
-	for _, a := range x.FailedActions() {
-		m, _ := a.(map[string]any)
-		failed = append(failed, map[string]any{"key": m["key"], "payload": m["payload"], "error": m["error"]})
+	for _, d := range x.FailedActions() {
+		failed = append(failed, map[string]any{"key": d.Key, "payload": d.Payload, "error": d.Error})
 	}
 	if effects == nil {
 		effects = []any{}
