@@ -7,11 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -141,10 +139,15 @@ var ccBuiltinTools = []string{"AskUserQuestion", "Bash", "BashOutput", "Edit", "
 	"Task", "TodoWrite", "WebFetch", "WebSearch", "Write"}
 
 type claudeCode struct {
-	s        *Server
-	builtin  *offer // the offer of a session that used only built-in tools
-	mu       sync.Mutex
-	sessions map[string]*ccSession
+	s *Server
+	// The hook protocols served through this adapter (hookadmit.go).
+	proto        *hookProtocol[ccInput, ccOutput]
+	codexProto   *hookProtocol[ccInput, ccOutput]
+	geminiProto  *hookProtocol[geminiInput, geminiOutput]
+	copilotProto *hookProtocol[copilotInput, copilotOutput]
+	builtin      *offer // the offer of a session that used only built-in tools
+	mu           sync.Mutex
+	sessions     map[string]*ccSession
 }
 
 // ccSession is what the adapter keeps per Claude Code session, in memory
@@ -176,7 +179,18 @@ type ccSession struct {
 }
 
 func newClaudeCode(s *Server) *claudeCode {
-	return &claudeCode{s: s, sessions: map[string]*ccSession{}, builtin: makeOffer(ccBuiltinTools, nil, "")}
+	c := &claudeCode{s: s, sessions: map[string]*ccSession{}, builtin: makeOffer(ccBuiltinTools, nil, "")}
+	c.proto = &hookProtocol[ccInput, ccOutput]{agent: "Claude Code", event: ccEvent, failure: c.failure, serve: c.serve}
+	c.codexProto = &hookProtocol[ccInput, ccOutput]{agent: "Codex", event: ccEvent, failure: c.failure, serve: c.serveCodex}
+	c.geminiProto = &hookProtocol[geminiInput, geminiOutput]{agent: "Gemini CLI", event: geminiEvent, failure: c.geminiFailure,
+		serve: func(ctx context.Context, _ *http.Request, in *geminiInput, agent string) geminiOutput {
+			return c.gemini(ctx, *in, agent)
+		}}
+	c.copilotProto = &hookProtocol[copilotInput, copilotOutput]{agent: "Copilot CLI", event: copilotEvent, failure: c.copilotFailure,
+		serve: func(ctx context.Context, r *http.Request, in *copilotInput, agent string) copilotOutput {
+			return c.copilot(ctx, copilotEvent(r, in, nil), *in, agent)
+		}}
+	return c
 }
 
 // session returns the session, locked.
@@ -234,56 +248,29 @@ var preToolUsePrefix = regexp.MustCompile(`"hook_event_name"\s*:\s*"PreToolUse"`
 
 // handle answers every event 200 with Claude Code's JSON; only a missing or
 // wrong token (checked before) is an HTTP error.
-func (c *claudeCode) handle(w http.ResponseWriter, r *http.Request) (err error) {
-	limit := c.s.bodyLimit
-	body, rerr := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	var in ccInput
-	out := ccOutput{}
-	defer func() {
-		if v := recover(); v != nil {
-			c.s.log.LogAttrs(r.Context(), slog.LevelError, "panic in the Claude Code adapter", slog.String("panic", fmt.Sprint(v)),
-				slog.String("stack", string(debug.Stack())))
-			out = c.failure(in.HookEventName, errors.New("internal error in the sidecar"))
-			err = writeJSON(w, http.StatusOK, out)
-		}
-	}()
-	switch {
-	case rerr != nil:
-		out = c.failure(guessEvent(body), fmt.Errorf("reading the hook input failed: %v", rerr))
-	case int64(len(body)) > limit:
-		out = c.failure(guessEvent(body), fmt.Errorf("the hook input is larger than the sidecar's body limit (%d bytes); raise [server] body_limit", limit))
-	default:
-		if jerr := json.Unmarshal(body, &in); jerr != nil {
-			out = c.failure(guessEvent(body), fmt.Errorf("the hook input is not valid JSON: %v", jerr))
-			break
-		}
-		if derr := duplicateKey(body); derr != nil {
-			ev := in.HookEventName
-			if guessEvent(body) == evPreToolUse {
-				ev = evPreToolUse // fail closed, whichever name came last
-			}
-			out = c.failure(ev, derr)
-			break
-		}
-		switch in.suspend = r.URL.Query().Get("suspend"); in.suspend {
-		case "", suspendAsk, suspendDefer:
-		default:
-			out = c.failure(in.HookEventName, fmt.Errorf("?suspend= is %q or %q, not %q", suspendAsk, suspendDefer, in.suspend))
-			return writeJSON(w, http.StatusOK, out)
-		}
-		select {
-		case c.s.sem <- struct{}{}:
-			agent := r.URL.Query().Get("agent")
-			if agent == "" {
-				agent = c.s.hookAgent
-			}
-			out = c.dispatch(context.WithoutCancel(r.Context()), in, agent)
-			<-c.s.sem
-		default:
-			out = c.failure(in.HookEventName, fmt.Errorf("the sidecar is overloaded (%d requests in flight); raise [server] max_concurrent", cap(c.s.sem)))
-		}
+func (c *claudeCode) handle(w http.ResponseWriter, r *http.Request) error {
+	return serveHook(c.s, w, r, c.proto)
+}
+
+// ccEvent names a Claude Code event for its failure reply: PreToolUse
+// whenever the body says so (whichever name a duplicate key left decoded),
+// so a call that cannot be evaluated is denied.
+func ccEvent(_ *http.Request, in *ccInput, body []byte) string {
+	if g := guessEvent(body); g == evPreToolUse || in == nil {
+		return g
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return in.HookEventName
+}
+
+// serve answers a decoded Claude Code event (?suspend= says how a
+// suspended call is answered).
+func (c *claudeCode) serve(ctx context.Context, r *http.Request, in *ccInput, agent string) ccOutput {
+	switch in.suspend = r.URL.Query().Get("suspend"); in.suspend {
+	case "", suspendAsk, suspendDefer:
+	default:
+		return c.failure(in.HookEventName, fmt.Errorf("?suspend= is %q or %q, not %q", suspendAsk, suspendDefer, in.suspend))
+	}
+	return c.dispatch(ctx, *in, agent)
 }
 
 // guessEvent recognises PreToolUse in a body that could not be decoded, so

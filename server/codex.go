@@ -2,13 +2,8 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 	"strings"
 )
 
@@ -26,52 +21,21 @@ import (
 // codexShellTools are Codex's names for running a command.
 var codexShellTools = map[string]bool{"shell": true, "exec_command": true, "local_shell": true, "container.exec": true}
 
-func (cc *claudeCode) handleCodex(w http.ResponseWriter, r *http.Request) (err error) {
-	s := cc.s
-	body, rerr := io.ReadAll(io.LimitReader(r.Body, s.bodyLimit+1))
-	var in ccInput
-	out := ccOutput{}
-	defer func() {
-		if v := recover(); v != nil {
-			s.log.LogAttrs(r.Context(), slog.LevelError, "panic in the Codex adapter", slog.String("panic", fmt.Sprint(v)),
-				slog.String("stack", string(debug.Stack())))
-			out = cc.failure(in.HookEventName, errors.New("internal error in the sidecar"))
-			err = writeJSON(w, http.StatusOK, out)
-		}
-	}()
-	switch {
-	case rerr != nil:
-		out = cc.failure(guessEvent(body), fmt.Errorf("reading the hook input failed: %v", rerr))
-	case int64(len(body)) > s.bodyLimit:
-		out = cc.failure(guessEvent(body), fmt.Errorf("the hook input is larger than the sidecar's body limit (%d bytes); raise [server] body_limit", s.bodyLimit))
-	default:
-		if jerr := json.Unmarshal(body, &in); jerr != nil {
-			out = cc.failure(guessEvent(body), fmt.Errorf("the hook input is not valid JSON: %v", jerr))
-			break
-		}
-		if derr := duplicateKey(body); derr != nil {
-			out = cc.failure(guessEvent(body), derr)
-			break
-		}
-		codexShell(&in)
-		select {
-		case s.sem <- struct{}{}:
-			agent := r.URL.Query().Get("agent")
-			if agent == "" {
-				agent = s.hookAgent
-			}
-			out = cc.dispatch(context.WithoutCancel(r.Context()), in, agent)
-			<-s.sem
-		default:
-			out = cc.failure(in.HookEventName, fmt.Errorf("the sidecar is overloaded (%d requests in flight); raise [server] max_concurrent", cap(s.sem)))
-		}
-	}
+func (cc *claudeCode) handleCodex(w http.ResponseWriter, r *http.Request) error {
+	return serveHook(cc.s, w, r, cc.codexProto)
+}
+
+// serveCodex answers a Codex event as its Claude Code counterpart. Codex's
+// hook cannot ask, so an ask is answered deny.
+func (cc *claudeCode) serveCodex(ctx context.Context, r *http.Request, in *ccInput, agent string) ccOutput {
+	codexShell(in)
+	out := cc.dispatch(ctx, *in, agent)
 	if spec := out.HookSpecificOutput; spec != nil && spec.PermissionDecision == "ask" {
 		spec.PermissionDecision = "deny"
 		spec.PermissionDecisionReason = "a person must approve this call, and Codex's hook cannot ask, so it is denied: " + spec.PermissionDecisionReason
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "Codex cannot ask: an ask is answered deny", slog.String("session_id", in.SessionID))
+		cc.s.log.LogAttrs(r.Context(), slog.LevelInfo, "Codex cannot ask: an ask is answered deny", slog.String("session_id", in.SessionID))
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return out
 }
 
 // codexShell renames Codex's shell tool to Bash with the command as one

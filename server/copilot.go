@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 )
 
 // The GitHub Copilot CLI adapter (POST /v1/hooks/copilot?event=NAME)
@@ -59,50 +57,17 @@ var copilotTools = map[string]struct {
 	"web_fetch":   {"WebFetch", map[string]string{"url": "url"}},
 }
 
-func (cc *claudeCode) handleCopilot(w http.ResponseWriter, r *http.Request) (err error) {
-	s := cc.s
-	event := r.URL.Query().Get("event")
-	body, rerr := io.ReadAll(io.LimitReader(r.Body, s.bodyLimit+1))
-	var in copilotInput
-	out := copilotOutput{}
-	defer func() {
-		if v := recover(); v != nil {
-			s.log.LogAttrs(r.Context(), slog.LevelError, "panic in the Copilot CLI adapter", slog.String("panic", fmt.Sprint(v)),
-				slog.String("stack", string(debug.Stack())))
-			out = cc.copilotFailure(event, errors.New("internal error in the sidecar"))
-			err = writeJSON(w, http.StatusOK, out)
-		}
-	}()
-	switch {
-	case rerr != nil:
-		out = cc.copilotFailure(event, fmt.Errorf("reading the hook input failed: %v", rerr))
-	case int64(len(body)) > s.bodyLimit:
-		out = cc.copilotFailure(event, fmt.Errorf("the hook input is larger than the sidecar's body limit (%d bytes); raise [server] body_limit", s.bodyLimit))
-	default:
-		if jerr := json.Unmarshal(body, &in); jerr != nil {
-			out = cc.copilotFailure(event, fmt.Errorf("the hook input is not valid JSON: %v", jerr))
-			break
-		}
-		if derr := duplicateKey(body); derr != nil {
-			out = cc.copilotFailure(event, derr)
-			break
-		}
-		if event == "" {
-			event = in.HookEventName
-		}
-		select {
-		case s.sem <- struct{}{}:
-			agent := r.URL.Query().Get("agent")
-			if agent == "" {
-				agent = s.hookAgent
-			}
-			out = cc.copilot(context.WithoutCancel(r.Context()), event, in, agent)
-			<-s.sem
-		default:
-			out = cc.copilotFailure(event, fmt.Errorf("the sidecar is overloaded (%d requests in flight); raise [server] max_concurrent", cap(s.sem)))
-		}
+func (cc *claudeCode) handleCopilot(w http.ResponseWriter, r *http.Request) error {
+	return serveHook(cc.s, w, r, cc.copilotProto)
+}
+
+// copilotEvent names a Copilot CLI event: its command hooks do not send
+// the event's name, so ?event= gives it.
+func copilotEvent(r *http.Request, in *copilotInput, _ []byte) string {
+	if e := r.URL.Query().Get("event"); e != "" || in == nil {
+		return e
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return in.HookEventName
 }
 
 func (cc *claudeCode) copilotFailure(event string, err error) copilotOutput {

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,6 +79,7 @@ var cursorPermissionPrefix = regexp.MustCompile(`"hook_event_name"\s*:\s*"(preTo
 // tool and arguments.
 type cursor struct {
 	cc      *claudeCode
+	proto   *hookProtocol[cursorInput, cursorOutput]
 	mu      sync.Mutex
 	seq     uint64
 	pending map[string][]cursorCall
@@ -88,52 +87,29 @@ type cursor struct {
 
 type cursorCall struct{ id, key string }
 
-func newCursor(cc *claudeCode) *cursor { return &cursor{cc: cc, pending: map[string][]cursorCall{}} }
+func newCursor(cc *claudeCode) *cursor {
+	cu := &cursor{cc: cc, pending: map[string][]cursorCall{}}
+	cu.proto = &hookProtocol[cursorInput, cursorOutput]{agent: "Cursor", event: cursorEvent, failure: cu.failure,
+		serve: func(ctx context.Context, _ *http.Request, in *cursorInput, agent string) cursorOutput {
+			return cu.event(ctx, *in, agent)
+		}}
+	return cu
+}
 
-func (cu *cursor) handle(w http.ResponseWriter, r *http.Request) (err error) {
-	s := cu.cc.s
-	body, rerr := io.ReadAll(io.LimitReader(r.Body, s.bodyLimit+1))
-	var in cursorInput
-	out := cursorOutput{}
-	defer func() {
-		if v := recover(); v != nil {
-			s.log.LogAttrs(r.Context(), slog.LevelError, "panic in the Cursor adapter", slog.String("panic", fmt.Sprint(v)),
-				slog.String("stack", string(debug.Stack())))
-			out = cu.failure(in.HookEventName, errors.New("internal error in the sidecar"))
-			err = writeJSON(w, http.StatusOK, out)
-		}
-	}()
-	guess := ""
+func (cu *cursor) handle(w http.ResponseWriter, r *http.Request) error {
+	return serveHook(cu.cc.s, w, r, cu.proto)
+}
+
+// cursorEvent names a Cursor event for its failure reply: a permission
+// event whenever the body names one.
+func cursorEvent(_ *http.Request, in *cursorInput, body []byte) string {
 	if m := cursorPermissionPrefix.FindSubmatch(body); m != nil {
-		guess = string(m[1])
+		return string(m[1])
 	}
-	switch {
-	case rerr != nil:
-		out = cu.failure(guess, fmt.Errorf("reading the hook input failed: %v", rerr))
-	case int64(len(body)) > s.bodyLimit:
-		out = cu.failure(guess, fmt.Errorf("the hook input is larger than the sidecar's body limit (%d bytes); raise [server] body_limit", s.bodyLimit))
-	default:
-		if jerr := json.Unmarshal(body, &in); jerr != nil {
-			out = cu.failure(guess, fmt.Errorf("the hook input is not valid JSON: %v", jerr))
-			break
-		}
-		if derr := duplicateKey(body); derr != nil {
-			out = cu.failure(guess, derr)
-			break
-		}
-		select {
-		case s.sem <- struct{}{}:
-			agent := r.URL.Query().Get("agent")
-			if agent == "" {
-				agent = s.hookAgent
-			}
-			out = cu.event(context.WithoutCancel(r.Context()), in, agent)
-			<-s.sem
-		default:
-			out = cu.failure(in.HookEventName, fmt.Errorf("the sidecar is overloaded (%d requests in flight); raise [server] max_concurrent", cap(s.sem)))
-		}
+	if in == nil {
+		return ""
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return in.HookEventName
 }
 
 // failure denies a tool-permission event (fail closed) and lets the rest

@@ -2,14 +2,10 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
-	"runtime/debug"
 	"strings"
 )
 
@@ -71,50 +67,20 @@ var geminiTools = map[string]struct {
 
 var geminiToolPrefix = regexp.MustCompile(`"hook_event_name"\s*:\s*"BeforeTool"`)
 
-func (cc *claudeCode) handleGemini(w http.ResponseWriter, r *http.Request) (err error) {
-	s := cc.s
-	body, rerr := io.ReadAll(io.LimitReader(r.Body, s.bodyLimit+1))
-	var in geminiInput
-	out := geminiOutput{}
-	defer func() {
-		if v := recover(); v != nil {
-			s.log.LogAttrs(r.Context(), slog.LevelError, "panic in the Gemini CLI adapter", slog.String("panic", fmt.Sprint(v)),
-				slog.String("stack", string(debug.Stack())))
-			out = cc.geminiFailure(in.HookEventName, errors.New("internal error in the sidecar"))
-			err = writeJSON(w, http.StatusOK, out)
-		}
-	}()
-	guess := ""
+func (cc *claudeCode) handleGemini(w http.ResponseWriter, r *http.Request) error {
+	return serveHook(cc.s, w, r, cc.geminiProto)
+}
+
+// geminiEvent names a Gemini CLI event for its failure reply: BeforeTool
+// whenever the body says so.
+func geminiEvent(_ *http.Request, in *geminiInput, body []byte) string {
 	if geminiToolPrefix.Match(body) {
-		guess = "BeforeTool"
+		return "BeforeTool"
 	}
-	switch {
-	case rerr != nil:
-		out = cc.geminiFailure(guess, fmt.Errorf("reading the hook input failed: %v", rerr))
-	case int64(len(body)) > s.bodyLimit:
-		out = cc.geminiFailure(guess, fmt.Errorf("the hook input is larger than the sidecar's body limit (%d bytes); raise [server] body_limit", s.bodyLimit))
-	default:
-		if jerr := json.Unmarshal(body, &in); jerr != nil {
-			out = cc.geminiFailure(guess, fmt.Errorf("the hook input is not valid JSON: %v", jerr))
-			break
-		}
-		if derr := duplicateKey(body); derr != nil {
-			out = cc.geminiFailure(guess, derr)
-			break
-		}
-		select {
-		case s.sem <- struct{}{}:
-			agent := r.URL.Query().Get("agent")
-			if agent == "" {
-				agent = s.hookAgent
-			}
-			out = cc.gemini(context.WithoutCancel(r.Context()), in, agent)
-			<-s.sem
-		default:
-			out = cc.geminiFailure(in.HookEventName, fmt.Errorf("the sidecar is overloaded (%d requests in flight); raise [server] max_concurrent", cap(s.sem)))
-		}
+	if in == nil {
+		return ""
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return in.HookEventName
 }
 
 func (cc *claudeCode) geminiFailure(event string, err error) geminiOutput {

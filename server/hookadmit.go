@@ -1,0 +1,87 @@
+package server
+
+// The admission every agent's hook endpoint shares: read the body within
+// the body limit, decode it strictly, take a concurrency slot, recover a
+// panic, and whatever goes wrong answer 200 with the agent's own failure
+// reply (an agent reads an HTTP error as "no decision" and lets the tool
+// run, so a tool-permission event must fail closed in the reply itself).
+// Each adapter supplies only what differs: its types, how it names the
+// event of a body, its failure reply and its mapping.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+)
+
+// hookProtocol is one agent's hook protocol, as the shared admission sees
+// it.
+type hookProtocol[In, Out any] struct {
+	agent string // for the log: "Claude Code", "Codex", ...
+	// event names the event a failure answers. in is nil when the body
+	// did not decode: a tool-permission event must then be recognised in
+	// the raw body, so that it fails closed.
+	event func(r *http.Request, in *In, body []byte) string
+	// failure is the reply when the adapter could not do its work.
+	failure func(event string, err error) Out
+	// serve answers a decoded event, holding a concurrency slot.
+	serve func(ctx context.Context, r *http.Request, in *In, agent string) Out
+}
+
+// serveHook answers one hook request of protocol p: always 200 with p's
+// JSON (only a missing or wrong token, checked before, is an HTTP error).
+func serveHook[In, Out any](s *Server, w http.ResponseWriter, r *http.Request, p *hookProtocol[In, Out]) (err error) {
+	body, rerr := io.ReadAll(io.LimitReader(r.Body, s.bodyLimit+1))
+	var in In
+	decoded := false
+	event := func() string {
+		if decoded {
+			return p.event(r, &in, body)
+		}
+		return p.event(r, nil, body)
+	}
+	var out Out
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.LogAttrs(r.Context(), slog.LevelError, "panic in the "+p.agent+" adapter", slog.String("panic", fmt.Sprint(v)),
+				slog.String("stack", string(debug.Stack())))
+			out = p.failure(event(), errors.New("internal error in the sidecar"))
+			err = writeJSON(w, http.StatusOK, out)
+		}
+	}()
+	switch {
+	case rerr != nil:
+		out = p.failure(event(), fmt.Errorf("reading the hook input failed: %v", rerr))
+	case int64(len(body)) > s.bodyLimit:
+		out = p.failure(event(), fmt.Errorf("the hook input is larger than the sidecar's body limit (%d bytes); raise [server] body_limit", s.bodyLimit))
+	default:
+		if jerr := json.Unmarshal(body, &in); jerr != nil {
+			out = p.failure(event(), fmt.Errorf("the hook input is not valid JSON: %v", jerr))
+			break
+		}
+		decoded = true
+		if derr := duplicateKey(body); derr != nil {
+			out = p.failure(event(), derr)
+			break
+		}
+		select {
+		case s.sem <- struct{}{}:
+			out = func() Out {
+				defer func() { <-s.sem }() // a panic must not keep the slot
+				agent := r.URL.Query().Get("agent")
+				if agent == "" {
+					agent = s.hookAgent
+				}
+				return p.serve(context.WithoutCancel(r.Context()), r, &in, agent)
+			}()
+		default:
+			out = p.failure(event(), fmt.Errorf("the sidecar is overloaded (%d requests in flight); raise [server] max_concurrent", cap(s.sem)))
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,65 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+type probeIn struct {
+	HookEventName string `json:"hook_event_name"`
+}
+
+type probeOut struct {
+	Event string `json:"event,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// The shared admission answers every failure with the protocol's own
+// reply, naming the event from the body when it does not decode, and a
+// panicking adapter neither escapes nor keeps its concurrency slot.
+func TestServeHookAdmission(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog(), MaxConcurrent: 1})
+	s := sc.srv
+	p := &hookProtocol[probeIn, probeOut]{agent: "Probe",
+		event: func(_ *http.Request, in *probeIn, body []byte) string {
+			if in == nil {
+				if strings.Contains(string(body), "Gate") {
+					return "Gate"
+				}
+				return ""
+			}
+			return in.HookEventName
+		},
+		failure: func(event string, err error) probeOut { return probeOut{Event: event, Error: err.Error()} },
+		serve: func(_ context.Context, _ *http.Request, in *probeIn, _ string) probeOut {
+			if in.HookEventName == "Panic" {
+				panic("the adapter broke")
+			}
+			return probeOut{Event: in.HookEventName}
+		},
+	}
+	post := func(body string) string {
+		t.Helper()
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("POST", "/v1/hooks/probe", strings.NewReader(body))
+		if err := serveHook(s, w, r, p); err != nil || w.Code != http.StatusOK {
+			t.Fatalf("%s: %d %v", body, w.Code, err)
+		}
+		return strings.TrimSpace(w.Body.String())
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"hook_event_name":"Stop"}`, `{"event":"Stop"}`},
+		{`{"hook_event_name":"Gate"`, `"event":"Gate","error":"the hook input is not valid JSON`},
+		{`{"hook_event_name":"Gate","hook_event_name":"Stop"}`, `"event":"Stop","error":"`},
+		{`{"hook_event_name":"Panic"}`, `{"event":"Panic","error":"internal error in the sidecar"}`},
+		{`{"hook_event_name":"Panic"}`, `{"event":"Panic","error":"internal error in the sidecar"}`},
+		{`{"hook_event_name":"Stop"}`, `{"event":"Stop"}`}, // the slot came back after the panics
+	} {
+		if got := post(tc.body); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: got %s, want %s", tc.body, got, tc.want)
+		}
+	}
+}
