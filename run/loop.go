@@ -76,27 +76,10 @@ func (r *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	if req.Model == nil {
 		return Result{}, errs.New(errs.ConfigInvalid, "a run needs a model")
 	}
-	a, err := r.agent(req.Agent)
+	msgs, err := r.Conversation(ctx, req.Agent, req.ThreadID, req.Messages)
 	if err != nil {
 		return Result{}, err
 	}
-	var msgs []model.Message
-	if a.SystemPrompt != "" {
-		msgs = append(msgs, model.Message{Role: model.RoleSystem, Content: a.SystemPrompt})
-	}
-	if req.ThreadID != "" {
-		prior, err := r.ThreadMessages(ctx, req.ThreadID)
-		if err != nil {
-			return Result{}, err
-		}
-		for _, m := range prior {
-			if len(msgs) > 0 && m.Role == model.RoleSystem && m.Content == a.SystemPrompt {
-				continue // the system prompt is already first
-			}
-			msgs = append(msgs, m)
-		}
-	}
-	msgs = append(msgs, req.Messages...)
 	if req.Prompt != "" {
 		msgs = append(msgs, model.Message{Role: model.RoleUser, Content: req.Prompt})
 	}
@@ -110,6 +93,34 @@ func (r *Runtime) Run(ctx context.Context, req Request) (Result, error) {
 	l.err = err
 	l.drive(ctx)
 	return l.result(), nil
+}
+
+// Conversation is what a new run of agent on thread starts with: the
+// agent's system prompt, the thread's saved conversation (without a second
+// copy of that prompt), then msgs. Every host starts runs with it, so a
+// run reads the same in process and over HTTP. "" is the default agent.
+func (r *Runtime) Conversation(ctx context.Context, agent, threadID string, msgs []model.Message) ([]model.Message, error) {
+	a, err := r.agent(agent)
+	if err != nil {
+		return nil, err
+	}
+	var out []model.Message
+	if a.SystemPrompt != "" {
+		out = append(out, model.Message{Role: model.RoleSystem, Content: a.SystemPrompt})
+	}
+	if threadID != "" {
+		prior, err := r.ThreadMessages(ctx, threadID)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range prior {
+			if len(out) > 0 && m.Role == model.RoleSystem && m.Content == a.SystemPrompt {
+				continue // the system prompt is already first
+			}
+			out = append(out, m)
+		}
+	}
+	return append(out, msgs...), nil
 }
 
 // ResumeRun applies decisions to a waiting run and drives it on.

@@ -311,7 +311,7 @@ func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
 	msgs := req.Messages
 	if !req.bare {
 		var err error
-		if msgs, err = conversation(ctx, g.Runtime, req); err != nil {
+		if msgs, err = g.Runtime.Conversation(ctx, req.Agent, req.ThreadID, req.Messages); err != nil {
 			g.Release()
 			s.unreserveThread(req.ThreadID)
 			return nil, err
@@ -344,40 +344,6 @@ func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
 		return nil, err
 	}
 	return e, nil
-}
-
-// conversation starts a run's conversation as Runtime.Run does, so a run
-// reads the same over HTTP as in process: the agent's system prompt, the
-// thread's saved conversation (without a second copy of that prompt), then
-// the request's messages.
-func conversation(ctx context.Context, rt *run.Runtime, req createRequest) ([]model.Message, error) {
-	id := req.Agent
-	if id == "" {
-		id = "default"
-		if ids := rt.AgentIDs(); len(ids) == 1 {
-			if _, ok := rt.Agent(id); !ok {
-				id = ids[0]
-			}
-		}
-	}
-	a, _ := rt.Agent(id)
-	var msgs []model.Message
-	if a.SystemPrompt != "" {
-		msgs = append(msgs, model.Message{Role: model.RoleSystem, Content: a.SystemPrompt})
-	}
-	if req.ThreadID != "" {
-		prior, err := rt.ThreadMessages(ctx, req.ThreadID)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range prior {
-			if len(msgs) > 0 && m.Role == model.RoleSystem && m.Content == a.SystemPrompt {
-				continue
-			}
-			msgs = append(msgs, m)
-		}
-	}
-	return append(msgs, req.Messages...), nil
 }
 
 // withPluginTools puts the active plugins' tools before a step's tools (the
