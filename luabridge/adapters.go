@@ -491,78 +491,10 @@ func requestFromLua(v lua.LValue, null lua.LValue) (model.Request, error) {
 	if err != nil {
 		return model.Request{}, err
 	}
-	m, ok := raw.(map[string]any)
-	if !ok {
-		return model.Request{}, fmt.Errorf("a request is a table {messages, tools, params}")
-	}
-	var r model.Request
-	msgs, _ := asList(m["messages"])
-	for i, x := range msgs {
-		mm, ok := x.(map[string]any)
-		if !ok {
-			return r, fmt.Errorf("messages[%d] is not a table", i+1)
-		}
-		msg := model.Message{}
-		msg.Role, _ = mm["role"].(string)
-		msg.Content, _ = mm["content"].(string)
-		msg.ToolCallID, _ = mm["tool_call_id"].(string)
-		switch msg.Role {
-		case model.RoleSystem, model.RoleUser, model.RoleAssistant, model.RoleTool:
-		default:
-			return r, fmt.Errorf("messages[%d]: role %q is not system, user, assistant or tool", i+1, msg.Role)
-		}
-		calls, _ := asList(mm["tool_calls"])
-		for _, c := range calls {
-			cm, _ := c.(map[string]any)
-			tc := model.ToolCall{}
-			tc.ID, _ = cm["id"].(string)
-			tc.Name, _ = cm["name"].(string)
-			tc.Args, _ = cm["args"].(map[string]any)
-			msg.ToolCalls = append(msg.ToolCalls, tc)
-		}
-		r.Messages = append(r.Messages, msg)
-	}
-	tools, _ := asList(m["tools"])
-	for i, x := range tools {
-		tm, ok := x.(map[string]any)
-		if !ok {
-			return r, fmt.Errorf("tools[%d] is not a table", i+1)
-		}
-		ts := model.ToolSpec{}
-		ts.Name, _ = tm["name"].(string)
-		ts.Description, _ = tm["description"].(string)
-		ts.Parameters, _ = tm["parameters"].(map[string]any)
-		if ts.Name == "" {
-			return r, fmt.Errorf("tools[%d] has no name", i+1)
-		}
-		r.Tools = append(r.Tools, ts)
-	}
-	if pm, ok := m["params"].(map[string]any); ok {
-		r.Params.Model, _ = pm["model"].(string)
-		r.Params.ReasoningEffort, _ = pm["reasoning_effort"].(string)
-		if f, ok := pm["temperature"].(float64); ok {
-			r.Params.Temperature = &f
-		}
-		if f, ok := pm["top_p"].(float64); ok {
-			r.Params.TopP = &f
-		}
-		if f, ok := pm["max_tokens"].(float64); ok {
-			n := int(f)
-			r.Params.MaxTokens = &n
-		}
-	}
-	return r, nil
+	return model.RequestFromValue(raw)
 }
 
-func asList(v any) ([]any, bool) {
-	switch x := v.(type) {
-	case []any:
-		return x, true
-	case map[string]any:
-		return nil, len(x) == 0
-	}
-	return nil, v == nil
-}
+func asList(v any) ([]any, bool) { return model.ListFromValue(v) }
 
 // maxHookTimeout bounds a plugin's hook_timeout, as awaken.toml bounds
 // durations: a larger value (or NaN, or infinity) would overflow the

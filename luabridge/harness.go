@@ -423,13 +423,13 @@ func (h *harness) phase(L *lua.LState) int {
 				tool := h.toolCallFrom(L, 3, m["tool"])
 				in.Tool = &tool
 			case "response":
-				r, err := responseFrom(m["response"])
+				r, err := model.ResponseFromValue(m["response"])
 				if err != nil {
 					L.ArgError(3, err.Error())
 				}
 				in.Response = &r
 			case "messages":
-				msgs, err := messagesFrom(m["messages"])
+				msgs, err := model.MessagesFromValue(m["messages"])
 				if err != nil {
 					L.ArgError(3, err.Error())
 				}
@@ -521,7 +521,7 @@ func (h *harness) run(L *lua.LState) int {
 	if v := spec.RawGetString("messages"); v != lua.LNil {
 		raw, err := fromLua(v, h.tr.inst.null)
 		if err == nil {
-			msgs, err = messagesFrom(raw)
+			msgs, err = model.MessagesFromValue(raw)
 		}
 		if err != nil {
 			L.ArgError(2, "messages: "+err.Error())
@@ -598,7 +598,7 @@ func (h *harness) modelAndTools(L *lua.LState, spec *lua.LTable) (model.Model, [
 		if !ok {
 			L.ArgError(2, fmt.Sprintf("turns[%d] is a table {text?, tool_calls?, usage?}", i+1))
 		}
-		r, err := responseFrom(t)
+		r, err := model.ResponseFromValue(t)
 		if err != nil {
 			L.ArgError(2, fmt.Sprintf("turns[%d]: %v", i+1, err))
 		}
@@ -635,13 +635,13 @@ func (h *harness) result(L *lua.LState, res run.Result, rec *event.Recorder, eff
 	}
 	msgs := []any{}
 	for _, m := range res.Messages {
-		msgs = append(msgs, messageValue(m))
+		msgs = append(msgs, m.Value())
 	}
 	reqs := []any{}
 	for _, r := range res.Requests {
 		rm := []any{}
 		for _, m := range r.Messages {
-			rm = append(rm, messageValue(m))
+			rm = append(rm, m.Value())
 		}
 		ids := []any{}
 		for _, t := range r.Tools {
@@ -690,73 +690,6 @@ func (h *harness) result(L *lua.LState, res run.Result, rec *event.Recorder, eff
 		out["error"] = res.Err.Error()
 	}
 	return toLua(L, h.tr.inst.null, out)
-}
-
-func messageValue(m model.Message) map[string]any {
-	out := map[string]any{"role": m.Role, "content": m.Content}
-	if len(m.ToolCalls) > 0 {
-		calls := []any{}
-		for _, c := range m.ToolCalls {
-			calls = append(calls, map[string]any{"id": c.ID, "name": c.Name, "args": c.Args})
-		}
-		out["tool_calls"] = calls
-	}
-	if m.ToolCallID != "" {
-		out["tool_call_id"] = m.ToolCallID
-	}
-	return out
-}
-
-func responseFrom(v any) (model.Response, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return model.Response{}, fmt.Errorf("a response is a table {text?, tool_calls?, usage?}")
-	}
-	var r model.Response
-	r.Text, _ = m["text"].(string)
-	calls, _ := asList(m["tool_calls"])
-	for i, c := range calls {
-		cm, ok := c.(map[string]any)
-		if !ok {
-			return r, fmt.Errorf("tool_calls[%d] is a table {name, args?, id?}", i+1)
-		}
-		tc := model.ToolCall{}
-		tc.ID, _ = cm["id"].(string)
-		tc.Name, _ = cm["name"].(string)
-		if tc.Name == "" {
-			return r, fmt.Errorf("tool_calls[%d] has no name", i+1)
-		}
-		tc.Args, _ = cm["args"].(map[string]any)
-		if tc.Args == nil {
-			tc.Args = map[string]any{}
-		}
-		r.ToolCalls = append(r.ToolCalls, tc)
-	}
-	if u, ok := m["usage"].(map[string]any); ok {
-		num := func(k string) int { f, _ := u[k].(float64); return int(f) }
-		r.Usage = &model.Usage{PromptTokens: num("prompt_tokens"), CompletionTokens: num("completion_tokens"), TotalTokens: num("total_tokens")}
-		if r.Usage.TotalTokens == 0 {
-			r.Usage.TotalTokens = r.Usage.PromptTokens + r.Usage.CompletionTokens
-		}
-	}
-	return r, nil
-}
-
-func messagesFrom(v any) ([]model.Message, error) {
-	list, _ := asList(v)
-	var out []model.Message
-	for i, x := range list {
-		mm, ok := x.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("messages[%d] is a table {role, content}", i+1)
-		}
-		msg := model.Message{}
-		msg.Role, _ = mm["role"].(string)
-		msg.Content, _ = mm["content"].(string)
-		msg.ToolCallID, _ = mm["tool_call_id"].(string)
-		out = append(out, msg)
-	}
-	return out, nil
 }
 
 // testTool is a tool whose function lives in the test's own Lua state; the

@@ -97,6 +97,60 @@ func (r ToolResult) Value() map[string]any {
 	return m
 }
 
+// Value is the call as a canonical value {id?, name, args}; args is a
+// copy, so the value may be changed freely.
+func (c ToolCall) Value() map[string]any {
+	args := make(map[string]any, len(c.Args))
+	for k, v := range c.Args {
+		args[k] = v
+	}
+	v := map[string]any{"name": c.Name, "args": args}
+	if c.ID != "" {
+		v["id"] = c.ID
+	}
+	return v
+}
+
+// CallsValue is a list of calls as canonical values.
+func CallsValue(calls []ToolCall) []any {
+	out := make([]any, len(calls))
+	for i, c := range calls {
+		out[i] = c.Value()
+	}
+	return out
+}
+
+// Value is the message as a canonical value {role, content, tool_calls?,
+// tool_call_id?}.
+func (m Message) Value() map[string]any {
+	v := map[string]any{"role": m.Role, "content": m.Content}
+	if len(m.ToolCalls) > 0 {
+		v["tool_calls"] = CallsValue(m.ToolCalls)
+	}
+	if m.ToolCallID != "" {
+		v["tool_call_id"] = m.ToolCallID
+	}
+	return v
+}
+
+// MessagesValue is a conversation as canonical values.
+func MessagesValue(msgs []Message) []any {
+	out := make([]any, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Value()
+	}
+	return out
+}
+
+// Value is the response as a canonical value {text, tool_calls?}.
+func (r Response) Value() map[string]any {
+	v := map[string]any{"text": r.Text}
+	if len(r.ToolCalls) > 0 {
+		v["tool_calls"] = CallsValue(r.ToolCalls)
+	}
+	return v
+}
+
 // Success makes a success result.
 func Success(data any) ToolResult { return ToolResult{Status: StatusSuccess, Data: data} }
 

@@ -58,13 +58,13 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 		case r.Phase == journal.RunStart:
 			start = r
 		case r.Phase == journal.AfterInference && in.Response != nil:
-			turns = append(turns, lua(responseValue(*in.Response), 2))
+			turns = append(turns, lua(in.Response.Value(), 2))
 		case r.Phase == journal.ToolGate && len(r.Decisions) == 1:
 			d := r.Decisions[0]
 			decisions = append(decisions, d)
 			allowed[d.CallID] = d.Decision == "allow"
 		case r.Phase == journal.AfterToolExecute && in.Call != nil && in.Result != nil && allowed[in.Call.ID]:
-			results[in.Call.Name] = append(results[in.Call.Name], lua(resultValue(*in.Result), 3))
+			results[in.Call.Name] = append(results[in.Call.Name], lua(in.Result.Value(), 3))
 		case r.Phase == journal.Resume || r.Phase == journal.Announce:
 			return errs.New(errs.JournalInvalid, "run %s was driven by a host one call at a time (a sidecar or an agent's hooks); export writes tests for runs the loop drove (awaken-lua run, dev); replay it with awaken-lua replay", runID)
 		}
@@ -104,7 +104,7 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 	b.WriteString("  local tools = {}\n  for name in pairs(results) do tools[name] = tool(name) end\n")
 	var msgs any = []any{}
 	if start != nil && start.Input != nil {
-		msgs = messagesValue(start.Input.Messages)
+		msgs = model.MessagesValue(start.Input.Messages)
 	}
 	fmt.Fprintf(&b, "  local r = h:run {\n    messages = %s,\n    turns = {\n", lua(msgs, 2))
 	for _, tn := range turns {
@@ -158,56 +158,6 @@ func sortedKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
-	return out
-}
-
-func callsValue(calls []model.ToolCall) []any {
-	out := make([]any, len(calls))
-	for i, c := range calls {
-		args := map[string]any{}
-		for k, v := range c.Args {
-			args[k] = v
-		}
-		v := map[string]any{"name": c.Name, "args": args}
-		if c.ID != "" {
-			v["id"] = c.ID
-		}
-		out[i] = v
-	}
-	return out
-}
-
-func responseValue(r model.Response) map[string]any {
-	m := map[string]any{"text": r.Text}
-	if len(r.ToolCalls) > 0 {
-		m["tool_calls"] = callsValue(r.ToolCalls)
-	}
-	return m
-}
-
-func resultValue(r model.ToolResult) map[string]any {
-	m := map[string]any{"status": r.Status}
-	if r.Message != "" {
-		m["message"] = r.Message
-	}
-	if r.Data != nil {
-		m["data"] = r.Data
-	}
-	return m
-}
-
-func messagesValue(msgs []model.Message) []any {
-	out := make([]any, 0, len(msgs))
-	for _, m := range msgs {
-		v := map[string]any{"role": m.Role, "content": m.Content}
-		if len(m.ToolCalls) > 0 {
-			v["tool_calls"] = callsValue(m.ToolCalls)
-		}
-		if m.ToolCallID != "" {
-			v["tool_call_id"] = m.ToolCallID
-		}
-		out = append(out, v)
-	}
 	return out
 }
 
