@@ -189,7 +189,7 @@ func (l *loop) drive(ctx context.Context) {
 	}
 	for s.status == Running && s.termination == "" {
 		if err := ctx.Err(); err != nil {
-			s.termination = Termination{Kind: Cancelled}.String()
+			s.Terminate(Termination{Kind: Cancelled})
 			break
 		}
 		if _, err := s.StepStart(ctx); note(err) {
@@ -203,14 +203,14 @@ func (l *loop) drive(ctx context.Context) {
 		resp, err := l.model.Infer(ctx, req)
 		if err != nil {
 			if ctx.Err() != nil {
-				s.termination = Termination{Kind: Cancelled}.String()
+				s.Terminate(Termination{Kind: Cancelled})
 			} else {
 				code := errs.CodeOf(err)
 				if code == "" {
 					code = errs.ModelFailed
 					err = errs.Wrap(errs.ModelFailed, err, "the model failed")
 				}
-				s.termination = Termination{Kind: Errored, Detail: string(code)}.String()
+				s.Terminate(Termination{Kind: Errored, Detail: string(code)})
 				l.err = err
 			}
 			break
@@ -218,7 +218,7 @@ func (l *loop) drive(ctx context.Context) {
 		if _, err := s.AfterInference(ctx, resp); err != nil && errs.CodeOf(err) == errs.BadRequest {
 			// The model's answer is what was refused (a call without a
 			// name, two calls with one id): the model failed.
-			s.termination = Termination{Kind: Errored, Detail: string(errs.ModelFailed)}.String()
+			s.Terminate(Termination{Kind: Errored, Detail: string(errs.ModelFailed)})
 			l.err = errs.Wrap(errs.ModelFailed, err, "the model's response was refused")
 			break
 		} else if note(err) {
@@ -239,8 +239,8 @@ func (l *loop) end(ctx context.Context) {
 	if s.status != Running {
 		return
 	}
-	if s.termination == "" && ctx.Err() != nil {
-		s.termination = Termination{Kind: Cancelled}.String()
+	if ctx.Err() != nil {
+		s.Terminate(Termination{Kind: Cancelled})
 	}
 	if _, err := s.RunEnd(ctx); err != nil && l.err == nil {
 		l.err = err

@@ -69,6 +69,15 @@ func ParseTermination(s string) (Termination, bool) {
 // opposed to the step limit or any other ending.
 func (t Termination) PluginStopped() bool { return t.Kind == Stopped && t != MaxSteps }
 
+// Terminate ends a running run with t at its next RunEnd: a host that
+// gives up on the run (its context was cancelled, its model failed) says
+// why. A run that already ends keeps its termination.
+func (s *Session) Terminate(t Termination) {
+	if s.status == Running && s.termination == "" && t.Kind != NotEnded {
+		s.termination = t.String()
+	}
+}
+
 // Ended returns the session's termination, parsed.
 func (s *Session) Ended() Termination {
 	t, _ := ParseTermination(s.termination)
