@@ -19,6 +19,7 @@ import (
 // BeforeInference runs before_inference and returns the request the model
 // must receive: context messages placed, tools filtered, the inference
 // override applied, then the request transforms in registration order.
+// The outcome's Context lists the context messages it placed.
 // req.Messages, when not empty, replaces the session's conversation (a host
 // that keeps the conversation sends it each time).
 func (s *Session) BeforeInference(ctx context.Context, req model.Request) (out model.Request, o Outcome, err error) {
@@ -122,7 +123,11 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (out m
 	s.tools = out.Tools
 	s.stage = StageInferenceReady
 	s.checkStop()
-	return out, s.outcome(), nil
+	o = s.outcome()
+	for _, c := range cms {
+		o.Context = append(o.Context, model.Message{Role: c.role, Content: c.content})
+	}
+	return out, o, nil
 }
 
 func callTransform(ctx context.Context, t plugin.TransformEntry, in *plugin.Input, req model.Request) (out model.Request, err error) {

@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -812,5 +813,32 @@ func TestAgentParamsReachTheRequest(t *testing.T) {
 				t.Fatalf("the override did not apply last: %+v", m.reqs[2].Params)
 			}
 		})
+	}
+}
+
+// BeforeInference says which context messages it placed, so a host that
+// cannot send the request itself (a hook adapter) can pass them on.
+func TestBeforeInferenceReturnsTheContextItPlaced(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t, nil, hook("ctx", phase.StepStart, func(ctx context.Context, in *plugin.Input, out *command.Command) error {
+		out.Schedule("runtime.add_context_message", addMsg("r.note", "run the tests", "conversation", "ephemeral", nil))
+		return nil
+	}))
+	s, _, err := rt.Start(ctx, run.StartOptions{Messages: []model.Message{{Role: "user", Content: "go"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StepStart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req, o, err := s.BeforeInference(ctx, model.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(o.Context); string(got) != `[{"role":"system","content":"run the tests"}]` {
+		t.Errorf("placed %s", got)
+	}
+	if n := len(req.Messages); n != 2 {
+		t.Errorf("the request holds %d messages, want the prompt and the note", n)
 	}
 }

@@ -100,6 +100,10 @@ type Outcome struct {
 	// Continued, from StepEnd, are the messages runtime.continue added to
 	// the conversation: the run goes on with another step.
 	Continued []model.Message
+	// Context, from BeforeInference, are the context messages plugins
+	// placed in the request (a host that cannot send the request itself,
+	// a hook adapter, passes them on).
+	Context []model.Message
 }
 
 // Stage is where a run is within its phases: the phase method that may

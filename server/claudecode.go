@@ -631,16 +631,13 @@ func (c *claudeCode) beforeInference(ctx context.Context, cs *ccSession, e *entr
 		o = c.offerFor(cs.seen, extra)
 		cs.offer = o
 	}
-	e.sink.capture, e.sink.placed = true, nil
-	_, _, err := e.sess.BeforeInference(ctx, model.Request{Tools: o.specs})
-	e.sink.capture = false
+	_, out, err := e.sess.BeforeInference(ctx, model.Request{Tools: o.specs})
 	cs.listed = o.names
-	for _, m := range e.sink.placed {
+	for _, m := range out.Context {
 		if m.Content != "" {
 			res.context = append(res.context, m.Content)
 		}
 	}
-	e.sink.placed = nil
 	return err
 }
 

@@ -51,24 +51,16 @@ func (e *entry) release() {
 	}
 }
 
-// runSink receives a run's events: the debug log, and the context messages
-// placed by before_inference while the Claude Code adapter listens.
+// runSink receives a run's events: the debug log and the expiry count.
 type runSink struct {
 	log     *slog.Logger
 	runID   string
-	capture bool
-	placed  []event.ContextMessage
 	expired *atomic.Int64 // awaken_tickets_expired_total
 }
 
 func (k *runSink) Emit(ev event.Event) {
 	if _, ok := ev.(event.TicketExpired); ok && k.expired != nil {
 		k.expired.Add(1)
-	}
-	if k.capture {
-		if cm, ok := ev.(event.ContextMessages); ok {
-			k.placed = append(k.placed, cm.Messages...)
-		}
 	}
 	if k.log.Enabled(context.Background(), slog.LevelDebug) {
 		if b, err := event.Marshal(ev); err == nil {
