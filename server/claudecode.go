@@ -113,6 +113,21 @@ type ccPermission struct {
 	UpdatedInput map[string]any `json:"updatedInput,omitempty"`
 }
 
+// Bounds of the adapter's loops. Each turn of a loop moves a run by one
+// phase call, so these only stop a bug from spinning; none is reached by a
+// run that behaves:
+//   - finishRun drives a run to its end: a few calls per step, and steps
+//     that runtime.continue adds, which max_continues bounds.
+//   - drive reaches a stage: at most end a run on its step limit, start
+//     another, step_start, before_inference.
+//   - toGate opens a step for a call: at most close an unoffering step and
+//     open one that offers the tool.
+const (
+	maxFinishMoves = 1024
+	maxDriveMoves  = 16
+	maxGateMoves   = 8
+)
+
 // preOnlyBatch bounds the calls of one step while the session sends no
 // PostToolUse: more than Claude Code runs in parallel, few enough that an
 // event's cost does not grow with the session.
@@ -490,10 +505,7 @@ func (c *claudeCode) newRun(ctx context.Context, cs *ccSession, msgs []model.Mes
 }
 
 func (c *claudeCode) clearThread(ctx context.Context, cs *ccSession) error {
-	c.s.mu.Lock()
-	holder := c.s.threads[cs.id]
-	c.s.mu.Unlock()
-	if holder != "" {
+	if holder := c.s.threadHolder(cs.id); holder != "" {
 		if e, err := c.s.lockRun(ctx, holder); err == nil {
 			if err := c.finishRun(ctx, cs, e, &ccResult{}, false); err != nil {
 				return err
@@ -535,7 +547,7 @@ func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e *entry, res
 	}
 	sess := e.sess
 	cs.continued = nil
-	for i := 0; i < 1024; i++ {
+	for range maxFinishMoves {
 		if stop && len(cs.continued) > 0 && sess.Termination() == "" {
 			parts := make([]string, len(cs.continued))
 			for j, m := range cs.continued {
@@ -645,7 +657,7 @@ func (c *claudeCode) beforeInference(ctx context.Context, cs *ccSession, e *entr
 // the call is in the open step), starting new steps and, when a run ends on
 // the step limit, new runs. It returns the (possibly new) run, locked.
 func (c *claudeCode) drive(ctx context.Context, cs *ccSession, e *entry, res *ccResult, want run.Stage, call string) (*entry, error) {
-	for i := 0; i < 16; i++ {
+	for range maxDriveMoves {
 		sess := e.sess
 		if sess.Status() == run.Waiting {
 			// Left waiting by an interrupted event: the adapter never

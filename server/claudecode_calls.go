@@ -231,7 +231,7 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 // an open inference with the call, joins a step whose other calls are still
 // running (parallel tools), or closes the step and opens another.
 func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e *entry, res *ccResult, call model.ToolCall) (*entry, error) {
-	for i := 0; i < 8; i++ {
+	for range maxGateMoves {
 		ne, err := c.drive(ctx, cs, e, res, run.StageInferred, call.Name)
 		if ne == nil || err != nil {
 			return ne, err

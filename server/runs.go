@@ -477,3 +477,10 @@ func (s *Server) openSuspensions() (runs, suspended int64) {
 	}
 	return runs, suspended
 }
+
+// threadHolder is the id of the run in memory that holds a thread, or "".
+func (s *Server) threadHolder(threadID string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.threads[threadID]
+}
