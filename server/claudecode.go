@@ -247,9 +247,10 @@ func (c *claudeCode) sweep(now time.Time, idle time.Duration) {
 		if now.Sub(time.Unix(0, cs.lastUsed.Load())) <= idle || !cs.mu.TryLock() {
 			continue
 		}
-		if cs.deferring {
-			// A deferred call waits for a person; its ticket's timeout
-			// (ticket_timeout) bounds the wait, not the idle timeout.
+		if cs.deferring && now.Sub(time.Unix(0, cs.lastUsed.Load())) <= maxDeferHold {
+			// A deferred call waits for a person, longer than a session
+			// idles; its ticket's timeout bounds the wait, and maxDeferHold
+			// bounds what a host that never comes back holds.
 			cs.mu.Unlock()
 			continue
 		}

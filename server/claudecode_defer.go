@@ -15,10 +15,17 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/run"
 )
+
+// maxDeferHold is how long the sidecar keeps a session whose deferred call
+// nobody decides: past it the session is forgotten like an idle one, and
+// its resumed PreToolUse cancels the waiting run (a ticket_timeout shorter
+// than this settles the call first).
+const maxDeferHold = 24 * time.Hour
 
 // Suspend answers a PreToolUse can give, from ?suspend=.
 const (

@@ -101,3 +101,21 @@ func TestClaudeCodeDeferExpires(t *testing.T) {
 	waitFor(t, func() bool { return sc.metricValue("awaken_tickets_expired_total") == 1 })
 	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_git_push", s), "?suspend=defer"), "deny", "nobody answered the approval in time")
 }
+
+// A session that defers is kept past the idle timeout, but not without
+// bound: past maxDeferHold the sweep forgets it like any idle session.
+func TestClaudeCodeDeferHoldIsBounded(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	s := map[string]any{"session_id": "gone"}
+	sc.hook(t, fixture(t, "user_prompt_submit", s), "?suspend=defer")
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_git_push", s), "?suspend=defer"), "defer", "Push")
+	c := sc.srv.cc
+	c.sweep(time.Now().Add(time.Hour), time.Minute)
+	if sc.ccRunID(t, "gone") == "" {
+		t.Fatal("a deferring session was swept after an hour")
+	}
+	c.sweep(time.Now().Add(maxDeferHold+time.Hour), time.Minute)
+	if sc.ccRunID(t, "gone") != "" {
+		t.Fatal("a deferring session outlived maxDeferHold")
+	}
+}
