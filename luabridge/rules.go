@@ -105,12 +105,15 @@ func shellFuncs() map[string]lua.LGFunction {
 	return map[string]lua.LGFunction{"split": func(L *lua.LState) int { return shellSplit(L, sc) }}
 }
 
-// Bounds of a state's split cache: a command longer than maxCachedCommand
-// is split every time, and the cache starts over once it holds
-// maxCachedSplits commands.
+// Bounds of a state's split cache, which every warm state carries: a
+// command longer than maxCachedCommand is split every time, and the cache
+// starts over once it holds maxCachedSplits commands or maxCachedBytes of
+// them (a split is a few times the size of its text, so a state holds a
+// few hundred KB of splits at the most, whatever commands it is sent).
 const (
 	maxCachedSplits  = 128
-	maxCachedCommand = 1 << 10
+	maxCachedCommand = 256
+	maxCachedBytes   = 16 << 10
 )
 
 type splitResult struct {
@@ -119,8 +122,9 @@ type splitResult struct {
 }
 
 type splitCache struct {
-	sp   shell.Splitter
-	seen map[string]splitResult
+	sp    shell.Splitter
+	seen  map[string]splitResult
+	bytes int // of the commands in seen
 }
 
 func (c *splitCache) split(src string) ([]shell.Command, error) {
@@ -129,10 +133,12 @@ func (c *splitCache) split(src string) ([]shell.Command, error) {
 	}
 	cmds, err := c.sp.Split(src)
 	if len(src) <= maxCachedCommand {
-		if len(c.seen) >= maxCachedSplits {
+		if len(c.seen) >= maxCachedSplits || c.bytes+len(src) > maxCachedBytes {
 			clear(c.seen)
+			c.bytes = 0
 		}
 		c.seen[src] = splitResult{cmds, err}
+		c.bytes += len(src)
 	}
 	return cmds, err
 }
