@@ -439,8 +439,7 @@ func BenchmarkServeClaudeCode(b *testing.B) {
 			if c.shadow {
 				// The same policy as the candidate: the shadow's full cost,
 				// with no disagreement to cut a run short.
-				sc, shadow = shadowSidecar(b, dir, dir)
-				sc.srv.sem = make(chan struct{}, 256)
+				sc, shadow = shadowSidecar(b, dir, dir, 256)
 			} else {
 				sc = newSidecar(b, dir, Options{Log: quietLog(), MaxConcurrent: 256})
 			}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/awaken-lua/awaken-lua/server/hooks"
 )
 
 // A headless Claude Code (?suspend=defer) parks a suspended call: it exits
@@ -103,19 +105,18 @@ func TestClaudeCodeDeferExpires(t *testing.T) {
 }
 
 // A session that defers is kept past the idle timeout, but not without
-// bound: past maxDeferHold the sweep forgets it like any idle session.
+// bound: past MaxDeferHold the sweep forgets it like any idle session.
 func TestClaudeCodeDeferHoldIsBounded(t *testing.T) {
 	sc := ccSidecar(t, Options{})
 	s := map[string]any{"session_id": "gone"}
 	sc.hook(t, fixture(t, "user_prompt_submit", s), "?suspend=defer")
 	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_git_push", s), "?suspend=defer"), "defer", "Push")
-	c := sc.srv.cc
-	c.sweep(time.Now().Add(time.Hour), time.Minute)
+	sc.srv.agents.Sweep(time.Now().Add(time.Hour), time.Minute)
 	if sc.ccRunID(t, "gone") == "" {
 		t.Fatal("a deferring session was swept after an hour")
 	}
-	c.sweep(time.Now().Add(maxDeferHold+time.Hour), time.Minute)
+	sc.srv.agents.Sweep(time.Now().Add(hooks.MaxDeferHold+time.Hour), time.Minute)
 	if sc.ccRunID(t, "gone") != "" {
-		t.Fatal("a deferring session outlived maxDeferHold")
+		t.Fatal("a deferring session outlived MaxDeferHold")
 	}
 }

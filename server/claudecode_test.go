@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/awaken-lua/awaken-lua/server/hooks"
 )
 
 // ccPolicyLua is a policy written for Claude Code's tools.
@@ -148,16 +150,11 @@ func wantEmpty(t *testing.T, out map[string]any) {
 
 func (sc *sidecar) ccRunID(t *testing.T, session string) string {
 	t.Helper()
-	c := sc.srv.cc
-	c.mu.Lock()
-	cs := c.sessions[session]
-	c.mu.Unlock()
-	if cs == nil {
-		return ""
+	v, _, err := sc.srv.agents.ClaudeCodeSession(context.Background(), session)
+	if err != nil {
+		t.Fatal(err)
 	}
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	return cs.runID
+	return v.RunID
 }
 
 func (sc *sidecar) threadValue(t *testing.T, thread, key string) any {
@@ -486,14 +483,14 @@ func TestClaudeCodePostToolBatchEndsTheStep(t *testing.T) {
 // growing with the session.
 func TestClaudeCodePreToolUseOnlyStepsStaySmall(t *testing.T) {
 	sc := ccSidecar(t, Options{})
-	for i := 0; i < 3*preOnlyBatch; i++ {
+	for i := 0; i < 3*hooks.PreOnlyBatch; i++ {
 		sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": "pre", "tool_use_id": fmt.Sprintf("t%d", i),
 			"tool_input": map[string]any{"file_path": fmt.Sprintf("f%d", i), "content": "x"}}), "")
 	}
 	id := sc.ccRunID(t, "pre")
 	calls := sc.must(200, "GET", "/v1/runs/"+id, nil).body["state"].(map[string]any)["__runtime.tool_calls"].(map[string]any)
-	if len(calls) == 0 || len(calls) > preOnlyBatch {
-		t.Fatalf("the open step holds %d calls, at most %d expected", len(calls), preOnlyBatch)
+	if len(calls) == 0 || len(calls) > hooks.PreOnlyBatch {
+		t.Fatalf("the open step holds %d calls, at most %d expected", len(calls), hooks.PreOnlyBatch)
 	}
 }
 

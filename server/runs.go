@@ -331,7 +331,7 @@ func (s *Server) sweepLoop() {
 			return
 		case now := <-t.C:
 			s.sweep(now)
-			s.cc.sweep(now, s.idle)
+			s.agents.Sweep(now, s.idle)
 			s.expire(now)
 		}
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/replay"
 	"github.com/awaken-lua/awaken-lua/run"
+	"github.com/awaken-lua/awaken-lua/server/hooks"
 )
 
 // GenerationHeader names the plugin generation that served a reply: the
@@ -124,8 +125,7 @@ type Server struct {
 	// expiries: waiting runs -> when their next ticket expires.
 	expiries map[string]time.Time
 
-	cc        *claudeCode
-	cursor    *cursor
+	agents    *hooks.Adapters // the coding agents' hook endpoints
 	hookAgent string
 
 	curGen atomic.Pointer[[]string] // {current generation id} for reply headers
@@ -175,9 +175,8 @@ func New(h *host.Host, o Options) *Server {
 	s.metrics = newMetrics()
 	s.hooks = o.Hooks
 	s.shadowing = o.Shadow
-	s.cc = newClaudeCode(s)
-	s.cursor = newCursor(s.cc)
 	s.hookAgent = o.HookAgent
+	s.agents = s.newHookAdapters()
 	s.routes()
 	s.janitor.Add(1)
 	go s.sweepLoop()
@@ -255,13 +254,13 @@ func (s *Server) routes() {
 	handle("POST /v1/runs/{id}/resume", "resume", api, s.resume)
 	handle("GET /v1/runs/{id}", "get_run", api, s.getRun)
 	handle("DELETE /v1/runs/{id}", "delete_run", api, s.deleteRun)
-	handle("POST /v1/hooks/claude-code", "claude_code", hook, s.cc.handle)
-	handle("GET /v1/hooks/claude-code/sessions/{session}", "claude_code_session", api, s.cc.sessionView)
-	handle("POST /v1/hooks/cursor", "cursor", hook, s.cursor.handle)
-	handle("POST /v1/hooks/codex", "codex", hook, s.cc.handleCodex)
-	handle("POST /v1/hooks/gemini", "gemini", hook, s.cc.handleGemini)
-	handle("POST /v1/hooks/gemini-cli", "gemini", hook, s.cc.handleGemini) // the CLI's own name
-	handle("POST /v1/hooks/copilot", "copilot", hook, s.cc.handleCopilot)
+	handle("POST /v1/hooks/claude-code", "claude_code", hook, s.agents.ClaudeCode)
+	handle("GET /v1/hooks/claude-code/sessions/{session}", "claude_code_session", api, s.claudeCodeSession)
+	handle("POST /v1/hooks/cursor", "cursor", hook, s.agents.Cursor)
+	handle("POST /v1/hooks/codex", "codex", hook, s.agents.Codex)
+	handle("POST /v1/hooks/gemini", "gemini", hook, s.agents.Gemini)
+	handle("POST /v1/hooks/gemini-cli", "gemini", hook, s.agents.Gemini) // the CLI's own name
+	handle("POST /v1/hooks/copilot", "copilot", hook, s.agents.Copilot)
 	handle("GET /v1/plugins", "plugins", api, s.plugins)
 	handle("GET /v1/shadow", "shadow", meta, s.shadow)
 	handle("POST /v1/plugins/reload", "reload", api, s.reload)

@@ -17,7 +17,7 @@ import (
 
 // shadowSidecar serves dir's plugins with the plugins of candidate as the
 // shadow generation, and the journal on.
-func shadowSidecar(t testing.TB, dir, candidate string) (*sidecar, *replay.Shadow) {
+func shadowSidecar(t testing.TB, dir, candidate string, maxConcurrent int) (*sidecar, *replay.Shadow) {
 	t.Helper()
 	cfg := filepath.Join(dir, "awaken.toml")
 	ctx := context.Background()
@@ -34,7 +34,7 @@ func shadowSidecar(t testing.TB, dir, candidate string) (*sidecar, *replay.Shado
 		t.Fatal(err)
 	}
 	shadow.SetOut(h.Journal())
-	srv := New(h, Options{Shadow: shadow})
+	srv := New(h, Options{Shadow: shadow, MaxConcurrent: maxConcurrent})
 	sc := &sidecar{t: t, h: h, srv: srv, ts: httptest.NewServer(srv)}
 	t.Cleanup(func() { sc.close(); shadow.Close(); sh.Close() })
 	return sc, shadow
@@ -97,7 +97,7 @@ func TestShadowCountsDisagreementsAndEnforcesNothing(t *testing.T) {
 	want := drive(plain, "t1")
 
 	dir := project(t, "\n[journal]\npath = \"journal\"\n", nil)
-	sc, shadow := shadowSidecar(t, dir, candidate)
+	sc, shadow := shadowSidecar(t, dir, candidate, 0)
 	got := drive(sc, "t1")
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("the shadow changed the enforced answers:\n got %v\nwant %v", got, want)
@@ -160,7 +160,7 @@ func TestShadowFailureIsOnlyCounted(t *testing.T) {
 		`p:on("run_start", function(ctx) error("the candidate is broken") end)`, 1))
 	plain := newSidecar(t, project(t, "", nil), Options{})
 	want := drive(plain, "t1")
-	sc, shadow := shadowSidecar(t, project(t, "", nil), candidate)
+	sc, shadow := shadowSidecar(t, project(t, "", nil), candidate, 0)
 	if got := drive(sc, "t1"); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("got %v, want %v", got, want)
 	}

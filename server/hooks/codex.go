@@ -1,4 +1,4 @@
-package server
+package hooks
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 var codexShellTools = map[string]bool{"shell": true, "exec_command": true, "local_shell": true, "container.exec": true}
 
 func (cc *claudeCode) handleCodex(w http.ResponseWriter, r *http.Request) error {
-	return serveHook(cc.s, w, r, cc.codexProto)
+	return serveHook(&cc.o, w, r, cc.codexProto)
 }
 
 // serveCodex answers a Codex event as its Claude Code counterpart. Codex's
@@ -33,7 +33,7 @@ func (cc *claudeCode) serveCodex(ctx context.Context, r *http.Request, in *ccInp
 	if spec := out.HookSpecificOutput; spec != nil && spec.PermissionDecision == "ask" {
 		spec.PermissionDecision = "deny"
 		spec.PermissionDecisionReason = "a person must approve this call, and Codex's hook cannot ask, so it is denied: " + spec.PermissionDecisionReason
-		cc.s.log.LogAttrs(r.Context(), slog.LevelInfo, "Codex cannot ask: an ask is answered deny", slog.String("session_id", in.SessionID))
+		cc.o.Log.LogAttrs(r.Context(), slog.LevelInfo, "Codex cannot ask: an ask is answered deny", slog.String("session_id", in.SessionID))
 	}
 	return out
 }

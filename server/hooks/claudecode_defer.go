@@ -1,4 +1,4 @@
-package server
+package hooks
 
 // Deferred calls: Claude Code's permissionDecision "defer", which only a
 // headless `claude -p` honours, and only for a call made alone. With
@@ -14,18 +14,17 @@ package server
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
-// maxDeferHold is how long the sidecar keeps a session whose deferred call
+// MaxDeferHold is how long the sidecar keeps a session whose deferred call
 // nobody decides: past it the session is forgotten like an idle one, and
 // its resumed PreToolUse cancels the waiting run (a ticket_timeout shorter
 // than this settles the call first).
-const maxDeferHold = 24 * time.Hour
+const MaxDeferHold = 24 * time.Hour
 
 // Suspend answers a PreToolUse can give, from ?suspend=.
 const (
@@ -37,19 +36,19 @@ const (
 // the step ends, the run waits, and Claude Code is told "defer". A call
 // made beside others cannot be deferred (Claude Code would ignore it and
 // fall back to its own permission rules), so it is denied instead.
-func (c *claudeCode) deferCall(ctx context.Context, cs *ccSession, e *entry, call string, res *ccResult) error {
-	for _, rec := range e.sess.Calls() {
+func (c *claudeCode) deferCall(ctx context.Context, cs *ccSession, e Run, call string, res *ccResult) error {
+	for _, rec := range e.Session().Calls() {
 		if rec.Call.ID != call {
 			res.decision = "deny"
 			res.reason += " (awaken-lua: this call needs an approval, and Claude Code defers only a call made alone; make it on its own)"
 			return nil
 		}
 	}
-	if _, err := e.sess.StepEnd(ctx); err != nil {
+	if _, err := e.Session().StepEnd(ctx); err != nil {
 		return err
 	}
-	if e.sess.Status() != run.Waiting {
-		return fmt.Errorf("run %s did not wait on call %s", e.id, call)
+	if e.Session().Status() != run.Waiting {
+		return fmt.Errorf("run %s did not wait on call %s", e.ID(), call)
 	}
 	cs.deferring = true
 	res.decision = suspendDefer
@@ -62,14 +61,14 @@ func (c *claudeCode) deferCall(ctx context.Context, cs *ccSession, e *entry, cal
 // false when the event goes the usual way: the call was resumed (it is
 // gated again), or it is another call (Claude Code moved on, and the
 // waiting run is cancelled as the adapter does for any run left waiting).
-func (c *claudeCode) deferred(e *entry, cs *ccSession, id string, res *ccResult) (handled bool) {
+func (c *claudeCode) deferred(e Run, cs *ccSession, id string, res *ccResult) (handled bool) {
 	rec, ok := findCall(e, id)
 	if !ok {
 		cs.deferring = false
 		return false
 	}
 	switch {
-	case rec.Status == run.CallSuspended && e.sess.Status() == run.Waiting:
+	case rec.Status == run.CallSuspended && e.Session().Status() == run.Waiting:
 		res.decision, res.reason = suspendDefer, rec.Gate.Reason
 		return true
 	case rec.Status == run.CallCancelled:
@@ -88,8 +87,10 @@ func (c *claudeCode) deferred(e *entry, cs *ccSession, id string, res *ccResult)
 	return false
 }
 
-// ccSessionView is GET /v1/hooks/claude-code/sessions/{session}.
-type ccSessionView struct {
+// SessionView is GET /v1/hooks/claude-code/sessions/{session}: the run a
+// Claude Code session's events drive, so the host of a headless Claude
+// Code can decide the calls it deferred.
+type SessionView struct {
 	SessionID string `json:"session_id"`
 	RunID     string `json:"run_id,omitempty"`
 	// Deferred: the run waits on calls answered "defer"; Suspended are
@@ -98,31 +99,33 @@ type ccSessionView struct {
 	Suspended []gate.Ticket `json:"suspended"`
 }
 
-// sessionView names a Claude Code session's open run, so the host of a
-// headless Claude Code can decide the calls it deferred.
-func (c *claudeCode) sessionView(w http.ResponseWriter, r *http.Request) error {
-	id := r.PathValue("session")
+// ClaudeCodeSession reports a Claude Code session; false when the sidecar
+// holds no such session (it ended, idled out, or the sidecar restarted).
+func (a *Adapters) ClaudeCodeSession(ctx context.Context, id string) (SessionView, bool, error) {
+	c := a.cc
 	c.mu.Lock()
 	cs := c.sessions[id]
 	c.mu.Unlock()
 	if cs == nil {
-		return fail(http.StatusNotFound, codeSessionNotFound,
-			"no Claude Code session %q in this sidecar (it ended, idled out, or the sidecar restarted); its deferred calls, if any, were cancelled", id)
+		return SessionView{}, false, nil
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	view := ccSessionView{SessionID: id, Suspended: []gate.Ticket{}}
-	e, err := c.openRun(r.Context(), cs)
+	if cs.gone {
+		return SessionView{}, false, nil
+	}
+	view := SessionView{SessionID: id, Suspended: []gate.Ticket{}}
+	e, err := c.openRun(ctx, cs)
 	if err != nil {
-		return err
+		return view, true, err
 	}
 	if e != nil {
-		view.RunID = e.id
-		view.Deferred = cs.deferring && e.sess.Status() == run.Waiting
-		if s := e.sess.Suspended(); s != nil {
+		view.RunID = e.ID()
+		view.Deferred = cs.deferring && e.Session().Status() == run.Waiting
+		if s := e.Session().Suspended(); s != nil {
 			view.Suspended = s
 		}
-		c.s.unlock(e)
+		c.o.Runs.Unlock(e)
 	}
-	return writeJSON(w, http.StatusOK, view)
+	return view, true, nil
 }

@@ -1,7 +1,9 @@
-package server
+package hooks
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,8 +23,13 @@ type probeOut struct {
 // reply, naming the event from the body when it does not decode, and a
 // panicking adapter neither escapes nor keeps its concurrency slot.
 func TestServeHookAdmission(t *testing.T) {
-	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog(), MaxConcurrent: 1})
-	s := sc.srv
+	o := &Options{BodyLimit: 1 << 20, Slots: make(chan struct{}, 1), Log: slog.New(slog.DiscardHandler),
+		CheckBody: func(b []byte) error {
+			if strings.Count(string(b), `"hook_event_name"`) > 1 {
+				return errors.New("hook_event_name is given twice")
+			}
+			return nil
+		}}
 	p := &hookProtocol[probeIn, probeOut]{agent: "Probe",
 		event: func(_ *http.Request, in *probeIn, body []byte) string {
 			if in == nil {
@@ -45,7 +52,7 @@ func TestServeHookAdmission(t *testing.T) {
 		t.Helper()
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest("POST", "/v1/hooks/probe", strings.NewReader(body))
-		if err := serveHook(s, w, r, p); err != nil || w.Code != http.StatusOK {
+		if err := serveHook(o, w, r, p); err != nil || w.Code != http.StatusOK {
 			t.Fatalf("%s: %d %v", body, w.Code, err)
 		}
 		return strings.TrimSpace(w.Body.String())
@@ -53,7 +60,7 @@ func TestServeHookAdmission(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{`{"hook_event_name":"Stop"}`, `{"event":"Stop"}`},
 		{`{"hook_event_name":"Gate"`, `"event":"Gate","error":"the hook input is not valid JSON`},
-		{`{"hook_event_name":"Gate","hook_event_name":"Stop"}`, `"event":"Stop","error":"`},
+		{`{"hook_event_name":"Gate","hook_event_name":"Stop"}`, `"event":"Stop","error":"hook_event_name is given twice"`},
 		{`{"hook_event_name":"Panic"}`, `{"event":"Panic","error":"internal error in the sidecar"}`},
 		{`{"hook_event_name":"Panic"}`, `{"event":"Panic","error":"internal error in the sidecar"}`},
 		{`{"hook_event_name":"Stop"}`, `{"event":"Stop"}`}, // the slot came back after the panics

@@ -1,4 +1,4 @@
-package server
+package hooks
 
 import (
 	"context"
@@ -68,7 +68,7 @@ var geminiTools = map[string]struct {
 var geminiToolPrefix = regexp.MustCompile(`"hook_event_name"\s*:\s*"BeforeTool"`)
 
 func (cc *claudeCode) handleGemini(w http.ResponseWriter, r *http.Request) error {
-	return serveHook(cc.s, w, r, cc.geminiProto)
+	return serveHook(&cc.o, w, r, cc.geminiProto)
 }
 
 // geminiEvent names a Gemini CLI event for its failure reply: BeforeTool
@@ -84,7 +84,7 @@ func geminiEvent(_ *http.Request, in *geminiInput, body []byte) string {
 }
 
 func (cc *claudeCode) geminiFailure(event string, err error) geminiOutput {
-	cc.s.log.LogAttrs(context.Background(), slog.LevelError, "Gemini CLI hook failed", slog.String("event", event), slog.String("error", err.Error()))
+	cc.o.Log.LogAttrs(context.Background(), slog.LevelError, "Gemini CLI hook failed", slog.String("event", event), slog.String("error", err.Error()))
 	if event == "BeforeTool" {
 		return geminiOutput{Decision: "deny", Reason: "awaken-lua could not evaluate this call, so it is denied (fail closed): " + err.Error()}
 	}

@@ -1,4 +1,4 @@
-package server
+package hooks
 
 import (
 	"context"
@@ -128,10 +128,10 @@ const (
 	maxGateMoves   = 8
 )
 
-// preOnlyBatch bounds the calls of one step while the session sends no
+// PreOnlyBatch bounds the calls of one step while the session sends no
 // PostToolUse: more than Claude Code runs in parallel, few enough that an
 // event's cost does not grow with the session.
-const preOnlyBatch = 32
+const PreOnlyBatch = 32
 
 // Hook event names.
 const (
@@ -154,7 +154,7 @@ var ccBuiltinTools = []string{"AskUserQuestion", "Bash", "BashOutput", "Edit", "
 	"Task", "TodoWrite", "WebFetch", "WebSearch", "Write"}
 
 type claudeCode struct {
-	s *Server
+	o Options
 	// The hook protocols served through this adapter (hookadmit.go).
 	proto        *hookProtocol[ccInput, ccOutput]
 	codexProto   *hookProtocol[ccInput, ccOutput]
@@ -178,7 +178,7 @@ type ccSession struct {
 	approved map[string]model.ToolResult
 	// posts: the session sends PostToolUse (or PostToolBatch). Without
 	// them (only PreToolUse installed) no call is ever seen to finish, so a
-	// step holds at most preOnlyBatch calls instead of growing forever.
+	// step holds at most PreOnlyBatch calls instead of growing forever.
 	posts bool
 	// subRuns: a subagent's run (by agent_id) that a runtime.continue
 	// kept open at its SubagentStop.
@@ -193,8 +193,8 @@ type ccSession struct {
 	gone      bool
 }
 
-func newClaudeCode(s *Server) *claudeCode {
-	c := &claudeCode{s: s, sessions: map[string]*ccSession{}, builtin: makeOffer(ccBuiltinTools, nil, "")}
+func newClaudeCode(o Options) *claudeCode {
+	c := &claudeCode{o: o, sessions: map[string]*ccSession{}, builtin: makeOffer(ccBuiltinTools, nil, "")}
 	c.proto = &hookProtocol[ccInput, ccOutput]{agent: "Claude Code", event: ccEvent, failure: c.failure, serve: c.serve}
 	c.codexProto = &hookProtocol[ccInput, ccOutput]{agent: "Codex", event: ccEvent, failure: c.failure, serve: c.serveCodex}
 	c.geminiProto = &hookProtocol[geminiInput, geminiOutput]{agent: "Gemini CLI", event: geminiEvent, failure: c.geminiFailure,
@@ -247,9 +247,9 @@ func (c *claudeCode) sweep(now time.Time, idle time.Duration) {
 		if now.Sub(time.Unix(0, cs.lastUsed.Load())) <= idle || !cs.mu.TryLock() {
 			continue
 		}
-		if cs.deferring && now.Sub(time.Unix(0, cs.lastUsed.Load())) <= maxDeferHold {
+		if cs.deferring && now.Sub(time.Unix(0, cs.lastUsed.Load())) <= MaxDeferHold {
 			// A deferred call waits for a person, longer than a session
-			// idles; its ticket's timeout bounds the wait, and maxDeferHold
+			// idles; its ticket's timeout bounds the wait, and MaxDeferHold
 			// bounds what a host that never comes back holds.
 			cs.mu.Unlock()
 			continue
@@ -265,7 +265,7 @@ var preToolUsePrefix = regexp.MustCompile(`"hook_event_name"\s*:\s*"PreToolUse"`
 // handle answers every event 200 with Claude Code's JSON; only a missing or
 // wrong token (checked before) is an HTTP error.
 func (c *claudeCode) handle(w http.ResponseWriter, r *http.Request) error {
-	return serveHook(c.s, w, r, c.proto)
+	return serveHook(&c.o, w, r, c.proto)
 }
 
 // ccEvent names a Claude Code event for its failure reply: PreToolUse
@@ -302,8 +302,8 @@ func guessEvent(body []byte) string {
 // fails closed (deny, with the error as the reason Claude reads); other
 // events carry on with {}.
 func (c *claudeCode) failure(eventName string, err error) ccOutput {
-	c.s.noteStore(err)
-	c.s.log.LogAttrs(context.Background(), slog.LevelError, "Claude Code hook failed", slog.String("event", eventName),
+	c.o.Failed(err)
+	c.o.Log.LogAttrs(context.Background(), slog.LevelError, "Claude Code hook failed", slog.String("event", eventName),
 		slog.String("error", err.Error()))
 	if eventName == evPreToolUse {
 		return ccOutput{HookSpecificOutput: &ccSpecific{HookEventName: evPreToolUse, PermissionDecision: "deny",
@@ -330,8 +330,8 @@ func (c *claudeCode) dispatch(ctx context.Context, in ccInput, agent string) ccO
 	default:
 		return ccOutput{} // an event the adapter does not map (Notification, PreCompact, ...)
 	}
-	if in.SessionID == "" || len(in.SessionID) > maxIDLen || !utf8.ValidString(in.SessionID) {
-		return c.failure(in.HookEventName, fmt.Errorf("session_id must be a non-empty UTF-8 string of at most %d bytes", maxIDLen))
+	if in.SessionID == "" || len(in.SessionID) > c.o.MaxIDLen || !utf8.ValidString(in.SessionID) {
+		return c.failure(in.HookEventName, fmt.Errorf("session_id must be a non-empty UTF-8 string of at most %d bytes", c.o.MaxIDLen))
 	}
 	cs := c.session(in.SessionID, agent)
 	defer func() {
@@ -397,10 +397,10 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 			return res, err
 		}
 		e, err = c.drive(ctx, cs, e, &res, run.StageInferenceReady, "")
-		if err == nil && e != nil && e.sess.Termination() == "" {
+		if err == nil && e != nil && e.Session().Termination() == "" {
 			// No model answers a session start: the run ends without
 			// telling after_inference hooks that one did.
-			_, err = e.sess.EndUninferred(ctx)
+			_, err = e.Session().EndUninferred(ctx)
 		}
 		if err == nil && e != nil {
 			err = c.finishRun(ctx, cs, e, &res, false)
@@ -454,33 +454,32 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 }
 
 // release settles (checkpoints) and unlocks the run an event worked on.
-func (c *claudeCode) release(ctx context.Context, e *entry, err error) error {
+func (c *claudeCode) release(ctx context.Context, e Run, err error) error {
 	if e == nil {
 		return err
 	}
-	if serr := c.s.settle(ctx, e, true); err == nil {
+	if serr := c.o.Runs.Settle(ctx, e); err == nil {
 		err = serr
 	}
-	c.s.unlock(e)
+	c.o.Runs.Unlock(e)
 	return err
 }
 
 // openRun returns the session's open run, locked, or nil.
-func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (*entry, error) {
+func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (Run, error) {
 	if cs.runID == "" {
 		return nil, nil
 	}
-	e, err := c.s.lockRun(ctx, cs.runID)
+	e, err := c.o.Runs.Lock(ctx, cs.runID)
 	if err != nil {
-		var ae *apiError
-		if errors.As(err, &ae) && ae.status == http.StatusNotFound {
+		if errors.Is(err, ErrNoRun) {
 			cs.runID = ""
 			return nil, nil
 		}
 		return nil, err
 	}
-	if e.done.Load() {
-		c.s.unlock(e)
+	if e.Done() {
+		c.o.Runs.Unlock(e)
 		cs.runID = ""
 		return nil, nil
 	}
@@ -490,15 +489,15 @@ func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (*entry, error)
 // newRun starts a run on the session's thread, after ending whatever run
 // still holds the thread (a run the adapter lost track of, or one left
 // waiting by a crash).
-func (c *claudeCode) newRun(ctx context.Context, cs *ccSession, msgs []model.Message) (*entry, error) {
+func (c *claudeCode) newRun(ctx context.Context, cs *ccSession, msgs []model.Message) (Run, error) {
 	if err := c.clearThread(ctx, cs); err != nil {
 		return nil, err
 	}
-	e, err := c.s.start(ctx, createRequest{Agent: cs.agent, ThreadID: cs.id, Messages: msgs, bare: true})
+	e, err := c.o.Runs.Start(ctx, cs.agent, cs.id, msgs)
 	if err != nil {
 		return nil, err
 	}
-	cs.runID = e.id
+	cs.runID = e.ID()
 	cs.deferring = false
 	cs.listed = nil
 	clear(cs.approved)
@@ -506,18 +505,18 @@ func (c *claudeCode) newRun(ctx context.Context, cs *ccSession, msgs []model.Mes
 }
 
 func (c *claudeCode) clearThread(ctx context.Context, cs *ccSession) error {
-	if holder := c.s.threadHolder(cs.id); holder != "" {
-		if e, err := c.s.lockRun(ctx, holder); err == nil {
+	if holder := c.o.Runs.ThreadHolder(cs.id); holder != "" {
+		if e, err := c.o.Runs.Lock(ctx, holder); err == nil {
 			if err := c.finishRun(ctx, cs, e, &ccResult{}, false); err != nil {
 				return err
 			}
 		}
 	}
-	th, ok, err := c.s.h.Store().Thread(ctx, cs.id)
+	th, ok, err := c.o.Runs.Store().Thread(ctx, cs.id)
 	if err != nil || !ok || th.Waiting == "" {
 		return err
 	}
-	e, err := c.s.lockRun(ctx, th.Waiting)
+	e, err := c.o.Runs.Lock(ctx, th.Waiting)
 	if err != nil {
 		return nil // the waiting run is gone; Start reports a thread that still waits
 	}
@@ -541,12 +540,12 @@ func (c *claudeCode) endOpenRun(ctx context.Context, cs *ccSession) error {
 // and the next events are the run's next step. Elsewhere a continue cannot
 // be expressed and the run is driven on to its end, which max_steps and
 // max_continues bound.
-func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e *entry, res *ccResult, stop bool) (err error) {
+func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e Run, res *ccResult, stop bool) (err error) {
 	defer func() { err = c.release(ctx, e, err) }()
-	if cs.runID == e.id {
+	if cs.runID == e.ID() {
 		cs.runID = ""
 	}
-	sess := e.sess
+	sess := e.Session()
 	cs.continued = nil
 	for range maxFinishMoves {
 		if stop && len(cs.continued) > 0 && sess.Termination() == "" {
@@ -556,7 +555,7 @@ func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e *entry, res
 			}
 			res.decision, res.reason = "block", strings.Join(parts, "\n\n")
 			cs.continued = nil
-			cs.runID = e.id
+			cs.runID = e.ID()
 			return nil
 		}
 		if sess.Status() == run.Done {
@@ -580,16 +579,16 @@ func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e *entry, res
 		case run.StageInferred:
 			_, err = c.closeStep(ctx, cs, e, true)
 		default:
-			return fmt.Errorf("run %s is at an unknown stage %q", e.id, stageOf(e))
+			return fmt.Errorf("run %s is at an unknown stage %q", e.ID(), stageOf(e))
 		}
 		if err != nil {
 			return err
 		}
 	}
-	return fmt.Errorf("run %s did not end", e.id)
+	return fmt.Errorf("run %s did not end", e.ID())
 }
 
-func stageOf(e *entry) run.Stage { return e.sess.Stage() }
+func stageOf(e Run) run.Stage { return e.Session().Stage() }
 
 // offer is the tools a step offers Claude Code: its built-in tools and
 // every other tool the session used. Read only once made: sessions share
@@ -638,13 +637,13 @@ func makeOffer(builtins []string, seen map[string]bool, extra string) *offer {
 
 // beforeInference runs before_inference offering Claude Code's tools, and
 // collects the context messages plugins placed.
-func (c *claudeCode) beforeInference(ctx context.Context, cs *ccSession, e *entry, res *ccResult, extra string) error {
+func (c *claudeCode) beforeInference(ctx context.Context, cs *ccSession, e Run, res *ccResult, extra string) error {
 	o := cs.offer
 	if o == nil || o.seen != len(cs.seen) || (extra != "" && !o.names[extra]) {
 		o = c.offerFor(cs.seen, extra)
 		cs.offer = o
 	}
-	_, out, err := e.sess.BeforeInference(ctx, model.Request{Tools: o.specs})
+	_, out, err := e.Session().BeforeInference(ctx, model.Request{Tools: o.specs})
 	cs.listed = o.names
 	for _, m := range out.Context {
 		if m.Content != "" {
@@ -657,9 +656,9 @@ func (c *claudeCode) beforeInference(ctx context.Context, cs *ccSession, e *entr
 // drive advances e to stage want (run.StageInferenceReady: an inference is open; run.StageInferred:
 // the call is in the open step), starting new steps and, when a run ends on
 // the step limit, new runs. It returns the (possibly new) run, locked.
-func (c *claudeCode) drive(ctx context.Context, cs *ccSession, e *entry, res *ccResult, want run.Stage, call string) (*entry, error) {
+func (c *claudeCode) drive(ctx context.Context, cs *ccSession, e Run, res *ccResult, want run.Stage, call string) (Run, error) {
 	for range maxDriveMoves {
-		sess := e.sess
+		sess := e.Session()
 		if sess.Status() == run.Waiting {
 			// Left waiting by an interrupted event: the adapter never
 			// leaves a run waiting, so nobody answers its tickets.
@@ -698,24 +697,24 @@ func (c *claudeCode) drive(ctx context.Context, cs *ccSession, e *entry, res *cc
 		case st == run.StageInferred && want == run.StageInferenceReady:
 			_, err = c.closeStep(ctx, cs, e, true)
 		default:
-			return e, fmt.Errorf("run %s is at stage %q, not %q", e.id, st, want)
+			return e, fmt.Errorf("run %s is at stage %q, not %q", e.ID(), st, want)
 		}
 		if err != nil {
 			return e, err
 		}
 	}
-	return e, fmt.Errorf("run %s did not reach %s", e.id, want)
+	return e, fmt.Errorf("run %s did not reach %s", e.ID(), want)
 }
 
 // pluginStop is the stop reason when a plugin stopped the run (not the
 // step limit), else "".
-func pluginStop(e *entry) string {
-	t := e.sess.Ended()
+func pluginStop(e Run) string {
+	t := e.Session().Ended()
 	if !t.PluginStopped() {
 		return ""
 	}
 	reason := "awaken-lua: a plugin stopped the run (" + t.String() + ")"
-	if v, err := e.sess.Snapshot().Lookup(engine.KeyStop); err == nil {
+	if v, err := e.Session().Snapshot().Lookup(engine.KeyStop); err == nil {
 		if m, _ := v.(map[string]any); m != nil {
 			if d, _ := m["detail"].(string); d != "" {
 				reason += ": " + d
@@ -754,4 +753,4 @@ func toolCall(in ccInput) (model.ToolCall, error) {
 	return model.ToolCall{ID: id, Name: in.ToolName, Args: args}, nil
 }
 
-func findCall(e *entry, id string) (run.CallRecord, bool) { return e.sess.Call(id) }
+func findCall(e Run, id string) (run.CallRecord, bool) { return e.Session().Call(id) }

@@ -1,4 +1,4 @@
-package server
+package hooks
 
 // The Claude Code adapter's tool-call events (claudecode.go has the
 // mapping and the session events): SubagentStop, PermissionRequest,
@@ -24,17 +24,17 @@ import (
 // ends.
 func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput) (ccResult, error) {
 	var res ccResult
-	if in.AgentID == "" || len(in.AgentID) > maxIDLen {
-		return res, fmt.Errorf("SubagentStop needs an agent_id of at most %d bytes", maxIDLen)
+	if in.AgentID == "" || len(in.AgentID) > c.o.MaxIDLen {
+		return res, fmt.Errorf("SubagentStop needs an agent_id of at most %d bytes", c.o.MaxIDLen)
 	}
 	if cs.subRuns == nil {
 		cs.subRuns = map[string]string{}
 	}
-	var e *entry
+	var e Run
 	if id := cs.subRuns[in.AgentID]; id != "" {
-		if le, err := c.s.lockRun(ctx, id); err == nil {
-			if le.done.Load() || le.sess.Status() != run.Running || le.sess.Stage() != run.StageStepEnded {
-				c.s.unlock(le)
+		if le, err := c.o.Runs.Lock(ctx, id); err == nil {
+			if le.Done() || le.Session().Status() != run.Running || le.Session().Stage() != run.StageStepEnded {
+				c.o.Runs.Unlock(le)
 			} else {
 				e = le
 			}
@@ -43,12 +43,12 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	}
 	if e == nil {
 		var err error
-		e, err = c.s.start(ctx, createRequest{Agent: cs.agent, ThreadID: cs.id + "/subagent/" + in.AgentID, bare: true})
+		e, err = c.o.Runs.Start(ctx, cs.agent, cs.id+"/subagent/"+in.AgentID, nil)
 		if err != nil {
 			return res, err
 		}
 	}
-	sess := e.sess
+	sess := e.Session()
 	var o run.Outcome
 	err := func() error {
 		if _, err := sess.StepStart(ctx); err != nil || sess.Termination() != "" {
@@ -70,7 +70,7 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 			parts[i] = m.Content
 		}
 		res.decision, res.reason = "block", strings.Join(parts, "\n\n")
-		cs.subRuns[in.AgentID] = e.id
+		cs.subRuns[in.AgentID] = e.ID()
 		return res, c.release(ctx, e, nil)
 	}
 	if err == nil && sess.Status() == run.Running && sess.Termination() != "" {
@@ -96,7 +96,7 @@ func (c *claudeCode) permissionRequest(ctx context.Context, cs *ccSession, in cc
 		return res, err
 	}
 	if e != nil {
-		calls := e.sess.Calls()
+		calls := e.Session().Calls()
 		for i := len(calls) - 1; i >= 0; i-- {
 			rec := calls[i]
 			if rec.Call.Name != call.Name || rec.Gate == nil || !reflect.DeepEqual(rec.Call.Args, call.Args) {
@@ -113,10 +113,10 @@ func (c *claudeCode) permissionRequest(ctx context.Context, cs *ccSession, in cc
 					res.decision, res.updated = "allow", rec.Gate.Args
 				}
 			}
-			c.s.unlock(e)
+			c.o.Runs.Unlock(e)
 			return res, nil
 		}
-		c.s.unlock(e)
+		c.o.Runs.Unlock(e)
 	}
 	pre, err := c.preToolUse(ctx, cs, in)
 	switch {
@@ -155,14 +155,14 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 		}
 		return res, c.release(ctx, e, err)
 	}
-	sess := e.sess
+	sess := e.Session()
 	rev0 := sess.Revision()
 	d, o, err := sess.ToolGate(ctx, call)
 	if err != nil {
 		return res, c.release(ctx, e, err)
 	}
 	if o.Revision != rev0 {
-		c.s.metrics.decisions.inc(d.Decision.String())
+		c.o.Decided(d.Decision)
 	}
 	if d.Decision != gate.Suspend {
 		delete(cs.approved, call.ID)
@@ -220,7 +220,7 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 			res.decision, res.reason, res.updated = "deny", stop, nil
 		}
 	}
-	if e.sess.Termination() != "" {
+	if e.Session().Termination() != "" {
 		// Blocked or stopped: end the run now; the next event starts another.
 		return res, c.finishRun(ctx, cs, e, &res, false)
 	}
@@ -230,14 +230,14 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 // toGate brings the run to a step where the call can be gated: it answers
 // an open inference with the call, joins a step whose other calls are still
 // running (parallel tools), or closes the step and opens another.
-func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e *entry, res *ccResult, call model.ToolCall) (*entry, error) {
+func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e Run, res *ccResult, call model.ToolCall) (Run, error) {
 	for range maxGateMoves {
 		ne, err := c.drive(ctx, cs, e, res, run.StageInferred, call.Name)
 		if ne == nil || err != nil {
 			return ne, err
 		}
 		e = ne
-		sess := e.sess
+		sess := e.Session()
 		if stageOf(e) == run.StageInferenceReady {
 			if _, err := sess.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{call}}); err != nil {
 				return e, err
@@ -260,7 +260,7 @@ func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e *entry, res *c
 		if _, ok := findCall(e, call.ID); ok {
 			return e, nil // a retry: the gate answers with its kept decision
 		}
-		if c.stepBusy(e) && cs.listed[call.Name] && (cs.posts || len(e.sess.Calls()) < preOnlyBatch) {
+		if c.stepBusy(e) && cs.listed[call.Name] && (cs.posts || len(e.Session().Calls()) < PreOnlyBatch) {
 			// A parallel call joins the step.
 			if _, err := sess.AnnounceCall(ctx, call); err != nil {
 				return e, err
@@ -275,8 +275,8 @@ func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e *entry, res *c
 }
 
 // settleUnoffered finishes a call to a tool the step did not offer.
-func (c *claudeCode) settleUnoffered(ctx context.Context, e *entry, call model.ToolCall) error {
-	sess := e.sess
+func (c *claudeCode) settleUnoffered(ctx context.Context, e Run, call model.ToolCall) error {
+	sess := e.Session()
 	d, _, err := sess.ToolGate(ctx, call)
 	if err != nil {
 		return err
@@ -289,8 +289,8 @@ func (c *claudeCode) settleUnoffered(ctx context.Context, e *entry, call model.T
 
 // stepBusy reports whether a call of the open step still waits for its
 // PostToolUse.
-func (c *claudeCode) stepBusy(e *entry) bool {
-	for _, rec := range e.sess.Calls() {
+func (c *claudeCode) stepBusy(e Run) bool {
+	for _, rec := range e.Session().Calls() {
 		if rec.Status == run.CallRunning || rec.Status == run.CallNew || rec.Status == run.CallResuming {
 			return true
 		}
@@ -303,8 +303,8 @@ func (c *claudeCode) stepBusy(e *entry) bool {
 // or they failed); otherwise the step stays open for them. Suspended calls
 // are resumed when Claude Code ran them (PostToolUse after "ask") and
 // cancelled when final; then step_end runs.
-func (c *claudeCode) closeStep(ctx context.Context, cs *ccSession, e *entry, final bool) (bool, error) {
-	sess := e.sess
+func (c *claudeCode) closeStep(ctx context.Context, cs *ccSession, e Run, final bool) (bool, error) {
+	sess := e.Session()
 	var suspended []run.CallRecord
 	for _, rec := range sess.Calls() {
 		switch rec.Status {
@@ -341,8 +341,8 @@ func (c *claudeCode) closeStep(ctx context.Context, cs *ccSession, e *entry, fin
 }
 
 // abandon finishes a call whose PostToolUse never came.
-func (c *claudeCode) abandon(ctx context.Context, cs *ccSession, e *entry, rec run.CallRecord) error {
-	sess := e.sess
+func (c *claudeCode) abandon(ctx context.Context, cs *ccSession, e Run, rec run.CallRecord) error {
+	sess := e.Session()
 	noResult := model.Error("Claude Code reported no result for this call (the user denied it, or it failed)")
 	if !cs.posts {
 		// Only PreToolUse is installed: the call ran, or not; nobody says.
@@ -378,8 +378,8 @@ func (c *claudeCode) abandon(ctx context.Context, cs *ccSession, e *entry, rec r
 // Code ran after "ask" are resumed, gated again and given their result;
 // the others are cancelled. A call suspended again is cancelled too:
 // Claude Code's user already answered.
-func (c *claudeCode) resolve(ctx context.Context, cs *ccSession, e *entry, suspended []run.CallRecord) error {
-	sess := e.sess
+func (c *claudeCode) resolve(ctx context.Context, cs *ccSession, e Run, suspended []run.CallRecord) error {
+	sess := e.Session()
 	for round := 0; round < 2; round++ {
 		if _, err := sess.StepEnd(ctx); err != nil || sess.Status() != run.Waiting {
 			return err
@@ -452,7 +452,7 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 	if err != nil || e == nil {
 		return res, err // a call this adapter never gated (say, before a restart)
 	}
-	sess := e.sess
+	sess := e.Session()
 	rec, ok := findCall(e, call.ID)
 	if !ok {
 		return res, c.release(ctx, e, nil)

@@ -1,4 +1,4 @@
-package server
+package hooks
 
 import (
 	"context"
@@ -58,7 +58,7 @@ var copilotTools = map[string]struct {
 }
 
 func (cc *claudeCode) handleCopilot(w http.ResponseWriter, r *http.Request) error {
-	return serveHook(cc.s, w, r, cc.copilotProto)
+	return serveHook(&cc.o, w, r, cc.copilotProto)
 }
 
 // copilotEvent names a Copilot CLI event: its command hooks do not send
@@ -71,7 +71,7 @@ func copilotEvent(r *http.Request, in *copilotInput, _ []byte) string {
 }
 
 func (cc *claudeCode) copilotFailure(event string, err error) copilotOutput {
-	cc.s.log.LogAttrs(context.Background(), slog.LevelError, "Copilot CLI hook failed", slog.String("event", event), slog.String("error", err.Error()))
+	cc.o.Log.LogAttrs(context.Background(), slog.LevelError, "Copilot CLI hook failed", slog.String("event", event), slog.String("error", err.Error()))
 	if event == "preToolUse" {
 		return copilotOutput{PermissionDecision: "deny", PermissionDecisionReason: "awaken-lua could not evaluate this call, so it is denied (fail closed): " + err.Error()}
 	}

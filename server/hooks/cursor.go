@@ -1,4 +1,4 @@
-package server
+package hooks
 
 import (
 	"context"
@@ -97,7 +97,7 @@ func newCursor(cc *claudeCode) *cursor {
 }
 
 func (cu *cursor) handle(w http.ResponseWriter, r *http.Request) error {
-	return serveHook(cu.cc.s, w, r, cu.proto)
+	return serveHook(&cu.cc.o, w, r, cu.proto)
 }
 
 // cursorEvent names a Cursor event for its failure reply: a permission
@@ -115,7 +115,7 @@ func cursorEvent(_ *http.Request, in *cursorInput, body []byte) string {
 // failure denies a tool-permission event (fail closed) and lets the rest
 // carry on.
 func (cu *cursor) failure(event string, err error) cursorOutput {
-	cu.cc.s.log.LogAttrs(context.Background(), slog.LevelError, "Cursor hook failed", slog.String("event", event), slog.String("error", err.Error()))
+	cu.cc.o.Log.LogAttrs(context.Background(), slog.LevelError, "Cursor hook failed", slog.String("event", event), slog.String("error", err.Error()))
 	if cursorPermissionEvents[event] {
 		msg := "awaken-lua could not evaluate this call, so it is denied (fail closed): " + err.Error()
 		return cursorOutput{Permission: "deny", UserMessage: msg, AgentMessage: msg}

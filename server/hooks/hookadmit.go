@@ -1,4 +1,4 @@
-package server
+package hooks
 
 // The admission every agent's hook endpoint shares: read the body within
 // the body limit, decode it strictly, take a concurrency slot, recover a
@@ -35,8 +35,8 @@ type hookProtocol[In, Out any] struct {
 
 // serveHook answers one hook request of protocol p: always 200 with p's
 // JSON (only a missing or wrong token, checked before, is an HTTP error).
-func serveHook[In, Out any](s *Server, w http.ResponseWriter, r *http.Request, p *hookProtocol[In, Out]) (err error) {
-	body, rerr := io.ReadAll(io.LimitReader(r.Body, s.bodyLimit+1))
+func serveHook[In, Out any](o *Options, w http.ResponseWriter, r *http.Request, p *hookProtocol[In, Out]) (err error) {
+	body, rerr := io.ReadAll(io.LimitReader(r.Body, o.BodyLimit+1))
 	var in In
 	decoded := false
 	event := func() string {
@@ -48,7 +48,7 @@ func serveHook[In, Out any](s *Server, w http.ResponseWriter, r *http.Request, p
 	var out Out
 	defer func() {
 		if v := recover(); v != nil {
-			s.log.LogAttrs(r.Context(), slog.LevelError, "panic in the "+p.agent+" adapter", slog.String("panic", fmt.Sprint(v)),
+			o.Log.LogAttrs(r.Context(), slog.LevelError, "panic in the "+p.agent+" adapter", slog.String("panic", fmt.Sprint(v)),
 				slog.String("stack", string(debug.Stack())))
 			out = p.failure(event(), errors.New("internal error in the sidecar"))
 			err = writeJSON(w, http.StatusOK, out)
@@ -57,30 +57,30 @@ func serveHook[In, Out any](s *Server, w http.ResponseWriter, r *http.Request, p
 	switch {
 	case rerr != nil:
 		out = p.failure(event(), fmt.Errorf("reading the hook input failed: %v", rerr))
-	case int64(len(body)) > s.bodyLimit:
-		out = p.failure(event(), fmt.Errorf("the hook input is larger than the sidecar's body limit (%d bytes); raise [server] body_limit", s.bodyLimit))
+	case int64(len(body)) > o.BodyLimit:
+		out = p.failure(event(), fmt.Errorf("the hook input is larger than the sidecar's body limit (%d bytes); raise [server] body_limit", o.BodyLimit))
 	default:
 		if jerr := json.Unmarshal(body, &in); jerr != nil {
 			out = p.failure(event(), fmt.Errorf("the hook input is not valid JSON: %v", jerr))
 			break
 		}
 		decoded = true
-		if derr := duplicateKey(body); derr != nil {
+		if derr := o.CheckBody(body); derr != nil {
 			out = p.failure(event(), derr)
 			break
 		}
 		select {
-		case s.sem <- struct{}{}:
+		case o.Slots <- struct{}{}:
 			out = func() Out {
-				defer func() { <-s.sem }() // a panic must not keep the slot
+				defer func() { <-o.Slots }() // a panic must not keep the slot
 				agent := r.URL.Query().Get("agent")
 				if agent == "" {
-					agent = s.hookAgent
+					agent = o.HookAgent
 				}
 				return p.serve(context.WithoutCancel(r.Context()), r, &in, agent)
 			}()
 		default:
-			out = p.failure(event(), fmt.Errorf("the sidecar is overloaded (%d requests in flight); raise [server] max_concurrent", cap(s.sem)))
+			out = p.failure(event(), fmt.Errorf("the sidecar is overloaded (%d requests in flight); raise [server] max_concurrent", cap(o.Slots)))
 		}
 	}
 	return writeJSON(w, http.StatusOK, out)

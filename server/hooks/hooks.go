@@ -1,0 +1,120 @@
+// Package hooks serves the coding agents' hook protocols (Claude Code,
+// Codex CLI, Gemini CLI, Cursor, Copilot CLI) over runs a sidecar holds:
+// a session is a thread, a turn is a run, and each event drives the run's
+// phases. Claude Code's adapter drives the runs; the other agents' files
+// map their events onto Claude Code's and its replies back. The sidecar
+// gives the runs through the narrow Runs interface and shares one
+// admission (hookadmit.go). See docs/design.md, "The sidecar".
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/run"
+)
+
+// Run is a run the sidecar holds, locked by whoever got it from Runs.
+type Run interface {
+	ID() string
+	Session() *run.Session
+	// Done reports whether the run ended (its session only answers reads).
+	Done() bool
+}
+
+// ErrNoRun is what Runs.Lock returns for a run neither in memory nor in
+// the store.
+var ErrNoRun = errors.New("no such run")
+
+// Runs is what the adapters need of the sidecar that holds the runs.
+type Runs interface {
+	// Start starts a run of agent on threadID with msgs as its whole
+	// conversation (an agent keeps its own; the run sees what the events
+	// tell), locked.
+	Start(ctx context.Context, agent, threadID string, msgs []model.Message) (Run, error)
+	// Lock locks a run by id (ErrNoRun when there is none).
+	Lock(ctx context.Context, id string) (Run, error)
+	// Settle checkpoints a run an event worked on; it stays locked.
+	Settle(ctx context.Context, r Run) error
+	Unlock(r Run)
+	// ThreadHolder is the id of the run in memory that holds a thread, or "".
+	ThreadHolder(threadID string) string
+	Store() run.Store
+}
+
+// Options configure the adapters.
+type Options struct {
+	Runs Runs
+	// BodyLimit bounds an event's size; MaxIDLen a session id's.
+	BodyLimit int64
+	MaxIDLen  int
+	// Slots are the sidecar's concurrency slots, which events share with
+	// its other requests.
+	Slots chan struct{}
+	// HookAgent is the awaken-lua agent events run as without ?agent=.
+	HookAgent string
+	Log       *slog.Logger
+	// CheckBody refuses a body the sidecar refuses everywhere (a key
+	// given twice).
+	CheckBody func(body []byte) error
+	// Decided counts a fresh gate decision; Failed sees the error an event
+	// failed with (the sidecar watches its store's health).
+	Decided func(gate.Kind)
+	Failed  func(error)
+}
+
+// Adapters serve the hook endpoints.
+type Adapters struct {
+	cc     *claudeCode
+	cursor *cursor
+}
+
+// New makes the adapters.
+func New(o Options) *Adapters {
+	cc := newClaudeCode(o)
+	return &Adapters{cc: cc, cursor: newCursor(cc)}
+}
+
+// ClaudeCode is POST /v1/hooks/claude-code.
+func (a *Adapters) ClaudeCode(w http.ResponseWriter, r *http.Request) error { return a.cc.handle(w, r) }
+
+// Codex is POST /v1/hooks/codex.
+func (a *Adapters) Codex(w http.ResponseWriter, r *http.Request) error { return a.cc.handleCodex(w, r) }
+
+// Gemini is POST /v1/hooks/gemini (and gemini-cli).
+func (a *Adapters) Gemini(w http.ResponseWriter, r *http.Request) error {
+	return a.cc.handleGemini(w, r)
+}
+
+// Copilot is POST /v1/hooks/copilot.
+func (a *Adapters) Copilot(w http.ResponseWriter, r *http.Request) error {
+	return a.cc.handleCopilot(w, r)
+}
+
+// Cursor is POST /v1/hooks/cursor.
+func (a *Adapters) Cursor(w http.ResponseWriter, r *http.Request) error { return a.cursor.handle(w, r) }
+
+// Sweep forgets sessions idle past idle (an agent may exit without
+// telling); a session whose deferred call waits is kept up to MaxDeferHold.
+func (a *Adapters) Sweep(now time.Time, idle time.Duration) { a.cc.sweep(now, idle) }
+
+// writeJSON writes a reply as the sidecar writes its own.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n')) // the client went away: nothing to tell it
+	return nil
+}
