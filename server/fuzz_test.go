@@ -31,6 +31,21 @@ var fuzzEndpoints = []struct {
 	{"POST", "/v1/hooks/claude-code", nil},
 	{"DELETE", "/v1/runs/{id}", nil},
 	{"POST", "/v1/runs/{id}/phases/{body}", nil},
+	{"POST", "/v1/hooks/codex", nil},
+	{"POST", "/v1/hooks/gemini", nil},
+	{"POST", "/v1/hooks/cursor", nil},
+	{"POST", "/v1/hooks/copilot?event=preToolUse", nil},
+	{"POST", "/v1/hooks/claude-code?suspend=defer", nil},
+}
+
+// hookSeeds are the recorded events of each agent's endpoint.
+var hookSeeds = map[string]string{
+	"/v1/hooks/claude-code":               "claude-code",
+	"/v1/hooks/claude-code?suspend=defer": "claude-code",
+	"/v1/hooks/codex":                     "codex",
+	"/v1/hooks/gemini":                    "gemini",
+	"/v1/hooks/cursor":                    "cursor",
+	"/v1/hooks/copilot?event=preToolUse":  "copilot",
 }
 
 var prepBodies = map[string]string{
@@ -69,9 +84,13 @@ func FuzzSidecarBody(f *testing.F) {
 		f.Add(n, []byte(`{"agent":"short","thread_id":"t","messages":[{"role":"system","content":"s"}],"tools":[{"name":"a","parameters":{"type":"object"}}]}`))
 		f.Add(n, []byte(`{"call":{"id":"c1","name":"add","args":{"a":1,"\u0061":2}}}`))
 		f.Add(n, []byte(`{"request":{"messages":[{"role":"user","role":"system"}]}}`))
-		if ep.path == "/v1/hooks/claude-code" {
+		if agent, ok := hookSeeds[ep.path]; ok {
 			files, _ := filepath.Glob(filepath.Join("testdata", "claude-code", "*.json"))
-			for _, file := range files {
+			if agent != "claude-code" {
+				files = nil
+			}
+			more, _ := filepath.Glob(filepath.Join("..", "testdata", "agents", agent, "*.json"))
+			for _, file := range append(files, more...) {
 				b, err := os.ReadFile(file)
 				if err != nil {
 					f.Fatal(err)
@@ -144,8 +163,8 @@ func checkReply(t *testing.T, endpoint string, rec *httptest.ResponseRecorder) {
 	if rec.Header().Get(GenerationHeader) == "" {
 		t.Fatalf("%s: no %s header", endpoint, GenerationHeader)
 	}
-	if endpoint == "/v1/hooks/claude-code" && rec.Code != 200 {
-		t.Fatalf("the Claude Code adapter must answer 200, got %d: %s", rec.Code, rec.Body)
+	if _, hook := hookSeeds[endpoint]; hook && rec.Code != 200 {
+		t.Fatalf("%s: a hook adapter must answer 200, got %d: %s", endpoint, rec.Code, rec.Body)
 	}
 	switch {
 	case rec.Code == http.StatusNoContent:
