@@ -136,6 +136,12 @@ type Volatile interface {
 	Volatile() bool
 }
 
+// Kinded is a store that names its kind, as [store] kind does ("memory",
+// "file", "postgres"), for the reports a host makes.
+type Kinded interface {
+	Kind() string
+}
+
 // DefaultMaxThreads is how many threads a MemoryStore keeps unless
 // WithMaxThreads says otherwise ([store] max_threads).
 const DefaultMaxThreads = 10000
@@ -204,6 +210,9 @@ func NewMemoryStore(opts ...MemoryStoreOption) *MemoryStore {
 	}
 	return m
 }
+
+// Kind implements Kinded.
+func (m *MemoryStore) Kind() string { return "memory" }
 
 // Volatile implements Volatile: the memory store dies with the process.
 func (m *MemoryStore) Volatile() bool { return true }

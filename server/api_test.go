@@ -397,6 +397,9 @@ func TestPluginsAndReload(t *testing.T) {
 	if p.str("generation") != "g1" || p.str("hash") == "" || p.str("loaded_at") == "" {
 		t.Fatalf("plugins: %s", p.raw)
 	}
+	if st, _ := p.body["store"].(map[string]any); st["kind"] != "memory" {
+		t.Fatalf("store: %v", st)
+	}
 	var policy map[string]any
 	for _, d := range p.body["plugins"].([]any) {
 		if d.(map[string]any)["id"] == "policy" {

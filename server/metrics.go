@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/phase"
-
-	"github.com/awaken-lua/awaken-lua/store/filestore"
 )
 
 // The Prometheus text exposition is written by hand: the sidecar needs two
@@ -248,8 +246,8 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 			fmt.Fprintf(bw, "awaken_lua_states%s %d\n", labelSet([]string{"plugin", "state"}, []string{id, "free"}), stats[id][1])
 		}
 	}
-	if fs, ok := s.h.Store().(*filestore.Store); ok {
-		gauge(bw, "awaken_store_corrupt_files", "Corrupt store files set aside since the start (GET /v1/plugins lists them).", int64(len(fs.Problems())))
+	if p, ok := s.h.Store().(storeProblems); ok {
+		gauge(bw, "awaken_store_corrupt_files", "Corrupt store files set aside since the start (GET /v1/plugins lists them).", int64(len(p.Problems())))
 	}
 	_ = bw.Flush() // a scraper that hung up has nothing to read an error in
 	return nil

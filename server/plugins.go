@@ -8,6 +8,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/replay"
+	"github.com/awaken-lua/awaken-lua/run"
 	"github.com/awaken-lua/awaken-lua/store/filestore"
 )
 
@@ -32,11 +33,21 @@ type storeReport struct {
 	Problems []filestore.Problem `json:"problems,omitempty"`
 }
 
+// storeProblems is a store that sets corrupt files aside (the file store).
+type storeProblems interface {
+	Problems() []filestore.Problem
+}
+
 func (s *Server) storeReport() storeReport {
-	if fs, ok := s.h.Store().(*filestore.Store); ok {
-		return storeReport{Kind: "file", Problems: fs.Problems()}
+	st := s.h.Store()
+	r := storeReport{Kind: "custom"} // a store an embedder wrote
+	if k, ok := st.(run.Kinded); ok {
+		r.Kind = k.Kind()
 	}
-	return storeReport{Kind: "memory"}
+	if p, ok := st.(storeProblems); ok {
+		r.Problems = p.Problems()
+	}
+	return r
 }
 
 // shadow is GET /v1/shadow: the shadow generation's disagreements.

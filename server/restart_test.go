@@ -22,6 +22,12 @@ path = "store"
 func TestRestartWithFileStoreWhileWaiting(t *testing.T) {
 	dir := project(t, fileStore, nil)
 	a := newSidecar(t, dir, Options{Log: quietLog()})
+	if st, _ := a.must(200, "GET", "/v1/plugins", nil).body["store"].(map[string]any); st["kind"] != "file" {
+		t.Fatalf("store: %v", st)
+	}
+	if v := a.metricValue("awaken_store_corrupt_files"); v != 0 {
+		t.Fatalf("awaken_store_corrupt_files = %v on a clean store", v)
+	}
 	id := a.startRun(map[string]any{"thread_id": "ops", "tools": []any{map[string]any{"name": "deploy"}, map[string]any{"name": "add"}}})
 	a.phase(id, "step_start", nil)
 	a.phase(id, "before_inference", map[string]any{"request": map[string]any{}})

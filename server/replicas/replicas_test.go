@@ -155,6 +155,9 @@ func tcall(id, name string) map[string]any {
 func TestRunMovesBetweenReplicas(t *testing.T) {
 	rs := replicas(t, 2)
 	a, b := rs[0], rs[1]
+	if st, _ := a.must("GET", "/v1/plugins", nil).body["store"].(map[string]any); st["kind"] != "postgres" {
+		t.Fatalf("GET /v1/plugins names the store %v", st)
+	}
 	created := a.must("POST", "/v1/runs", map[string]any{"thread_id": "t1",
 		"tools": []any{map[string]any{"name": "read"}, map[string]any{"name": "deploy"}}})
 	id, _ := created.body["run_id"].(string)

@@ -477,3 +477,6 @@ func (k *keyedMutex) lock(key string) (unlock func()) {
 		k.mu.Unlock()
 	}
 }
+
+// Kind implements run.Kinded.
+func (s *Store) Kind() string { return "file" }

@@ -361,3 +361,6 @@ func (s *Store) Probe(ctx context.Context) error {
 func unavailable(err error, what string) error {
 	return fmt.Errorf("pgstore: %s: %w", what, err)
 }
+
+// Kind implements run.Kinded.
+func (s *Store) Kind() string { return "postgres" }
