@@ -61,7 +61,7 @@ func appendRecord(b []byte, r *Record) []byte {
 			e.obj(func() {
 				e.str("call_id", d.CallID)
 				e.str("tool", d.Tool)
-				e.str("decision", d.Decision)
+				e.str("decision", d.Decision.String())
 				e.strOmit("plugin", d.Plugin)
 				e.strOmit("reason", d.Reason)
 				if len(d.Args) > 0 {

@@ -28,7 +28,7 @@ func TestAppendRecordRoundTrips(t *testing.T) {
 			Context: []Context{{Key: "k", Target: "system", Role: "system", Content: "c"}}, Request: &Request{Tools: []string{"a"}}},
 		{Rec: KindPhase, RunID: "r", Phase: AfterInference, Input: &Input{Response: &model.Response{Text: "t", Usage: &model.Usage{TotalTokens: 3}}}},
 		{Rec: KindPhase, RunID: "r", Phase: ToolGate, Input: &Input{Call: &model.ToolCall{ID: "c", Name: "shell", Args: map[string]any{"cmd": "rm"}}},
-			Decisions:   []Decision{{CallID: "c", Tool: "shell", Decision: "block", Plugin: "p", Reason: "no", Args: map[string]any{"x": 1.0}}},
+			Decisions:   []Decision{{CallID: "c", Tool: "shell", Decision: gate.Block, Plugin: "p", Reason: "no", Args: map[string]any{"x": 1.0}}},
 			Termination: "blocked:no", Failed: "oops", Masked: []string{"call.args.password"}},
 		{Rec: KindPhase, RunID: "r", Phase: AfterToolExecute, Input: &Input{Call: &model.ToolCall{ID: "c", Name: "n"}, Result: &model.ToolResult{Status: "success", Data: map[string]any{"a": "b"}, Message: "m"}}},
 		{Rec: KindPhase, RunID: "r", Phase: Resume, Input: &Input{Resume: []gate.Resume{{Target: "c", Action: "resume", Result: "yes", Reason: "r"}}, Reason: "why"}, Continued: 2,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
@@ -37,7 +38,7 @@ func sample(n int) []*Record {
 	for i := 0; i < n; i++ {
 		out = append(out, &Record{Rec: KindPhase, RunID: "r1", Phase: ToolGate, Step: 1,
 			Input:     &Input{Call: &model.ToolCall{ID: "c", Name: "shell", Args: map[string]any{"command": "ls", "password": "hunter2"}}},
-			Decisions: []Decision{{CallID: "c", Tool: "shell", Decision: "allow"}}})
+			Decisions: []Decision{{CallID: "c", Tool: "shell", Decision: gate.Allow}}})
 	}
 	return append(out, &Record{Rec: KindEnd, RunID: "r1", Termination: "natural", Steps: 1})
 }
@@ -202,14 +203,14 @@ func TestDetachedRecordOutlivesItsSlot(t *testing.T) {
 	sl := w.Slot()
 	sl.Rec.Rec, sl.Rec.RunID, sl.Rec.Phase = KindPhase, "r1", "tool_gate"
 	sl.SetCall(model.ToolCall{ID: "c1", Name: "shell", Args: map[string]any{"cmd": "ls"}})
-	sl.SetDecision(Decision{CallID: "c1", Tool: "shell", Decision: "block", Plugin: "policy"})
+	sl.SetDecision(Decision{CallID: "c1", Tool: "shell", Decision: gate.Block, Plugin: "policy"})
 	kept := Detach(&sl.Rec)
 	w.Record(&sl.Rec)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if kept.Input == nil || kept.Input.Call == nil || kept.Input.Call.Name != "shell" ||
-		len(kept.Decisions) != 1 || kept.Decisions[0].Decision != "block" || kept.RunID != "r1" {
+		len(kept.Decisions) != 1 || kept.Decisions[0].Decision != gate.Block || kept.RunID != "r1" {
 		t.Fatalf("the detached record lost its values: %+v", kept)
 	}
 	if plain := NewSlot(); Detach(&plain.Rec) != &plain.Rec {

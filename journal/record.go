@@ -138,7 +138,7 @@ type Thread struct {
 type Decision struct {
 	CallID   string         `json:"call_id"`
 	Tool     string         `json:"tool"`
-	Decision string         `json:"decision"`
+	Decision gate.Kind      `json:"decision"`
 	Plugin   string         `json:"plugin,omitempty"`
 	Reason   string         `json:"reason,omitempty"`
 	Args     map[string]any `json:"args,omitempty"` // set when a plugin rewrote them

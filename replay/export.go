@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/model"
 )
@@ -62,7 +63,7 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 		case r.Phase == journal.ToolGate && len(r.Decisions) == 1:
 			d := r.Decisions[0]
 			decisions = append(decisions, d)
-			allowed[d.CallID] = d.Decision == "allow"
+			allowed[d.CallID] = d.Decision == gate.Allow
 		case r.Phase == journal.AfterToolExecute && in.Call != nil && in.Result != nil && allowed[in.Call.ID]:
 			results[in.Call.Name] = append(results[in.Call.Name], lua(in.Result.Value(), 3))
 		case r.Phase == journal.Resume || r.Phase == journal.Announce:
@@ -113,11 +114,11 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 	b.WriteString("    },\n    tools = tools,\n  }\n")
 	b.WriteString("  local decided = {}\n  for _, ev in ipairs(r.events) do\n    if ev.event == \"gate_decision\" then decided[ev.call_id] = ev end\n  end\n")
 	for _, d := range decisions {
-		if d.Decision == "allow" && len(d.Args) == 0 {
+		if d.Decision == gate.Allow && len(d.Args) == 0 {
 			fmt.Fprintf(&b, "  t.eq(decided[%s], nil, %s)\n", luaString(d.CallID), luaString(d.Tool+" "+d.CallID+" was allowed"))
 			continue
 		}
-		kind := d.Decision
+		kind := d.Decision.String()
 		if kind == "allow" {
 			kind = "rewrite"
 		}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
@@ -234,12 +235,12 @@ func (r *Replayer) compare(ctx context.Context, st *runState, want, got *journal
 		w, g := want.Decisions[0], got.Decisions[0]
 		if w.Decision != g.Decision || w.Plugin != g.Plugin {
 			f := base
-			f.Kind, f.From, f.To = w.Decision+"->"+g.Decision, describe(w), describe(g)
+			f.Kind, f.From, f.To = w.Decision.String()+"->"+g.Decision.String(), describe(w), describe(g)
 			f.Plugin = g.Plugin
 			if w.Decision == g.Decision {
-				f.Kind = w.Decision + " by another plugin"
+				f.Kind = w.Decision.String() + " by another plugin"
 			}
-			if g.Decision == "allow" {
+			if g.Decision == gate.Allow {
 				f.Plugin = w.Plugin
 			}
 			if len(want.Masked) > 0 && r.readsMasked(ctx, st, want, g) {
@@ -293,7 +294,7 @@ func (r *Replayer) readsMasked(ctx context.Context, st *runState, want *journal.
 	for _, alt := range []any{"[masked:probe]", float64(0), nil} {
 		c.Args = replaceMasked(c.Args, alt)
 		d, err := st.s.Probe(ctx, c)
-		if err != nil || d.Decision.String() != got.Decision || d.Plugin != got.Plugin {
+		if err != nil || d.Decision != got.Decision || d.Plugin != got.Plugin {
 			return true
 		}
 	}
@@ -317,7 +318,7 @@ func replaceMasked(v map[string]any, alt any) map[string]any {
 }
 
 func describe(d journal.Decision) string {
-	s := d.Decision
+	s := d.Decision.String()
 	if d.Plugin != "" {
 		s += " by " + d.Plugin
 	}

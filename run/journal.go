@@ -102,7 +102,7 @@ func (s *Session) journalGate(call model.ToolCall, g *GateRecord) {
 	}
 	s.journalPhase(journal.ToolGate, nil, func(sl *journal.Slot) {
 		sl.SetCall(call)
-		d := journal.Decision{CallID: call.ID, Tool: call.Name, Decision: g.Decision.String(), Plugin: g.Plugin, Reason: g.Reason}
+		d := journal.Decision{CallID: call.ID, Tool: call.Name, Decision: g.Decision, Plugin: g.Plugin, Reason: g.Reason}
 		if g.RewrittenBy != "" {
 			d.Args = g.Args
 		}
