@@ -65,7 +65,7 @@ func TestGeminiRecordedSession(t *testing.T) { recordedSession(t, "gemini") }
 // through POST /v1/hooks/copilot?event=<event> (the file names the event).
 func TestCopilotRecordedSession(t *testing.T) { recordedSession(t, "copilot") }
 
-// The SPEC's name for Gemini CLI's endpoint answers the same.
+// Gemini CLI's endpoint answers under the CLI's own name too.
 func TestGeminiCLIRecordedSession(t *testing.T) { recordedSessionAt(t, "gemini", "gemini-cli") }
 
 func recordedSession(t *testing.T, agent string) { recordedSessionAt(t, agent, agent) }
