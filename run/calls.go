@@ -528,3 +528,79 @@ func (s *Session) interrupt() {
 		}
 	}
 }
+
+// RunCalls drives the step's calls that wait for the gate, for a host that
+// runs the tools itself (the loop): in model order each is gated; allowed
+// calls wait in a batch, and a call the gate decides otherwise about first
+// makes the waiting ones run, then is gated again, since its decision may
+// depend on what they did (docs/design.md). exec runs one allowed call's
+// tool; its failures are error results. Blocked and set_result calls get
+// their after_tool_execute; suspended ones wait for Resume. It stops when
+// the run ends, and returns what stopped a phase.
+func (s *Session) RunCalls(ctx context.Context, exec func(context.Context, model.ToolCall) model.ToolResult) error {
+	var ready []*CallRecord
+	for _, c := range s.calls {
+		if s.termination != "" || s.status != Running {
+			break
+		}
+		if c.Status != CallNew && c.Status != CallResuming {
+			continue
+		}
+		g, err := s.evaluate(ctx, c)
+		if err != nil {
+			return s.fail(ctx, err)
+		}
+		if g.Decision != gate.Allow && len(ready) > 0 {
+			if err := s.runBatch(ctx, ready, exec); err != nil {
+				return err
+			}
+			ready = nil
+			if s.termination != "" {
+				break
+			}
+			if g, err = s.evaluate(ctx, c); err != nil {
+				return s.fail(ctx, err)
+			}
+		}
+		if err := s.applyGate(ctx, c, g); err != nil {
+			return err
+		}
+		switch c.Gate.Decision {
+		case gate.Allow:
+			ready = append(ready, c)
+		case gate.Block, gate.SetResult:
+			if _, _, err := s.AfterToolExecute(ctx, c.Call, model.ToolResult{}); err != nil {
+				return err
+			}
+		}
+	}
+	if s.termination == "" {
+		return s.runBatch(ctx, ready, exec)
+	}
+	return nil
+}
+
+// runBatch runs allowed calls: before_tool_execute, the tool,
+// after_tool_execute. A run that ends on the way interrupts the rest.
+func (s *Session) runBatch(ctx context.Context, ready []*CallRecord, exec func(context.Context, model.ToolCall) model.ToolResult) error {
+	for _, c := range ready {
+		if s.termination != "" || c.Status != CallRunning || c.Started {
+			continue
+		}
+		if _, err := s.BeforeToolExecute(ctx, c.Call); err != nil {
+			return err
+		}
+		if s.termination != "" {
+			s.interrupt()
+			return nil
+		}
+		res := exec(ctx, c.Call)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, _, err := s.AfterToolExecute(ctx, c.Call, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}

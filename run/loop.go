@@ -174,11 +174,11 @@ func (l *loop) drive(ctx context.Context) {
 		if err != nil && l.err == nil {
 			l.err = err
 		}
-		return err != nil || s.status != Running || s.termination != ""
+		return err != nil || s.Status() != Running || s.Termination() != ""
 	}
-	if s.status == Running && s.stage == StageInferred && s.termination == "" {
+	if s.Status() == Running && s.Stage() == StageInferred && s.Termination() == "" {
 		// A resumed run: finish the open step.
-		if note(l.calls(ctx)) {
+		if note(s.RunCalls(ctx, l.execute)) {
 			l.end(ctx)
 			return
 		}
@@ -187,7 +187,7 @@ func (l *loop) drive(ctx context.Context) {
 			return
 		}
 	}
-	for s.status == Running && s.termination == "" {
+	for s.Status() == Running && s.Termination() == "" {
 		if err := ctx.Err(); err != nil {
 			s.Terminate(Termination{Kind: Cancelled})
 			break
@@ -195,7 +195,9 @@ func (l *loop) drive(ctx context.Context) {
 		if _, err := s.StepStart(ctx); note(err) {
 			break
 		}
-		req, _, err := s.BeforeInference(ctx, model.Request{Messages: s.messages, Tools: l.specs(), Params: l.params})
+		// No messages: the run's own conversation, which the session keeps
+		// (sending it back would replace it with a copy of itself).
+		req, _, err := s.BeforeInference(ctx, model.Request{Tools: l.specs(), Params: l.params})
 		if note(err) {
 			break
 		}
@@ -224,7 +226,7 @@ func (l *loop) drive(ctx context.Context) {
 		} else if note(err) {
 			break
 		}
-		if note(l.calls(ctx)) {
+		if note(s.RunCalls(ctx, l.execute)) {
 			break
 		}
 		if _, err := s.StepEnd(ctx); note(err) {
@@ -236,7 +238,7 @@ func (l *loop) drive(ctx context.Context) {
 
 func (l *loop) end(ctx context.Context) {
 	s := l.s
-	if s.status != Running {
+	if s.Status() != Running {
 		return
 	}
 	if ctx.Err() != nil {
@@ -271,78 +273,6 @@ func (l *loop) tool(name string) (plugin.Tool, bool) {
 		}
 	}
 	return l.s.tool(name)
-}
-
-// calls runs the step's tool calls in batch order (docs/design.md): calls are gated
-// in model order; allowed calls wait in a batch; a call the gate decides
-// about while allowed calls wait first makes them run, then is gated again.
-func (l *loop) calls(ctx context.Context) error {
-	s := l.s
-	var ready []*CallRecord
-	for _, c := range s.calls {
-		if s.termination != "" || s.status != Running {
-			break
-		}
-		if c.Status != CallNew && c.Status != CallResuming {
-			continue
-		}
-		g, err := s.evaluate(ctx, c)
-		if err != nil {
-			return s.fail(ctx, err)
-		}
-		if g.Decision != gate.Allow && len(ready) > 0 {
-			if err := l.flush(ctx, ready); err != nil {
-				return err
-			}
-			ready = nil
-			if s.termination != "" {
-				break
-			}
-			if g, err = s.evaluate(ctx, c); err != nil {
-				return s.fail(ctx, err)
-			}
-		}
-		if err := s.applyGate(ctx, c, g); err != nil {
-			return err
-		}
-		switch c.Gate.Decision {
-		case gate.Allow:
-			ready = append(ready, c)
-		case gate.Block, gate.SetResult:
-			if _, _, err := s.AfterToolExecute(ctx, c.Call, model.ToolResult{}); err != nil {
-				return err
-			}
-		}
-	}
-	if s.termination == "" {
-		return l.flush(ctx, ready)
-	}
-	return nil
-}
-
-// flush runs allowed calls: before_tool_execute, the tool, after_tool_execute.
-func (l *loop) flush(ctx context.Context, ready []*CallRecord) error {
-	s := l.s
-	for _, c := range ready {
-		if s.termination != "" || c.Status != CallRunning || c.Started {
-			continue
-		}
-		if _, err := s.BeforeToolExecute(ctx, c.Call); err != nil {
-			return err
-		}
-		if s.termination != "" {
-			s.interrupt()
-			return nil
-		}
-		res := l.execute(ctx, c.Call)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if _, _, err := s.AfterToolExecute(ctx, c.Call, res); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // execute runs a tool; its failures become error results the model sees.
