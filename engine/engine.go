@@ -101,8 +101,8 @@ func WithAudit(a plugin.AuditSink) Option { return func(e *Engine) { e.audit = a
 // deterministically.
 func WithClock(now func() time.Time) Option { return func(e *Engine) { e.clock = now } }
 
-// New makes an engine for a set built with NewSet (or one that includes
-// RegisterCore's parts).
+// New makes an engine for a set built with NewSet, or one whose first
+// plugin is Core or CoreWith.
 func New(set *plugin.Set, opts ...Option) *Engine {
 	e := &Engine{set: set, maxRounds: DefaultMaxRounds, clock: time.Now,
 		log: slog.New(slog.DiscardHandler)}
@@ -136,22 +136,38 @@ func NewSet(plugins ...plugin.Plugin) (*plugin.Set, error) {
 	return plugin.NewSet(append([]plugin.Plugin{Core()}, plugins...)...)
 }
 
-// Core is the engine's built-in plugin "runtime": the action queue, dead
-// letters and stop keys, and the runtime.log and runtime.audit effects.
-func Core() plugin.Plugin { return corePlugin{} }
+// Core is the built-in plugin "runtime": the action queue, dead letters
+// and stop keys, and the runtime.log and runtime.audit effects. A layer
+// above the engine (the agent runtime) adds its own built-ins to this one
+// plugin through CoreWith, so a set has exactly one "runtime".
+func Core() plugin.Plugin { return CoreWith("awaken-lua runtime built-ins", nil) }
 
-type corePlugin struct{}
+// CoreWith is Core extended: description describes it, and more registers
+// the layer's own keys, actions and effects after the engine's.
+func CoreWith(description string, more func(*plugin.Registrar) error) plugin.Plugin {
+	return corePlugin{description: description, more: more}
+}
+
+type corePlugin struct {
+	description string
+	more        func(*plugin.Registrar) error
+}
 
 func (corePlugin) ID() string    { return "runtime" }
 func (corePlugin) Builtin() bool { return true }
-func (corePlugin) Register(r *plugin.Registrar) error {
-	r.Describe("awaken-lua runtime built-ins")
-	return RegisterCore(r)
+func (c corePlugin) Register(r *plugin.Registrar) error {
+	r.Describe(c.description)
+	if err := registerCore(r); err != nil {
+		return err
+	}
+	if c.more != nil {
+		return c.more(r)
+	}
+	return nil
 }
 
-// RegisterCore registers the engine's built-in keys and effects on r, for a
-// built-in plugin that adds more of its own. r must be marked built-in.
-func RegisterCore(r *plugin.Registrar) error {
+// registerCore registers the engine's built-in keys and effects on r.
+func registerCore(r *plugin.Registrar) error {
 	for _, name := range []string{KeyPendingActions, KeyFailedActions, KeyStop} {
 		if _, err := r.Key(state.Spec{Name: name, Scope: state.ScopeRun, Trusted: true}, errs.Pos{}); err != nil {
 			return err
@@ -266,7 +282,7 @@ func (e *Engine) Exec(c ExecConfig) (*Exec, error) {
 	x.failed, ok2 = reg.Key(KeyFailedActions)
 	x.stop, ok3 = reg.Key(KeyStop)
 	if !ok1 || !ok2 || !ok3 {
-		return nil, fmt.Errorf("engine: the plugin set lacks the runtime built-ins; build it with engine.NewSet or register engine.RegisterCore")
+		return nil, fmt.Errorf("engine: the plugin set lacks the runtime built-ins; build it with engine.NewSet, or put engine.Core (or CoreWith) first")
 	}
 	if c.Store == nil {
 		return nil, fmt.Errorf("engine: ExecConfig.Store is nil")

@@ -43,19 +43,15 @@ var (
 	kinds   = []any{"ephemeral", "persistent", "throttled"}
 )
 
-// Builtins is the runtime's built-in plugin "runtime": never filtered out.
-func Builtins() plugin.Plugin { return builtins{} }
+// Builtins is the built-in plugin "runtime" with the agent runtime's own
+// built-ins added to the engine's: never filtered out.
+func Builtins() plugin.Plugin {
+	return engine.CoreWith("awaken-lua runtime built-ins: the action queue, tool calls, context messages, tool filters, inference overrides",
+		registerBuiltins)
+}
 
-type builtins struct{}
-
-func (builtins) ID() string    { return "runtime" }
-func (builtins) Builtin() bool { return true }
-
-func (builtins) Register(r *plugin.Registrar) error {
-	r.Describe("awaken-lua runtime built-ins: the action queue, tool calls, context messages, tool filters, inference overrides")
-	if err := engine.RegisterCore(r); err != nil {
-		return err
-	}
+// registerBuiltins registers the agent runtime's keys and actions.
+func registerBuiltins(r *plugin.Registrar) error {
 	for _, k := range []string{KeyRun, KeyToolCalls, KeyContextMessages, KeyThrottle, KeyToolFilter, KeyInferenceOverride, KeyContinue} {
 		if _, err := r.Key(state.Spec{Name: k, Scope: state.ScopeRun, Trusted: true}, errs.Pos{}); err != nil {
 			return err
