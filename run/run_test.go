@@ -842,3 +842,29 @@ func TestBeforeInferenceReturnsTheContextItPlaced(t *testing.T) {
 		t.Errorf("the request holds %d messages, want the prompt and the note", n)
 	}
 }
+
+// A new run on a thread starts with the agent's system prompt once, then
+// the thread's saved conversation, then the new messages: the prompt the
+// thread saved is not repeated.
+func TestConversationOnAThread(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t, []run.Option{run.WithAgents(run.Agent{ID: "a", SystemPrompt: "You are helpful."})})
+	if _, err := rt.Run(ctx, run.Request{Agent: "a", ThreadID: "t", Prompt: "hello", Model: turns(text("hi"))}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := rt.Conversation(ctx, "a", "t", []model.Message{{Role: "user", Content: "again"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.Role+":"+m.Content)
+	}
+	want := []string{"system:You are helpful.", "user:hello", "assistant:hi", "user:again"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if _, err := rt.Conversation(ctx, "nobody", "", nil); err == nil {
+		t.Fatal("an unknown agent has a conversation")
+	}
+}

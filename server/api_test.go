@@ -544,3 +544,17 @@ func TestAccessLogLine(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A phase path that names no phase endpoint says what it should have said.
+func TestUnknownPhase(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog()})
+	id := sc.startRun(map[string]any{})
+	if r := sc.call("POST", "/v1/runs/"+id+"/phases/tool_gat", map[string]any{}); r.status != 404 ||
+		!strings.Contains(string(r.raw), `did you mean \"tool_gate\"`) {
+		t.Fatalf("a misspelt phase: %d %s", r.status, r.raw)
+	}
+	if r := sc.call("POST", "/v1/runs/"+id+"/phases/run_start", map[string]any{}); r.status != 409 ||
+		!strings.Contains(string(r.raw), "phase_out_of_order") {
+		t.Fatalf("run_start as a phase: %d %s", r.status, r.raw)
+	}
+}

@@ -548,3 +548,24 @@ func TestClaudeCodeSubagentStopContinues(t *testing.T) {
 	wantEmpty(t, stop("a1")) // a1's bound of one continue is spent
 	wantEmpty(t, sc.hook(t, map[string]any{"session_id": "sub", "hook_event_name": "SubagentStop", "agent_id": ""}, ""))
 }
+
+// A session whose run a client deleted (DELETE /v1/runs/{id}) goes on in a
+// new run: the adapter forgets the run it cannot find instead of failing
+// every later event.
+func TestClaudeCodeRunDeletedUnderneath(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	s := map[string]any{"session_id": "gone-run"}
+	sc.hook(t, fixture(t, "user_prompt_submit", s), "")
+	id := sc.ccRunID(t, "gone-run")
+	if id == "" {
+		t.Fatal("no open run after the prompt")
+	}
+	sc.must(204, "DELETE", "/v1/runs/"+id, nil)
+	// Allowed (no decision); the new run greets the session again.
+	if out := specific(sc.hook(t, fixture(t, "pre_tool_use_write", s), "")); out["permissionDecision"] != nil {
+		t.Fatalf("the write should be allowed: %v", out)
+	}
+	if next := sc.ccRunID(t, "gone-run"); next == "" || next == id {
+		t.Fatalf("the session should go on in a new run, has %q", next)
+	}
+}

@@ -78,12 +78,8 @@ func (s *Server) noPhase(w http.ResponseWriter, r *http.Request) error {
 	if name == phase.RunStart.String() {
 		return fail(http.StatusConflict, errs.PhaseOutOfOrder, "run_start runs when the run is created (POST /v1/runs)")
 	}
-	names := make([]string, 0, len(phase.All))
-	for _, p := range phase.All {
-		names = append(names, p.String())
-	}
 	return fail(http.StatusNotFound, errs.BadRequest, "no phase %q%s; phases: step_start, before_inference, after_inference, tool_gate, before_tool_execute, after_tool_execute, step_end, run_end",
-		name, errs.DidYouMean(name, names))
+		name, errs.DidYouMean(name, phase.Names()))
 }
 
 func (s *Server) stepStart(w http.ResponseWriter, r *http.Request) error {

@@ -106,25 +106,30 @@ func TestHookCommandRecordedSession(t *testing.T) {
 	}
 }
 
-func hookSession(t *testing.T, agent string) {
-	_, events := agentEvents(t, agent)
+// referenceSidecar serves the reference policy of testdata/agents/claude-code
+// on loopback until the test ends, and returns its address.
+func referenceSidecar(t *testing.T) string {
+	t.Helper()
 	policy := filepath.Join("..", "..", "testdata", "agents", "claude-code", "policy", "awaken.toml")
-	h, err := host.Open(context.Background(), host.Options{ConfigPath: policy,
-		Log: slog.New(slog.DiscardHandler)})
+	h, err := host.Open(context.Background(), host.Options{ConfigPath: policy, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
 	srv := server.New(h, server.Options{HookAgent: "default", Log: slog.New(slog.DiscardHandler)})
-	defer srv.Close()
 	ts := httptest.NewServer(srv)
-	defer ts.Close()
+	t.Cleanup(func() { ts.Close(); srv.Close(); h.Close() })
+	return ts.URL
+}
+
+func hookSession(t *testing.T, agent string) {
+	_, events := agentEvents(t, agent)
+	url := referenceSidecar(t)
 	for _, f := range events {
 		event, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		args := []string{"hook", "--agent", agent, "--url", ts.URL}
+		args := []string{"hook", "--agent", agent, "--url", url}
 		if agent == "copilot" {
 			args = append(args, "--event", strings.Split(filepath.Base(f), ".")[1])
 		}
@@ -357,29 +362,20 @@ func mustMarshal(v any) string { b, _ := json.Marshal(v); return string(b) }
 // work.
 func TestHookSuspendDefer(t *testing.T) {
 	dir, _ := recordedEvents(t)
-	policy := filepath.Join(dir, "policy", "awaken.toml")
-	h, err := host.Open(context.Background(), host.Options{ConfigPath: policy, Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	srv := server.New(h, server.Options{HookAgent: "default", Log: slog.New(slog.DiscardHandler)})
-	defer srv.Close()
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
+	url := referenceSidecar(t)
 	prompt, _ := os.ReadFile(filepath.Join(dir, "02.user_prompt_submit.json"))
 	push, _ := os.ReadFile(filepath.Join(dir, "07.pre_tool_use.bash_git_push.json"))
-	if _, errOut, code := runChild(t, "", nil, prompt, "hook", "--url", ts.URL, "--suspend", "defer"); code != 0 {
+	if _, errOut, code := runChild(t, "", nil, prompt, "hook", "--url", url, "--suspend", "defer"); code != 0 {
 		t.Fatalf("prompt: exit %d, %s", code, errOut)
 	}
-	out, errOut, code := runChild(t, "", nil, push, "hook", "--url", ts.URL, "--suspend", "defer")
+	out, errOut, code := runChild(t, "", nil, push, "hook", "--url", url, "--suspend", "defer")
 	if code != 0 || !strings.Contains(out, `"permissionDecision":"defer"`) {
 		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errOut)
 	}
 	for _, bad := range [][]string{
 		{"--suspend", "later"}, {"--suspend", "defer", "--local"}, {"--suspend", "defer", "--agent", "codex"},
 	} {
-		if _, errOut, code := runChild(t, "", nil, push, append([]string{"hook", "--url", ts.URL}, bad...)...); code != exitUsage || !strings.Contains(errOut, "--suspend") {
+		if _, errOut, code := runChild(t, "", nil, push, append([]string{"hook", "--url", url}, bad...)...); code != exitUsage || !strings.Contains(errOut, "--suspend") {
 			t.Errorf("%v: exit %d, %s", bad, code, errOut)
 		}
 	}

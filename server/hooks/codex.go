@@ -32,7 +32,7 @@ func (cc *claudeCode) serveCodex(ctx context.Context, r *http.Request, in *ccInp
 	out := cc.dispatch(ctx, *in, agent)
 	if spec := out.HookSpecificOutput; spec != nil && spec.PermissionDecision == "ask" {
 		spec.PermissionDecision = "deny"
-		spec.PermissionDecisionReason = "a person must approve this call, and Codex's hook cannot ask, so it is denied: " + spec.PermissionDecisionReason
+		spec.PermissionDecisionReason = cannotAsk("Codex", spec.PermissionDecisionReason)
 		cc.o.Log.LogAttrs(r.Context(), slog.LevelInfo, "Codex cannot ask: an ask is answered deny", slog.String("session_id", in.SessionID))
 	}
 	return out

@@ -165,7 +165,7 @@ func copilotReply(event string, out ccOutput, back map[string]string) copilotOut
 			r.PermissionDecision, r.PermissionDecisionReason = "deny", spec.PermissionDecisionReason
 		case spec.PermissionDecision == "ask":
 			r.PermissionDecision = "deny"
-			r.PermissionDecisionReason = "a person must approve this call, and Copilot CLI's hook cannot ask, so it is denied: " + spec.PermissionDecisionReason
+			r.PermissionDecisionReason = cannotAsk("Copilot CLI", spec.PermissionDecisionReason)
 		case spec.UpdatedInput != nil:
 			r.PermissionDecision, r.ModifiedArgs = "allow", map[string]any{}
 			for k, v := range spec.UpdatedInput {

@@ -152,7 +152,7 @@ func geminiReply(event string, out ccOutput, orig map[string]any, back map[strin
 			r.Decision, r.Reason = "deny", spec.PermissionDecisionReason
 		case spec.PermissionDecision == "ask":
 			r.Decision = "deny"
-			r.Reason = "a person must approve this call, and Gemini CLI's hook cannot ask, so it is denied: " + spec.PermissionDecisionReason
+			r.Reason = cannotAsk("Gemini CLI", spec.PermissionDecisionReason)
 		case spec.UpdatedInput != nil:
 			// Gemini merges tool_input over the model's arguments: an
 			// argument the rewrite dropped would stay, so that is denied.

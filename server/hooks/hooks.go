@@ -105,6 +105,12 @@ func (a *Adapters) Cursor(w http.ResponseWriter, r *http.Request) error { return
 // telling); a session whose deferred call waits is kept up to MaxDeferHold.
 func (a *Adapters) Sweep(now time.Time, idle time.Duration) { a.cc.sweep(now, idle) }
 
+// cannotAsk is the deny reason for a call a plugin wants a person to
+// approve, given to an agent whose hook protocol cannot ask.
+func cannotAsk(agent, reason string) string {
+	return "a person must approve this call, and " + agent + "'s hook cannot ask, so it is denied: " + reason
+}
+
 // writeJSON writes a reply as the sidecar writes its own.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
 	b, err := json.Marshal(v)
