@@ -30,17 +30,14 @@ import (
 // engine and runtime, with a memory store kept between calls, so thread
 // state carries over. Its results are plain tables (docs/design.md).
 type harness struct {
-	tr      *testRun
-	gen     *Generation
-	eng     *engine.Engine
-	rt      *run.Runtime
-	store   *run.MemoryStore
-	view    *plugin.View
-	configs map[string]any
-	agent   run.Agent
-	now     time.Time
-	runs    atomic.Int64
-	closed  bool
+	tr     *testRun
+	gen    *Generation
+	rt     *run.Runtime
+	store  *run.MemoryStore
+	agent  run.Agent
+	now    time.Time
+	runs   atomic.Int64
+	closed bool
 }
 
 const defaultThread = "main"
@@ -163,18 +160,13 @@ func (tr *testRun) newHarness(L *lua.LState) int {
 	if agent.Configs, err = gen.Set.Configure(cfg); err != nil {
 		raiseCode(L, err)
 	}
-	h.configs = agent.Configs
 	h.agent = agent
-	if h.view, err = gen.Set.Activate(agent.Plugins); err != nil {
-		raiseCode(L, err)
-	}
 	opts := []engine.Option{engine.WithClock(h.clock), engine.WithLogger(tr.o.Log)}
 	if maxRounds > 0 {
 		opts = append(opts, engine.WithMaxRounds(maxRounds))
 	}
-	h.eng = engine.New(gen.Set, opts...)
 	var n atomic.Int64
-	h.rt, err = run.New(h.eng, run.WithAgents(agent), run.WithStore(h.store), run.WithGeneration(gen.ID),
+	h.rt, err = run.New(engine.New(gen.Set, opts...), run.WithAgents(agent), run.WithStore(h.store), run.WithGeneration(gen.ID),
 		run.WithLogger(tr.o.Log), run.WithIDs(func(p string) string { return fmt.Sprintf("%s_%d", p, n.Add(1)) }))
 	if err != nil {
 		raiseCode(L, err)
@@ -245,45 +237,43 @@ func (h *harness) opts(L *lua.LState, n int) callOpts {
 	return o
 }
 
-// store makes a run store for one call: the thread's saved values, then
-// opts.state on top.
-func (h *harness) runStore(L *lua.LState, o callOpts) *state.Store {
-	th, _, _ := h.store.Thread(context.Background(), o.thread)
+// seeds checks opts.state against the declared keys and splits it into
+// run-scoped and thread-scoped values, as a checkpoint holds them; the
+// restored session takes the thread's saved values for the keys not seeded.
+func (h *harness) seeds(L *lua.LState, o callOpts) (runVals, threadVals map[string]any) {
 	reg := h.gen.Set.Registry()
 	seed := map[string]any{}
-	for k, v := range th.Values {
-		seed[k] = v
-	}
 	for k, v := range o.state {
-		if _, ok := reg.Key(k); !ok {
+		key, ok := reg.Key(k)
+		if !ok {
 			st, _ := state.NewStore(reg, nil)
 			_, err := st.Snapshot().Lookup(k)
 			raiseCode(L, err)
+		}
+		if key.Transient {
+			raiseCode(L, errs.New(errs.BadRequest, "opts.state.%s: the key is declared persist = false, so a run the harness restores at a phase starts it from its default; set it in an earlier phase of h:run instead", k))
 		}
 		seed[k] = v
 	}
 	st, misfits := state.NewStore(reg, seed)
 	for _, mf := range misfits {
-		if _, seeded := o.state[mf.Key]; seeded {
-			raiseCode(L, fmt.Errorf("%w: opts.state.%s: %v", errs.SchemaViolation, mf.Key, mf.Err))
-		}
+		raiseCode(L, fmt.Errorf("%w: opts.state.%s: %v", errs.SchemaViolation, mf.Key, mf.Err))
 	}
-	return st
+	return splitScopes(st)
 }
 
-// saveThread keeps the values of a store a thread keeps (run.ThreadKept)
-// for later calls, as a run's end saves them.
-func (h *harness) saveThread(thread string, st *state.Store) {
-	ctx := context.Background()
-	th, _, _ := h.store.Thread(ctx, thread)
-	th.ID = thread
-	if th.Values == nil {
-		th.Values = map[string]any{}
+// checkpoint is a run on opts' thread restored at stage, with opts.state
+// seeded: the point a run has reached just before the phase a harness
+// method runs.
+func (h *harness) checkpoint(L *lua.LState, o callOpts, stage run.Stage, calls ...run.CallRecord) run.Checkpoint {
+	runVals, threadVals := h.seeds(L, o)
+	th, _, err := h.store.Thread(h.tr.cctx, o.thread)
+	if err != nil {
+		raiseCode(L, err)
 	}
-	for k, v := range st.Snapshot().Values(run.ThreadKept) {
-		th.Values[k] = v
-	}
-	_, _ = h.store.PutThread(ctx, th)
+	info := h.info(o)
+	return run.Checkpoint{RunID: info.ID, ThreadID: o.thread, AgentID: h.agent.ID, Status: run.Running, Stage: stage,
+		Step: o.step, Values: runVals, ThreadValues: threadVals, ThreadRevision: th.Revision, Calls: calls}
 }
 
 func (h *harness) info(o callOpts) plugin.RunInfo {
@@ -299,7 +289,6 @@ func (h *harness) gate(L *lua.LState) int {
 	h.self(L)
 	call := h.toolCall(L, 2)
 	o := h.opts(L, 3)
-	st := h.runStore(L, o)
 	cr := run.CallRecord{Call: call.Call, Status: run.CallNew}
 	if r := call.Resume; r != nil {
 		// A call resumed by a decision: suspended by an earlier gate,
@@ -308,11 +297,7 @@ func (h *harness) gate(L *lua.LState) int {
 		cr.Gate = &run.GateRecord{Decision: gate.Suspend, Args: call.Call.Args, Ticket: &gate.Ticket{ID: "ticket_" + call.Call.ID, CallID: call.Call.ID, ResumeMode: gate.Replay}}
 		cr.Resume = &run.ResumeRecord{Action: r.Action, Result: r.Result, Reason: r.Reason, Mode: string(gate.Replay)}
 	}
-	info := h.info(o)
-	runVals, threadVals := splitScopes(st)
-	cp := run.Checkpoint{RunID: info.ID, ThreadID: o.thread, AgentID: h.agent.ID, Status: run.Running, Stage: run.StageInferred,
-		Step: o.step, Values: runVals, ThreadValues: threadVals, Calls: []run.CallRecord{cr}, Revision: st.Revision()}
-	sess, err := h.rt.RestoreCheckpoint(h.tr.cctx, cp, nil)
+	sess, err := h.rt.RestoreCheckpoint(h.tr.cctx, h.checkpoint(L, o, run.StageInferred, cr), nil)
 	if err != nil {
 		raiseCode(L, err)
 	}
@@ -401,8 +386,13 @@ func (h *harness) toolCallFrom(L *lua.LState, n int, raw any) plugin.ToolInfo {
 	return t
 }
 
-// phase runs one phase (GATHER and EXECUTE): {state, effects,
-// pending_actions, failed_actions, revision}.
+// phase runs one phase as a run reaches it: a session of the harness's
+// runtime on opts' thread, restored at the stage the phase follows with
+// opts.state seeded (run_start: a run started afresh), runs the phase
+// through the Session's own method for it. The thread then keeps what the
+// run's thread-scoped keys hold (Session.SaveThread), as if the run had
+// stopped there. It returns {state, effects, pending_actions,
+// failed_actions, revision}.
 func (h *harness) phase(L *lua.LState) int {
 	h.self(L)
 	name := L.CheckString(2)
@@ -410,81 +400,180 @@ func (h *harness) phase(L *lua.LState) int {
 	if !ok || p == phase.ToolGate {
 		L.ArgError(2, fmt.Sprintf("a phase other than tool_gate (use h:gate): one of %s", strings.Join(phase.Names(), ", ")))
 	}
-	in := plugin.Input{}
-	if t, ok := L.Get(3).(*lua.LTable); ok {
-		raw, err := fromLua(t, h.tr.inst.null)
-		if err != nil {
-			L.ArgError(3, err.Error())
-		}
-		m, _ := raw.(map[string]any)
-		for k := range m {
-			switch k {
-			case "tool":
-				tool := h.toolCallFrom(L, 3, m["tool"])
-				in.Tool = &tool
-			case "response":
-				r, err := model.ResponseFromValue(m["response"])
-				if err != nil {
-					L.ArgError(3, err.Error())
-				}
-				in.Response = &r
-			case "messages":
-				msgs, err := model.MessagesFromValue(m["messages"])
-				if err != nil {
-					L.ArgError(3, err.Error())
-				}
-				in.Messages = msgs
-			case "tools":
-				list, _ := asList(m["tools"])
-				for i, x := range list {
-					tm, ok := x.(map[string]any)
-					name, _ := tm["name"].(string)
-					if !ok || name == "" {
-						L.ArgError(3, fmt.Sprintf("tools[%d] is a table {name, description?}", i+1))
-					}
-					desc, _ := tm["description"].(string)
-					in.Tools = append(in.Tools, model.ToolSpec{Name: name, Description: desc})
-				}
-			default:
-				L.ArgError(3, fmt.Sprintf("unknown input %q (inputs: tool, response, messages, tools)", k))
-			}
-		}
-	}
+	in := h.phaseInput(L, 3)
 	o := h.opts(L, 4)
-	st := h.runStore(L, o)
+	ctx := h.tr.cctx
 	var effects []any
-	x, err := h.eng.Exec(engine.ExecConfig{Store: st, View: h.view, Configs: h.configs,
-		OnEffect: func(key string, payload any) {
-			effects = append(effects, map[string]any{"key": key, "payload": payload})
-		}})
+	onEffect := func(key string, payload any) {
+		effects = append(effects, map[string]any{"key": key, "payload": payload})
+	}
+	msgs, err := h.rt.Conversation(ctx, h.agent.ID, o.thread, in.Messages)
 	if err != nil {
 		raiseCode(L, err)
 	}
-	in.Run = h.info(o)
-	if err := x.Phase(h.tr.cctx, p, in); err != nil {
+	var sess *run.Session
+	restore := func(stage run.Stage, step int, calls ...run.CallRecord) {
+		cp := h.checkpoint(L, o, stage, calls...)
+		cp.Step, cp.Messages = step, msgs
+		if p == phase.RunEnd {
+			cp.Termination = run.Termination{Kind: run.Natural}.String()
+		}
+		if sess, err = h.rt.RestoreCheckpoint(ctx, cp, nil, onEffect); err != nil {
+			raiseCode(L, err)
+		}
+	}
+	switch p {
+	case phase.RunStart:
+		if len(o.state) > 0 {
+			L.ArgError(4, "run_start begins a run from the thread's saved state: opts.state seeds the keys of a later phase")
+		}
+		sess, _, err = h.rt.Start(ctx, run.StartOptions{Agent: h.agent.ID, ThreadID: o.thread, RunID: h.info(o).ID,
+			Messages: in.Messages, Tools: in.Tools, OnEffect: onEffect})
+	case phase.StepStart:
+		stage := run.StageStepEnded
+		if o.step <= 1 {
+			stage = run.StageRunStarted
+		}
+		restore(stage, o.step-1)
+		_, err = sess.StepStart(ctx)
+	case phase.BeforeInference:
+		restore(run.StageStepStarted, o.step)
+		_, _, err = sess.BeforeInference(ctx, model.Request{Messages: msgs, Tools: in.Tools})
+	case phase.AfterInference:
+		restore(run.StageInferenceReady, o.step)
+		var resp model.Response
+		if in.Response != nil {
+			resp = *in.Response
+		}
+		_, err = sess.AfterInference(ctx, resp)
+	case phase.BeforeToolExecute, phase.AfterToolExecute:
+		if in.Tool == nil {
+			L.ArgError(3, fmt.Sprintf("%s runs for a tool call: give input.tool = {id?, name, args?, result?, decision?, resume?}", p))
+		}
+		restore(run.StageInferred, o.step, h.callRecord(in.Tool, o, p))
+		if p == phase.BeforeToolExecute {
+			_, err = sess.BeforeToolExecute(ctx, in.Tool.Call)
+			break
+		}
+		res := model.Success("")
+		if in.Tool.Result != nil {
+			res = *in.Tool.Result
+		}
+		_, _, err = sess.AfterToolExecute(ctx, in.Tool.Call, res)
+	case phase.StepEnd:
+		restore(run.StageInferred, o.step)
+		_, err = sess.StepEnd(ctx)
+	case phase.RunEnd:
+		restore(run.StageStepEnded, o.step)
+		_, err = sess.RunEnd(ctx)
+	}
+	if err != nil {
 		raiseCode(L, err)
 	}
-	h.saveThread(o.thread, st)
+	if err := sess.SaveThread(ctx); err != nil {
+		raiseCode(L, err)
+	}
 	pending := []any{}
-	for _, a := range x.PendingActions() {
+	for _, a := range sess.PendingActions() {
 		pending = append(pending, map[string]any{"key": a.Key, "phase": a.Phase.String(), "payload": a.Payload})
 	}
 	failed := []any{}
-	for _, d := range x.FailedActions() {
+	for _, d := range sess.FailedActions() {
 		failed = append(failed, map[string]any{"key": d.Key, "payload": d.Payload, "error": d.Error})
 	}
 	if effects == nil {
 		effects = []any{}
 	}
 	out := map[string]any{
-		"state":           pluginState(st.Snapshot().Values(nil)),
+		"state":           pluginState(sess.State()),
 		"effects":         effects,
 		"pending_actions": pending,
 		"failed_actions":  failed,
-		"revision":        float64(st.Revision()),
+		"revision":        float64(sess.Revision()),
 	}
 	L.Push(toLua(L, h.tr.inst.null, out))
 	return 1
+}
+
+// phaseInput reads h:phase's input table {tool?, response?, messages?,
+// tools?} at stack index n.
+func (h *harness) phaseInput(L *lua.LState, n int) plugin.Input {
+	in := plugin.Input{}
+	t, ok := L.Get(n).(*lua.LTable)
+	if !ok {
+		return in
+	}
+	raw, err := fromLua(t, h.tr.inst.null)
+	if err != nil {
+		L.ArgError(n, err.Error())
+	}
+	m, _ := raw.(map[string]any)
+	for k := range m {
+		switch k {
+		case "tool":
+			tool := h.toolCallFrom(L, n, m["tool"])
+			in.Tool = &tool
+		case "response":
+			r, err := model.ResponseFromValue(m["response"])
+			if err != nil {
+				L.ArgError(n, err.Error())
+			}
+			in.Response = &r
+		case "messages":
+			msgs, err := model.MessagesFromValue(m["messages"])
+			if err != nil {
+				L.ArgError(n, err.Error())
+			}
+			in.Messages = msgs
+		case "tools":
+			list, _ := asList(m["tools"])
+			for i, x := range list {
+				tm, ok := x.(map[string]any)
+				name, _ := tm["name"].(string)
+				if !ok || name == "" {
+					L.ArgError(n, fmt.Sprintf("tools[%d] is a table {name, description?}", i+1))
+				}
+				desc, _ := tm["description"].(string)
+				in.Tools = append(in.Tools, model.ToolSpec{Name: name, Description: desc})
+			}
+		default:
+			L.ArgError(n, fmt.Sprintf("unknown input %q (inputs: tool, response, messages, tools)", k))
+		}
+	}
+	return in
+}
+
+// callRecord is the call a call phase (p) runs for: the input's tool, past
+// the gate with the decision the tool names, or else the one opts.state's
+// __runtime.tool_calls records for it, or else allowed; resumed from a
+// suspension when the tool names a resume. For after_tool_execute an
+// allowed call has started, as before_tool_execute leaves it.
+func (h *harness) callRecord(tool *plugin.ToolInfo, o callOpts, p phase.Phase) run.CallRecord {
+	g := run.GateRecord{Decision: gate.Allow, Args: tool.Call.Args}
+	if tool.Gate != nil {
+		g.Decision, g.Plugin, g.Reason, g.RewrittenBy = tool.Gate.Decision, tool.Gate.Plugin, tool.Gate.Reason, tool.Gate.RewrittenBy
+	} else {
+		recs, _ := o.state[run.KeyToolCalls].(map[string]any)
+		rec, _ := recs[tool.Call.ID].(map[string]any)
+		if k, ok := gate.ParseKind(str(rec["decision"])); ok {
+			g.Decision, g.Plugin, g.Reason, g.RewrittenBy = k, str(rec["plugin"]), str(rec["reason"]), str(rec["rewritten_by"])
+		}
+	}
+	if g.Decision == gate.SetResult && tool.Result != nil {
+		r := *tool.Result
+		g.Result = &r
+	}
+	cr := run.CallRecord{Call: tool.Call, Status: run.CallRunning, Gate: &g,
+		Started: p == phase.AfterToolExecute && g.Decision == gate.Allow}
+	if r := tool.Resume; r != nil {
+		cr.Resume = &run.ResumeRecord{Action: r.Action, Result: r.Result, Reason: r.Reason, Mode: string(gate.Replay)}
+	}
+	return cr
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
 }
 
 // pluginState leaves out the runtime's own keys: the harness reports those

@@ -76,3 +76,19 @@ func TestHarnessGateDefaultReason(t *testing.T) {
 		t.Fatalf("%s", out.String())
 	}
 }
+
+// TestHarnessPhaseDrivesARun runs testdata/phase: h:phase restores a run at
+// the stage before the phase, refuses what no run reaches, and saves the
+// thread as a run does.
+func TestHarnessPhaseDrivesARun(t *testing.T) {
+	src := luabridge.Source{FS: os.DirFS("testdata/phase"), Name: "scripts"}
+	files, err := luabridge.FindTests(src)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("files %v %v", files, err)
+	}
+	var out strings.Builder
+	sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Plugins: src, Out: &out, Verbose: true})
+	if sum.Passed != 4 || sum.Failed != 0 {
+		t.Fatalf("passed %d failed %d\n%s", sum.Passed, sum.Failed, out.String())
+	}
+}

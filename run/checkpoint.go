@@ -126,6 +126,18 @@ func (s *Session) save(ctx context.Context) error {
 	return nil
 }
 
+// SaveThread writes the thread-scoped values the run holds now to its
+// thread, as the run's end will, without ending the run; the thread's
+// conversation is saved only at the end. A host that drives a run part of
+// the way and leaves it there (the test harness's h:phase) keeps the
+// thread's state this way. A waiting or finished run has saved it already.
+func (s *Session) SaveThread(ctx context.Context) error {
+	if s.status != Running {
+		return nil
+	}
+	return s.save(ctx)
+}
+
 // ThreadKept reports whether a thread keeps a key's value across runs:
 // thread-scoped keys, except those declared persist = false.
 func ThreadKept(k *state.Key) bool { return k.Scope == state.ScopeThread && !k.Transient }

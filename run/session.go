@@ -370,6 +370,13 @@ func (s *Session) Suspended() []gate.Ticket {
 // State returns every key with a value, by name.
 func (s *Session) State() map[string]any { return s.store.Snapshot().Values(nil) }
 
+// PendingActions lists the actions queued for later phases, oldest first.
+func (s *Session) PendingActions() []engine.QueuedAction { return s.x.PendingActions() }
+
+// FailedActions lists the actions that failed (the dead letters), oldest
+// first.
+func (s *Session) FailedActions() []engine.DeadLetter { return s.x.FailedActions() }
+
 func (s *Session) outcome() Outcome {
 	return Outcome{Termination: s.termination, Revision: s.store.Revision()}
 }

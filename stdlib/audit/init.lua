@@ -139,34 +139,22 @@ local function audit_call(ctx, name, id, decision, plugin, reason, ticket, rewri
   })
 end
 
--- A finished call. The gate's decision comes with it (ctx.tool.decision,
--- decided_by, reason, rewritten_by; in after_tool_execute it is never a
--- suspension, so there is no ticket): only a host that gives none makes
--- this read the runtime's record of the step's calls, or else judge by the
--- result.
+-- A finished call, with the gate's decision that comes with it
+-- (ctx.tool.decision, decided_by, reason, rewritten_by; in
+-- after_tool_execute it is never a suspension, so there is no ticket).
 p:on("after_tool_execute", function(ctx)
   local tool = ctx.tool
   local id = tool.id
   local result = tool.result or EMPTY
   local rstatus = result.status
-  local decision = tool.decision
-  local plugin, reason, ticket, rewritten_by
-  if decision ~= nil then
-    rewritten_by = tool.rewritten_by
-    if decision ~= "allow" then plugin, reason = tool.decided_by, tool.reason end
-  else
-    local rec = calls_of(ctx)[id] or EMPTY
-    decision, plugin, reason, ticket, rewritten_by = rec.decision, rec.plugin, rec.reason, rec.ticket, rec.rewritten_by
-    if decision == nil then
-      local data = result.data
-      decision = type(data) == "table" and data.rejected and "block" or "allow"
-    end
-  end
+  local decision, rewritten_by = tool.decision, tool.rewritten_by
+  local plugin, reason
+  if decision ~= "allow" then plugin, reason = tool.decided_by, tool.reason end
   -- the message is recorded for an error, or as the reason of a block or
   -- set_result
   local message = nil
   if rstatus ~= "success" or decision == "block" or decision == "set_result" then message = result.message end
-  audit_call(ctx, tool.name, id, decision, plugin, reason, ticket, rewritten_by,
+  audit_call(ctx, tool.name, id, decision, plugin, reason, nil, rewritten_by,
     rstatus == "success" and "succeeded" or "failed", rstatus, message,
     mask.apply(tool.args, ctx.prepared.mask), tool.resume)
 end)

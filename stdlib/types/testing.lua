@@ -78,7 +78,11 @@ local Harness = {}
 ---@return awaken.testing.GateResult
 function Harness:gate(call, opts) end
 
----Runs one phase (GATHER and EXECUTE).
+---Runs one phase as a run reaches it: a run on the thread, restored at the
+---stage before the phase with opts.state seeded; the thread keeps the run's
+---thread values afterwards. A tool phase's call has passed the gate with
+---input.tool's decision (else the seeded __runtime.tool_calls record's, else
+---allow).
 ---@param name awaken.Phase
 ---@param input? awaken.testing.PhaseInput
 ---@param opts? awaken.testing.CallOpts
