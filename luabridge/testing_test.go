@@ -45,15 +45,20 @@ func TestLuaTestRunner(t *testing.T) {
 
 // TestTicketExpiryInTheHarness runs testdata/expiry: tickets with a
 // timeout, h:resume{after = ...} and h:run's expired.
-func TestTicketExpiryInTheHarness(t *testing.T) {
-	src := luabridge.Source{FS: os.DirFS("testdata/expiry"), Name: "scripts"}
+func TestTicketExpiryInTheHarness(t *testing.T) { runTestdata(t, "testdata/expiry", 4) }
+
+// runTestdata runs the Lua tests of one testdata directory, whose plugins
+// are in it too, and expects all of them, passed of them, to pass.
+func runTestdata(t *testing.T, dir string, passed int) {
+	t.Helper()
+	src := luabridge.Source{FS: os.DirFS(dir), Name: "scripts"}
 	files, err := luabridge.FindTests(src)
 	if err != nil || len(files) != 1 {
 		t.Fatalf("files %v %v", files, err)
 	}
 	var out strings.Builder
 	sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Plugins: src, Out: &out, Verbose: true})
-	if sum.Passed != 4 || sum.Failed != 0 {
+	if sum.Passed != passed || sum.Failed != 0 {
 		t.Fatalf("passed %d failed %d\n%s", sum.Passed, sum.Failed, out.String())
 	}
 }
@@ -80,15 +85,4 @@ func TestHarnessGateDefaultReason(t *testing.T) {
 // TestHarnessPhaseDrivesARun runs testdata/phase: h:phase restores a run at
 // the stage before the phase, refuses what no run reaches, and saves the
 // thread as a run does.
-func TestHarnessPhaseDrivesARun(t *testing.T) {
-	src := luabridge.Source{FS: os.DirFS("testdata/phase"), Name: "scripts"}
-	files, err := luabridge.FindTests(src)
-	if err != nil || len(files) != 1 {
-		t.Fatalf("files %v %v", files, err)
-	}
-	var out strings.Builder
-	sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Plugins: src, Out: &out, Verbose: true})
-	if sum.Passed != 4 || sum.Failed != 0 {
-		t.Fatalf("passed %d failed %d\n%s", sum.Passed, sum.Failed, out.String())
-	}
-}
+func TestHarnessPhaseDrivesARun(t *testing.T) { runTestdata(t, "testdata/phase", 4) }
