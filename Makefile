@@ -57,10 +57,11 @@ bench:
 
 # The sidecar's load test: tool_gate over loopback HTTP from 16 clients,
 # reporting decisions/s and p50/p95/p99 latency, next to the bare net/http
-# floor and the handler's own cost; then Claude Code's PreToolUse.
+# floor and the handler's own cost; then Claude Code's PreToolUse, over
+# loopback and in process.
 .PHONY: bench-serve
 bench-serve:
-	$(GO) test -run '^$$' -bench 'BenchmarkServeToolGate|BenchmarkToolGateHandler|BenchmarkServeClaudeCode' -benchtime 5s ./server/
+	$(GO) test -run '^$$' -bench 'BenchmarkServeToolGate|BenchmarkToolGateHandler|BenchmarkServeClaudeCode|BenchmarkClaudeCodeHandler' -benchtime 5s ./server/
 	$(GO) test -run '^$$' -bench 'BenchmarkTwoReplicasToolGate' -benchtime 5s ./server/replicas/
 
 # Each fuzz target runs for FUZZTIME.

@@ -262,6 +262,10 @@ type Exec struct {
 	pending *state.Key
 	failed  *state.Key
 	stop    *state.Key
+
+	// spare is the last finished phase's txn, reused by the next (a run
+	// goes through a dozen phases and runtime commits per tool call).
+	spare *txn
 }
 
 // Exec binds the engine to one run's store.

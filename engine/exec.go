@@ -36,6 +36,7 @@ func (x *Exec) Phase(ctx context.Context, p phase.Phase, in plugin.Input) error 
 		return fmt.Errorf("engine: Phase(%s): use Gate for tool_gate", p)
 	}
 	t := x.begin(p, in)
+	defer x.end(t)
 	if err := t.gather(ctx); err != nil {
 		return err
 	}
@@ -50,6 +51,7 @@ func (x *Exec) Phase(ctx context.Context, p phase.Phase, in plugin.Input) error 
 // dispatched. It does not run hooks or due actions.
 func (x *Exec) Apply(ctx context.Context, p phase.Phase, in plugin.Input, cmd *command.Command) error {
 	t := x.begin(p, in)
+	defer x.end(t)
 	if err := t.validate(cmd); err != nil {
 		return err
 	}
@@ -63,6 +65,7 @@ func (x *Exec) Apply(ctx context.Context, p phase.Phase, in plugin.Input, cmd *c
 // (the run keeps run_end actions when it is done).
 func (x *Exec) DropPending(ctx context.Context, keep ...phase.Phase) error {
 	t := x.begin(phase.RunEnd, plugin.Input{})
+	defer x.end(t)
 	cur, _ := t.fork.Snapshot().Get(x.pending).([]any)
 	next := make([]any, 0, len(cur))
 	for _, v := range cur {
@@ -129,7 +132,21 @@ func (x *Exec) begin(p phase.Phase, in plugin.Input) *txn {
 	if in.Now.IsZero() {
 		in.Now = x.e.clock()
 	}
-	return &txn{x: x, p: p, base: in, fork: x.store.Fork()}
+	t := x.spare
+	if t == nil {
+		t = new(txn)
+	}
+	x.spare = nil // a phase an effect starts meanwhile gets its own
+	*t = txn{x: x, p: p, base: in, fork: x.store.Fork(), effects: t.effects[:0]}
+	return t
+}
+
+// end keeps a finished txn for the next begin, holding nothing of its
+// phase.
+func (x *Exec) end(t *txn) {
+	clear(t.effects)
+	*t = txn{effects: t.effects[:0]}
+	x.spare = t
 }
 
 // input returns the input for a hook or handler on the fork's current state.

@@ -99,9 +99,10 @@ func rulesUserData(L *lua.LState, v any, key string) *lua.LUserData {
 // shellFuncs are the functions of awaken.shell, for one Lua state: a
 // state runs one call at a time, so its splitter reuses one parser and
 // remembers the last commands it split (agents run the same few commands
-// over and over; a split is a pure function of the text).
+// over and over; a split is a pure function of the text), with the
+// read-only Lua value it returned for them.
 func shellFuncs() map[string]lua.LGFunction {
-	sc := &splitCache{seen: map[string]splitResult{}}
+	sc := &splitCache{seen: map[string]*splitResult{}}
 	return map[string]lua.LGFunction{"split": func(L *lua.LState) int { return shellSplit(L, sc) }}
 }
 
@@ -109,71 +110,107 @@ func shellFuncs() map[string]lua.LGFunction {
 // command longer than maxCachedCommand is split every time, and the cache
 // starts over once it holds maxCachedSplits commands or maxCachedBytes of
 // them (a split is a few times the size of its text, so a state holds a
-// few hundred KB of splits at the most, whatever commands it is sent).
+// few hundred KB of splits at the most, whatever commands it is sent). The
+// Lua values kept with them are bounded apart, by maxCachedCells (see
+// luaCells): past it the values are dropped and the splits kept.
 const (
 	maxCachedSplits  = 128
 	maxCachedCommand = 256
 	maxCachedBytes   = 16 << 10
+	maxCachedCells   = 2048
 )
 
 type splitResult struct {
 	cmds []shell.Command // read only: shared by every hit
 	err  error
+	lv   lua.LValue // the Lua value returned for it, once made
 }
 
 type splitCache struct {
 	sp    shell.Splitter
-	seen  map[string]splitResult
+	seen  map[string]*splitResult
 	bytes int // of the commands in seen
+	cells int // of the Lua values in seen
 }
 
-func (c *splitCache) split(src string) ([]shell.Command, error) {
+// split returns src's split, kept in the cache when src is short enough.
+func (c *splitCache) split(src string) *splitResult {
 	if r, ok := c.seen[src]; ok {
-		return r.cmds, r.err
+		return r
 	}
 	cmds, err := c.sp.Split(src)
+	r := &splitResult{cmds: cmds, err: err}
 	if len(src) <= maxCachedCommand {
 		if len(c.seen) >= maxCachedSplits || c.bytes+len(src) > maxCachedBytes {
 			clear(c.seen)
-			c.bytes = 0
+			c.bytes, c.cells = 0, 0
 		}
-		c.seen[src] = splitResult{cmds, err}
+		c.seen[src] = r
 		c.bytes += len(src)
 	}
-	return cmds, err
+	return r
 }
 
-// rulesFuncs are the functions of awaken.rules.
-func rulesFuncs() map[string]lua.LGFunction {
-	return map[string]lua.LGFunction{
-		"compile":   rulesCompile,
-		"parse":     rulesParse,
-		"specifier": rulesSpecifier,
-		"primary":   rulesPrimary,
+// keep keeps r's Lua value lv, which costs cells, if the bound allows;
+// else it drops the values kept so far first.
+func (c *splitCache) keep(r *splitResult, lv lua.LValue, cells int) {
+	if cells > maxCachedCells {
+		return
 	}
+	if c.cells+cells > maxCachedCells {
+		for _, x := range c.seen {
+			x.lv = nil
+		}
+		c.cells = 0
+	}
+	r.lv = lv
+	c.cells += cells
 }
 
-// shellSplit is awaken.shell.split(cmd).
+// luaCells estimates what a split's Lua value holds: its tables and
+// their entries.
+func luaCells(cmds []shell.Command) int {
+	n := 2
+	for i := range cmds {
+		c := &cmds[i]
+		n += 24 + 2*len(c.Words) + len(c.Env) + 6*len(c.Writes)
+	}
+	return n
+}
+
+// shellSplit is awaken.shell.split(cmd). The list and its commands are
+// read-only views: a repeated command returns the value made the first
+// time, which no hook can have changed.
 func shellSplit(L *lua.LState, sc *splitCache) int {
-	cmds, err := sc.split(L.CheckString(1))
-	if err != nil {
+	src := L.CheckString(1)
+	r := sc.split(src)
+	if r.err != nil {
 		L.Push(lua.LNil)
-		L.Push(lua.LString(err.Error()))
+		L.Push(lua.LString(r.err.Error()))
 		return 2
 	}
-	out := L.CreateTable(len(cmds), 0)
-	for i := range cmds {
+	if r.lv != nil {
+		L.Push(r.lv)
+		return 1
+	}
+	out := L.CreateTable(len(r.cmds), 0)
+	for i := range r.cmds {
 		if i%rulesPoll == 0 {
 			checkDone(L)
 		}
-		out.Append(commandToLua(L, &cmds[i]))
+		out.Append(commandToLua(L, &r.cmds[i]))
 	}
-	L.Push(out)
+	lv := newView(L, out, "awaken.shell.split's result")
+	if sc.seen[src] == r {
+		sc.keep(r, lv, luaCells(r.cmds))
+	}
+	L.Push(lv)
 	return 1
 }
 
-// commandToLua converts one simple command.
+// commandToLua converts one simple command, read-only.
 func commandToLua(L *lua.LState, c *shell.Command) *lua.LTable {
+	const what = "a command of awaken.shell.split"
 	t := L.CreateTable(0, 10)
 	argv := L.CreateTable(len(c.Argv), 0)
 	literal := L.CreateTable(len(c.Words), 0)
@@ -181,8 +218,8 @@ func commandToLua(L *lua.LState, c *shell.Command) *lua.LTable {
 		argv.Append(lua.LString(w.Value))
 		literal.Append(lua.LBool(w.Literal))
 	}
-	t.RawSetString("argv", argv)
-	t.RawSetString("literal", literal)
+	t.RawSetString("argv", newView(L, argv, what))
+	t.RawSetString("literal", newView(L, literal, what))
 	t.RawSetString("text", lua.LString(c.Text))
 	t.RawSetString("line", lua.LString(c.Line()))
 	t.RawSetString("dynamic", lua.LBool(c.Dynamic))
@@ -195,17 +232,27 @@ func commandToLua(L *lua.LState, c *shell.Command) *lua.LTable {
 	for _, e := range c.Env {
 		env.Append(lua.LString(e))
 	}
-	t.RawSetString("env", env)
+	t.RawSetString("env", newView(L, env, what))
 	writes := L.CreateTable(len(c.Writes), 0)
 	for _, w := range c.Writes {
 		wt := L.CreateTable(0, 3)
 		wt.RawSetString("value", lua.LString(w.Value))
 		wt.RawSetString("source", lua.LString(w.Source))
 		wt.RawSetString("literal", lua.LBool(w.Literal))
-		writes.Append(wt)
+		writes.Append(newView(L, wt, what))
 	}
-	t.RawSetString("writes", writes)
-	return t
+	t.RawSetString("writes", newView(L, writes, what))
+	return newView(L, t, what)
+}
+
+// rulesFuncs are the functions of awaken.rules.
+func rulesFuncs() map[string]lua.LGFunction {
+	return map[string]lua.LGFunction{
+		"compile":   rulesCompile,
+		"parse":     rulesParse,
+		"specifier": rulesSpecifier,
+		"primary":   rulesPrimary,
+	}
 }
 
 // rulesCompile is awaken.rules.compile{allow, ask, deny, project_dir,

@@ -49,14 +49,25 @@ function M.match_specifier(spec, behavior, name, args)
 end
 function M.encoded() return awaken.json.encode(awaken.rules.compile {}) end
 function M.primary(name) return awaken.rules.primary(name) end
--- split_twice changes what one split returned and splits the same text
--- again: a state remembers its splits, never the tables it handed out.
+-- split_twice splits the same text twice, trying to change what the first
+-- split returned in between: the result is read-only, and a state hands
+-- out the same value again.
 function M.split_twice(cmd)
   local a = assert(awaken.shell.split(cmd))
-  a[1].argv[1] = "changed"
-  a[2] = nil
+  local writes = {
+    function() a[1].argv[1] = "changed" end,
+    function() a[2] = nil end,
+    function() a[1].text = "changed" end,
+    function() a[1].env[1] = "X=1" end,
+    function() table.insert(a, {}) end,
+  }
+  local refused = 0
+  for _, w in ipairs(writes) do
+    local ok, err = pcall(w)
+    if not ok and tostring(err):find("read%-only") then refused = refused + 1 end
+  end
   local b = assert(awaken.shell.split(cmd))
-  return b[1].argv[1], #b
+  return b[1].argv[1], #b, refused, rawequal(a, b)
 end
 function M.split_bad_twice(cmd)
   local a, e1 = awaken.shell.split(cmd)
@@ -142,8 +153,8 @@ func TestShellSplit(t *testing.T) {
 	}
 
 	// A repeated split is answered from the state's cache, in fresh tables.
-	if out := call(t, m, "split_twice", "rm -rf / && ls"); out[0] != "rm" || out[1] != float64(2) {
-		t.Errorf("the second split saw the first one's changes: %v", out)
+	if out := call(t, m, "split_twice", "rm -rf / && ls"); out[0] != "rm" || out[1] != float64(2) || out[2] != float64(5) || out[3] != true {
+		t.Errorf("split twice, with writes in between: %v (want rm, 2 commands, 5 writes refused, the same value)", out)
 	}
 	if out := call(t, m, "split_bad_twice", "rm 'x"); out[0] != true || !strings.Contains(fmt.Sprint(out[1]), "not valid shell syntax") {
 		t.Errorf("a bad command split twice: %v", out)

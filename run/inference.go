@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -145,7 +146,10 @@ func callTransform(ctx context.Context, t plugin.TransformEntry, in *plugin.Inpu
 func filterTools(tools []model.ToolSpec, filter any) []model.ToolSpec {
 	f, _ := filter.(map[string]any)
 	if f == nil {
-		return append([]model.ToolSpec(nil), tools...)
+		// Shared, not copied: the host's list (often one list for every
+		// run) is never changed in place, and the clip keeps an append
+		// from writing into it.
+		return slices.Clip(tools)
 	}
 	in := func(list any, name string) bool {
 		l, _ := list.([]any)

@@ -487,3 +487,33 @@ func journaled(b *testing.B, dir string) string {
 	}
 	return dst
 }
+
+// BenchmarkClaudeCodeHandler is BenchmarkServeClaudeCode's workload (fresh
+// tool_use_ids, half of them opening a new session, the reference policy)
+// served in process by one client, without sockets: the sidecar's own
+// cost of a PreToolUse decision.
+func BenchmarkClaudeCodeHandler(b *testing.B) {
+	defer gctune.TuneGC()()
+	sc := newSidecar(b, filepath.Join("..", "testdata", "agents", "claude-code", "policy"), Options{Log: quietLog()})
+	h := sc.srv.Handler()
+	commands := []string{`ls -la src`, `npm run build && rm -rf dist`, `npm test`, `git status`}
+	var body []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		body = append(body[:0], `{"session_id":"s`...)
+		body = strconv.AppendInt(body, int64(i/2), 10)
+		body = append(body, `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"`...)
+		body = append(body, commands[i%len(commands)]...)
+		body = append(body, `","description":"x"},"tool_use_id":"toolu_`...)
+		body = strconv.AppendInt(body, int64(i), 10)
+		body = append(body, `"}`...)
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "http://127.0.0.1/v1/hooks/claude-code", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			b.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+	}
+}

@@ -337,6 +337,8 @@ local shell = {}
 ---does not parse, is over 64 KiB, nests too deep, or holds more than 4,096
 ---commands or 65,536 words gives nil and an error starting with
 ---"shell_unparsable": a policy must treat it as a command it cannot judge.
+---The list and its commands are read-only (a write raises); a state gives
+---the same value again for a command it split recently.
 ---@param cmd string
 ---@return awaken.ShellCommand[]|nil commands
 ---@return string|nil err
