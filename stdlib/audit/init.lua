@@ -68,7 +68,8 @@ local function swept_ids(ctx)
 end
 
 local CALLS = "__runtime.tool_calls"
--- The result text of a call interrupted after a block or a stop (SPEC §5).
+-- The result text the runtime gives a call interrupted after a block or a
+-- stop.
 local INTERRUPTED = "[tool execution was interrupted]"
 
 local function emit(ctx, event, fields)
