@@ -18,6 +18,10 @@ local function note(ctx, fields)
   ctx:update(seen, out)
 end
 
+p:on("run_start", function(ctx)
+  note(ctx, { messages = #ctx.messages })
+end)
+
 p:on("step_start", function(ctx)
   ctx:update(visits, 1)
   ctx:update(scratch, 1)

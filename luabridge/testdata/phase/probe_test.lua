@@ -40,4 +40,7 @@ t.test("run_end keeps the thread's conversation", function()
   h:phase("run_end", {}, { thread = "c" })
   local r = h:run { thread = "c", prompt = "again", turns = { { text = "ok" } } }
   t.eq(r.requests[1].messages[1].content, "remember me")
+  -- a run starts on the thread's conversation
+  local seen = h:phase("run_start", { messages = { { role = "user", content = "next" } } }, { thread = "c" }).state["probe.seen"]
+  t.eq(seen.messages, 5)
 end)
