@@ -125,7 +125,11 @@ func (inst *instance) pending(L *lua.LState) int {
 	if err != nil {
 		L.ArgError(1, err.Error())
 	}
-	L.Push(toLua(L, inst.null, map[string]any{"status": model.StatusPending, "message": tk.Message, "data": tk.Value()}))
+	data := tk.Value()
+	if tk.Timeout > 0 {
+		data["timeout"] = tk.Timeout.String() // Value leaves it out: it is not part of a ticket's JSON
+	}
+	L.Push(toLua(L, inst.null, map[string]any{"status": model.StatusPending, "message": tk.Message, "data": data}))
 	return 1
 }
 
