@@ -17,6 +17,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/engine/value"
 	"github.com/awaken-lua/awaken-lua/internal/tomlpos"
@@ -502,7 +503,7 @@ const (
 	maxDuration = Duration(time.Hour)
 	maxSize     = GiB
 	// An approval may wait for days, never for months.
-	maxTicketTimeout = Duration(30 * 24 * time.Hour)
+	maxTicketTimeout = Duration(gate.MaxTicketTimeout)
 )
 
 // duration reads a duration string in (0, maxDuration]. NaN, infinities

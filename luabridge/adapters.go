@@ -195,7 +195,7 @@ func (inst *instance) decisionFrom(v lua.LValue) (gate.Decision, error) {
 			}
 			d.Result = &r
 		case gate.Suspend:
-			t, err := ticketFrom(m["ticket"])
+			t, err := gate.TicketFromValue(m["ticket"])
 			if err != nil {
 				return d, err
 			}

@@ -2,7 +2,6 @@ package luabridge
 
 import (
 	"fmt"
-	"time"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -90,88 +89,17 @@ func (inst *instance) setResult(L *lua.LState) int {
 	return inst.pushDecision(L, gate.Decision{Kind: gate.SetResult, Result: &r})
 }
 
-var ticketFields = map[string]bool{"id": true, "action": true, "message": true, "parameters": true,
-	"response_schema": true, "options": true, "resume_mode": true, "timeout": true, "on_timeout": true}
-
 func (inst *instance) suspend(L *lua.LState) int {
 	t := L.OptTable(1, L.CreateTable(0, 0))
 	v, err := fromLuaIn(L, t, inst.null)
 	if err != nil {
 		L.ArgError(1, err.Error())
 	}
-	tk, err := ticketFrom(v)
+	tk, err := gate.TicketFromValue(v)
 	if err != nil {
 		L.ArgError(1, err.Error())
 	}
 	return inst.pushDecision(L, gate.Decision{Kind: gate.Suspend, Ticket: &tk})
-}
-
-func ticketFrom(v any) (gate.Ticket, error) {
-	m, _ := v.(map[string]any)
-	var tk gate.Ticket
-	for k := range m {
-		if !ticketFields[k] {
-			return tk, fmt.Errorf("unknown ticket field %q (fields: id, action, message, parameters, response_schema, options, resume_mode, timeout, on_timeout)", k)
-		}
-	}
-	str := func(k string) (string, error) {
-		switch x := m[k].(type) {
-		case nil:
-			return "", nil
-		case string:
-			return x, nil
-		}
-		return "", fmt.Errorf("ticket field %s must be a string", k)
-	}
-	var err error
-	if tk.ID, err = str("id"); err != nil {
-		return tk, err
-	}
-	if tk.Action, err = str("action"); err != nil {
-		return tk, err
-	}
-	if tk.Message, err = str("message"); err != nil {
-		return tk, err
-	}
-	mode, err := str("resume_mode")
-	if err != nil {
-		return tk, err
-	}
-	tk.ResumeMode = gate.ResumeMode(mode)
-	if !tk.ResumeMode.Valid() {
-		return tk, fmt.Errorf("resume_mode %q is not one of replay, use_decision_as_result, pass_decision_to_tool", mode)
-	}
-	if to, ok := m["timeout"]; ok {
-		d, err := ticketTimeout(to)
-		if err != nil {
-			return tk, err
-		}
-		tk.Timeout = d
-	}
-	if tk.OnTimeout, err = str("on_timeout"); err != nil {
-		return tk, err
-	}
-	switch tk.OnTimeout {
-	case "", gate.OnTimeoutCancel, gate.OnTimeoutResume:
-	default:
-		return tk, fmt.Errorf("on_timeout %q is not \"cancel\" or \"resume\"", tk.OnTimeout)
-	}
-	tk.Parameters = m["parameters"]
-	tk.ResponseSchema = m["response_schema"]
-	switch o := m["options"].(type) {
-	case nil:
-	case []any:
-		for _, x := range o {
-			s, ok := x.(string)
-			if !ok {
-				return tk, fmt.Errorf("ticket options must be strings")
-			}
-			tk.Options = append(tk.Options, s)
-		}
-	default:
-		return tk, fmt.Errorf("ticket options must be a list of strings")
-	}
-	return tk, nil
 }
 
 func (inst *instance) success(L *lua.LState) int {
@@ -193,11 +121,15 @@ func (inst *instance) pending(L *lua.LState) int {
 	if err != nil {
 		L.ArgError(1, err.Error())
 	}
-	tk, err := ticketFrom(v)
+	tk, err := gate.TicketFromValue(v)
 	if err != nil {
 		L.ArgError(1, err.Error())
 	}
-	L.Push(toLua(L, inst.null, map[string]any{"status": model.StatusPending, "message": tk.Message, "data": tk.Value()}))
+	data := tk.Value()
+	if tk.Timeout > 0 {
+		data["timeout"] = tk.Timeout.String() // Value leaves it out: it is not part of a ticket's JSON
+	}
+	L.Push(toLua(L, inst.null, map[string]any{"status": model.StatusPending, "message": tk.Message, "data": data}))
 	return 1
 }
 
@@ -232,20 +164,4 @@ func (inst *instance) toResult(lv lua.LValue) (model.ToolResult, error) {
 		}
 	}
 	return model.Success(v), nil
-}
-
-// maxTicketTimeout bounds how long a ticket may wait for a decision.
-const maxTicketTimeout = 30 * 24 * time.Hour
-
-// ticketTimeout reads a ticket's timeout: a duration such as "10m".
-func ticketTimeout(v any) (time.Duration, error) {
-	s, ok := v.(string)
-	d, err := time.ParseDuration(s)
-	if !ok || err != nil || d <= 0 {
-		return 0, fmt.Errorf("ticket timeout must be a positive duration such as \"10m\" or \"24h\", got %v", v)
-	}
-	if d > maxTicketTimeout {
-		return 0, fmt.Errorf("ticket timeout %s is more than %s", s, maxTicketTimeout)
-	}
-	return d, nil
 }

@@ -45,7 +45,7 @@ func TestLuaTestRunner(t *testing.T) {
 
 // TestTicketExpiryInTheHarness runs testdata/expiry: tickets with a
 // timeout, h:resume{after = ...} and h:run's expired.
-func TestTicketExpiryInTheHarness(t *testing.T) { runTestdata(t, "testdata/expiry", 4) }
+func TestTicketExpiryInTheHarness(t *testing.T) { runTestdata(t, "testdata/expiry", 5) }
 
 // runTestdata runs the Lua tests of one testdata directory, whose plugins
 // are in it too, and expects all of them, passed of them, to pass.

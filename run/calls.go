@@ -417,7 +417,12 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 		result = model.Error("the tool returned data that is not a value: " + err.Error())
 	}
 	if result.Status == model.StatusPending {
-		return s.suspendByTool(ctx, c, result)
+		t, err := toolTicket(c, result)
+		if err == nil {
+			return s.suspendByTool(ctx, c, result, t)
+		}
+		// Nobody could answer a ticket that does not read: the call fails.
+		result = model.Error("the tool answered pending, but its data is not a ticket: " + err.Error())
 	}
 	r := result
 	if err := s.phase(ctx, phase.AfterToolExecute, plugin.Input{Tool: &plugin.ToolInfo{Call: c.Call, Result: &r, Resume: resumeOf(c), Gate: gateInfo(c)}}); err != nil {
@@ -476,33 +481,29 @@ func callResultTransform(ctx context.Context, t plugin.ResultTransformEntry, in 
 	return t.Transform.TransformResult(ctx, in, call, res)
 }
 
-// suspendByTool suspends a call whose tool answered "pending": the ticket is
-// the result's data.
-func (s *Session) suspendByTool(ctx context.Context, c *CallRecord, result model.ToolResult) (model.ToolResult, Outcome, error) {
-	t := gate.Ticket{ID: "ticket_" + c.Call.ID, Message: result.Message, ResumeMode: gate.UseDecisionAsResult}
-	if m, ok := result.Data.(map[string]any); ok {
-		if v, ok := m["id"].(string); ok && v != "" {
-			t.ID = v
-		}
-		if v, ok := m["message"].(string); ok {
-			t.Message = v
-		}
-		if v, ok := m["action"].(string); ok {
-			t.Action = v
-		}
-		if v, ok := m["resume_mode"].(string); ok && gate.ResumeMode(v).Valid() && v != "" {
-			t.ResumeMode = gate.ResumeMode(v)
-		}
-		t.Parameters = m["parameters"]
-		t.ResponseSchema = m["response_schema"]
-		if opts, ok := m["options"].([]any); ok {
-			for _, o := range opts {
-				if s, ok := o.(string); ok {
-					t.Options = append(t.Options, s)
-				}
-			}
-		}
+// toolTicket reads the ticket of a tool that answered "pending": the
+// result's data, as awaken.pending writes it; the id, message and resume
+// mode default to the call's, the result's message and
+// use_decision_as_result.
+func toolTicket(c *CallRecord, result model.ToolResult) (gate.Ticket, error) {
+	t, err := gate.TicketFromValue(result.Data)
+	if err != nil {
+		return t, err
 	}
+	if t.ID == "" {
+		t.ID = "ticket_" + c.Call.ID
+	}
+	if t.Message == "" {
+		t.Message = result.Message
+	}
+	if t.ResumeMode == "" {
+		t.ResumeMode = gate.UseDecisionAsResult
+	}
+	return t, nil
+}
+
+// suspendByTool suspends a call whose tool answered "pending" with ticket t.
+func (s *Session) suspendByTool(ctx context.Context, c *CallRecord, result model.ToolResult, t gate.Ticket) (model.ToolResult, Outcome, error) {
 	t.CallID = c.Call.ID
 	s.arm(&t)
 	c.Gate = &GateRecord{Decision: gate.Suspend, Plugin: "tool", Reason: t.Message, Ticket: &t, Args: c.Call.Args}

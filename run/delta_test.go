@@ -302,7 +302,11 @@ func (m *modelDriver) step() string {
 		return "before_tool_execute"
 	case 8, 9:
 		status := []string{model.StatusSuccess, model.StatusSuccess, model.StatusError, model.StatusPending}[rng.IntN(4)]
-		s.AfterToolExecute(ctx, m.someCall(answered), model.ToolResult{Status: status, Data: map[string]any{"out": strings.Repeat("o", rng.IntN(500))}})
+		data := map[string]any{"out": strings.Repeat("o", rng.IntN(500))}
+		if status == model.StatusPending {
+			data = map[string]any{"message": strings.Repeat("o", rng.IntN(500))} // a ticket
+		}
+		s.AfterToolExecute(ctx, m.someCall(answered), model.ToolResult{Status: status, Data: data})
 		return "after_tool_execute"
 	case 10:
 		before := s.Status()

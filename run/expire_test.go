@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/journal"
+	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
@@ -201,5 +203,48 @@ func TestExpiryIsJournaled(t *testing.T) {
 	}
 	if last.Expired[0] != res.Session.Calls()[0].Call.ID {
 		t.Fatalf("expired %v, calls %+v", last.Expired, res.Session.Calls())
+	}
+}
+
+// A tool that answers pending suspends its call with the ticket its data
+// holds, read as a plugin's ticket is: its timeout arms the expiry. Data
+// that is not a ticket fails the call, saying why.
+func TestToolPendingTicket(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)}
+	pending := map[string]any{"message": "approve the deploy", "action": "approve", "timeout": "10m", "on_timeout": "resume"}
+	deploy := newTool("deploy", func(map[string]any) (model.ToolResult, error) {
+		return model.ToolResult{Status: model.StatusPending, Data: pending}, nil
+	})
+	set, err := run.NewSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := run.New(engine.New(set, engine.WithClock(clock.Now)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := rt.Run(context.Background(), run.Request{Model: turns(calls(call("deploy", nil))), Tools: []plugin.Tool{deploy}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := res.Session.Suspended()
+	if len(tk) != 1 || tk[0].Action != "approve" || tk[0].Message != "approve the deploy" || tk[0].OnTimeout != gate.OnTimeoutResume ||
+		tk[0].ResumeMode != gate.UseDecisionAsResult || !tk[0].ExpiresAt.Equal(clock.Now().Add(10*time.Minute)) {
+		t.Fatalf("suspended: %+v", tk)
+	}
+
+	pending = map[string]any{"resume_mode": "sideways"}
+	res, err = rt.Run(context.Background(), run.Request{Model: turns(calls(call("deploy", nil)), text("done")), Tools: []plugin.Tool{deploy}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer string
+	for _, m := range res.Session.Messages() {
+		if m.Role == model.RoleTool {
+			answer = m.Content
+		}
+	}
+	if res.Session.SuspendedCount() != 0 || res.Termination != "natural" || !strings.Contains(answer, "not a ticket: resume_mode \"sideways\"") {
+		t.Fatalf("a pending answer that is no ticket: %s, the model read %q", res.Termination, answer)
 	}
 }

@@ -51,3 +51,12 @@ t.test("bad timeouts fail the hook with file:line", function()
   t.raises(function() awaken.suspend { timeout = "1000h" } end, "more than")
   t.raises(function() awaken.suspend { on_timeout = "approve" } end, "on_timeout")
 end)
+
+t.test("a tool's own pending answer keeps its timeout", function()
+  local h = t.harness { plugins = {} }
+  local wait = function() return awaken.pending { message = "sign off?", timeout = "30m", on_timeout = "resume" } end
+  local r = h:run { prompt = "go", turns = { { tool_calls = { { name = "sign" } } } }, tools = { sign = wait } }
+  t.eq(r.termination, "suspended")
+  t.eq({ r.suspended[1].message, r.suspended[1].on_timeout }, { "sign off?", "resume" })
+  t.ok(r.suspended[1].expires_at, "the tool's ticket expires")
+end)
