@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/value"
 	"github.com/awaken-lua/awaken-lua/model"
 )
@@ -46,7 +47,7 @@ type logLeaf [logWidth]logEntry
 // but not yet recorded).
 type logEntry struct {
 	id   string
-	rec  map[string]any
+	rec  *logRecord
 	size int32 // the length of `"id":record` encoded as JSON
 	// fixed is the length of the parts that never change once the call is
 	// announced: `"id":` before the record, and its id, name and args
@@ -202,7 +203,7 @@ func (l *callLog) each(f func(e *logEntry)) {
 func (l *callLog) Value() any {
 	l.once.Do(func() {
 		m := make(map[string]any, l.count)
-		l.each(func(e *logEntry) { m[e.id] = e.rec })
+		l.each(func(e *logEntry) { m[e.id] = e.rec.value() })
 		l.v = m
 	})
 	return l.v
@@ -229,47 +230,95 @@ func (s *Session) currentLog() *callLog {
 
 // logEntry is c's record as plugins read it in __runtime.tool_calls, with
 // its encoded size, measured field by field (walking the map would cost
-// more than building it).
+// more than building it). The map itself is built when first read: most
+// records are replaced, or the run ends, before any plugin reads them.
 // prev is the call's previous entry, whose args' size is kept when the
 // args are the same map.
 func (s *Session) logEntry(c *CallRecord, limit int, prev logEntry) logEntry {
-	r := recordBuilder{m: make(map[string]any, 8), limit: limit}
-	r.m["id"], r.m["name"], r.m["args"] = c.Call.ID, c.Call.Name, c.Call.Args
-	fixed := -1
-	if prev.id == c.Call.ID {
-		if old, _ := prev.rec["args"].(map[string]any); sameMap(old, c.Call.Args) {
-			fixed = int(prev.fixed)
+	lr := &logRecord{id: c.Call.ID, name: c.Call.Name, args: c.Call.Args, status: c.Status,
+		step: float64(s.info.Step), expired: c.Expired, limit: limit}
+	if g := c.Gate; g != nil {
+		lr.gated, lr.decision, lr.plugin, lr.reason, lr.rewrittenBy = true, g.Decision, g.Plugin, g.Reason, g.RewrittenBy
+		if g.Ticket != nil {
+			lr.ticket, lr.hasTicket = g.Ticket.ID, true
 		}
+	}
+	if c.Result != nil {
+		res := *c.Result
+		lr.result = &res
+	}
+	fixed := -1
+	if prev.id == c.Call.ID && prev.rec != nil && sameMap(prev.rec.args, c.Call.Args) {
+		fixed = int(prev.fixed)
 	}
 	if fixed < 0 {
 		id := value.StringSize(c.Call.ID)
 		fixed = id + 1 + len(`"id":`) + id + len(`"name":`) + value.StringSize(c.Call.Name) +
 			len(`"args":`) + encodedLen(c.Call.Args, limit)
 	}
-	r.str("status", string(c.Status))
-	r.add("step", float64(s.info.Step))
-	if c.Gate != nil {
-		r.str("decision", c.Gate.Decision.String())
-		if c.Gate.Plugin != "" {
-			r.str("plugin", c.Gate.Plugin)
+	r := recordBuilder{limit: limit} // measured, not built
+	lr.fill(&r)
+	return logEntry{id: c.Call.ID, rec: lr, size: int32(fixed + r.size()), fixed: int32(fixed)}
+}
+
+// logRecord is a call's record as it stood when recorded (the session
+// changes its own call records in place), and the map plugins read, built
+// from it once.
+type logRecord struct {
+	id, name                    string
+	args                        map[string]any // never changed in place
+	status                      CallStatus
+	step                        float64
+	gated, hasTicket, expired   bool
+	decision                    gate.Kind
+	plugin, reason, rewrittenBy string
+	ticket                      string
+	result                      *model.ToolResult // a copy
+	limit                       int
+	once                        sync.Once
+	m                           map[string]any
+}
+
+// fill puts the record's fields into r (or only measures them when r.m is
+// nil): one list of fields for the size and the map.
+func (lr *logRecord) fill(r *recordBuilder) {
+	if r.m != nil {
+		r.m["id"], r.m["name"], r.m["args"] = lr.id, lr.name, lr.args
+	}
+	r.k += 3 // measured apart, as fixed
+	r.str("status", string(lr.status))
+	r.add("step", lr.step)
+	if lr.gated {
+		r.str("decision", lr.decision.String())
+		if lr.plugin != "" {
+			r.str("plugin", lr.plugin)
 		}
-		if c.Gate.Reason != "" {
-			r.str("reason", c.Gate.Reason)
+		if lr.reason != "" {
+			r.str("reason", lr.reason)
 		}
-		if c.Gate.RewrittenBy != "" {
-			r.str("rewritten_by", c.Gate.RewrittenBy)
+		if lr.rewrittenBy != "" {
+			r.str("rewritten_by", lr.rewrittenBy)
 		}
-		if c.Gate.Ticket != nil {
-			r.str("ticket", c.Gate.Ticket.ID)
+		if lr.hasTicket {
+			r.str("ticket", lr.ticket)
 		}
 	}
-	if c.Result != nil {
-		r.result(*c.Result)
+	if lr.result != nil {
+		r.result(*lr.result)
 	}
-	if c.Expired {
+	if lr.expired {
 		r.add("expired", true)
 	}
-	return logEntry{id: c.Call.ID, rec: r.m, size: int32(fixed + r.size()), fixed: int32(fixed)}
+}
+
+// value is the record as plugins read it, built on first use.
+func (lr *logRecord) value() map[string]any {
+	lr.once.Do(func() {
+		r := recordBuilder{m: make(map[string]any, 8), limit: lr.limit}
+		lr.fill(&r)
+		lr.m = r.m
+	})
+	return lr.m
 }
 
 // sameMap reports whether a and b are the same map (not equal ones).
@@ -277,30 +326,40 @@ func sameMap(a, b map[string]any) bool {
 	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
-// recordBuilder builds a record map and the length of its JSON encoding.
+// recordBuilder builds a record map and the length of its JSON encoding;
+// with a nil map it only measures.
 type recordBuilder struct {
 	m     map[string]any
 	n     int // the fields' `"key":value` lengths, summed
+	k     int // the fields
 	limit int
 }
 
 // The keys are plain ASCII: `"k":` is len(k)+3 bytes.
 
 func (r *recordBuilder) str(k, v string) {
-	r.m[k] = v
+	if r.m != nil {
+		r.m[k] = v
+	}
+	r.k++
 	r.n += len(k) + 3 + value.StringSize(v)
 }
 
 func (r *recordBuilder) add(k string, v any) {
-	r.m[k] = v
+	if r.m != nil {
+		r.m[k] = v
+	}
+	r.k++
 	r.n += len(k) + 3 + encodedLen(v, r.limit)
 }
 
 // result adds a tool result as its Value() {status, data?, message?},
 // measured field by field.
 func (r *recordBuilder) result(res model.ToolResult) {
-	v := res.Value()
-	r.m["result"] = v
+	if r.m != nil {
+		r.m["result"] = res.Value()
+	}
+	r.k++
 	n := len(`{"status":}`) + value.StringSize(res.Status)
 	if res.Data != nil {
 		n += len(`,"data":`) + encodedLen(res.Data, r.limit)
@@ -313,7 +372,7 @@ func (r *recordBuilder) result(res model.ToolResult) {
 
 // size is the length of the record encoded, less the fixed fields' own
 // lengths (counted apart): the braces and a comma between each two fields.
-func (r *recordBuilder) size() int { return 2 + r.n + len(r.m) - 1 }
+func (r *recordBuilder) size() int { return 2 + r.n + r.k - 1 }
 
 // encodedLen is the length of v encoded as JSON, measured no further than
 // past limit.

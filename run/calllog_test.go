@@ -15,8 +15,8 @@ import (
 func TestCallLogMatchesAMap(t *testing.T) {
 	entry := func(i, v int) logEntry {
 		id := fmt.Sprintf("c%d", i)
-		rec := map[string]any{"id": id, "v": float64(v)}
-		return logEntry{id: id, rec: rec, size: int32(value.StringSize(id) + 1 + encodedLen(rec, 1<<30))}
+		rec := &logRecord{id: id, name: "t", args: map[string]any{}, status: CallStatus(fmt.Sprint("s", v)), limit: 1 << 30}
+		return logEntry{id: id, rec: rec, size: int32(value.StringSize(id) + 1 + encodedLen(rec.value(), 1<<30))}
 	}
 	rng := uint64(7)
 	next := func(m int) int {
@@ -28,7 +28,7 @@ func TestCallLogMatchesAMap(t *testing.T) {
 			log := newCallLog(nil, 0, n, func(i int) logEntry { return entry(i, 0) })
 			want := map[string]any{}
 			for i := range n {
-				want[fmt.Sprintf("c%d", i)] = entry(i, 0).rec
+				want[fmt.Sprintf("c%d", i)] = entry(i, 0).rec.value()
 			}
 			type version struct {
 				log  *callLog
@@ -43,7 +43,7 @@ func TestCallLogMatchesAMap(t *testing.T) {
 				for k, v := range want {
 					cp[k] = v
 				}
-				cp[e.id] = e.rec
+				cp[e.id] = e.rec.value()
 				want = cp
 				history = append(history, version{log, want})
 			}

@@ -362,7 +362,7 @@ func (s *Session) toolCallsDelta(d *Delta, old, cur any) bool {
 	if d.ToolCalls == nil {
 		d.ToolCalls = map[string]any{}
 	}
-	changedEntries(o, c, func(e *logEntry) { d.ToolCalls[e.id] = e.rec })
+	changedEntries(o, c, func(e *logEntry) { d.ToolCalls[e.id] = e.rec.value() })
 	return true
 }
 
@@ -393,7 +393,7 @@ func changedEntries(old, cur *callLog, f func(e *logEntry)) {
 					continue
 				}
 				if a != nil {
-					if p := (*logLeaf)(a)[i]; p.id == e.id && sameMap(p.rec, e.rec) {
+					if p := (*logLeaf)(a)[i]; p.id == e.id && p.rec == e.rec {
 						continue
 					}
 				}
