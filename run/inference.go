@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine"
@@ -117,10 +118,7 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (out m
 		}
 		out = next
 	}
-	s.offered = make([]string, 0, len(out.Tools))
-	for _, t := range out.Tools {
-		s.offered = append(s.offered, t.Name)
-	}
+	s.offered = s.rt.offers.names(out.Tools)
 	s.tools = out.Tools
 	s.stage = StageInferenceReady
 	s.checkStop()
@@ -247,4 +245,40 @@ func (s *Session) AfterInference(ctx context.Context, resp model.Response) (o Ou
 	s.natural = len(resp.ToolCalls) == 0
 	s.checkStop()
 	return s.outcome(), nil
+}
+
+// offerCache keeps the names of the last tool list a step offered, shared
+// read-only by the sessions that offer the same list: a host offers one
+// list (Claude Code's built-in tools) step after step, run after run.
+type offerCache struct{ last atomic.Pointer[offeredNames] }
+
+type offeredNames struct {
+	tools *model.ToolSpec // the list's first element: the list's identity
+	names []string
+}
+
+// names returns the names of tools, in order, never nil; the caller must
+// not change them.
+func (c *offerCache) names(tools []model.ToolSpec) []string {
+	if len(tools) == 0 {
+		return []string{}
+	}
+	if o := c.last.Load(); o != nil && o.tools == &tools[0] && len(o.names) == len(tools) {
+		same := true
+		for i := range tools {
+			if tools[i].Name != o.names[i] { // the same strings: a pointer compare
+				same = false
+				break
+			}
+		}
+		if same {
+			return o.names
+		}
+	}
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	c.last.Store(&offeredNames{tools: &tools[0], names: names})
+	return names
 }

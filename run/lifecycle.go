@@ -2,12 +2,12 @@ package run
 
 import (
 	"context"
+	"sync"
 
 	"github.com/awaken-lua/awaken-lua/engine/command"
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
-	"github.com/awaken-lua/awaken-lua/engine/state"
 	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/model"
 )
@@ -36,18 +36,47 @@ func (s *Session) StepStart(ctx context.Context) (o Outcome, err error) {
 	return s.outcome(), nil
 }
 
-// runRecord is the value of __runtime.run, measured as it is built.
+// runRecord is the value of __runtime.run as the run stands now, measured
+// now and built when a plugin reads it.
 func (s *Session) runRecord() any {
-	r := recordBuilder{m: make(map[string]any, 7)}
-	r.str("id", s.info.ID)
-	r.str("thread_id", s.info.ThreadID)
-	r.str("agent_id", s.info.AgentID)
-	r.str("status", string(s.status))
-	r.add("step", float64(s.info.Step))
-	r.str("termination", s.termination)
-	r.str("generation", s.rt.generation)
-	return state.Presized(r.m, r.size())
+	r := &runRecord{id: s.info.ID, thread: s.info.ThreadID, agent: s.info.AgentID, status: string(s.status),
+		step: float64(s.info.Step), termination: s.termination, generation: s.rt.generation}
+	b := recordBuilder{} // measured, not built
+	r.fill(&b)
+	r.size = b.size()
+	return r
 }
+
+// runRecord is a state.Lazy: __runtime.run's fields, and its map once read.
+type runRecord struct {
+	id, thread, agent, status, termination, generation string
+	step                                               float64
+	size                                               int
+	once                                               sync.Once
+	m                                                  map[string]any
+}
+
+// fill puts the fields into b (or only measures them when b.m is nil).
+func (r *runRecord) fill(b *recordBuilder) {
+	b.str("id", r.id)
+	b.str("thread_id", r.thread)
+	b.str("agent_id", r.agent)
+	b.str("status", r.status)
+	b.add("step", r.step)
+	b.str("termination", r.termination)
+	b.str("generation", r.generation)
+}
+
+func (r *runRecord) Value() any {
+	r.once.Do(func() {
+		b := recordBuilder{m: make(map[string]any, 7)}
+		r.fill(&b)
+		r.m = b.m
+	})
+	return r.m
+}
+
+func (r *runRecord) EncodedSize() int { return r.size }
 
 // record commits one runtime-owned value.
 func (s *Session) record(ctx context.Context, p phase.Phase, key string, v any) error {

@@ -83,6 +83,8 @@ type Runtime struct {
 	hash    string
 	// bundle is the published bundle the plugins came from ("": none).
 	bundle string
+	// offers keeps the names of the last tool list offered (offerNames).
+	offers *offerCache
 }
 
 type agentRT struct {
@@ -167,7 +169,7 @@ func NewSet(plugins ...plugin.Plugin) (*plugin.Set, error) {
 // New makes a runtime over an engine whose set was built with NewSet.
 func New(eng *engine.Engine, opts ...Option) (*Runtime, error) {
 	r := &Runtime{eng: eng, set: eng.Set(), agents: map[string]*agentRT{}, tools: map[string]plugin.Tool{},
-		log: eng.Logger(), clock: eng.Now, generation: "g0"}
+		log: eng.Logger(), clock: eng.Now, generation: "g0", offers: &offerCache{}}
 	r.newID = newRandomID
 	for _, o := range opts {
 		if err := o(r); err != nil {
