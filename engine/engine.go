@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,6 +57,10 @@ type Engine struct {
 	cost [phase.Count + 1]atomic.Int64
 
 	effectFailures atomic.Int64
+	// txns are finished phases' transactions for the next phase of any
+	// run (a run goes through a dozen phases and runtime commits per tool
+	// call); a pool, so that an idle run holds none.
+	txns sync.Pool
 }
 
 // HookObserver sees how long each plugin call took: kind is "hook",
@@ -262,10 +267,6 @@ type Exec struct {
 	pending *state.Key
 	failed  *state.Key
 	stop    *state.Key
-
-	// spare is the last finished phase's txn, reused by the next (a run
-	// goes through a dozen phases and runtime commits per tool call).
-	spare *txn
 }
 
 // Exec binds the engine to one run's store.

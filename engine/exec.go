@@ -132,21 +132,20 @@ func (x *Exec) begin(p phase.Phase, in plugin.Input) *txn {
 	if in.Now.IsZero() {
 		in.Now = x.e.clock()
 	}
-	t := x.spare
+	t, _ := x.e.txns.Get().(*txn)
 	if t == nil {
 		t = new(txn)
 	}
-	x.spare = nil // a phase an effect starts meanwhile gets its own
 	*t = txn{x: x, p: p, base: in, fork: x.store.Fork(), effects: t.effects[:0]}
 	return t
 }
 
-// end keeps a finished txn for the next begin, holding nothing of its
+// end returns a finished txn for a later begin, holding nothing of its
 // phase.
 func (x *Exec) end(t *txn) {
 	clear(t.effects)
 	*t = txn{effects: t.effects[:0]}
-	x.spare = t
+	x.e.txns.Put(t)
 }
 
 // input returns the input for a hook or handler on the fork's current state.
