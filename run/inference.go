@@ -232,7 +232,7 @@ func (s *Session) AfterInference(ctx context.Context, resp model.Response) (o Ou
 	// resp.ToolCalls is this session's own copy: the message shares it (and
 	// its argument maps, never changed in place) with the call records.
 	s.messages = append(s.messages, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
-	if _, discard := s.events.(event.Discard); !discard { // no copy for nobody
+	if event.Wants(s.events, event.InferenceComplete{}.Type()) { // no copy for nobody
 		s.events.Emit(event.InferenceComplete{Text: resp.Text, ToolCalls: cloneCalls(resp.ToolCalls), Usage: resp.Usage})
 	}
 	r := resp

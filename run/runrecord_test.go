@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
@@ -25,5 +26,34 @@ func TestRunRecord(t *testing.T) {
 		"step": float64(1), "termination": "", "generation": "g7"}
 	if !reflect.DeepEqual(v, want) {
 		t.Fatalf("__runtime.run = %#v, want %#v", v, want)
+	}
+}
+
+// refuses is a sink that takes every event but one type.
+type refuses struct {
+	event.Recorder
+	typ string
+}
+
+func (r *refuses) Wants(typ string) bool { return typ != r.typ }
+
+// A sink that does not want an event does not get it (nor is it built).
+func TestSelectiveSink(t *testing.T) {
+	sink := &refuses{typ: event.InferenceComplete{}.Type()}
+	rt := newRuntime(t, nil)
+	if _, err := rt.Run(context.Background(), run.Request{Model: turns(text("hi")), Events: sink}); err != nil {
+		t.Fatal(err)
+	}
+	var steps int
+	for _, ev := range sink.Events() {
+		switch ev.(type) {
+		case event.InferenceComplete:
+			t.Fatal("the sink got an event it does not want")
+		case event.StepStart:
+			steps++
+		}
+	}
+	if steps != 1 {
+		t.Fatalf("the other events: %d step starts, want 1", steps)
 	}
 }

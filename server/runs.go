@@ -58,6 +58,12 @@ type runSink struct {
 	expired *atomic.Int64 // awaken_tickets_expired_total
 }
 
+// Wants takes what Emit uses: ticket expiries, and every event while the
+// log shows debug records.
+func (k *runSink) Wants(typ string) bool {
+	return typ == (event.TicketExpired{}).Type() || k.log.Enabled(context.Background(), slog.LevelDebug)
+}
+
 func (k *runSink) Emit(ev event.Event) {
 	if _, ok := ev.(event.TicketExpired); ok && k.expired != nil {
 		k.expired.Add(1)

@@ -34,6 +34,25 @@ type Discard struct{}
 // Emit does nothing.
 func (Discard) Emit(Event) {}
 
+// Selective is a Sink that says which events it takes. A runtime may leave
+// out the others (it does for those that copy a run's data), so Emit still
+// ignores what it does not want.
+type Selective interface {
+	Sink
+	Wants(typ string) bool
+}
+
+// Wants reports whether s takes events of type typ (see Event.Type).
+func Wants(s Sink, typ string) bool {
+	switch x := s.(type) {
+	case Discard:
+		return false
+	case Selective:
+		return x.Wants(typ)
+	}
+	return true
+}
+
 // Recorder keeps every event; safe for concurrent use.
 type Recorder struct {
 	mu     sync.Mutex
