@@ -144,19 +144,6 @@ func (l *funcLazy) Value() any {
 
 func (l *funcLazy) EncodedSize() int { return l.size }
 
-// Presized is a value whose encoded size its producer measured as it built
-// it (the runtime's own records, field by field): the store takes the size
-// instead of walking the value.
-func Presized(v any, size int) Lazy { return &presized{v, size} }
-
-type presized struct {
-	v any
-	n int
-}
-
-func (p *presized) Value() any       { return p.v }
-func (p *presized) EncodedSize() int { return p.n }
-
 func built(v any) any {
 	if l, ok := v.(Lazy); ok {
 		return l.Value()
