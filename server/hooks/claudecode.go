@@ -172,11 +172,11 @@ type ccSession struct {
 	mu       sync.Mutex
 	id       string
 	agent    string
-	runID    string          // the open run; "" when none
-	seen     map[string]bool // tools seen in the session
-	listed   map[string]bool // tools the adapter offered in the open step (read only: an offer's)
-	offer    *offer          // the tools the session's steps offer
-	approved map[string]model.ToolResult
+	runID    string                      // the open run; "" when none
+	seen     map[string]bool             // tools seen in the session
+	listed   map[string]bool             // tools the adapter offered in the open step (read only: an offer's)
+	offer    *offer                      // the tools the session's steps offer
+	approved map[string]model.ToolResult // nil until a call is approved
 	// held: the runs the current event has locked (see lock).
 	held []Run
 	// posts: the session sends PostToolUse (or PostToolBatch). Without
@@ -217,7 +217,7 @@ func (c *claudeCode) session(id, agent string) *ccSession {
 		c.mu.Lock()
 		cs := c.sessions[id]
 		if cs == nil {
-			cs = &ccSession{id: id, agent: agent, seen: map[string]bool{}, approved: map[string]model.ToolResult{}}
+			cs = &ccSession{id: id, agent: agent, seen: map[string]bool{}} // approved: made on the first approval
 			c.sessions[id] = cs
 		}
 		c.mu.Unlock()

@@ -459,6 +459,9 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 	}
 	switch rec.Status {
 	case run.CallSuspended:
+		if cs.approved == nil {
+			cs.approved = map[string]model.ToolResult{}
+		}
 		cs.approved[call.ID] = result // Claude Code's user approved the "ask"
 	case run.CallRunning:
 		if rec.Gate != nil && rec.Gate.Decision == gate.Allow {
