@@ -110,6 +110,9 @@ func (s *Session) save(ctx context.Context) error {
 			return &SaveError{Op: "save thread " + th.ID, Err: err}
 		}
 		th.Revision = rev
+		// A finished run never saves again; the store has the
+		// conversation, and the session need not hold a second copy.
+		th.Messages = nil
 		s.thread = th
 		s.saved = nil // the run is forgotten: nothing more to save
 		if err := st.DeleteRun(ctx, s.info.ID); err != nil {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -171,11 +172,13 @@ type ccSession struct {
 	mu       sync.Mutex
 	id       string
 	agent    string
-	runID    string          // the open run; "" when none
-	seen     map[string]bool // tools seen in the session
-	listed   map[string]bool // tools the adapter offered in the open step (read only: an offer's)
-	offer    *offer          // the tools the session's steps offer
-	approved map[string]model.ToolResult
+	runID    string                      // the open run; "" when none
+	seen     map[string]bool             // tools seen in the session
+	listed   map[string]bool             // tools the adapter offered in the open step (read only: an offer's)
+	offer    *offer                      // the tools the session's steps offer
+	approved map[string]model.ToolResult // nil until a call is approved
+	// held: the runs the current event has locked (see lock).
+	held []Run
 	// posts: the session sends PostToolUse (or PostToolBatch). Without
 	// them (only PreToolUse installed) no call is ever seen to finish, so a
 	// step holds at most PreOnlyBatch calls instead of growing forever.
@@ -214,7 +217,7 @@ func (c *claudeCode) session(id, agent string) *ccSession {
 		c.mu.Lock()
 		cs := c.sessions[id]
 		if cs == nil {
-			cs = &ccSession{id: id, agent: agent, seen: map[string]bool{}, approved: map[string]model.ToolResult{}}
+			cs = &ccSession{id: id, agent: agent, seen: map[string]bool{}} // approved: made on the first approval
 			c.sessions[id] = cs
 		}
 		c.mu.Unlock()
@@ -338,6 +341,12 @@ func (c *claudeCode) dispatch(ctx context.Context, in ccInput, agent string) ccO
 		cs.lastUsed.Store(time.Now().UnixNano())
 		cs.mu.Unlock()
 	}()
+	defer func() {
+		if v := recover(); v != nil {
+			c.releaseHeld(context.WithoutCancel(ctx), cs)
+			panic(v) // the admission answers it, failing closed
+		}
+	}()
 	res, err := c.event(ctx, cs, in)
 	if err != nil {
 		return c.failure(in.HookEventName, err)
@@ -406,7 +415,7 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 			err = c.finishRun(ctx, cs, e, &res, false)
 			e = nil
 		}
-		return res, c.release(ctx, e, err)
+		return res, c.release(ctx, cs, e, err)
 	case evUserPromptSubmit:
 		if err := c.endOpenRun(ctx, cs); err != nil {
 			return res, err
@@ -416,7 +425,7 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 			return res, err
 		}
 		e, err = c.drive(ctx, cs, e, &res, run.StageInferenceReady, "")
-		return res, c.release(ctx, e, err)
+		return res, c.release(ctx, cs, e, err)
 	case evPreToolUse:
 		return c.preToolUse(ctx, cs, in)
 	case evPermissionRequest:
@@ -435,7 +444,7 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 		if stageOf(e) == run.StageInferred {
 			_, err = c.closeStep(ctx, cs, e, true)
 		}
-		return res, c.release(ctx, e, err)
+		return res, c.release(ctx, cs, e, err)
 	case evPostToolUse, evPostToolUseFailure:
 		cs.posts = true
 		return c.postToolUse(ctx, cs, in)
@@ -454,15 +463,52 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 }
 
 // release settles (checkpoints) and unlocks the run an event worked on.
-func (c *claudeCode) release(ctx context.Context, e Run, err error) error {
+func (c *claudeCode) release(ctx context.Context, cs *ccSession, e Run, err error) error {
 	if e == nil {
 		return err
 	}
 	if serr := c.o.Runs.Settle(ctx, e); err == nil {
 		err = serr
 	}
-	c.o.Runs.Unlock(e)
+	c.unlock(cs, e)
 	return err
+}
+
+// lock, start and unlock take and give back a run's lock for an event of
+// cs, noting what it holds: an event that panics leaves no run locked
+// (releaseHeld), or the session's next event would wait for ever.
+func (c *claudeCode) lock(ctx context.Context, cs *ccSession, id string) (Run, error) {
+	e, err := c.o.Runs.Lock(ctx, id)
+	if err == nil {
+		cs.held = append(cs.held, e)
+	}
+	return e, err
+}
+
+func (c *claudeCode) start(ctx context.Context, cs *ccSession, agent, thread string, msgs []model.Message) (Run, error) {
+	e, err := c.o.Runs.Start(ctx, agent, thread, msgs)
+	if err == nil {
+		cs.held = append(cs.held, e)
+	}
+	return e, err
+}
+
+func (c *claudeCode) unlock(cs *ccSession, e Run) {
+	if i := slices.Index(cs.held, e); i >= 0 {
+		cs.held = slices.Delete(cs.held, i, i+1)
+	}
+	c.o.Runs.Unlock(e)
+}
+
+// releaseHeld settles and unlocks the runs an event still holds when it
+// panicked.
+func (c *claudeCode) releaseHeld(ctx context.Context, cs *ccSession) {
+	for len(cs.held) > 0 {
+		e := cs.held[len(cs.held)-1]
+		if err := c.release(ctx, cs, e, nil); err != nil {
+			c.o.Log.LogAttrs(ctx, slog.LevelError, "settling a run after a failed event", slog.String("run_id", e.ID()), slog.String("error", err.Error()))
+		}
+	}
 }
 
 // openRun returns the session's open run, locked, or nil.
@@ -470,7 +516,7 @@ func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (Run, error) {
 	if cs.runID == "" {
 		return nil, nil
 	}
-	e, err := c.o.Runs.Lock(ctx, cs.runID)
+	e, err := c.lock(ctx, cs, cs.runID)
 	if err != nil {
 		if errors.Is(err, ErrNoRun) {
 			cs.runID = ""
@@ -479,7 +525,7 @@ func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (Run, error) {
 		return nil, err
 	}
 	if e.Done() {
-		c.o.Runs.Unlock(e)
+		c.unlock(cs, e)
 		cs.runID = ""
 		return nil, nil
 	}
@@ -493,7 +539,7 @@ func (c *claudeCode) newRun(ctx context.Context, cs *ccSession, msgs []model.Mes
 	if err := c.clearThread(ctx, cs); err != nil {
 		return nil, err
 	}
-	e, err := c.o.Runs.Start(ctx, cs.agent, cs.id, msgs)
+	e, err := c.start(ctx, cs, cs.agent, cs.id, msgs)
 	if err != nil {
 		return nil, err
 	}
@@ -506,7 +552,7 @@ func (c *claudeCode) newRun(ctx context.Context, cs *ccSession, msgs []model.Mes
 
 func (c *claudeCode) clearThread(ctx context.Context, cs *ccSession) error {
 	if holder := c.o.Runs.ThreadHolder(cs.id); holder != "" {
-		if e, err := c.o.Runs.Lock(ctx, holder); err == nil {
+		if e, err := c.lock(ctx, cs, holder); err == nil {
 			if err := c.finishRun(ctx, cs, e, &ccResult{}, false); err != nil {
 				return err
 			}
@@ -516,7 +562,7 @@ func (c *claudeCode) clearThread(ctx context.Context, cs *ccSession) error {
 	if err != nil || !ok || th.Waiting == "" {
 		return err
 	}
-	e, err := c.o.Runs.Lock(ctx, th.Waiting)
+	e, err := c.lock(ctx, cs, th.Waiting)
 	if err != nil {
 		return nil // the waiting run is gone; Start reports a thread that still waits
 	}
@@ -541,7 +587,7 @@ func (c *claudeCode) endOpenRun(ctx context.Context, cs *ccSession) error {
 // be expressed and the run is driven on to its end, which max_steps and
 // max_continues bound.
 func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e Run, res *ccResult, stop bool) (err error) {
-	defer func() { err = c.release(ctx, e, err) }()
+	defer func() { err = c.release(ctx, cs, e, err) }()
 	if cs.runID == e.ID() {
 		cs.runID = ""
 	}

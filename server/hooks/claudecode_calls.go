@@ -32,9 +32,9 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	}
 	var e Run
 	if id := cs.subRuns[in.AgentID]; id != "" {
-		if le, err := c.o.Runs.Lock(ctx, id); err == nil {
+		if le, err := c.lock(ctx, cs, id); err == nil {
 			if le.Done() || le.Session().Status() != run.Running || le.Session().Stage() != run.StageStepEnded {
-				c.o.Runs.Unlock(le)
+				c.unlock(cs, le)
 			} else {
 				e = le
 			}
@@ -43,7 +43,7 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	}
 	if e == nil {
 		var err error
-		e, err = c.o.Runs.Start(ctx, cs.agent, cs.id+"/subagent/"+in.AgentID, nil)
+		e, err = c.start(ctx, cs, cs.agent, cs.id+"/subagent/"+in.AgentID, nil)
 		if err != nil {
 			return res, err
 		}
@@ -71,12 +71,12 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 		}
 		res.decision, res.reason = "block", strings.Join(parts, "\n\n")
 		cs.subRuns[in.AgentID] = e.ID()
-		return res, c.release(ctx, e, nil)
+		return res, c.release(ctx, cs, e, nil)
 	}
 	if err == nil && sess.Status() == run.Running && sess.Termination() != "" {
 		_, err = sess.RunEnd(ctx)
 	}
-	return res, c.release(ctx, e, err)
+	return res, c.release(ctx, cs, e, err)
 }
 
 // permissionRequest answers Claude Code before it asks its user whether a
@@ -113,10 +113,10 @@ func (c *claudeCode) permissionRequest(ctx context.Context, cs *ccSession, in cc
 					res.decision, res.updated = "allow", rec.Gate.Args
 				}
 			}
-			c.o.Runs.Unlock(e)
+			c.unlock(cs, e)
 			return res, nil
 		}
-		c.o.Runs.Unlock(e)
+		c.unlock(cs, e)
 	}
 	pre, err := c.preToolUse(ctx, cs, in)
 	switch {
@@ -141,7 +141,7 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 		return res, err
 	}
 	if e != nil && cs.deferring && c.deferred(e, cs, call.ID, &res) {
-		return res, c.release(ctx, e, nil)
+		return res, c.release(ctx, cs, e, nil)
 	}
 	if e == nil {
 		if e, err = c.newRun(ctx, cs, nil); err != nil {
@@ -153,13 +153,13 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 		if err == nil && res.stop != "" {
 			res.decision, res.reason = "deny", res.stop
 		}
-		return res, c.release(ctx, e, err)
+		return res, c.release(ctx, cs, e, err)
 	}
 	sess := e.Session()
 	rev0 := sess.Revision()
 	d, o, err := sess.ToolGate(ctx, call)
 	if err != nil {
-		return res, c.release(ctx, e, err)
+		return res, c.release(ctx, cs, e, err)
 	}
 	if o.Revision != rev0 {
 		c.o.Decided(d.Decision)
@@ -171,7 +171,7 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 	case gate.Allow:
 		if rec, ok := findCall(e, call.ID); ok && !rec.Started && rec.Status == run.CallRunning {
 			if _, err := sess.BeforeToolExecute(ctx, call); err != nil {
-				return res, c.release(ctx, e, err)
+				return res, c.release(ctx, cs, e, err)
 			}
 		}
 		if d.Plugin != "" { // allowed after a rewrite
@@ -182,14 +182,14 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 		res.decision, res.reason = "deny", d.Reason
 		if rec, ok := findCall(e, call.ID); ok && rec.Status == run.CallRunning {
 			if _, _, err := sess.AfterToolExecute(ctx, call, model.ToolResult{}); err != nil {
-				return res, c.release(ctx, e, err)
+				return res, c.release(ctx, cs, e, err)
 			}
 		}
 	case gate.SetResult:
 		var result model.ToolResult
 		if rec, ok := findCall(e, call.ID); ok && rec.Status == run.CallRunning {
 			if result, _, err = sess.AfterToolExecute(ctx, call, model.ToolResult{}); err != nil {
-				return res, c.release(ctx, e, err)
+				return res, c.release(ctx, cs, e, err)
 			}
 		} else if rec.Result != nil {
 			result = *rec.Result
@@ -210,7 +210,7 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 		}
 		if in.suspend == suspendDefer && pluginStop(e) == "" {
 			if err := c.deferCall(ctx, cs, e, call.ID, &res); err != nil || res.decision == suspendDefer {
-				return res, c.release(ctx, e, err)
+				return res, c.release(ctx, cs, e, err)
 			}
 		}
 	}
@@ -224,7 +224,7 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 		// Blocked or stopped: end the run now; the next event starts another.
 		return res, c.finishRun(ctx, cs, e, &res, false)
 	}
-	return res, c.release(ctx, e, nil)
+	return res, c.release(ctx, cs, e, nil)
 }
 
 // toGate brings the run to a step where the call can be gated: it answers
@@ -455,21 +455,24 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 	sess := e.Session()
 	rec, ok := findCall(e, call.ID)
 	if !ok {
-		return res, c.release(ctx, e, nil)
+		return res, c.release(ctx, cs, e, nil)
 	}
 	switch rec.Status {
 	case run.CallSuspended:
+		if cs.approved == nil {
+			cs.approved = map[string]model.ToolResult{}
+		}
 		cs.approved[call.ID] = result // Claude Code's user approved the "ask"
 	case run.CallRunning:
 		if rec.Gate != nil && rec.Gate.Decision == gate.Allow {
 			if !rec.Started {
 				if _, err := sess.BeforeToolExecute(ctx, rec.Call); err != nil {
-					return res, c.release(ctx, e, err)
+					return res, c.release(ctx, cs, e, err)
 				}
 			}
 			out, _, err := sess.AfterToolExecute(ctx, rec.Call, result)
 			if err != nil {
-				return res, c.release(ctx, e, err)
+				return res, c.release(ctx, cs, e, err)
 			}
 			// A result transform (redaction) changed an MCP tool's output:
 			// Claude Code lets a hook replace only those.
@@ -486,14 +489,14 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 	if sess.Termination() == "" && sess.Status() == run.Running {
 		closed, err := c.closeStep(ctx, cs, e, false)
 		if err != nil {
-			return res, c.release(ctx, e, err)
+			return res, c.release(ctx, cs, e, err)
 		}
 		if closed {
 			// Claude infers next: open that inference so the context
 			// messages plugins scheduled reach it now.
 			e, err = c.drive(ctx, cs, e, &res, run.StageInferenceReady, "")
-			return res, c.release(ctx, e, err)
+			return res, c.release(ctx, cs, e, err)
 		}
 	}
-	return res, c.release(ctx, e, nil)
+	return res, c.release(ctx, cs, e, nil)
 }

@@ -125,7 +125,7 @@ func (a *Adapters) ClaudeCodeSession(ctx context.Context, id string) (SessionVie
 		if s := e.Session().Suspended(); s != nil {
 			view.Suspended = s
 		}
-		c.o.Runs.Unlock(e)
+		c.unlock(cs, e)
 	}
 	return view, true, nil
 }
