@@ -124,3 +124,44 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	_, _ = w.Write(append(b, '\n')) // the client went away: nothing to tell it
 	return nil
 }
+
+// agentTool is how another agent's built-in tool reads as Claude Code's
+// (so Bash(rm *), Read(./.env) and the like apply to it): Claude Code's
+// name for it, and its arguments renamed (the agent's -> Claude Code's;
+// the others keep their names).
+type agentTool struct {
+	name string
+	args map[string]string
+}
+
+// asClaudeCode names a call of one of tools as Claude Code would, and
+// returns how its arguments were renamed (Claude Code's name -> the
+// agent's); a tool not in tools keeps its name and arguments.
+func asClaudeCode(tools map[string]agentTool, name string, args map[string]any) (string, map[string]any, map[string]string) {
+	t, ok := tools[name]
+	if !ok {
+		return name, args, nil
+	}
+	out := make(map[string]any, len(args))
+	back := make(map[string]string, len(args))
+	for k, v := range args {
+		to := k
+		if m, ok := t.args[k]; ok {
+			to = m
+		}
+		out[to], back[to] = v, k
+	}
+	return t.name, out, back
+}
+
+// fromClaudeCode gives rewritten arguments back the agent's names.
+func fromClaudeCode(args map[string]any, back map[string]string) map[string]any {
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		if a, ok := back[k]; ok {
+			k = a
+		}
+		out[k] = v
+	}
+	return out
+}
