@@ -140,13 +140,9 @@ func copilotReply(event string, out ccOutput, back map[string]string) copilotOut
 		if spec == nil {
 			return r
 		}
-		switch {
-		case spec.PermissionDecision == "deny":
-			r.PermissionDecision, r.PermissionDecisionReason = "deny", spec.PermissionDecisionReason
-		case spec.PermissionDecision == "ask":
-			r.PermissionDecision = "deny"
-			r.PermissionDecisionReason = cannotAsk("Copilot CLI", spec.PermissionDecisionReason)
-		case spec.UpdatedInput != nil:
+		if reason, ok := spec.denial("Copilot CLI"); ok {
+			r.PermissionDecision, r.PermissionDecisionReason = "deny", reason
+		} else if spec.UpdatedInput != nil {
 			r.PermissionDecision, r.ModifiedArgs = "allow", fromClaudeCode(spec.UpdatedInput, back)
 		}
 	case "agentStop":

@@ -125,13 +125,9 @@ func geminiReply(event string, out ccOutput, orig map[string]any, back map[strin
 		if spec == nil {
 			return r
 		}
-		switch {
-		case spec.PermissionDecision == "deny":
-			r.Decision, r.Reason = "deny", spec.PermissionDecisionReason
-		case spec.PermissionDecision == "ask":
-			r.Decision = "deny"
-			r.Reason = cannotAsk("Gemini CLI", spec.PermissionDecisionReason)
-		case spec.UpdatedInput != nil:
+		if reason, ok := spec.denial("Gemini CLI"); ok {
+			r.Decision, r.Reason = "deny", reason
+		} else if spec.UpdatedInput != nil {
 			// Gemini merges tool_input over the model's arguments: an
 			// argument the rewrite dropped would stay, so that is denied.
 			next := fromClaudeCode(spec.UpdatedInput, back)

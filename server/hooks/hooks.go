@@ -105,10 +105,17 @@ func (a *Adapters) Cursor(w http.ResponseWriter, r *http.Request) error { return
 // telling); a session whose deferred call waits is kept up to MaxDeferHold.
 func (a *Adapters) Sweep(now time.Time, idle time.Duration) { a.cc.sweep(now, idle) }
 
-// cannotAsk is the deny reason for a call a plugin wants a person to
-// approve, given to an agent whose hook protocol cannot ask.
-func cannotAsk(agent, reason string) string {
-	return "a person must approve this call, and " + agent + "'s hook cannot ask, so it is denied: " + reason
+// denial is the deny an agent whose hook cannot ask gives for Claude
+// Code's answer s: a deny as it is, an ask as a deny that says why; ok is
+// false for any other answer.
+func (s *ccSpecific) denial(agent string) (reason string, ok bool) {
+	switch s.PermissionDecision {
+	case "deny":
+		return s.PermissionDecisionReason, true
+	case "ask":
+		return "a person must approve this call, and " + agent + "'s hook cannot ask, so it is denied: " + s.PermissionDecisionReason, true
+	}
+	return "", false
 }
 
 // writeJSON writes a reply as the sidecar writes its own.
