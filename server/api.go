@@ -394,27 +394,18 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
 			return badRequest("decisions[%d] has no target (a call id or a ticket id)", i)
 		}
 	}
-	ctx := context.WithoutCancel(r.Context())
-	e, err := s.lockMatching(ctx, r)
-	if err != nil {
-		return err
-	}
-	defer s.unlock(e)
-	start := time.Now()
-	calls, o, err := e.sess.Resume(ctx, body.Decisions)
-	s.metrics.phase("resume", time.Since(start))
-	if serr := s.settle(ctx, e, err == nil); err == nil {
-		err = serr
-	}
-	stamp(w, e)
-	if err != nil {
-		return failed(e, err)
-	}
-	reply := resumeReply{Revision: o.Revision, Calls: make([]callView, 0, len(calls))}
-	for _, c := range calls {
-		reply.Calls = append(reply.Calls, viewCall(c))
-	}
-	return writeJSON(w, http.StatusOK, reply)
+	return s.withRun(w, r, "resume", func(ctx context.Context, sess *run.Session, out *phaseOut) error {
+		calls, o, err := sess.Resume(ctx, body.Decisions)
+		if err != nil {
+			return err
+		}
+		reply := resumeReply{Revision: o.Revision, Calls: make([]callView, 0, len(calls))}
+		for _, c := range calls {
+			reply.Calls = append(reply.Calls, viewCall(c))
+		}
+		out.reply = reply
+		return nil
+	})
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {

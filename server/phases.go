@@ -25,10 +25,11 @@ type phaseOut struct {
 	changed bool
 }
 
-// withRun locks the run the request names, runs fn on its session, settles
-// the run (saving it when fn changed it) and writes the reply. The phase
-// finishes whatever the client does once it started.
-func (s *Server) withRun(w http.ResponseWriter, r *http.Request, p phase.Phase,
+// withRun locks the run the request names, runs fn (a phase, or resume:
+// what the metrics call it) on its session, settles the run (saving it when
+// fn changed it) and writes the reply. The call finishes whatever the
+// client does once it started.
+func (s *Server) withRun(w http.ResponseWriter, r *http.Request, what string,
 	fn func(ctx context.Context, sess *run.Session, out *phaseOut) error) error {
 	ctx := context.WithoutCancel(r.Context())
 	e, err := s.lockMatching(ctx, r)
@@ -39,7 +40,7 @@ func (s *Server) withRun(w http.ResponseWriter, r *http.Request, p phase.Phase,
 	start := time.Now()
 	out := phaseOut{changed: true}
 	err = fn(ctx, e.sess, &out)
-	s.metrics.phase(p.String(), time.Since(start))
+	s.metrics.phase(what, time.Since(start))
 	if err != nil {
 		// Nothing changed unless the error ended the run; settle sees that.
 		out.changed = false
@@ -86,7 +87,7 @@ func (s *Server) stepStart(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &struct{}{}); err != nil {
 		return err
 	}
-	return s.withRun(w, r, phase.StepStart, func(ctx context.Context, sess *run.Session, out *phaseOut) error {
+	return s.withRun(w, r, phase.StepStart.String(), func(ctx context.Context, sess *run.Session, out *phaseOut) error {
 		o, err := sess.StepStart(ctx)
 		out.reply = outcomeReply{Revision: o.Revision, Termination: o.Termination}
 		return err
@@ -107,7 +108,7 @@ func (s *Server) beforeInference(w http.ResponseWriter, r *http.Request) error {
 	if err := validTools(body.Request.Tools); err != nil {
 		return err
 	}
-	return s.withRun(w, r, phase.BeforeInference, func(ctx context.Context, sess *run.Session, out *phaseOut) error {
+	return s.withRun(w, r, phase.BeforeInference.String(), func(ctx context.Context, sess *run.Session, out *phaseOut) error {
 		req := model.Request{Messages: body.Request.Messages, Tools: body.Request.Tools, Params: body.Request.Params}
 		if req.Tools == nil {
 			req.Tools = sess.HostTools()
@@ -133,7 +134,7 @@ func (s *Server) afterInference(w http.ResponseWriter, r *http.Request) error {
 	if body.Response == nil {
 		return badRequest("after_inference needs {\"response\": {\"text\", \"tool_calls\", \"usage\"}}")
 	}
-	return s.withRun(w, r, phase.AfterInference, func(ctx context.Context, sess *run.Session, out *phaseOut) error {
+	return s.withRun(w, r, phase.AfterInference.String(), func(ctx context.Context, sess *run.Session, out *phaseOut) error {
 		o, err := sess.AfterInference(ctx, *body.Response)
 		out.reply = outcomeReply{Revision: o.Revision, Termination: o.Termination}
 		return err
@@ -161,7 +162,7 @@ func (s *Server) toolGate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.withRun(w, r, phase.ToolGate, func(ctx context.Context, sess *run.Session, out *phaseOut) error {
+	return s.withRun(w, r, phase.ToolGate.String(), func(ctx context.Context, sess *run.Session, out *phaseOut) error {
 		rev0 := sess.Revision()
 		d, o, err := sess.ToolGate(ctx, *body.Call)
 		if err != nil {
@@ -185,7 +186,7 @@ func (s *Server) beforeToolExecute(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	return s.withRun(w, r, phase.BeforeToolExecute, func(ctx context.Context, sess *run.Session, out *phaseOut) error {
+	return s.withRun(w, r, phase.BeforeToolExecute.String(), func(ctx context.Context, sess *run.Session, out *phaseOut) error {
 		// A plugin's tool runs here (the client cannot run it): the reply
 		// carries its result for the client to pass on to
 		// after_tool_execute. A retry gets the same result, and changes
@@ -211,7 +212,7 @@ func (s *Server) afterToolExecute(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	return s.withRun(w, r, phase.AfterToolExecute, func(ctx context.Context, sess *run.Session, out *phaseOut) error {
+	return s.withRun(w, r, phase.AfterToolExecute.String(), func(ctx context.Context, sess *run.Session, out *phaseOut) error {
 		var res model.ToolResult
 		if body.Result != nil {
 			res = *body.Result
@@ -226,7 +227,7 @@ func (s *Server) stepEnd(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &struct{}{}); err != nil {
 		return err
 	}
-	return s.withRun(w, r, phase.StepEnd, func(ctx context.Context, sess *run.Session, out *phaseOut) error {
+	return s.withRun(w, r, phase.StepEnd.String(), func(ctx context.Context, sess *run.Session, out *phaseOut) error {
 		o, err := sess.StepEnd(ctx)
 		out.reply = stepEndReply{Revision: o.Revision, Termination: o.Termination, Continued: o.Continued}
 		return err
@@ -237,7 +238,7 @@ func (s *Server) runEnd(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &struct{}{}); err != nil {
 		return err
 	}
-	return s.withRun(w, r, phase.RunEnd, func(ctx context.Context, sess *run.Session, out *phaseOut) error {
+	return s.withRun(w, r, phase.RunEnd.String(), func(ctx context.Context, sess *run.Session, out *phaseOut) error {
 		o, err := sess.RunEnd(ctx)
 		out.reply = outcomeReply{Revision: o.Revision, Termination: o.Termination}
 		return err

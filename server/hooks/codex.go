@@ -31,8 +31,8 @@ func (cc *claudeCode) serveCodex(ctx context.Context, r *http.Request, in *ccInp
 	codexShell(in)
 	out := cc.dispatch(ctx, *in, agent)
 	if spec := out.HookSpecificOutput; spec != nil && spec.PermissionDecision == "ask" {
+		spec.PermissionDecisionReason, _ = spec.denial("Codex")
 		spec.PermissionDecision = "deny"
-		spec.PermissionDecisionReason = cannotAsk("Codex", spec.PermissionDecisionReason)
 		cc.o.Log.LogAttrs(r.Context(), slog.LevelInfo, "Codex cannot ask: an ask is answered deny", slog.String("session_id", in.SessionID))
 	}
 	return out

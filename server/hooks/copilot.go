@@ -43,10 +43,7 @@ type copilotOutput struct {
 
 // copilotTools maps Copilot CLI's built-in tools to Claude Code's, with
 // their arguments renamed.
-var copilotTools = map[string]struct {
-	name string
-	args map[string]string
-}{
+var copilotTools = map[string]agentTool{
 	"bash":        {"Bash", map[string]string{"command": "command"}},
 	"view":        {"Read", map[string]string{"path": "file_path"}},
 	"create":      {"Write", map[string]string{"path": "file_path", "file_text": "content"}},
@@ -109,7 +106,7 @@ func (cc *claudeCode) copilot(ctx context.Context, event string, in copilotInput
 		if event == "postToolUse" {
 			c.HookEventName, c.ToolResponse = evPostToolUse, in.ToolResult
 		}
-		c.ToolName, c.ToolInput, back = copilotCall(in.ToolName, args)
+		c.ToolName, c.ToolInput, back = asClaudeCode(copilotTools, in.ToolName, args)
 	case "":
 		return cc.copilotFailure("preToolUse", errors.New("the event is not named: call /v1/hooks/copilot?event=NAME (awaken-lua hook --agent copilot --event NAME)"))
 	default:
@@ -135,23 +132,6 @@ func copilotArgs(raw json.RawMessage) (map[string]any, error) {
 	return args, nil
 }
 
-func copilotCall(name string, args map[string]any) (string, map[string]any, map[string]string) {
-	t, ok := copilotTools[name]
-	if !ok {
-		return name, args, nil
-	}
-	out := make(map[string]any, len(args))
-	back := map[string]string{}
-	for k, v := range args {
-		to := k
-		if m, ok := t.args[k]; ok {
-			to = m
-		}
-		out[to], back[to] = v, k
-	}
-	return t.name, out, back
-}
-
 func copilotReply(event string, out ccOutput, back map[string]string) copilotOutput {
 	var r copilotOutput
 	switch event {
@@ -160,20 +140,10 @@ func copilotReply(event string, out ccOutput, back map[string]string) copilotOut
 		if spec == nil {
 			return r
 		}
-		switch {
-		case spec.PermissionDecision == "deny":
-			r.PermissionDecision, r.PermissionDecisionReason = "deny", spec.PermissionDecisionReason
-		case spec.PermissionDecision == "ask":
-			r.PermissionDecision = "deny"
-			r.PermissionDecisionReason = cannotAsk("Copilot CLI", spec.PermissionDecisionReason)
-		case spec.UpdatedInput != nil:
-			r.PermissionDecision, r.ModifiedArgs = "allow", map[string]any{}
-			for k, v := range spec.UpdatedInput {
-				if c, ok := back[k]; ok {
-					k = c
-				}
-				r.ModifiedArgs[k] = v
-			}
+		if reason, ok := spec.denial("Copilot CLI"); ok {
+			r.PermissionDecision, r.PermissionDecisionReason = "deny", reason
+		} else if spec.UpdatedInput != nil {
+			r.PermissionDecision, r.ModifiedArgs = "allow", fromClaudeCode(spec.UpdatedInput, back)
 		}
 	case "agentStop":
 		if out.Decision == "block" {

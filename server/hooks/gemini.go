@@ -50,10 +50,7 @@ type geminiSpecific struct {
 
 // geminiTools maps Gemini CLI's built-in tools to Claude Code's, with
 // their arguments renamed, so Bash(rm *), Read(./.env) and the like apply.
-var geminiTools = map[string]struct {
-	name string
-	args map[string]string // Gemini's argument -> Claude Code's
-}{
+var geminiTools = map[string]agentTool{
 	"run_shell_command":   {"Bash", map[string]string{"command": "command"}},
 	"read_file":           {"Read", map[string]string{"absolute_path": "file_path", "file_path": "file_path"}},
 	"read_many_files":     {"Read", map[string]string{}},
@@ -111,31 +108,12 @@ func (cc *claudeCode) gemini(ctx context.Context, in geminiInput, agent string) 
 		if in.HookEventName == "AfterTool" {
 			c.HookEventName = evPostToolUse
 		}
-		c.ToolName, c.ToolInput, renames = geminiCall(in.ToolName, in.ToolInput)
+		c.ToolName, c.ToolInput, renames = asClaudeCode(geminiTools, in.ToolName, in.ToolInput)
 	default:
 		return geminiOutput{} // BeforeModel, Notification, PreCompress, ...: nothing to decide
 	}
 	out := cc.dispatch(ctx, c, agent)
 	return geminiReply(in.HookEventName, out, in.ToolInput, renames)
-}
-
-// geminiCall names a Gemini tool call as Claude Code would, and returns
-// how its arguments were renamed (Claude Code's name -> Gemini's).
-func geminiCall(name string, args map[string]any) (string, map[string]any, map[string]string) {
-	t, ok := geminiTools[name]
-	if !ok {
-		return name, args, nil
-	}
-	out := make(map[string]any, len(args))
-	back := map[string]string{}
-	for k, v := range args {
-		if to, ok := t.args[k]; ok {
-			out[to], back[to] = v, k
-		} else {
-			out[k], back[k] = v, k
-		}
-	}
-	return t.name, out, back
 }
 
 // geminiReply puts the Claude Code adapter's answer into Gemini's fields.
@@ -147,22 +125,12 @@ func geminiReply(event string, out ccOutput, orig map[string]any, back map[strin
 		if spec == nil {
 			return r
 		}
-		switch {
-		case spec.PermissionDecision == "deny":
-			r.Decision, r.Reason = "deny", spec.PermissionDecisionReason
-		case spec.PermissionDecision == "ask":
-			r.Decision = "deny"
-			r.Reason = cannotAsk("Gemini CLI", spec.PermissionDecisionReason)
-		case spec.UpdatedInput != nil:
+		if reason, ok := spec.denial("Gemini CLI"); ok {
+			r.Decision, r.Reason = "deny", reason
+		} else if spec.UpdatedInput != nil {
 			// Gemini merges tool_input over the model's arguments: an
 			// argument the rewrite dropped would stay, so that is denied.
-			next := map[string]any{}
-			for k, v := range spec.UpdatedInput {
-				if g, ok := back[k]; ok {
-					k = g
-				}
-				next[k] = v
-			}
+			next := fromClaudeCode(spec.UpdatedInput, back)
 			for k := range orig {
 				if _, kept := next[k]; !kept {
 					return geminiOutput{Decision: "deny", Reason: "the policy rewrote this call without its argument " + k +

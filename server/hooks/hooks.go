@@ -105,10 +105,17 @@ func (a *Adapters) Cursor(w http.ResponseWriter, r *http.Request) error { return
 // telling); a session whose deferred call waits is kept up to MaxDeferHold.
 func (a *Adapters) Sweep(now time.Time, idle time.Duration) { a.cc.sweep(now, idle) }
 
-// cannotAsk is the deny reason for a call a plugin wants a person to
-// approve, given to an agent whose hook protocol cannot ask.
-func cannotAsk(agent, reason string) string {
-	return "a person must approve this call, and " + agent + "'s hook cannot ask, so it is denied: " + reason
+// denial is the deny an agent whose hook cannot ask gives for Claude
+// Code's answer s: a deny as it is, an ask as a deny that says why; ok is
+// false for any other answer.
+func (s *ccSpecific) denial(agent string) (reason string, ok bool) {
+	switch s.PermissionDecision {
+	case "deny":
+		return s.PermissionDecisionReason, true
+	case "ask":
+		return "a person must approve this call, and " + agent + "'s hook cannot ask, so it is denied: " + s.PermissionDecisionReason, true
+	}
+	return "", false
 }
 
 // writeJSON writes a reply as the sidecar writes its own.
@@ -123,4 +130,45 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n')) // the client went away: nothing to tell it
 	return nil
+}
+
+// agentTool is how another agent's built-in tool reads as Claude Code's
+// (so Bash(rm *), Read(./.env) and the like apply to it): Claude Code's
+// name for it, and its arguments renamed (the agent's -> Claude Code's;
+// the others keep their names).
+type agentTool struct {
+	name string
+	args map[string]string
+}
+
+// asClaudeCode names a call of one of tools as Claude Code would, and
+// returns how its arguments were renamed (Claude Code's name -> the
+// agent's); a tool not in tools keeps its name and arguments.
+func asClaudeCode(tools map[string]agentTool, name string, args map[string]any) (string, map[string]any, map[string]string) {
+	t, ok := tools[name]
+	if !ok {
+		return name, args, nil
+	}
+	out := make(map[string]any, len(args))
+	back := make(map[string]string, len(args))
+	for k, v := range args {
+		to := k
+		if m, ok := t.args[k]; ok {
+			to = m
+		}
+		out[to], back[to] = v, k
+	}
+	return t.name, out, back
+}
+
+// fromClaudeCode gives rewritten arguments back the agent's names.
+func fromClaudeCode(args map[string]any, back map[string]string) map[string]any {
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		if a, ok := back[k]; ok {
+			k = a
+		}
+		out[k] = v
+	}
+	return out
 }
