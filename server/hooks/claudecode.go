@@ -284,7 +284,7 @@ func ccEvent(_ *http.Request, in *ccInput, body []byte) string {
 // serve answers a decoded Claude Code event (?suspend= says how a
 // suspended call is answered).
 func (c *claudeCode) serve(ctx context.Context, r *http.Request, in *ccInput, agent string) ccOutput {
-	switch in.suspend = r.URL.Query().Get("suspend"); in.suspend {
+	switch in.suspend = query(r, "suspend"); in.suspend {
 	case "", suspendAsk, suspendDefer:
 	default:
 		return c.failure(in.HookEventName, fmt.Errorf("?suspend= is %q or %q, not %q", suspendAsk, suspendDefer, in.suspend))
