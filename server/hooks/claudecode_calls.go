@@ -135,7 +135,7 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 	if err != nil {
 		return res, err
 	}
-	cs.seen[call.Name] = true
+	cs.see(call.Name, c.builtin.names)
 	e, err := c.openRun(ctx, cs)
 	if err != nil {
 		return res, err
