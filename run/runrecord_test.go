@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
@@ -55,5 +56,28 @@ func TestSelectiveSink(t *testing.T) {
 	}
 	if steps != 1 {
 		t.Fatalf("the other events: %d step starts, want 1", steps)
+	}
+}
+
+// The tool events, which copy a call's data, are not built for a sink that
+// does not want them, and reach one that does.
+func TestSelectiveSinkToolEvents(t *testing.T) {
+	types := []string{event.GateDecision{}.Type(), event.ToolCallStart{}.Type(), event.ToolCallDone{}.Type()}
+	for _, refused := range append([]string{""}, types...) {
+		sink := &refuses{typ: refused}
+		rt := newRuntime(t, nil)
+		m := turns(calls(call("ls", nil), call("nope", nil)), text("done"))
+		if _, err := rt.Run(context.Background(), run.Request{Prompt: "go", Model: m, Tools: []plugin.Tool{newTool("ls", nil)}, Events: sink}); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, ev := range sink.Events() {
+			got[ev.Type()] = true
+		}
+		for _, typ := range types {
+			if got[typ] == (typ == refused) {
+				t.Errorf("refusing %q: got %s events = %v", refused, typ, got[typ])
+			}
+		}
 	}
 }
