@@ -7,6 +7,7 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
@@ -79,5 +80,38 @@ func TestSelectiveSinkToolEvents(t *testing.T) {
 				t.Errorf("refusing %q: got %s events = %v", refused, typ, got[typ])
 			}
 		}
+	}
+}
+
+// EachCall and NumCalls see the step's calls as Calls does.
+func TestEachCall(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t, nil)
+	s, _, err := rt.Start(ctx, run.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.StepStart(ctx)
+	s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "a"}, {Name: "b"}}})
+	if _, err := s.AfterInference(ctx, calls(call("a", nil), call("b", nil), call("a", map[string]any{"x": 1.0}))); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.ToolGate(ctx, s.Calls()[1].Call); err != nil {
+		t.Fatal(err)
+	}
+	var got []run.CallRecord
+	for c := range s.EachCall() {
+		got = append(got, c)
+	}
+	if want := s.Calls(); !reflect.DeepEqual(got, want) || s.NumCalls() != len(want) {
+		t.Fatalf("EachCall = %+v, NumCalls = %d; Calls = %+v", got, s.NumCalls(), want)
+	}
+	n := 0
+	for range s.EachCall() {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Fatalf("a loop that breaks went on: %d calls", n)
 	}
 }

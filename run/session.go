@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -329,6 +330,21 @@ func (s *Session) Calls() []CallRecord {
 	}
 	return out
 }
+
+// EachCall yields the tool calls of the current step as Calls returns
+// them, without copying the list; the loop must not move the session.
+func (s *Session) EachCall() iter.Seq[CallRecord] {
+	return func(yield func(CallRecord) bool) {
+		for _, c := range s.calls {
+			if !yield(*c) {
+				return
+			}
+		}
+	}
+}
+
+// NumCalls is the number of tool calls of the current step.
+func (s *Session) NumCalls() int { return len(s.calls) }
 
 // Call returns the call of this step with the given id.
 func (s *Session) Call(id string) (CallRecord, bool) {
