@@ -181,7 +181,9 @@ func (s *Session) AnnounceCall(ctx context.Context, call model.ToolCall) (o Outc
 	if s.call(call.ID) != nil {
 		return s.outcome(), errs.Field("$.call.id", "the step already has a tool call with id %q; give each call its own id", call.ID)
 	}
-	call.Args = copyMap(call.Args)
+	if !s.handOff {
+		call.Args = copyMap(call.Args)
+	}
 	if s.index != nil {
 		s.index[call.ID] = len(s.calls)
 	}

@@ -115,3 +115,32 @@ func TestEachCall(t *testing.T) {
 		t.Fatalf("a loop that breaks went on: %d calls", n)
 	}
 }
+
+// A session copies the responses and calls a host passes, unless the host
+// hands them off (StartOptions.HandOff), when it keeps them as they are.
+func TestHandOff(t *testing.T) {
+	ctx := context.Background()
+	for _, handOff := range []bool{false, true} {
+		rt := newRuntime(t, nil)
+		s, _, err := rt.Start(ctx, run.StartOptions{HandOff: handOff})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.StepStart(ctx)
+		s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "a"}}})
+		inferred := map[string]any{"x": "as sent"}
+		announced := map[string]any{"x": "as sent"}
+		if _, err := s.AfterInference(ctx, calls(model.ToolCall{ID: "c1", Name: "a", Args: inferred})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AnnounceCall(ctx, model.ToolCall{ID: "c2", Name: "a", Args: announced}); err != nil {
+			t.Fatal(err)
+		}
+		inferred["x"], announced["x"] = "changed", "changed"
+		for _, c := range s.Calls() {
+			if shared := c.Call.Args["x"] == "changed"; shared != handOff {
+				t.Errorf("HandOff %v: call %s args %v: shared with the host = %v", handOff, c.Call.ID, c.Call.Args, shared)
+			}
+		}
+	}
+}
