@@ -115,7 +115,8 @@ type txn struct {
 	x       *Exec
 	p       phase.Phase
 	base    plugin.Input
-	fork    *state.Store
+	fork    *state.Store // &own while the phase runs
+	own     state.Store
 	effects []queuedEffect
 }
 
@@ -136,7 +137,9 @@ func (x *Exec) begin(p phase.Phase, in plugin.Input) *txn {
 	if t == nil {
 		t = new(txn)
 	}
-	*t = txn{x: x, p: p, base: in, fork: x.store.Fork(), effects: t.effects[:0]}
+	t.x, t.p, t.base = x, p, in
+	x.store.ForkInto(&t.own)
+	t.fork = &t.own
 	return t
 }
 
@@ -144,7 +147,8 @@ func (x *Exec) begin(p phase.Phase, in plugin.Input) *txn {
 // phase.
 func (x *Exec) end(t *txn) {
 	clear(t.effects)
-	*t = txn{effects: t.effects[:0]}
+	t.x, t.p, t.base, t.fork, t.effects = nil, 0, plugin.Input{}, nil, t.effects[:0]
+	t.own.Drop()
 	x.e.txns.Put(t)
 }
 

@@ -151,7 +151,7 @@ func (inst *instance) ctxIndex(L *lua.LState) int {
 			if in.Response == nil {
 				c.response = lua.LNil
 			} else {
-				c.response = responseToLua(L, inst.null, *in.Response)
+				c.response = inst.responseToLua(*in.Response)
 			}
 		}
 		L.Push(c.response)
@@ -340,10 +340,21 @@ func callsToLua(L *lua.LState, null lua.LValue, calls []model.ToolCall) *lua.LTa
 	return t
 }
 
-func responseToLua(L *lua.LState, null lua.LValue, r model.Response) *lua.LTable {
+// responseToLua is ctx.response. Its tool calls are read-only views like
+// the gate's call, their args converted on first read: an after_inference
+// hook mostly counts the calls, and a table per call and per args would be
+// most of its cost.
+func (inst *instance) responseToLua(r model.Response) *lua.LTable {
+	L := inst.L
 	t := L.CreateTable(0, 3)
 	t.RawSetString("text", lua.LString(r.Text))
-	t.RawSetString("tool_calls", callsToLua(L, null, r.ToolCalls))
+	calls := L.CreateTable(len(r.ToolCalls), 0)
+	infos := make([]plugin.ToolInfo, len(r.ToolCalls))
+	for i := range r.ToolCalls {
+		infos[i].Call = r.ToolCalls[i]
+		calls.Append(inst.toolToLua(&infos[i]))
+	}
+	t.RawSetString("tool_calls", calls)
 	if r.Usage != nil {
 		u := L.CreateTable(0, 3)
 		u.RawSetString("prompt_tokens", lua.LNumber(r.Usage.PromptTokens))

@@ -181,9 +181,26 @@ func ipairsAux(L *lua.LState) int {
 	if v == lua.LNil {
 		return 0
 	}
-	L.Push(lua.LNumber(i))
+	L.Push(luaInt(i))
 	L.Push(v)
 	return 2
+}
+
+// smallInts are the numbers 0..255 as Lua values, made once: a number
+// pushed as a Lua value is boxed, an allocation per ipairs step otherwise.
+// Read only.
+var smallInts = func() (a [256]lua.LValue) {
+	for i := range a {
+		a[i] = lua.LNumber(i)
+	}
+	return a
+}()
+
+func luaInt(i int) lua.LValue {
+	if i >= 0 && i < len(smallInts) {
+		return smallInts[i]
+	}
+	return lua.LNumber(i)
 }
 
 // strByte is string.byte(s [, i [, j]]) with at most maxResults results.

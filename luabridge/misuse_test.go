@@ -328,3 +328,49 @@ func TestUnknownEnabledPluginNamesWhereItLooked(t *testing.T) {
 		}
 	}
 }
+
+// ctx.response's tool calls read like the gate's call (id, name, args,
+// converted on first read) and are as read-only.
+func TestResponseToolCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, want string
+		code             errs.Code
+	}{
+		{"read", `local c = ctx.response.tool_calls[2]
+  ctx:update(k, #ctx.response.tool_calls .. ":" .. c.id .. ":" .. c.name .. ":" .. c.args.cmd .. ":" .. tostring(c.decision))`, "2:c2:shell:ls:nil", ""},
+		{"write", `ctx.response.tool_calls[1].name = "other"`, "", errs.HookFailed},
+		{"args are the plugin's own", `local a = ctx.response.tool_calls[1].args
+  a.cmd = "changed"
+  ctx:update(k, a.cmd .. ":" .. ctx.response.tool_calls[1].args.cmd)`, "changed:changed", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := mustLoad(t, map[string]string{"x.lua": head + `local k = p:key("x.k", { schema = { type = "string" }, default = "" })
+p:on("after_inference", function(ctx)
+  ` + tc.body + `
+end)
+return p`})
+			rt := runtimeFor(t, g)
+			ctx := context.Background()
+			s, _, err := rt.Start(ctx, run.StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.StepStart(ctx)
+			s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "shell"}}})
+			_, err = s.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{
+				{ID: "c1", Name: "shell", Args: map[string]any{"cmd": "rm"}}, {ID: "c2", Name: "shell", Args: map[string]any{"cmd": "ls"}}}})
+			if tc.code != "" {
+				if errs.CodeOf(err) != tc.code || !strings.Contains(err.Error(), "the tool call is read-only") || !strings.Contains(err.Error(), "scripts/x.lua:") {
+					t.Fatalf("err = %v; want %s saying the call is read-only, with the line", err, tc.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.State()["x.k"]; got != tc.want {
+				t.Errorf("x.k = %v, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -181,7 +181,9 @@ func (s *Session) AnnounceCall(ctx context.Context, call model.ToolCall) (o Outc
 	if s.call(call.ID) != nil {
 		return s.outcome(), errs.Field("$.call.id", "the step already has a tool call with id %q; give each call its own id", call.ID)
 	}
-	call.Args = copyMap(call.Args)
+	if !s.handOff {
+		call.Args = copyMap(call.Args)
+	}
 	if s.index != nil {
 		s.index[call.ID] = len(s.calls)
 	}
@@ -300,7 +302,7 @@ func (s *Session) applyGate(ctx context.Context, c *CallRecord, g *GateRecord) e
 			return err
 		}
 	}
-	if g.Decision != gate.Allow || g.RewrittenBy != "" {
+	if (g.Decision != gate.Allow || g.RewrittenBy != "") && event.Wants(s.events, event.GateDecision{}.Type()) {
 		name := g.Decision
 		if name == gate.Allow {
 			name = gate.Rewrite
@@ -351,7 +353,9 @@ func (s *Session) BeforeToolExecute(ctx context.Context, call model.ToolCall) (o
 		s.interrupt()
 		return s.outcome(), s.recordCalls(ctx, phase.BeforeToolExecute)
 	}
-	s.events.Emit(event.ToolCallStart{CallID: c.Call.ID, Name: c.Call.Name, Args: c.Call.Args})
+	if event.Wants(s.events, event.ToolCallStart{}.Type()) {
+		s.events.Emit(event.ToolCallStart{CallID: c.Call.ID, Name: c.Call.Name, Args: c.Call.Args})
+	}
 	return s.outcome(), nil
 }
 
@@ -450,7 +454,9 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 	res := result
 	c.Result = &res
 	s.messages = append(s.messages, ToolMessage(c.Call, result))
-	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Name: c.Call.Name, Status: string(to), Result: &res})
+	if event.Wants(s.events, event.ToolCallDone{}.Type()) {
+		s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Name: c.Call.Name, Status: string(to), Result: &res})
+	}
 	if c.Gate.Decision == gate.Block {
 		s.termination = Termination{Kind: Blocked, Detail: c.Gate.Reason}.String()
 	}

@@ -207,7 +207,9 @@ func (s *Session) AfterInference(ctx context.Context, resp model.Response) (o Ou
 	if err := s.expect(phase.AfterInference, StageInferenceReady); err != nil {
 		return s.outcome(), err
 	}
-	resp.ToolCalls = cloneCalls(resp.ToolCalls)
+	if !s.handOff {
+		resp.ToolCalls = cloneCalls(resp.ToolCalls)
+	}
 	seen := make(map[string]int, len(resp.ToolCalls))
 	for i := range resp.ToolCalls {
 		c := &resp.ToolCalls[i]
@@ -229,8 +231,9 @@ func (s *Session) AfterInference(ctx context.Context, resp model.Response) (o Ou
 		calls[i] = &CallRecord{Call: c, Status: CallNew}
 	}
 	s.setCalls(calls)
-	// resp.ToolCalls is this session's own copy: the message shares it (and
-	// its argument maps, never changed in place) with the call records.
+	// resp.ToolCalls is this session's own (a copy, or handed off): the
+	// message shares it (and its argument maps, never changed in place)
+	// with the call records.
 	s.messages = append(s.messages, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
 	if event.Wants(s.events, event.InferenceComplete{}.Type()) { // no copy for nobody
 		s.events.Emit(event.InferenceComplete{Text: resp.Text, ToolCalls: cloneCalls(resp.ToolCalls), Usage: resp.Usage})

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
@@ -55,5 +57,90 @@ func TestSelectiveSink(t *testing.T) {
 	}
 	if steps != 1 {
 		t.Fatalf("the other events: %d step starts, want 1", steps)
+	}
+}
+
+// The tool events, which copy a call's data, are not built for a sink that
+// does not want them, and reach one that does.
+func TestSelectiveSinkToolEvents(t *testing.T) {
+	types := []string{event.GateDecision{}.Type(), event.ToolCallStart{}.Type(), event.ToolCallDone{}.Type()}
+	for _, refused := range append([]string{""}, types...) {
+		sink := &refuses{typ: refused}
+		rt := newRuntime(t, nil)
+		m := turns(calls(call("ls", nil), call("nope", nil)), text("done"))
+		if _, err := rt.Run(context.Background(), run.Request{Prompt: "go", Model: m, Tools: []plugin.Tool{newTool("ls", nil)}, Events: sink}); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, ev := range sink.Events() {
+			got[ev.Type()] = true
+		}
+		for _, typ := range types {
+			if got[typ] == (typ == refused) {
+				t.Errorf("refusing %q: got %s events = %v", refused, typ, got[typ])
+			}
+		}
+	}
+}
+
+// EachCall and NumCalls see the step's calls as Calls does.
+func TestEachCall(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t, nil)
+	s, _, err := rt.Start(ctx, run.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.StepStart(ctx)
+	s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "a"}, {Name: "b"}}})
+	if _, err := s.AfterInference(ctx, calls(call("a", nil), call("b", nil), call("a", map[string]any{"x": 1.0}))); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.ToolGate(ctx, s.Calls()[1].Call); err != nil {
+		t.Fatal(err)
+	}
+	var got []run.CallRecord
+	for c := range s.EachCall() {
+		got = append(got, c)
+	}
+	if want := s.Calls(); !reflect.DeepEqual(got, want) || s.NumCalls() != len(want) {
+		t.Fatalf("EachCall = %+v, NumCalls = %d; Calls = %+v", got, s.NumCalls(), want)
+	}
+	n := 0
+	for range s.EachCall() {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Fatalf("a loop that breaks went on: %d calls", n)
+	}
+}
+
+// A session copies the responses and calls a host passes, unless the host
+// hands them off (StartOptions.HandOff), when it keeps them as they are.
+func TestHandOff(t *testing.T) {
+	ctx := context.Background()
+	for _, handOff := range []bool{false, true} {
+		rt := newRuntime(t, nil)
+		s, _, err := rt.Start(ctx, run.StartOptions{HandOff: handOff})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.StepStart(ctx)
+		s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "a"}}})
+		inferred := map[string]any{"x": "as sent"}
+		announced := map[string]any{"x": "as sent"}
+		if _, err := s.AfterInference(ctx, calls(model.ToolCall{ID: "c1", Name: "a", Args: inferred})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AnnounceCall(ctx, model.ToolCall{ID: "c2", Name: "a", Args: announced}); err != nil {
+			t.Fatal(err)
+		}
+		inferred["x"], announced["x"] = "changed", "changed"
+		for _, c := range s.Calls() {
+			if shared := c.Call.Args["x"] == "changed"; shared != handOff {
+				t.Errorf("HandOff %v: call %s args %v: shared with the host = %v", handOff, c.Call.ID, c.Call.Args, shared)
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -158,6 +159,7 @@ type Session struct {
 	thread     Thread
 	threadSeen bool
 	onEffect   func(key string, payload any)
+	handOff    bool // see StartOptions.HandOff
 
 	// seq is the Seq of the run's last save (or of the checkpoint it was
 	// restored from); saved tracks what changed since (see SaveRun).
@@ -184,6 +186,12 @@ type StartOptions struct {
 	Events event.Sink
 	// OnEffect, when set, sees each effect as it is dispatched.
 	OnEffect func(key string, payload any)
+	// HandOff says the host hands over the responses and tool calls it
+	// passes (their argument maps included) and never changes them
+	// afterwards, so the session keeps them without a copy. The sidecar
+	// decodes each request afresh; a host that reuses its values (a
+	// scripted model's) must leave it unset.
+	HandOff bool
 	// Now, when set, is the clock the run reads (see SetNow).
 	Now time.Time
 }
@@ -198,7 +206,7 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 	if err != nil {
 		return nil, Outcome{}, err
 	}
-	s := &Session{rt: r, agent: a, events: o.Events, status: Running, stage: StageRunStarted, onEffect: o.OnEffect}
+	s := &Session{rt: r, agent: a, events: o.Events, status: Running, stage: StageRunStarted, onEffect: o.OnEffect, handOff: o.HandOff}
 	if s.events == nil {
 		s.events = event.Discard{}
 	}
@@ -329,6 +337,21 @@ func (s *Session) Calls() []CallRecord {
 	}
 	return out
 }
+
+// EachCall yields the tool calls of the current step as Calls returns
+// them, without copying the list; the loop must not move the session.
+func (s *Session) EachCall() iter.Seq[CallRecord] {
+	return func(yield func(CallRecord) bool) {
+		for _, c := range s.calls {
+			if !yield(*c) {
+				return
+			}
+		}
+	}
+}
+
+// NumCalls is the number of tool calls of the current step.
+func (s *Session) NumCalls() int { return len(s.calls) }
 
 // Call returns the call of this step with the given id.
 func (s *Session) Call(id string) (CallRecord, bool) {

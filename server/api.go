@@ -321,7 +321,7 @@ func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
 	e.sink = runSink{log: s.log, expired: &s.metrics.ticketsExpired}
 	start := time.Now()
 	sess, _, err := g.Runtime.Start(ctx, run.StartOptions{Agent: req.Agent, ThreadID: req.ThreadID,
-		Messages: msgs, Tools: req.Tools, Events: &e.sink})
+		Messages: msgs, Tools: req.Tools, Events: &e.sink, HandOff: true}) // every request is decoded afresh
 	s.metrics.phase(phase.RunStart.String(), time.Since(start))
 	if sess == nil {
 		g.Release()

@@ -44,6 +44,14 @@ func (b *bodyBytes) Read(p []byte) (int, error) {
 
 func (b *bodyBytes) Close() error { return nil }
 
+// ReadBody returns the unread bytes and the read's error at once: the hook
+// adapters take them without copying.
+func (b *bodyBytes) ReadBody() ([]byte, error) {
+	data := b.data[b.off:]
+	b.off = len(b.data)
+	return data, b.err
+}
+
 // readRequestBody reads the whole body, bounded by the body limit and, on a
 // real connection, by a read deadline of BodyTimeout: a client that sends
 // slowly holds a goroutine and its buffer for that long at most, and no

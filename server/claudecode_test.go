@@ -320,6 +320,33 @@ func TestClaudeCodeParallelCalls(t *testing.T) {
 	}
 }
 
+// A tool that is not built in (an MCP tool) is offered from its first use
+// on. A call to a tool its step did not offer fails as "not available"
+// and runs in a fresh step that offers it: A (tool X) in steps 1 and 2, its
+// result ends step 2, B (tool Y) in steps 3 and 4. Step 4 offers Y and,
+// because the session used it, X: C (tool X) joins step 4 and does not
+// fail.
+func TestClaudeCodeOffersToolsTheSessionUsed(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	const sid = "mcp-offer"
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": sid, "prompt": "look around"}), "")
+	for _, c := range []struct{ id, tool string }{{"toolu_A", "mcp__srv__x"}, {"toolu_B", "mcp__srv__y"}, {"toolu_C", "mcp__srv__x"}} {
+		in := map[string]any{"session_id": sid, "tool_use_id": c.id, "tool_name": c.tool, "tool_input": map[string]any{"q": c.id}}
+		if out := sc.hook(t, fixture(t, "pre_tool_use_write", in), ""); len(out) != 0 {
+			t.Fatalf("%s: %s", c.id, mustJSON(out))
+		}
+		if c.id == "toolu_A" {
+			in["tool_response"] = map[string]any{"ok": true}
+			sc.hook(t, fixture(t, "post_tool_use_write", in), "")
+		}
+	}
+	st := sc.must(200, "GET", "/v1/runs/"+sc.ccRunID(t, sid), nil)
+	ended := mustJSON(st.body["state"].(map[string]any)["ccpolicy.ended"])
+	if st.num("step") != 4 || ended != `["toolu_A:failed","toolu_A:succeeded","toolu_B:failed"]` {
+		t.Fatalf("C should join step 4 without failing: step %v, ended %s", st.num("step"), ended)
+	}
+}
+
 // "ask" without a PostToolUse means the user said no: the call is
 // cancelled when the turn ends.
 func TestClaudeCodeAskDenied(t *testing.T) {

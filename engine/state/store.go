@@ -600,11 +600,21 @@ func apply(cur *Snapshot, ups []Update, lim Limits) (*Snapshot, error) {
 // s untouched. The engine runs each phase on a fork, so nothing of a failed
 // phase is ever committed.
 func (s *Store) Fork() *Store {
-	cur := s.cur.Load()
-	f := &Store{base: cur.rev, lim: s.lim}
-	f.cur.Store(cur)
+	f := new(Store)
+	s.ForkInto(f)
 	return f
 }
+
+// ForkInto is Fork into f, which must not be in use: a phase transaction
+// keeps one fork for all the phases it runs, so a phase allocates none.
+func (s *Store) ForkInto(f *Store) {
+	cur := s.cur.Load()
+	f.base, f.lim = cur.rev, s.lim
+	f.cur.Store(cur)
+}
+
+// Drop lets go of the state a fork holds, for a fork kept between uses.
+func (s *Store) Drop() { s.cur.Store(nil) }
 
 // Publish makes the fork's state current in s, provided s has not moved
 // since the fork was taken (revision_conflict otherwise).

@@ -173,7 +173,7 @@ type ccSession struct {
 	id       string
 	agent    string
 	runID    string                      // the open run; "" when none
-	seen     map[string]bool             // tools seen in the session
+	seen     []string                    // tools the session used that are not built in
 	listed   map[string]bool             // tools the adapter offered in the open step (read only: an offer's)
 	offer    *offer                      // the tools the session's steps offer
 	approved map[string]model.ToolResult // nil until a call is approved
@@ -217,7 +217,7 @@ func (c *claudeCode) session(id, agent string) *ccSession {
 		c.mu.Lock()
 		cs := c.sessions[id]
 		if cs == nil {
-			cs = &ccSession{id: id, agent: agent, seen: map[string]bool{}} // approved: made on the first approval
+			cs = &ccSession{id: id, agent: agent} // approved: made on the first approval
 			c.sessions[id] = cs
 		}
 		c.mu.Unlock()
@@ -284,7 +284,7 @@ func ccEvent(_ *http.Request, in *ccInput, body []byte) string {
 // serve answers a decoded Claude Code event (?suspend= says how a
 // suspended call is answered).
 func (c *claudeCode) serve(ctx context.Context, r *http.Request, in *ccInput, agent string) ccOutput {
-	switch in.suspend = r.URL.Query().Get("suspend"); in.suspend {
+	switch in.suspend = query(r, "suspend"); in.suspend {
 	case "", suspendAsk, suspendDefer:
 	default:
 		return c.failure(in.HookEventName, fmt.Errorf("?suspend= is %q or %q, not %q", suspendAsk, suspendDefer, in.suspend))
@@ -645,25 +645,28 @@ type offer struct {
 	seen  int              // len(ccSession.seen) it was made for
 }
 
+// see notes that the session used the tool name.
+func (cs *ccSession) see(name string, builtin map[string]bool) {
+	if !builtin[name] && !slices.Contains(cs.seen, name) {
+		cs.seen = append(cs.seen, name)
+	}
+}
+
 // offerFor makes the offer for a session's seen tools and extra; the
 // built-in offer when they are all built in.
-func (c *claudeCode) offerFor(seen map[string]bool, extra string) *offer {
-	builtin := c.builtin.names[extra] || extra == ""
-	for n := range seen {
-		builtin = builtin && c.builtin.names[n]
-	}
-	if builtin {
-		return &offer{names: c.builtin.names, specs: c.builtin.specs, seen: len(seen)}
+func (c *claudeCode) offerFor(seen []string, extra string) *offer {
+	if len(seen) == 0 && (extra == "" || c.builtin.names[extra]) {
+		return &offer{names: c.builtin.names, specs: c.builtin.specs}
 	}
 	return makeOffer(ccBuiltinTools, seen, extra)
 }
 
-func makeOffer(builtins []string, seen map[string]bool, extra string) *offer {
+func makeOffer(builtins []string, seen []string, extra string) *offer {
 	names := map[string]bool{}
 	for _, n := range builtins {
 		names[n] = true
 	}
-	for n := range seen {
+	for _, n := range seen {
 		names[n] = true
 	}
 	if extra != "" {

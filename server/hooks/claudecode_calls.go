@@ -135,7 +135,7 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 	if err != nil {
 		return res, err
 	}
-	cs.seen[call.Name] = true
+	cs.see(call.Name, c.builtin.names)
 	e, err := c.openRun(ctx, cs)
 	if err != nil {
 		return res, err
@@ -260,7 +260,7 @@ func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e Run, res *ccRe
 		if _, ok := findCall(e, call.ID); ok {
 			return e, nil // a retry: the gate answers with its kept decision
 		}
-		if c.stepBusy(e) && cs.listed[call.Name] && (cs.posts || len(e.Session().Calls()) < PreOnlyBatch) {
+		if c.stepBusy(e) && cs.listed[call.Name] && (cs.posts || e.Session().NumCalls() < PreOnlyBatch) {
 			// A parallel call joins the step.
 			if _, err := sess.AnnounceCall(ctx, call); err != nil {
 				return e, err
@@ -290,7 +290,7 @@ func (c *claudeCode) settleUnoffered(ctx context.Context, e Run, call model.Tool
 // stepBusy reports whether a call of the open step still waits for its
 // PostToolUse.
 func (c *claudeCode) stepBusy(e Run) bool {
-	for _, rec := range e.Session().Calls() {
+	for rec := range e.Session().EachCall() {
 		if rec.Status == run.CallRunning || rec.Status == run.CallNew || rec.Status == run.CallResuming {
 			return true
 		}

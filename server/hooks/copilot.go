@@ -61,7 +61,7 @@ func (cc *claudeCode) handleCopilot(w http.ResponseWriter, r *http.Request) erro
 // copilotEvent names a Copilot CLI event: its command hooks do not send
 // the event's name, so ?event= gives it.
 func copilotEvent(r *http.Request, in *copilotInput, _ []byte) string {
-	if e := r.URL.Query().Get("event"); e != "" || in == nil {
+	if e := query(r, "event"); e != "" || in == nil {
 		return e
 	}
 	return in.HookEventName

@@ -36,7 +36,7 @@ type hookProtocol[In, Out any] struct {
 // serveHook answers one hook request of protocol p: always 200 with p's
 // JSON (only a missing or wrong token, checked before, is an HTTP error).
 func serveHook[In, Out any](o *Options, w http.ResponseWriter, r *http.Request, p *hookProtocol[In, Out]) (err error) {
-	body, rerr := io.ReadAll(io.LimitReader(r.Body, o.BodyLimit+1))
+	body, rerr := readBody(r.Body, o.BodyLimit)
 	var in In
 	decoded := false
 	event := func() string {
@@ -73,7 +73,7 @@ func serveHook[In, Out any](o *Options, w http.ResponseWriter, r *http.Request, 
 		case o.Slots <- struct{}{}:
 			out = func() Out {
 				defer func() { <-o.Slots }() // a panic must not keep the slot
-				agent := r.URL.Query().Get("agent")
+				agent := query(r, "agent")
 				if agent == "" {
 					agent = o.HookAgent
 				}
@@ -84,4 +84,30 @@ func serveHook[In, Out any](o *Options, w http.ResponseWriter, r *http.Request, 
 		}
 	}
 	return writeJSON(w, http.StatusOK, out)
+}
+
+// A Read body is one the server has read in full already (its bytes are
+// final and the adapter may keep them), else the adapter reads it.
+type readBodyer interface{ ReadBody() ([]byte, error) }
+
+// readBody returns at most limit+1 bytes of body: one over the limit tells
+// a body that is too large.
+func readBody(body io.Reader, limit int64) ([]byte, error) {
+	if rb, ok := body.(readBodyer); ok {
+		data, err := rb.ReadBody()
+		if int64(len(data)) > limit+1 {
+			data = data[:limit+1]
+		}
+		return data, err
+	}
+	return io.ReadAll(io.LimitReader(body, limit+1))
+}
+
+// query is r's query parameter name, without parsing a query that is not
+// there (most hook requests have none).
+func query(r *http.Request, name string) string {
+	if r.URL.RawQuery == "" {
+		return ""
+	}
+	return r.URL.Query().Get(name)
 }

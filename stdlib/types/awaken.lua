@@ -94,7 +94,7 @@
 
 ---@class awaken.Response
 ---@field text string
----@field tool_calls awaken.ToolCallData[]
+---@field tool_calls awaken.ToolCall[] read-only views, like the gate's call
 ---@field usage? awaken.Usage
 
 ---@class awaken.Resume
