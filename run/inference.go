@@ -207,7 +207,11 @@ func (s *Session) AfterInference(ctx context.Context, resp model.Response) (o Ou
 	if err := s.expect(phase.AfterInference, StageInferenceReady); err != nil {
 		return s.outcome(), err
 	}
-	if !s.handOff {
+	if s.handOff {
+		// The list is still copied: ids are filled in below, and the
+		// journal keeps the response as the host sent it.
+		resp.ToolCalls = slices.Clone(resp.ToolCalls)
+	} else {
 		resp.ToolCalls = cloneCalls(resp.ToolCalls)
 	}
 	seen := make(map[string]int, len(resp.ToolCalls))
