@@ -440,8 +440,12 @@ func TestAbandonedRunsAreForgotten(t *testing.T) {
 	sc.phase(waiting, "tool_gate", map[string]any{"call": call("d1", "deploy", nil)})
 	sc.phase(waiting, "step_end", nil)
 	waitFor(t, func() bool {
-		_, ok, _ := sc.h.Store().Run(context.Background(), abandoned)
+		// Memory first: a run that idles out of memory is saved to the
+		// store on its way out and deleted there once abandoned, so the
+		// store read must come after the memory read, or it can see the
+		// run in neither place just before it moves.
 		runs, _ := sc.srv.openSuspensions()
+		_, ok, _ := sc.h.Store().Run(context.Background(), abandoned)
 		return !ok && runs == 0
 	})
 	problemOK(t, sc.call("GET", "/v1/runs/"+abandoned, nil), 404, "run_not_found")
