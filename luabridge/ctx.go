@@ -45,7 +45,7 @@ func (inst *instance) openCtx() {
 	inst.callMeta = L.CreateTable(0, 4)
 	inst.callMeta.RawSetString("__index", L.NewFunction(inst.callIndex))
 	inst.callMeta.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
-		L.RaiseError("the tool call is read-only: return awaken.rewrite(args) from a gate to change its arguments")
+		L.RaiseError("the tool call is read-only (a gate changes a call's arguments by returning awaken.rewrite(args))")
 		return 0
 	}))
 	inst.callMeta.RawSetString("__metatable", lua.LString("protected"))

@@ -140,6 +140,22 @@ func TestHandOff(t *testing.T) {
 		if _, err := s.AnnounceCall(ctx, model.ToolCall{ID: "c2", Name: "a", Args: announced}); err != nil {
 			t.Fatal(err)
 		}
+		if handOff {
+			// A restored session hands off when told to (SetHandOff).
+			r, err := rt.RestoreCheckpoint(ctx, s.Checkpoint(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.SetHandOff(true)
+			restored := map[string]any{"x": "as sent"}
+			if _, err := r.AnnounceCall(ctx, model.ToolCall{ID: "c3", Name: "a", Args: restored}); err != nil {
+				t.Fatal(err)
+			}
+			restored["x"] = "changed"
+			if c, _ := r.Call("c3"); c.Call.Args["x"] != "changed" {
+				t.Errorf("a restored session set to hand off copied the call's args")
+			}
+		}
 		inferred["x"], announced["x"] = "changed", "changed"
 		for _, c := range s.Calls() {
 			if c.Call.Args["x"] == nil {

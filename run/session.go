@@ -350,6 +350,9 @@ func (s *Session) EachCall() iter.Seq[CallRecord] {
 	}
 }
 
+// SetHandOff is StartOptions.HandOff for a session the host restored.
+func (s *Session) SetHandOff(on bool) { s.handOff = on }
+
 // NumCalls is the number of tool calls of the current step.
 func (s *Session) NumCalls() int { return len(s.calls) }
 

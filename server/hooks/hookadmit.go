@@ -98,6 +98,9 @@ func readBody(body io.Reader, limit int64) ([]byte, error) {
 		if int64(len(data)) > limit+1 {
 			data = data[:limit+1]
 		}
+		if err == io.EOF {
+			err = nil // as io.ReadAll has it: the end of the body is no error
+		}
 		return data, err
 	}
 	return io.ReadAll(io.LimitReader(body, limit+1))

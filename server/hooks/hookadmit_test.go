@@ -3,6 +3,7 @@ package hooks
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -70,3 +71,33 @@ func TestServeHookAdmission(t *testing.T) {
 		}
 	}
 }
+
+// readBody takes a body the server read already as it is, bounded like
+// one it reads itself, with the read's error but not its end.
+func TestReadBody(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		body    io.Reader
+		want    string
+		wantErr error
+	}{
+		{"read already", preRead{[]byte("abcdef"), io.EOF}, "abcdef", nil},
+		{"read already, too large", preRead{[]byte("abcdefgh"), nil}, "abcdef", nil},
+		{"read already, failed", preRead{[]byte("ab"), io.ErrUnexpectedEOF}, "ab", io.ErrUnexpectedEOF},
+		{"reader", strings.NewReader("abcdefgh"), "abcdef", nil},
+	} {
+		got, err := readBody(tc.body, 5)
+		if string(got) != tc.want || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+			t.Errorf("%s: %q, %v; want %q, %v", tc.name, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+// preRead is a body the server read in full already.
+type preRead struct {
+	data []byte
+	err  error
+}
+
+func (b preRead) Read([]byte) (int, error)  { return 0, errors.New("read through ReadBody") }
+func (b preRead) ReadBody() ([]byte, error) { return b.data, b.err }
