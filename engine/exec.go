@@ -449,7 +449,8 @@ func (t *txn) dispatchEffects(ctx context.Context) {
 			t.x.events.Emit(event.EffectFailed{Key: q.eff.Key, Plugin: entry.Plugin, Error: err.Error()})
 		}
 	}
-	t.effects = nil
+	clear(t.effects)
+	t.effects = t.effects[:0] // the buffer stays with the pooled transaction
 }
 
 // hookError names the plugin, phase and position of a failed hook, keeping

@@ -314,8 +314,10 @@ func (s *Session) applyGate(ctx context.Context, c *CallRecord, g *GateRecord) e
 		if err := s.move(c, CallSuspended); err != nil {
 			return err
 		}
-		pending := model.ToolResult{Status: model.StatusPending, Message: g.Ticket.Message, Data: (*g.Ticket).Value()}
-		s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Name: c.Call.Name, Status: string(CallSuspended), Result: &pending})
+		if event.Wants(s.events, event.ToolCallDone{}.Type()) {
+			pending := model.ToolResult{Status: model.StatusPending, Message: g.Ticket.Message, Data: (*g.Ticket).Value()}
+			s.callDone(c, CallSuspended, &pending)
+		}
 	}
 	return s.recordCalls(ctx, phase.ToolGate, c)
 }
@@ -454,9 +456,7 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 	res := result
 	c.Result = &res
 	s.messages = append(s.messages, ToolMessage(c.Call, result))
-	if event.Wants(s.events, event.ToolCallDone{}.Type()) {
-		s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Name: c.Call.Name, Status: string(to), Result: &res})
-	}
+	s.callDone(c, to, &res)
 	if c.Gate.Decision == gate.Block {
 		s.termination = Termination{Kind: Blocked, Detail: c.Gate.Reason}.String()
 	}
@@ -516,7 +516,7 @@ func (s *Session) suspendByTool(ctx context.Context, c *CallRecord, result model
 	if err := s.move(c, CallSuspended); err != nil {
 		return result, s.outcome(), err
 	}
-	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Name: c.Call.Name, Status: string(CallSuspended), Result: &result})
+	s.callDone(c, CallSuspended, &result)
 	if err := s.recordCalls(ctx, phase.AfterToolExecute, c); err != nil {
 		return result, s.outcome(), err
 	}
@@ -531,7 +531,7 @@ func (s *Session) interrupt() {
 			r := model.Error(interruptedText)
 			c.Result = &r
 			s.messages = append(s.messages, ToolMessage(c.Call, r))
-			s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Name: c.Call.Name, Status: string(CallFailed), Result: &r})
+			s.callDone(c, CallFailed, &r)
 		}
 	}
 }
@@ -610,4 +610,12 @@ func (s *Session) runBatch(ctx context.Context, ready []*CallRecord, exec func(c
 		}
 	}
 	return nil
+}
+
+// callDone emits tool_call_done for c, if the sink wants it (the event
+// boxes the call's result).
+func (s *Session) callDone(c *CallRecord, status CallStatus, r *model.ToolResult) {
+	if event.Wants(s.events, event.ToolCallDone{}.Type()) {
+		s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Name: c.Call.Name, Status: string(status), Result: r})
+	}
 }

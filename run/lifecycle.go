@@ -252,7 +252,7 @@ func (s *Session) cancelCall(c *CallRecord, reason string) {
 	r := model.Error(msg)
 	c.Result = &r
 	s.messages = append(s.messages, ToolMessage(c.Call, r))
-	s.events.Emit(event.ToolCallDone{CallID: c.Call.ID, Name: c.Call.Name, Status: string(CallCancelled), Result: &r})
+	s.callDone(c, CallCancelled, &r)
 }
 
 // EndUninferred ends a run whose open inference the host will never make:

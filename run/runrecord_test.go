@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/awaken-lua/awaken-lua/engine/event"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
@@ -66,9 +67,17 @@ func TestSelectiveSinkToolEvents(t *testing.T) {
 	types := []string{event.GateDecision{}.Type(), event.ToolCallStart{}.Type(), event.ToolCallDone{}.Type()}
 	for _, refused := range append([]string{""}, types...) {
 		sink := &refuses{typ: refused}
-		rt := newRuntime(t, nil)
-		m := turns(calls(call("ls", nil), call("nope", nil)), text("done"))
-		if _, err := rt.Run(context.Background(), run.Request{Prompt: "go", Model: m, Tools: []plugin.Tool{newTool("ls", nil)}, Events: sink}); err != nil {
+		rt := newRuntime(t, nil, gateFn("guard", func(in *plugin.Input) gate.Decision {
+			if in.Tool.Call.Name == "rm" {
+				return gate.Decision{Kind: gate.Block, Reason: "no rm"}
+			}
+			return gate.Decision{}
+		}))
+		// ls runs, rm is blocked and ends the run, cat after it is
+		// interrupted: every way a call is done.
+		m := turns(calls(call("ls", nil), call("rm", nil), call("cat", nil)))
+		tools := []plugin.Tool{newTool("ls", nil), newTool("rm", nil), newTool("cat", nil)}
+		if _, err := rt.Run(context.Background(), run.Request{Prompt: "go", Model: m, Tools: tools, Events: sink}); err != nil {
 			t.Fatal(err)
 		}
 		got := map[string]bool{}
