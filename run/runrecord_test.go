@@ -126,15 +126,16 @@ func TestEachCall(t *testing.T) {
 }
 
 // A session copies the responses and calls a host passes, unless the host
-// hands them off (StartOptions.HandOff), when it keeps them as they are.
+// hands them off (SetHandOff), when it keeps them as they are.
 func TestHandOff(t *testing.T) {
 	ctx := context.Background()
 	for _, handOff := range []bool{false, true} {
 		rt := newRuntime(t, nil)
-		s, _, err := rt.Start(ctx, run.StartOptions{HandOff: handOff})
+		s, _, err := rt.Start(ctx, run.StartOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		s.SetHandOff(handOff)
 		s.StepStart(ctx)
 		s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "a"}}})
 		inferred := map[string]any{"x": "as sent"}

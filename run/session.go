@@ -159,7 +159,7 @@ type Session struct {
 	thread     Thread
 	threadSeen bool
 	onEffect   func(key string, payload any)
-	handOff    bool // see StartOptions.HandOff
+	handOff    bool // see SetHandOff
 
 	// seq is the Seq of the run's last save (or of the checkpoint it was
 	// restored from); saved tracks what changed since (see SaveRun).
@@ -186,12 +186,6 @@ type StartOptions struct {
 	Events event.Sink
 	// OnEffect, when set, sees each effect as it is dispatched.
 	OnEffect func(key string, payload any)
-	// HandOff says the host hands over the responses and tool calls it
-	// passes (their argument maps included) and never changes them
-	// afterwards, so the session keeps them without a copy. The sidecar
-	// decodes each request afresh; a host that reuses its values (a
-	// scripted model's) must leave it unset.
-	HandOff bool
 	// Now, when set, is the clock the run reads (see SetNow).
 	Now time.Time
 }
@@ -206,7 +200,7 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 	if err != nil {
 		return nil, Outcome{}, err
 	}
-	s := &Session{rt: r, agent: a, events: o.Events, status: Running, stage: StageRunStarted, onEffect: o.OnEffect, handOff: o.HandOff}
+	s := &Session{rt: r, agent: a, events: o.Events, status: Running, stage: StageRunStarted, onEffect: o.OnEffect}
 	if s.events == nil {
 		s.events = event.Discard{}
 	}
@@ -350,7 +344,11 @@ func (s *Session) EachCall() iter.Seq[CallRecord] {
 	}
 }
 
-// SetHandOff is StartOptions.HandOff for a session the host restored.
+// SetHandOff says whether the host hands over the responses and tool
+// calls it passes (their argument maps included) and never changes them
+// afterwards, so the session keeps them without a copy. The sidecar
+// decodes each request afresh; a host that reuses its values (a scripted
+// model's) must leave it off, the default.
 func (s *Session) SetHandOff(on bool) { s.handOff = on }
 
 // NumCalls is the number of tool calls of the current step.

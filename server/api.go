@@ -321,13 +321,14 @@ func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
 	e.sink = runSink{log: s.log, expired: &s.metrics.ticketsExpired}
 	start := time.Now()
 	sess, _, err := g.Runtime.Start(ctx, run.StartOptions{Agent: req.Agent, ThreadID: req.ThreadID,
-		Messages: msgs, Tools: req.Tools, Events: &e.sink, HandOff: true}) // every request is decoded afresh
+		Messages: msgs, Tools: req.Tools, Events: &e.sink})
 	s.metrics.phase(phase.RunStart.String(), time.Since(start))
 	if sess == nil {
 		g.Release()
 		s.unreserveThread(req.ThreadID)
 		return nil, err
 	}
+	sess.SetHandOff(true) // every request is decoded afresh
 	e.id, e.threadID, e.sess, e.sink.runID = sess.RunID(), sess.ThreadID(), sess, sess.RunID()
 	e.mu.Lock()
 	if sess.Status() == run.Done {

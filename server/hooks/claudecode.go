@@ -306,13 +306,21 @@ func guessEvent(body []byte) string {
 // events carry on with {}.
 func (c *claudeCode) failure(eventName string, err error) ccOutput {
 	c.o.Failed(err)
-	c.o.Log.LogAttrs(context.Background(), slog.LevelError, "Claude Code hook failed", slog.String("event", eventName),
-		slog.String("error", err.Error()))
+	reason := c.failClosed("Claude Code", eventName, err)
 	if eventName == evPreToolUse {
 		return ccOutput{HookSpecificOutput: &ccSpecific{HookEventName: evPreToolUse, PermissionDecision: "deny",
-			PermissionDecisionReason: "awaken-lua could not evaluate this call, so it is denied (fail closed): " + err.Error()}}
+			PermissionDecisionReason: reason}}
 	}
 	return ccOutput{}
+}
+
+// failClosed logs that an agent's hook failed on event, and returns the
+// reason a tool call denied for it gives (every adapter fails closed on
+// the events that ask permission for a call).
+func (c *claudeCode) failClosed(agent, event string, err error) string {
+	c.o.Log.LogAttrs(context.Background(), slog.LevelError, agent+" hook failed", slog.String("event", event),
+		slog.String("error", err.Error()))
+	return "awaken-lua could not evaluate this call, so it is denied (fail closed): " + err.Error()
 }
 
 // ccResult is what an event produced, before it is shaped for its event.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 )
 
@@ -68,9 +67,9 @@ func copilotEvent(r *http.Request, in *copilotInput, _ []byte) string {
 }
 
 func (cc *claudeCode) copilotFailure(event string, err error) copilotOutput {
-	cc.o.Log.LogAttrs(context.Background(), slog.LevelError, "Copilot CLI hook failed", slog.String("event", event), slog.String("error", err.Error()))
+	reason := cc.failClosed("Copilot CLI", event, err)
 	if event == "preToolUse" {
-		return copilotOutput{PermissionDecision: "deny", PermissionDecisionReason: "awaken-lua could not evaluate this call, so it is denied (fail closed): " + err.Error()}
+		return copilotOutput{PermissionDecision: "deny", PermissionDecisionReason: reason}
 	}
 	return copilotOutput{}
 }

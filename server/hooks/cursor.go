@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -115,9 +114,8 @@ func cursorEvent(_ *http.Request, in *cursorInput, body []byte) string {
 // failure denies a tool-permission event (fail closed) and lets the rest
 // carry on.
 func (cu *cursor) failure(event string, err error) cursorOutput {
-	cu.cc.o.Log.LogAttrs(context.Background(), slog.LevelError, "Cursor hook failed", slog.String("event", event), slog.String("error", err.Error()))
+	msg := cu.cc.failClosed("Cursor", event, err)
 	if cursorPermissionEvents[event] {
-		msg := "awaken-lua could not evaluate this call, so it is denied (fail closed): " + err.Error()
 		return cursorOutput{Permission: "deny", UserMessage: msg, AgentMessage: msg}
 	}
 	return cursorOutput{}

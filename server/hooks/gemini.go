@@ -3,7 +3,6 @@ package hooks
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
@@ -81,9 +80,9 @@ func geminiEvent(_ *http.Request, in *geminiInput, body []byte) string {
 }
 
 func (cc *claudeCode) geminiFailure(event string, err error) geminiOutput {
-	cc.o.Log.LogAttrs(context.Background(), slog.LevelError, "Gemini CLI hook failed", slog.String("event", event), slog.String("error", err.Error()))
+	reason := cc.failClosed("Gemini CLI", event, err)
 	if event == "BeforeTool" {
-		return geminiOutput{Decision: "deny", Reason: "awaken-lua could not evaluate this call, so it is denied (fail closed): " + err.Error()}
+		return geminiOutput{Decision: "deny", Reason: reason}
 	}
 	return geminiOutput{}
 }

@@ -86,8 +86,8 @@ func serveHook[In, Out any](o *Options, w http.ResponseWriter, r *http.Request, 
 	return writeJSON(w, http.StatusOK, out)
 }
 
-// A Read body is one the server has read in full already (its bytes are
-// final and the adapter may keep them), else the adapter reads it.
+// readBodyer is a body the server has read in full already: its bytes are
+// final and the adapter may keep them. Any other body the adapter reads.
 type readBodyer interface{ ReadBody() ([]byte, error) }
 
 // readBody returns at most limit+1 bytes of body: one over the limit tells
