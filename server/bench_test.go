@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -491,13 +492,18 @@ func journaled(b *testing.B, dir string) string {
 // BenchmarkClaudeCodeHandler is BenchmarkServeClaudeCode's workload (fresh
 // tool_use_ids, half of them opening a new session, the reference policy)
 // served in process by one client, without sockets: the sidecar's own
-// cost of a PreToolUse decision.
+// cost of a PreToolUse decision, and what each session keeps on the heap
+// afterwards (retained-B/session, retained-objs/session; meaningful over
+// thousands of events, e.g. -benchtime 50000x).
 func BenchmarkClaudeCodeHandler(b *testing.B) {
 	defer gctune.TuneGC()()
 	sc := newSidecar(b, filepath.Join("..", "testdata", "agents", "claude-code", "policy"), Options{Log: quietLog()})
 	h := sc.srv.Handler()
 	commands := []string{`ls -la src`, `npm run build && rm -rf dist`, `npm test`, `git status`}
 	var body []byte
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -516,4 +522,12 @@ func BenchmarkClaudeCodeHandler(b *testing.B) {
 			b.Fatalf("%d %s", rec.Code, rec.Body)
 		}
 	}
+	b.StopTimer()
+	// What the sessions keep between events is what every collection
+	// marks: the longer a mark, the longer replies wait behind it.
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	sessions := float64((b.N + 1) / 2)
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/sessions, "retained-B/session")
+	b.ReportMetric(float64(int64(after.HeapObjects)-int64(before.HeapObjects))/sessions, "retained-objs/session")
 }
