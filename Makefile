@@ -64,6 +64,13 @@ bench-serve:
 	$(GO) test -run '^$$' -bench 'BenchmarkServeToolGate|BenchmarkToolGateHandler|BenchmarkServeClaudeCode|BenchmarkClaudeCodeHandler' -benchtime 5s ./server/
 	$(GO) test -run '^$$' -bench 'BenchmarkTwoReplicasToolGate' -benchtime 5s ./server/replicas/
 
+# OPA and awaken-lua side by side on the same Claude Code policy, each a
+# server process driven by the same load generator (bench/opa/run.sh;
+# DUR, WARM, CLIENTS, RATE, ROUNDS). Installs OPA once with go install.
+.PHONY: bench-opa
+bench-opa:
+	GO="$(GO)" bash bench/opa/run.sh
+
 # Each fuzz target runs for FUZZTIME.
 fuzz:
 	@set -e; for t in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
