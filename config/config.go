@@ -141,6 +141,11 @@ type Server struct {
 	// conversation (its state is kept whole), so a long session costs the
 	// same per event as a short one.
 	SessionHistory int
+	// MaxRuns bounds the runs the sidecar keeps in memory, the idle runs
+	// parked in the memory store and the hook sessions
+	// (server.Options.MaxRuns): a client that opens sessions and never
+	// ends them cannot make it hold more.
+	MaxRuns int
 }
 
 // Store is [store]: where threads and runs are kept.
@@ -251,7 +256,7 @@ func Default() *Config {
 			MaxValueSize: defaultMaxValueSize, MaxStateSize: defaultMaxStateSize},
 		Model: Model{Kind: ModelScripted, Script: "testdata/scenarios/demo.toml",
 			Timeout: defaultModelTimeout, MaxRetries: 3},
-		Server: Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64, HookAgent: DefaultAgent, SessionHistory: 200},
+		Server: Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64, HookAgent: DefaultAgent, SessionHistory: 200, MaxRuns: 10000},
 		Store:  Store{Kind: StoreMemory, Path: defaultStorePath, MaxThreads: defaultMaxThreads, DSNEnv: "AWAKEN_PG_DSN"},
 		Audit:  Audit{Path: "audit.jsonl"},
 		Tools:  Tools{Root: ".", ShellTimeout: defaultShellTimeout},

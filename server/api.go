@@ -336,6 +336,7 @@ func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
 		e.release()
 	}
 	s.register(e)
+	s.shed(e)
 	if serr := s.settle(ctx, e, true); err == nil {
 		err = serr
 	}

@@ -53,7 +53,7 @@ func (h hookRuns) Store() run.Store                    { return h.s.h.Store() }
 // and metrics.
 func (s *Server) newHookAdapters() *hooks.Adapters {
 	return hooks.New(hooks.Options{Runs: hookRuns{s}, BodyLimit: s.bodyLimit, MaxIDLen: maxIDLen, Slots: s.sem,
-		HookAgent: s.hookAgent, Log: s.log, CheckBody: duplicateKey,
+		HookAgent: s.hookAgent, MaxSessions: s.maxRuns, Log: s.log, CheckBody: duplicateKey,
 		Decided: func(k gate.Kind) { s.metrics.decisions.inc(k.String()) }, Failed: s.noteStore})
 }
 

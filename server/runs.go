@@ -96,6 +96,7 @@ func (s *Server) lockRun(ctx context.Context, id string) (*entry, error) {
 				e.mu.Unlock()
 				return nil, err
 			}
+			s.shed(e)
 			return e, nil
 		}
 		s.mu.Unlock()
@@ -346,53 +347,155 @@ func (s *Server) sweepLoop() {
 
 func (s *Server) sweep(now time.Time) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for id, at := range s.parked {
 		if _, back := s.runs[id]; back || now.Sub(at) <= s.abandon {
 			continue
 		}
-		delete(s.parked, id)
-		if err := s.h.Store().DeleteRun(context.Background(), id); err != nil {
-			s.log.LogAttrs(context.Background(), slog.LevelWarn, "cannot forget an abandoned run",
-				slog.String("run_id", id), slog.String("error", err.Error()))
+		s.forgetParked(id)
+	}
+	var idle []*entry
+	for _, e := range s.runs {
+		if s.idleAt(e, now) {
+			idle = append(idle, e)
 		}
 	}
-	for id, e := range s.runs {
-		idle := now.Sub(time.Unix(0, e.lastUsed.Load()))
-		done := e.done.Load()
-		if (done && idle <= s.retain) || (!done && idle <= s.idle) {
-			continue
-		}
-		// TryLock: the only place that takes a run's lock under s.mu, so
-		// it must never wait; a busy run is not idle anyway.
+	s.mu.Unlock()
+	// Each run is saved and dropped under its own lock only, so that the
+	// sweep never holds up the other runs' calls.
+	for _, e := range idle {
 		if !e.mu.TryLock() {
-			continue
+			continue // a busy run is not idle
 		}
-		if e.dirty && !done {
-			// Written before the run leaves the map, so a call that
-			// restores it finds the latest state.
-			if err := s.checkpoint(context.Background(), e); err != nil {
-				s.health.failed(err)
-				s.log.LogAttrs(context.Background(), slog.LevelError, "cannot save an idle run; it stays in memory",
-					slog.String("run_id", id), slog.String("error", err.Error()))
-				e.mu.Unlock()
-				continue
-			}
-		}
-		delete(s.runs, id)
-		if s.threads[e.threadID] == id {
-			delete(s.threads, e.threadID)
-		}
-		e.gone = true
-		e.release()
-		if s.volatile && !done && e.sess != nil && e.sess.Status() == run.Running {
-			s.parked[id] = now
+		if !e.gone && e.sess != nil && s.idleAt(e, now) {
+			s.leave(e, now, "idle run dropped from memory; its checkpoint stays in the store")
 		}
 		e.mu.Unlock()
-		if !done {
-			s.log.LogAttrs(context.Background(), slog.LevelInfo, "idle run dropped from memory; its checkpoint stays in the store",
-				slog.String("run_id", id), slog.Duration("idle", idle))
+	}
+}
+
+// idleAt reports whether e is due to leave memory: idle past the idle
+// timeout, or done past the retention.
+func (s *Server) idleAt(e *entry, now time.Time) bool {
+	idle := now.Sub(time.Unix(0, e.lastUsed.Load()))
+	if e.done.Load() {
+		return idle > s.retain
+	}
+	return idle > s.idle
+}
+
+// leave takes a run (e locked) out of memory: a run that changed since its
+// last checkpoint is saved first (with the memory store it is parked
+// there), so a later call restores it. It reports false, and the run stays,
+// when the save fails.
+func (s *Server) leave(e *entry, now time.Time, why string) bool {
+	done := e.done.Load()
+	if e.dirty && !done {
+		if err := s.checkpoint(context.Background(), e); err != nil {
+			s.health.failed(err)
+			s.log.LogAttrs(context.Background(), slog.LevelError, "cannot save a run leaving memory; it stays in memory",
+				slog.String("run_id", e.id), slog.String("error", err.Error()))
+			return false
 		}
+	}
+	if s.volatile && !done && e.sess.Status() == run.Running {
+		s.mu.Lock()
+		s.parked[e.id] = now
+		s.trimParked()
+		s.mu.Unlock()
+	}
+	s.drop(e)
+	if !done {
+		s.log.LogAttrs(context.Background(), slog.LevelInfo, why, slog.String("run_id", e.id),
+			slog.Duration("idle", now.Sub(time.Unix(0, e.lastUsed.Load()))))
+	}
+	return true
+}
+
+// evict takes a run out of memory past max_runs (e locked). With the
+// memory store a run in the middle of a step is forgotten, as after a
+// restart: parking it would copy it and keep it in memory all the same.
+// Any other run leaves as an idle one does, and its next call restores it.
+func (s *Server) evict(e *entry, now time.Time) {
+	if !s.volatile || e.done.Load() || e.sess.Status() != run.Running {
+		s.leave(e, now, "run dropped from memory past [server] max_runs; its checkpoint stays in the store")
+		return
+	}
+	// The store may hold an older copy (the run was parked, then restored).
+	if err := s.h.Store().DeleteRun(context.Background(), e.id); err != nil {
+		s.log.LogAttrs(context.Background(), slog.LevelWarn, "cannot forget a run", slog.String("run_id", e.id), slog.String("error", err.Error()))
+	}
+	s.mu.Lock()
+	delete(s.parked, e.id)
+	s.mu.Unlock()
+	s.drop(e)
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "run forgotten past [server] max_runs (memory store)",
+		slog.String("run_id", e.id), slog.Duration("idle", now.Sub(time.Unix(0, e.lastUsed.Load()))))
+}
+
+// forgetParked forgets a run parked in the memory store (s.mu held).
+func (s *Server) forgetParked(id string) {
+	delete(s.parked, id)
+	if err := s.h.Store().DeleteRun(context.Background(), id); err != nil {
+		s.log.LogAttrs(context.Background(), slog.LevelWarn, "cannot forget an abandoned run",
+			slog.String("run_id", id), slog.String("error", err.Error()))
+	}
+}
+
+// trimParked keeps at most MaxRuns runs parked in the memory store
+// (s.mu held): past it, the oldest of a few sampled is forgotten as an
+// abandoned one is.
+func (s *Server) trimParked() {
+	for len(s.parked) > s.maxRuns {
+		var oldest string
+		var at time.Time
+		n := 0
+		for id, t := range s.parked {
+			if oldest == "" || t.Before(at) {
+				oldest, at = id, t
+			}
+			if n++; n == shedSample {
+				break
+			}
+		}
+		s.forgetParked(oldest)
+	}
+}
+
+// shedSample is how many runs shed looks at to pick the one to drop: the
+// least recently used of a random sample, as Redis evicts keys, costs
+// O(1) per new run where an exact order would cost a list kept under s.mu.
+const shedSample = 16
+
+// shed keeps MaxRuns runs in memory (see Options): while more are there,
+// the least recently used of a few sampled leaves (keep, the run being
+// added, excepted). A new run calls it, so it costs one eviction per run
+// past the bound.
+func (s *Server) shed(keep *entry) {
+	now := time.Now()
+	for range shedSample {
+		s.mu.Lock()
+		if len(s.runs) <= s.maxRuns {
+			s.mu.Unlock()
+			return
+		}
+		var victim *entry
+		n := 0
+		for _, e := range s.runs {
+			if e != keep && (victim == nil || e.lastUsed.Load() < victim.lastUsed.Load()) {
+				victim = e
+			}
+			if n++; n == shedSample {
+				break
+			}
+		}
+		s.mu.Unlock()
+		if victim == nil || !victim.mu.TryLock() {
+			continue // busy: sample again
+		}
+		if !victim.gone && victim.sess != nil {
+			s.evict(victim, now)
+		}
+		victim.mu.Unlock()
 	}
 }
 

@@ -48,6 +48,7 @@ const (
 	DefaultIdleTimeout   = 30 * time.Minute
 	DefaultDoneRetention = 5 * time.Minute
 	DefaultAbandonAfter  = 24 * time.Hour
+	DefaultMaxRuns       = 10000
 )
 
 // Options configure a Server. The zero value serves without a token (fit
@@ -88,6 +89,15 @@ type Options struct {
 	// Waiting runs are kept (someone is to decide), and durable stores are
 	// never pruned.
 	AbandonAfter time.Duration
+	// MaxRuns bounds the runs kept in memory (default DefaultMaxRuns).
+	// Past it, the least recently used of a few sampled runs leaves memory
+	// as an idle run does, except that with the memory store a run in the
+	// middle of a step is forgotten, as after a restart. The runs the idle
+	// sweep parks in the memory store, and a coding agent's hook sessions,
+	// are bounded by the same number. So a client that opens sessions and
+	// never ends them cannot make the sidecar hold more than about twice
+	// MaxRuns runs, however fast it goes.
+	MaxRuns int
 	// Hooks, when set, adds per-plugin call latency to /metrics; open the
 	// host with HookObserver: Hooks.Observe so it sees the calls.
 	Hooks *HookMetrics
@@ -110,6 +120,7 @@ type Server struct {
 	idle      time.Duration
 	retain    time.Duration
 	abandon   time.Duration
+	maxRuns   int
 	metrics   *metrics
 	hooks     *HookMetrics
 	shadowing *replay.Shadow
@@ -168,6 +179,10 @@ func New(h *host.Host, o Options) *Server {
 	}
 	if s.abandon <= 0 {
 		s.abandon = DefaultAbandonAfter
+	}
+	s.maxRuns = o.MaxRuns
+	if s.maxRuns <= 0 {
+		s.maxRuns = DefaultMaxRuns
 	}
 	if v, ok := h.Store().(run.Volatile); ok {
 		s.volatile = v.Volatile()

@@ -90,7 +90,8 @@ func cmdServe(e *env) int {
 		return exitFailed
 	}
 	srv := server.New(h, server.Options{Hooks: hooks, Token: token, BodyLimit: int64(cfg.Server.BodyLimit),
-		MaxConcurrent: cfg.Server.MaxConcurrent, HookAgent: cfg.Server.HookAgent, Log: log, Addr: listen, Shadow: shadow})
+		MaxConcurrent: cfg.Server.MaxConcurrent, HookAgent: cfg.Server.HookAgent, Log: log, Addr: listen, Shadow: shadow,
+		MaxRuns: cfg.Server.MaxRuns})
 	// The server reads each body before it takes a concurrency slot, under
 	// its own deadline (server.DefaultBodyTimeout); ReadTimeout bounds the
 	// requests it never reads a body for.

@@ -219,6 +219,7 @@ func (c *claudeCode) session(id, agent string) *ccSession {
 		if cs == nil {
 			cs = &ccSession{id: id, agent: agent} // approved: made on the first approval
 			c.sessions[id] = cs
+			c.shed(cs)
 		}
 		c.mu.Unlock()
 		cs.mu.Lock()
@@ -239,6 +240,41 @@ func (c *claudeCode) forget(cs *ccSession) {
 	}
 	c.mu.Unlock()
 	cs.gone = true
+}
+
+// shedSample is how many sessions shed looks at: the least recently used
+// of a random sample, as Redis evicts keys, costs O(1) per new session.
+const shedSample = 16
+
+// shed keeps at most MaxSessions sessions (c.mu held): past it, it forgets
+// the least recently used of a few sampled, keep (the one being added)
+// excepted, as sweep forgets an idle one. A session waiting on a deferred
+// call is kept (a person is to decide; sweep bounds its wait). The next
+// event of a forgotten session starts a new run on its thread.
+func (c *claudeCode) shed(keep *ccSession) {
+	for range shedSample {
+		if c.o.MaxSessions <= 0 || len(c.sessions) <= c.o.MaxSessions {
+			return
+		}
+		var victim *ccSession
+		n := 0
+		for _, cs := range c.sessions {
+			if cs != keep && (victim == nil || cs.lastUsed.Load() < victim.lastUsed.Load()) {
+				victim = cs
+			}
+			if n++; n == shedSample {
+				break
+			}
+		}
+		if victim == nil || !victim.mu.TryLock() {
+			continue // busy: sample again
+		}
+		if !victim.deferring {
+			delete(c.sessions, victim.id)
+			victim.gone = true
+		}
+		victim.mu.Unlock()
+	}
 }
 
 // sweep forgets sessions idle past the run idle timeout (Claude Code may

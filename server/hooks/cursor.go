@@ -215,6 +215,14 @@ func (cu *cursor) begin(conv, name string, args map[string]any) string {
 	defer cu.mu.Unlock()
 	cu.seq++
 	id := "cursor_" + strconv.FormatUint(cu.seq, 10)
+	if _, known := cu.pending[conv]; !known && cu.cc.o.MaxSessions > 0 && len(cu.pending) >= cu.cc.o.MaxSessions {
+		// Past the bound a conversation's calls that never got their
+		// after event are forgotten: those of one picked at random.
+		for other := range cu.pending {
+			delete(cu.pending, other)
+			break
+		}
+	}
 	list := append(cu.pending[conv], cursorCall{id: id, key: callKey(name, args)})
 	if len(list) > cursorPendingPerThread {
 		list = list[len(list)-cursorPendingPerThread:]

@@ -60,7 +60,9 @@ type Options struct {
 	Slots chan struct{}
 	// HookAgent is the awaken-lua agent events run as without ?agent=.
 	HookAgent string
-	Log       *slog.Logger
+	// MaxSessions bounds the sessions an adapter keeps (0: no bound).
+	MaxSessions int
+	Log         *slog.Logger
 	// CheckBody refuses a body the sidecar refuses everywhere (a key
 	// given twice).
 	CheckBody func(body []byte) error
