@@ -66,7 +66,7 @@ func (s *Server) claudeCodeSession(w http.ResponseWriter, r *http.Request) error
 	}
 	if !ok {
 		return fail(http.StatusNotFound, codeSessionNotFound,
-			"no Claude Code session %q in this sidecar (it ended, idled out, or the sidecar restarted); its deferred calls, if any, were cancelled", id)
+			"no Claude Code session %q in this sidecar (it ended, idled out, was let go of past [server] max_runs, or the sidecar restarted); its deferred calls, if any, were cancelled", id)
 	}
 	return writeJSON(w, http.StatusOK, v)
 }

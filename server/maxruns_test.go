@@ -132,3 +132,85 @@ func TestMaxRunsBoundsClaudeCodeSessions(t *testing.T) {
 	in := map[string]any{"session_id": session(0), "tool_use_id": "toolu_again"}
 	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_bash_rm", in), ""), "deny", "rm")
 }
+
+// An MCP call whose session the adapter let go of while the tool ran
+// (other sessions pushed it past MaxRuns) still gets its result
+// transform: with a durable store the run is restored, and the new
+// session takes it up again.
+func TestMaxRunsKeepsACallInFlight(t *testing.T) {
+	const bound = 4
+	sc := newSidecar(t, project(t, "\n[store]\nkind = \"file\"\npath = \"state\"\n", map[string]string{"redactor.lua": redactLua}),
+		Options{Log: quietLog(), MaxRuns: bound})
+	mcp := map[string]any{"session_id": "m", "tool_name": "mcp__github__get_token", "tool_input": map[string]any{}, "tool_use_id": "toolu_M1"}
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "m"}), "")
+	sc.hook(t, fixture(t, "pre_tool_use_mcp", mcp), "")
+	for i := range 2 * bound {
+		sc.hook(t, fixture(t, "pre_tool_use_bash_ls", map[string]any{"session_id": fmt.Sprint("other-", i), "tool_use_id": fmt.Sprint("t", i)}), "")
+	}
+	if sc.ccRunID(t, "m") != "" {
+		t.Fatal("the session was not let go of: the test proves nothing")
+	}
+	post := fixture(t, "post_tool_use_write", mcp)
+	post["tool_response"] = "token ghp_abc123 issued"
+	if s := specific(sc.hook(t, post, "")); s == nil || s["updatedMCPToolOutput"] != "token [REDACTED] issued" {
+		t.Fatalf("want the redacted output, got %v", s)
+	}
+}
+
+// A busy run is not the one to drop: shed takes the next of its sample.
+func TestMaxRunsSkipsABusyRun(t *testing.T) {
+	const bound = 4
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog(), MaxRuns: bound})
+	a := sc.startRun(map[string]any{})
+	sc.srv.mu.Lock()
+	ea := sc.srv.runs[a]
+	sc.srv.mu.Unlock()
+	ea.mu.Lock() // a call in progress on a
+	defer ea.mu.Unlock()
+	for range 3 * bound {
+		sc.startRun(map[string]any{})
+		if live, _ := sc.sizes(); live > bound {
+			t.Fatalf("%d runs in memory with one busy; want at most %d", live, bound)
+		}
+	}
+	sc.srv.mu.Lock()
+	_, kept := sc.srv.runs[a]
+	sc.srv.mu.Unlock()
+	if !kept {
+		t.Fatal("the busy run was dropped")
+	}
+}
+
+// A run in progress that left memory still holds its thread: another run
+// on the thread waits for it to end, as it would in memory, and once it
+// ends (restored from the store) the thread is free.
+func TestMaxRunsKeepsTheThread(t *testing.T) {
+	for _, store := range []string{"", "\n[store]\nkind = \"file\"\npath = \"state\"\n"} {
+		t.Run(fmt.Sprint("file=", store != ""), func(t *testing.T) {
+			const bound = 2
+			sc := newSidecar(t, project(t, store, nil), Options{Log: quietLog(), MaxRuns: bound, IdleTimeout: time.Hour})
+			a := sc.startRun(map[string]any{"thread_id": "T"})
+			sc.phase(a, "step_start", nil)
+			if store == "" {
+				// The memory store keeps a run that left memory when the
+				// idle sweep parks it (past max_runs it would forget it).
+				sc.srv.sweep(time.Now().Add(2 * time.Hour))
+			}
+			for range 2 * bound {
+				sc.phase(sc.startRun(map[string]any{}), "step_start", nil)
+			}
+			sc.srv.mu.Lock()
+			_, live := sc.srv.runs[a]
+			sc.srv.mu.Unlock()
+			if live {
+				t.Fatal("run a is still in memory: the test proves nothing")
+			}
+			problemOK(t, sc.call("POST", "/v1/runs", map[string]any{"thread_id": "T"}), 409, "phase_out_of_order")
+			sc.phase(a, "before_inference", map[string]any{"request": map[string]any{}})
+			sc.phase(a, "after_inference", map[string]any{"response": map[string]any{"text": "done"}})
+			sc.phase(a, "step_end", nil)
+			sc.phase(a, "run_end", nil)
+			sc.must(201, "POST", "/v1/runs", map[string]any{"thread_id": "T"})
+		})
+	}
+}

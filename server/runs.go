@@ -85,12 +85,17 @@ func (s *Server) lockRun(ctx context.Context, id string) (*entry, error) {
 		e := s.runs[id]
 		if e == nil {
 			e = &entry{id: id}
+			e.touch() // restoring: not the run for shed to drop
 			e.mu.Lock()
 			s.runs[id] = e
 			s.mu.Unlock()
 			if err := s.restore(ctx, e); err != nil {
 				s.mu.Lock()
 				delete(s.runs, id)
+				if th, ok := s.held[id]; ok && s.threads[th] == id {
+					delete(s.threads, th) // kept when it left memory; it is gone now
+				}
+				delete(s.held, id)
 				s.mu.Unlock()
 				e.gone = true
 				e.mu.Unlock()
@@ -183,6 +188,7 @@ func (s *Server) restore(ctx context.Context, e *entry) error {
 		s.threads[e.threadID] = e.id
 	}
 	delete(s.parked, e.id)
+	delete(s.held, e.id)
 	s.mu.Unlock()
 	s.log.LogAttrs(ctx, slog.LevelInfo, "run restored from the store", slog.String("run_id", e.id),
 		slog.String("thread_id", e.threadID), slog.String("generation", g.ID), slog.String("saved_by", cp.Generation))
@@ -312,12 +318,22 @@ func (s *Server) finish(e *entry) {
 }
 
 // drop removes a run from memory (e locked) and unpins its generation.
-func (s *Server) drop(e *entry) {
+func (s *Server) drop(e *entry) { s.unload(e, false) }
+
+// unload removes a run from memory (e locked) and unpins its generation.
+// keepThread keeps the run's hold on its thread, for a run in progress
+// that the store keeps: the thread's next run must wait for it to end as
+// before, and a coding agent's session can take it up again.
+func (s *Server) unload(e *entry, keepThread bool) {
 	s.mu.Lock()
 	if s.runs[e.id] == e {
 		delete(s.runs, e.id)
 	}
-	if s.threads[e.threadID] == e.id {
+	switch {
+	case s.threads[e.threadID] != e.id:
+	case keepThread:
+		s.held[e.id] = e.threadID
+	default:
 		delete(s.threads, e.threadID)
 	}
 	s.mu.Unlock()
@@ -347,8 +363,8 @@ func (s *Server) sweepLoop() {
 
 func (s *Server) sweep(now time.Time) {
 	s.mu.Lock()
-	for id, at := range s.parked {
-		if _, back := s.runs[id]; back || now.Sub(at) <= s.abandon {
+	for id, p := range s.parked {
+		if _, back := s.runs[id]; back || now.Sub(p.at) <= s.abandon {
 			continue
 		}
 		s.forgetParked(id)
@@ -367,7 +383,7 @@ func (s *Server) sweep(now time.Time) {
 			continue // a busy run is not idle
 		}
 		if !e.gone && e.sess != nil && s.idleAt(e, now) {
-			s.leave(e, now, "idle run dropped from memory; its checkpoint stays in the store")
+			s.leave(e, now, slog.LevelInfo, "idle run dropped from memory; its checkpoint stays in the store")
 		}
 		e.mu.Unlock()
 	}
@@ -387,7 +403,7 @@ func (s *Server) idleAt(e *entry, now time.Time) bool {
 // last checkpoint is saved first (with the memory store it is parked
 // there), so a later call restores it. It reports false, and the run stays,
 // when the save fails.
-func (s *Server) leave(e *entry, now time.Time, why string) bool {
+func (s *Server) leave(e *entry, now time.Time, level slog.Level, why string) bool {
 	done := e.done.Load()
 	if e.dirty && !done {
 		if err := s.checkpoint(context.Background(), e); err != nil {
@@ -399,13 +415,13 @@ func (s *Server) leave(e *entry, now time.Time, why string) bool {
 	}
 	if s.volatile && !done && e.sess.Status() == run.Running {
 		s.mu.Lock()
-		s.parked[e.id] = now
+		s.parked[e.id] = parkedRun{at: now, thread: e.threadID}
 		s.trimParked()
 		s.mu.Unlock()
 	}
-	s.drop(e)
+	s.unload(e, !done)
 	if !done {
-		s.log.LogAttrs(context.Background(), slog.LevelInfo, why, slog.String("run_id", e.id),
+		s.log.LogAttrs(context.Background(), level, why, slog.String("run_id", e.id),
 			slog.Duration("idle", now.Sub(time.Unix(0, e.lastUsed.Load()))))
 	}
 	return true
@@ -417,7 +433,7 @@ func (s *Server) leave(e *entry, now time.Time, why string) bool {
 // Any other run leaves as an idle one does, and its next call restores it.
 func (s *Server) evict(e *entry, now time.Time) {
 	if !s.volatile || e.done.Load() || e.sess.Status() != run.Running {
-		s.leave(e, now, "run dropped from memory past [server] max_runs; its checkpoint stays in the store")
+		s.leave(e, now, slog.LevelDebug, "run dropped from memory past [server] max_runs; its checkpoint stays in the store")
 		return
 	}
 	// The store may hold an older copy (the run was parked, then restored).
@@ -428,13 +444,17 @@ func (s *Server) evict(e *entry, now time.Time) {
 	delete(s.parked, e.id)
 	s.mu.Unlock()
 	s.drop(e)
-	s.log.LogAttrs(context.Background(), slog.LevelInfo, "run forgotten past [server] max_runs (memory store)",
+	s.log.LogAttrs(context.Background(), slog.LevelDebug, "run forgotten past [server] max_runs (memory store)",
 		slog.String("run_id", e.id), slog.Duration("idle", now.Sub(time.Unix(0, e.lastUsed.Load()))))
 }
 
 // forgetParked forgets a run parked in the memory store (s.mu held).
 func (s *Server) forgetParked(id string) {
+	if th := s.parked[id].thread; s.threads[th] == id {
+		delete(s.threads, th)
+	}
 	delete(s.parked, id)
+	delete(s.held, id)
 	if err := s.h.Store().DeleteRun(context.Background(), id); err != nil {
 		s.log.LogAttrs(context.Background(), slog.LevelWarn, "cannot forget an abandoned run",
 			slog.String("run_id", id), slog.String("error", err.Error()))
@@ -449,13 +469,19 @@ func (s *Server) trimParked() {
 		var oldest string
 		var at time.Time
 		n := 0
-		for id, t := range s.parked {
-			if oldest == "" || t.Before(at) {
-				oldest, at = id, t
+		for id, p := range s.parked {
+			if _, back := s.runs[id]; back {
+				continue // being restored
+			}
+			if oldest == "" || p.at.Before(at) {
+				oldest, at = id, p.at
 			}
 			if n++; n == shedSample {
 				break
 			}
+		}
+		if oldest == "" {
+			return
 		}
 		s.forgetParked(oldest)
 	}
@@ -478,24 +504,40 @@ func (s *Server) shed(keep *entry) {
 			s.mu.Unlock()
 			return
 		}
-		var victim *entry
+		// The sample, least recently used first.
+		var sample [shedSample]*entry
 		n := 0
 		for _, e := range s.runs {
-			if e != keep && (victim == nil || e.lastUsed.Load() < victim.lastUsed.Load()) {
-				victim = e
+			if e == keep {
+				continue
 			}
+			i := n
+			for ; i > 0 && sample[i-1].lastUsed.Load() > e.lastUsed.Load(); i-- {
+				sample[i] = sample[i-1]
+			}
+			sample[i] = e
 			if n++; n == shedSample {
 				break
 			}
 		}
 		s.mu.Unlock()
-		if victim == nil || !victim.mu.TryLock() {
-			continue // busy: sample again
+		evicted := false
+		for _, victim := range sample[:n] {
+			if !victim.mu.TryLock() {
+				continue // busy, so not the one to drop: the next
+			}
+			if !victim.gone && victim.sess != nil {
+				s.evict(victim, now)
+				evicted = true
+			}
+			victim.mu.Unlock()
+			if evicted {
+				break
+			}
 		}
-		if !victim.gone && victim.sess != nil {
-			s.evict(victim, now)
+		if !evicted {
+			return // every run sampled is busy: the next new run tries again
 		}
-		victim.mu.Unlock()
 	}
 }
 

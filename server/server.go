@@ -96,7 +96,9 @@ type Options struct {
 	// sweep parks in the memory store, and a coding agent's hook sessions,
 	// are bounded by the same number. So a client that opens sessions and
 	// never ends them cannot make the sidecar hold more than about twice
-	// MaxRuns runs, however fast it goes.
+	// MaxRuns runs, however fast it goes; waiting runs (someone is to
+	// decide) and deferred Claude Code calls are kept whatever the count.
+	// A run in progress that left memory keeps its thread until it ends.
 	MaxRuns int
 	// Hooks, when set, adds per-plugin call latency to /metrics; open the
 	// host with HookObserver: Hooks.Observe so it sees the calls.
@@ -104,6 +106,13 @@ type Options struct {
 	// Shadow, when set, is the shadow generation (the host's journal tap):
 	// GET /v1/shadow and /metrics report its disagreements.
 	Shadow *replay.Shadow
+}
+
+// parkedRun is a run the idle sweep parked in the memory store: when, and
+// the thread it holds.
+type parkedRun struct {
+	at     time.Time
+	thread string
 }
 
 // Server is the sidecar. Make it with New, serve Handler (or the Server
@@ -132,7 +141,8 @@ type Server struct {
 	mu      sync.Mutex
 	runs    map[string]*entry
 	threads map[string]string    // thread id -> the run in memory that is not done
-	parked  map[string]time.Time // memory store: runs evicted mid-step -> when
+	parked  map[string]parkedRun // memory store: runs evicted mid-step
+	held    map[string]string    // runs out of memory that still hold their thread -> the thread
 	// expiries: waiting runs -> when their next ticket expires.
 	expiries map[string]time.Time
 
@@ -151,7 +161,7 @@ type Server struct {
 func New(h *host.Host, o Options) *Server {
 	s := &Server{h: h, log: o.Log, bodyLimit: o.BodyLimit, idle: o.IdleTimeout, retain: o.DoneRetention,
 		abandon: o.AbandonAfter, runs: map[string]*entry{}, threads: map[string]string{}, expiries: map[string]time.Time{},
-		parked: map[string]time.Time{}, stop: make(chan struct{})}
+		parked: map[string]parkedRun{}, held: map[string]string{}, stop: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -192,8 +192,10 @@ type ccSession struct {
 	// deferring: the open run waits on a call answered "defer"; the
 	// events of Claude Code's exit and resume leave it waiting.
 	deferring bool
-	lastUsed  atomic.Int64
-	gone      bool
+	// looked: the session looked for a run it lost track of (openRun).
+	looked   bool
+	lastUsed atomic.Int64
+	gone     bool
 }
 
 func newClaudeCode(o Options) *claudeCode {
@@ -217,7 +219,8 @@ func (c *claudeCode) session(id, agent string) *ccSession {
 		c.mu.Lock()
 		cs := c.sessions[id]
 		if cs == nil {
-			cs = &ccSession{id: id, agent: agent} // approved: made on the first approval
+			cs = &ccSession{id: id, agent: agent}    // approved: made on the first approval
+			cs.lastUsed.Store(time.Now().UnixNano()) // not the one for shed to drop
 			c.sessions[id] = cs
 			c.shed(cs)
 		}
@@ -256,24 +259,39 @@ func (c *claudeCode) shed(keep *ccSession) {
 		if c.o.MaxSessions <= 0 || len(c.sessions) <= c.o.MaxSessions {
 			return
 		}
-		var victim *ccSession
+		// The sample, least recently used first.
+		var sample [shedSample]*ccSession
 		n := 0
 		for _, cs := range c.sessions {
-			if cs != keep && (victim == nil || cs.lastUsed.Load() < victim.lastUsed.Load()) {
-				victim = cs
+			if cs == keep {
+				continue
 			}
+			i := n
+			for ; i > 0 && sample[i-1].lastUsed.Load() > cs.lastUsed.Load(); i-- {
+				sample[i] = sample[i-1]
+			}
+			sample[i] = cs
 			if n++; n == shedSample {
 				break
 			}
 		}
-		if victim == nil || !victim.mu.TryLock() {
-			continue // busy: sample again
+		forgot := false
+		for _, victim := range sample[:n] {
+			if !victim.mu.TryLock() {
+				continue // busy, so not the one to forget: the next
+			}
+			if !victim.deferring {
+				delete(c.sessions, victim.id)
+				victim.gone, forgot = true, true
+			}
+			victim.mu.Unlock()
+			if forgot {
+				break
+			}
 		}
-		if !victim.deferring {
-			delete(c.sessions, victim.id)
-			victim.gone = true
+		if !forgot {
+			return // all busy or deferring: the next new session tries again
 		}
-		victim.mu.Unlock()
 	}
 }
 
@@ -557,6 +575,15 @@ func (c *claudeCode) releaseHeld(ctx context.Context, cs *ccSession) {
 
 // openRun returns the session's open run, locked, or nil.
 func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (Run, error) {
+	adopted := false
+	if cs.runID == "" && !cs.looked {
+		// A session the adapter let go of (past [server] max_runs) while
+		// its run stayed: the run is taken up again, so that a PostToolUse
+		// still finds its call and after_tool_execute runs.
+		cs.looked = true
+		cs.runID = c.o.Runs.ThreadHolder(cs.id)
+		adopted = cs.runID != ""
+	}
 	if cs.runID == "" {
 		return nil, nil
 	}
@@ -568,7 +595,8 @@ func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (Run, error) {
 		}
 		return nil, err
 	}
-	if e.Done() {
+	if e.Done() || (adopted && e.Session().Status() != run.Running) {
+		// A waiting run is left to newRun, which ends it as before.
 		c.unlock(cs, e)
 		cs.runID = ""
 		return nil, nil

@@ -100,7 +100,7 @@ type SessionView struct {
 }
 
 // ClaudeCodeSession reports a Claude Code session; false when the sidecar
-// holds no such session (it ended, idled out, or the sidecar restarted).
+// holds no such session (it ended, idled out, was let go of past max_runs, or the sidecar restarted).
 func (a *Adapters) ClaudeCodeSession(ctx context.Context, id string) (SessionView, bool, error) {
 	c := a.cc
 	c.mu.Lock()
