@@ -71,11 +71,23 @@ bench-serve:
 bench-opa:
 	GO="$(GO)" bash bench/opa/run.sh
 
-# Each fuzz target runs for FUZZTIME.
+# Each fuzz target runs for FUZZTIME. Go 1.26's fuzz coordinator can fail
+# a target with "context deadline exceeded" at the -fuzztime deadline
+# without having found anything (golang/go#75804, fixed in Go 1.27): such a
+# failure, with no failing input written, is reported and skipped.
 fuzz:
-	@set -e; for t in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
+	for t in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
 		for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$t/*_test.go | sed 's/func //'); do \
-			echo "== $$t $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$t; \
+			echo "== $$t $$f"; \
+			before=$$(ls $$t/testdata/fuzz/$$f 2>/dev/null | wc -l); \
+			if ! $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$t > $$log 2>&1; then \
+				cat $$log; \
+				after=$$(ls $$t/testdata/fuzz/$$f 2>/dev/null | wc -l); \
+				if [ "$$after" = "$$before" ] && grep -q '^    context deadline exceeded$$' $$log; then \
+					echo "   not a finding: no failing input written (golang/go#75804)"; \
+				else exit 1; fi; \
+			else tail -n 2 $$log; fi; \
 		done; \
 	done
 
