@@ -36,7 +36,7 @@ func TestMaxRunsBoundsMemory(t *testing.T) {
 					t.Fatalf("after %d runs: %d in memory, %d parked; want at most %d, and none parked", i+1, live, parked, bound)
 				}
 			}
-			// Fewer than 16 runs at a time: the sample is every run, so the
+			// No more than 5 other runs at a time: the sample is every run, so the
 			// order is exact.
 			n := len(ids)
 			for i, id := range ids {

@@ -490,7 +490,7 @@ func (s *Server) trimParked() {
 // shedSample is how many runs shed looks at to pick the one to drop: the
 // least recently used of a random sample, as Redis evicts keys, costs
 // O(1) per new run where an exact order would cost a list kept under s.mu.
-const shedSample = 16
+const shedSample = 5
 
 // shed keeps MaxRuns runs in memory (see Options): while more are there,
 // the least recently used of a few sampled leaves (keep, the run being

@@ -247,7 +247,7 @@ func (c *claudeCode) forget(cs *ccSession) {
 
 // shedSample is how many sessions shed looks at: the least recently used
 // of a random sample, as Redis evicts keys, costs O(1) per new session.
-const shedSample = 16
+const shedSample = 5
 
 // shed keeps at most MaxSessions sessions (c.mu held): past it, it forgets
 // the least recently used of a few sampled, keep (the one being added)
