@@ -214,3 +214,20 @@ func TestMaxRunsKeepsTheThread(t *testing.T) {
 		})
 	}
 }
+
+// A restore that fails for a reason that may pass (here a cancelled
+// request) keeps the run's hold on its thread.
+func TestMaxRunsFailedRestoreKeepsTheThread(t *testing.T) {
+	sc := newSidecar(t, project(t, "\n[store]\nkind = \"file\"\npath = \"state\"\n", nil), Options{Log: quietLog(), MaxRuns: 2})
+	a := sc.startRun(map[string]any{"thread_id": "T"})
+	sc.phase(a, "step_start", nil)
+	for range 4 {
+		sc.phase(sc.startRun(map[string]any{}), "step_start", nil)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := sc.srv.lockRun(ctx, a); err == nil {
+		t.Fatal("a restore with a cancelled context succeeded: the test proves nothing")
+	}
+	problemOK(t, sc.call("POST", "/v1/runs", map[string]any{"thread_id": "T"}), 409, "phase_out_of_order")
+}

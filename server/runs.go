@@ -92,10 +92,15 @@ func (s *Server) lockRun(ctx context.Context, id string) (*entry, error) {
 			if err := s.restore(ctx, e); err != nil {
 				s.mu.Lock()
 				delete(s.runs, id)
-				if th, ok := s.held[id]; ok && s.threads[th] == id {
-					delete(s.threads, th) // kept when it left memory; it is gone now
+				if errs.CodeOf(err) == errs.RunNotFound {
+					// Gone from the store: its hold on the thread goes too. A
+					// failure that may pass (a cancelled request, a store
+					// outage) keeps it, or a second run could start there.
+					if th, ok := s.held[id]; ok && s.threads[th] == id {
+						delete(s.threads, th)
+					}
+					delete(s.held, id)
 				}
-				delete(s.held, id)
 				s.mu.Unlock()
 				e.gone = true
 				e.mu.Unlock()
