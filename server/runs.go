@@ -13,6 +13,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/internal/lrusample"
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
@@ -41,6 +42,8 @@ type entry struct {
 }
 
 func (e *entry) touch() { e.lastUsed.Store(time.Now().UnixNano()) }
+
+func (e *entry) used() int64 { return e.lastUsed.Load() }
 
 // release unpins the generation; the run must not call a phase afterwards
 // (a done run's session only answers reads).
@@ -481,7 +484,7 @@ func (s *Server) trimParked() {
 			if oldest == "" || p.at.Before(at) {
 				oldest, at = id, p.at
 			}
-			if n++; n == shedSample {
+			if n++; n == lrusample.Size {
 				break
 			}
 		}
@@ -492,42 +495,23 @@ func (s *Server) trimParked() {
 	}
 }
 
-// shedSample is how many runs shed looks at to pick the one to drop: the
-// least recently used of a random sample, as Redis evicts keys, costs
-// O(1) per new run where an exact order would cost a list kept under s.mu.
-const shedSample = 5
-
 // shed keeps MaxRuns runs in memory (see Options): while more are there,
 // the least recently used of a few sampled leaves (keep, the run being
 // added, excepted). A new run calls it, so it costs one eviction per run
 // past the bound.
 func (s *Server) shed(keep *entry) {
 	now := time.Now()
-	for range shedSample {
+	var buf [lrusample.Size]*entry
+	for range lrusample.Size {
 		s.mu.Lock()
 		if len(s.runs) <= s.maxRuns {
 			s.mu.Unlock()
 			return
 		}
-		// The sample, least recently used first.
-		var sample [shedSample]*entry
-		n := 0
-		for _, e := range s.runs {
-			if e == keep {
-				continue
-			}
-			i := n
-			for ; i > 0 && sample[i-1].lastUsed.Load() > e.lastUsed.Load(); i-- {
-				sample[i] = sample[i-1]
-			}
-			sample[i] = e
-			if n++; n == shedSample {
-				break
-			}
-		}
+		sample := lrusample.Oldest(s.runs, keep, (*entry).used, &buf)
 		s.mu.Unlock()
 		evicted := false
-		for _, victim := range sample[:n] {
+		for _, victim := range sample {
 			if !victim.mu.TryLock() {
 				continue // busy, so not the one to drop: the next
 			}

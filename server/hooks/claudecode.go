@@ -20,6 +20,7 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/value"
+	"github.com/awaken-lua/awaken-lua/internal/lrusample"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
 )
@@ -236,6 +237,8 @@ func (c *claudeCode) session(id, agent string) *ccSession {
 	}
 }
 
+func (cs *ccSession) used() int64 { return cs.lastUsed.Load() }
+
 func (c *claudeCode) forget(cs *ccSession) {
 	c.mu.Lock()
 	if c.sessions[cs.id] == cs {
@@ -245,38 +248,19 @@ func (c *claudeCode) forget(cs *ccSession) {
 	cs.gone = true
 }
 
-// shedSample is how many sessions shed looks at: the least recently used
-// of a random sample, as Redis evicts keys, costs O(1) per new session.
-const shedSample = 5
-
 // shed keeps at most MaxSessions sessions (c.mu held): past it, it forgets
 // the least recently used of a few sampled, keep (the one being added)
 // excepted, as sweep forgets an idle one. A session waiting on a deferred
 // call is kept (a person is to decide; sweep bounds its wait). The next
 // event of a forgotten session starts a new run on its thread.
 func (c *claudeCode) shed(keep *ccSession) {
-	for range shedSample {
+	var buf [lrusample.Size]*ccSession
+	for range lrusample.Size {
 		if c.o.MaxSessions <= 0 || len(c.sessions) <= c.o.MaxSessions {
 			return
 		}
-		// The sample, least recently used first.
-		var sample [shedSample]*ccSession
-		n := 0
-		for _, cs := range c.sessions {
-			if cs == keep {
-				continue
-			}
-			i := n
-			for ; i > 0 && sample[i-1].lastUsed.Load() > cs.lastUsed.Load(); i-- {
-				sample[i] = sample[i-1]
-			}
-			sample[i] = cs
-			if n++; n == shedSample {
-				break
-			}
-		}
 		forgot := false
-		for _, victim := range sample[:n] {
+		for _, victim := range lrusample.Oldest(c.sessions, keep, (*ccSession).used, &buf) {
 			if !victim.mu.TryLock() {
 				continue // busy, so not the one to forget: the next
 			}
