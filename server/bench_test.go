@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -76,7 +77,10 @@ func BenchmarkServeToolGate(b *testing.B) {
 }
 
 func benchSidecar(b *testing.B, log *slog.Logger, rate float64) {
-	sc := newSidecar(b, project(b, "", map[string]string{"perm.lua": benchGateLua}), Options{Log: log, MaxConcurrent: 256})
+	// Every run the benchmark gates in is started before the clock, all in
+	// progress at once: as many as it needs stay in memory.
+	sc := newSidecar(b, project(b, "", map[string]string{"perm.lua": benchGateLua}),
+		Options{Log: log, MaxConcurrent: 256, MaxRuns: math.MaxInt})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * clients}}
 	post := func(path, body string) ([]byte, error) {
 		resp, err := client.Post(sc.ts.URL+path, "application/json", strings.NewReader(body))

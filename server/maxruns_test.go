@@ -232,3 +232,22 @@ func TestMaxRunsFailedRestoreKeepsTheThread(t *testing.T) {
 	}
 	problemOK(t, sc.call("POST", "/v1/runs", map[string]any{"thread_id": "T"}), 409, "phase_out_of_order")
 }
+
+// Finished runs, kept only to be read, leave before a run in progress
+// however recently they finished: a client with one run going and many
+// short ones ending keeps its run.
+func TestMaxRunsDropsFinishedRunsFirst(t *testing.T) {
+	const bound = 4
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog(), MaxRuns: bound})
+	going := sc.startRun(map[string]any{})
+	sc.phase(going, "step_start", nil)
+	for range 3 * bound {
+		id := sc.startRun(map[string]any{})
+		sc.phase(id, "step_start", nil)
+		sc.phase(id, "before_inference", map[string]any{"request": map[string]any{}})
+		sc.phase(id, "after_inference", map[string]any{"response": map[string]any{"text": "done"}})
+		sc.phase(id, "step_end", nil)
+		sc.phase(id, "run_end", nil) // finished, kept for DoneRetention
+	}
+	sc.phase(going, "before_inference", map[string]any{"request": map[string]any{}})
+}

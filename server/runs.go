@@ -1,11 +1,13 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +46,14 @@ type entry struct {
 func (e *entry) touch() { e.lastUsed.Store(time.Now().UnixNano()) }
 
 func (e *entry) used() int64 { return e.lastUsed.Load() }
+
+// inProgress is 1 for a run not yet done, 0 for a finished one.
+func inProgress(e *entry) int {
+	if e.done.Load() {
+		return 0
+	}
+	return 1
+}
 
 // release unpins the generation; the run must not call a phase afterwards
 // (a done run's session only answers reads).
@@ -510,6 +520,11 @@ func (s *Server) shed(keep *entry) {
 		}
 		sample := lrusample.Oldest(s.runs, keep, (*entry).used, &buf)
 		s.mu.Unlock()
+		// A finished run is kept only to be read: it goes before any run
+		// in progress, however recently it finished.
+		slices.SortStableFunc(sample, func(a, b *entry) int {
+			return cmp.Compare(inProgress(a), inProgress(b))
+		})
 		evicted := false
 		for _, victim := range sample {
 			if !victim.mu.TryLock() {
