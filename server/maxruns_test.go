@@ -251,3 +251,54 @@ func TestMaxRunsDropsFinishedRunsFirst(t *testing.T) {
 	}
 	sc.phase(going, "before_inference", map[string]any{"request": map[string]any{}})
 }
+
+// A subagent that runtime.continue kept going, in a session the adapter
+// let go of (past MaxRuns, or idle), goes on in the same run at its next
+// stop: its run still holds its thread, so starting another would be
+// refused, and max_continues counts on. (Past MaxRuns the memory store
+// forgets a run in progress, so there the idle sweep parks it.)
+func TestMaxRunsKeepsASubagentGoing(t *testing.T) {
+	for _, store := range []string{"", "\n[store]\nkind = \"file\"\npath = \"state\"\n"} {
+		t.Run(fmt.Sprint("file=", store != ""), func(t *testing.T) {
+			const bound = 3
+			sc := newSidecar(t, project(t, store+"\n[agents.reviewed]\ntools = []\nmax_continues = 2\n",
+				map[string]string{"reviewer.lua": ccContinueLua}), Options{Log: quietLog(), HookAgent: "reviewed", MaxRuns: bound, IdleTimeout: time.Hour})
+			stop := func() map[string]any {
+				return sc.hook(t, map[string]any{"session_id": "sub", "hook_event_name": "SubagentStop", "agent_id": "a1",
+					"agent_type": "Explore", "last_assistant_message": "found it", "stop_hook_active": false}, "")
+			}
+			if out := stop(); out["decision"] != "block" {
+				t.Fatalf("first stop: %s", mustJSON(out))
+			}
+			if store == "" {
+				later := time.Now().Add(2 * time.Hour)
+				sc.srv.sweep(later)
+				sc.srv.agents.Sweep(later, time.Hour)
+			} else {
+				for i := range 2 * bound {
+					sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": fmt.Sprint("other-", i)}), "")
+				}
+			}
+			sc.srv.mu.Lock()
+			holder := sc.srv.threads["sub/subagent/a1"]
+			sc.srv.mu.Unlock()
+			_, kept, err := sc.srv.agents.ClaudeCodeSession(context.Background(), "sub")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept || holder == "" {
+				t.Fatalf("session kept %v, thread held by %q: the test proves nothing", kept, holder)
+			}
+			if out := stop(); out["decision"] != "block" {
+				t.Fatalf("second stop (one continue of two spent): %s", mustJSON(out))
+			}
+			wantEmpty(t, stop()) // both continues spent: the run ends
+			sc.srv.mu.Lock()
+			held := sc.srv.threads["sub/subagent/a1"]
+			sc.srv.mu.Unlock()
+			if held != "" {
+				t.Fatalf("the subagent's thread is still held by %s", held)
+			}
+		})
+	}
+}

@@ -592,7 +592,7 @@ func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (Run, error) {
 // still holds the thread (a run the adapter lost track of, or one left
 // waiting by a crash).
 func (c *claudeCode) newRun(ctx context.Context, cs *ccSession, msgs []model.Message) (Run, error) {
-	if err := c.clearThread(ctx, cs); err != nil {
+	if err := c.clearThread(ctx, cs, cs.id); err != nil {
 		return nil, err
 	}
 	e, err := c.start(ctx, cs, cs.agent, cs.id, msgs)
@@ -606,15 +606,17 @@ func (c *claudeCode) newRun(ctx context.Context, cs *ccSession, msgs []model.Mes
 	return e, nil
 }
 
-func (c *claudeCode) clearThread(ctx context.Context, cs *ccSession) error {
-	if holder := c.o.Runs.ThreadHolder(cs.id); holder != "" {
+// clearThread ends the run that holds thread, in memory or waiting in the
+// store, so that a new run may start on it.
+func (c *claudeCode) clearThread(ctx context.Context, cs *ccSession, thread string) error {
+	if holder := c.o.Runs.ThreadHolder(thread); holder != "" {
 		if e, err := c.lock(ctx, cs, holder); err == nil {
 			if err := c.finishRun(ctx, cs, e, &ccResult{}, false); err != nil {
 				return err
 			}
 		}
 	}
-	th, ok, err := c.o.Runs.Store().Thread(ctx, cs.id)
+	th, ok, err := c.o.Runs.Store().Thread(ctx, thread)
 	if err != nil || !ok || th.Waiting == "" {
 		return err
 	}

@@ -30,8 +30,17 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	if cs.subRuns == nil {
 		cs.subRuns = map[string]string{}
 	}
+	thread := cs.id + "/subagent/" + in.AgentID
+	id, known := cs.subRuns[in.AgentID]
+	delete(cs.subRuns, in.AgentID)
+	if !known {
+		// The adapter let go of the session (past [server] max_runs) while
+		// a runtime.continue kept the subagent's run open: the run still
+		// holds its thread, and is taken up again.
+		id = c.o.Runs.ThreadHolder(thread)
+	}
 	var e Run
-	if id := cs.subRuns[in.AgentID]; id != "" {
+	if id != "" {
 		if le, err := c.lock(ctx, cs, id); err == nil {
 			if le.Done() || le.Session().Status() != run.Running || le.Session().Stage() != run.StageStepEnded {
 				c.unlock(cs, le)
@@ -39,11 +48,14 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 				e = le
 			}
 		}
-		delete(cs.subRuns, in.AgentID)
 	}
 	if e == nil {
+		// Whatever still holds the thread (a run left mid-step) ends first.
+		if err := c.clearThread(ctx, cs, thread); err != nil {
+			return res, err
+		}
 		var err error
-		e, err = c.start(ctx, cs, cs.agent, cs.id+"/subagent/"+in.AgentID, nil)
+		e, err = c.start(ctx, cs, cs.agent, thread, nil)
 		if err != nil {
 			return res, err
 		}
