@@ -459,7 +459,9 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := s.h.Store().DeleteRun(ctx, e.id); err != nil {
 		err = storeUnavailable(fmt.Errorf("delete run %s: %w", e.id, err))
-		s.drop(e) // the store still has the run: the next call restores it
+		// The store still has the run: the next call restores it, and a run
+		// that did not end keeps its thread meanwhile.
+		s.unload(e, time.Now(), sess.Status() != run.Done)
 		return failed(e, err)
 	}
 	s.finish(e)

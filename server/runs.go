@@ -109,10 +109,7 @@ func (s *Server) lockRun(ctx context.Context, id string) (*entry, error) {
 					// Gone from the store: its hold on the thread goes too. A
 					// failure that may pass (a cancelled request, a store
 					// outage) keeps it, or a second run could start there.
-					if th, ok := s.held[id]; ok && s.threads[th] == id {
-						delete(s.threads, th)
-					}
-					delete(s.held, id)
+					s.letGo(id, false)
 				}
 				s.mu.Unlock()
 				e.gone = true
@@ -205,8 +202,7 @@ func (s *Server) restore(ctx context.Context, e *entry) error {
 	if _, busy := s.threads[e.threadID]; !busy {
 		s.threads[e.threadID] = e.id
 	}
-	delete(s.parked, e.id)
-	delete(s.held, e.id)
+	delete(s.out, e.id)
 	s.mu.Unlock()
 	s.log.LogAttrs(ctx, slog.LevelInfo, "run restored from the store", slog.String("run_id", e.id),
 		slog.String("thread_id", e.threadID), slog.String("generation", g.ID), slog.String("saved_by", cp.Generation))
@@ -336,22 +332,29 @@ func (s *Server) finish(e *entry) {
 }
 
 // drop removes a run from memory (e locked) and unpins its generation.
-func (s *Server) drop(e *entry) { s.unload(e, false) }
+func (s *Server) drop(e *entry) { s.unload(e, time.Now(), false) }
 
 // unload removes a run from memory (e locked) and unpins its generation.
-// keepThread keeps the run's hold on its thread, for a run in progress
-// that the store keeps: the thread's next run must wait for it to end as
-// before, and a coding agent's session can take it up again.
-func (s *Server) unload(e *entry, keepThread bool) {
+// out keeps track of a run that is not done and that the store keeps: it
+// holds its thread, so the thread's next run waits for it to end as
+// before and a coding agent's session can take it up again, and with the
+// memory store a running one is parked there.
+func (s *Server) unload(e *entry, now time.Time, out bool) {
 	s.mu.Lock()
 	if s.runs[e.id] == e {
 		delete(s.runs, e.id)
 	}
+	holds := s.threads[e.threadID] == e.id
+	parked := out && s.volatile && e.sess != nil && e.sess.Status() == run.Running
 	switch {
-	case s.threads[e.threadID] != e.id:
-	case keepThread:
-		s.held[e.id] = e.threadID
-	default:
+	case out && (holds || parked):
+		o := outRun{at: now, parked: parked}
+		if holds {
+			o.thread = e.threadID
+		}
+		s.out[e.id] = o
+		s.trimOut()
+	case holds:
 		delete(s.threads, e.threadID)
 	}
 	s.mu.Unlock()
@@ -381,11 +384,11 @@ func (s *Server) sweepLoop() {
 
 func (s *Server) sweep(now time.Time) {
 	s.mu.Lock()
-	for id, p := range s.parked {
-		if _, back := s.runs[id]; back || now.Sub(p.at) <= s.abandon {
+	for id, o := range s.out {
+		if _, back := s.runs[id]; back || now.Sub(o.at) <= s.abandon {
 			continue
 		}
-		s.forgetParked(id)
+		s.letGo(id, true)
 	}
 	var idle []*entry
 	for _, e := range s.runs {
@@ -431,13 +434,7 @@ func (s *Server) leave(e *entry, now time.Time, level slog.Level, why string) bo
 			return false
 		}
 	}
-	if s.volatile && !done && e.sess.Status() == run.Running {
-		s.mu.Lock()
-		s.parked[e.id] = parkedRun{at: now, thread: e.threadID}
-		s.trimParked()
-		s.mu.Unlock()
-	}
-	s.unload(e, !done)
+	s.unload(e, now, !done)
 	if !done {
 		s.log.LogAttrs(context.Background(), level, why, slog.String("run_id", e.id),
 			slog.Duration("idle", now.Sub(time.Unix(0, e.lastUsed.Load()))))
@@ -458,41 +455,43 @@ func (s *Server) evict(e *entry, now time.Time) {
 	if err := s.h.Store().DeleteRun(context.Background(), e.id); err != nil {
 		s.log.LogAttrs(context.Background(), slog.LevelWarn, "cannot forget a run", slog.String("run_id", e.id), slog.String("error", err.Error()))
 	}
-	s.mu.Lock()
-	delete(s.parked, e.id)
-	s.mu.Unlock()
 	s.drop(e)
 	s.log.LogAttrs(context.Background(), slog.LevelDebug, "run forgotten past [server] max_runs (memory store)",
 		slog.String("run_id", e.id), slog.Duration("idle", now.Sub(time.Unix(0, e.lastUsed.Load()))))
 }
 
-// forgetParked forgets a run parked in the memory store (s.mu held).
-func (s *Server) forgetParked(id string) {
-	if th := s.parked[id].thread; s.threads[th] == id {
-		delete(s.threads, th)
+// letGo ends the hold of a run out of memory on its thread (s.mu held),
+// and with abandon forgets the copy parked in the memory store: a durable
+// store keeps the run, which a later call restores.
+func (s *Server) letGo(id string, abandon bool) {
+	o := s.out[id]
+	if o.thread != "" && s.threads[o.thread] == id {
+		delete(s.threads, o.thread)
 	}
-	delete(s.parked, id)
-	delete(s.held, id)
+	delete(s.out, id)
+	if !abandon || !o.parked {
+		return
+	}
 	if err := s.h.Store().DeleteRun(context.Background(), id); err != nil {
 		s.log.LogAttrs(context.Background(), slog.LevelWarn, "cannot forget an abandoned run",
 			slog.String("run_id", id), slog.String("error", err.Error()))
 	}
 }
 
-// trimParked keeps at most MaxRuns runs parked in the memory store
-// (s.mu held): past it, the oldest of a few sampled is forgotten as an
-// abandoned one is.
-func (s *Server) trimParked() {
-	for len(s.parked) > s.maxRuns {
+// trimOut keeps at most MaxRuns runs out of memory that hold a thread or
+// are parked (s.mu held): past it, the oldest of a few sampled is let go
+// of as an abandoned one is.
+func (s *Server) trimOut() {
+	for len(s.out) > s.maxRuns {
 		var oldest string
 		var at time.Time
 		n := 0
-		for id, p := range s.parked {
+		for id, o := range s.out {
 			if _, back := s.runs[id]; back {
 				continue // being restored
 			}
-			if oldest == "" || p.at.Before(at) {
-				oldest, at = id, p.at
+			if oldest == "" || o.at.Before(at) {
+				oldest, at = id, o.at
 			}
 			if n++; n == lrusample.Size {
 				break
@@ -501,7 +500,7 @@ func (s *Server) trimParked() {
 		if oldest == "" {
 			return
 		}
-		s.forgetParked(oldest)
+		s.letGo(oldest, true)
 	}
 }
 

@@ -87,7 +87,8 @@ type Options struct {
 	// of a step that nobody called for this long: that store would
 	// otherwise keep every run a client abandoned until the process exits.
 	// Waiting runs are kept (someone is to decide), and durable stores are
-	// never pruned.
+	// never pruned. It also bounds how long a run that left memory before
+	// it ended keeps its thread (see MaxRuns).
 	AbandonAfter time.Duration
 	// MaxRuns bounds the runs kept in memory (default DefaultMaxRuns).
 	// Past it, the least recently used of a few sampled runs leaves memory
@@ -98,7 +99,10 @@ type Options struct {
 	// never ends them cannot make the sidecar hold more than about twice
 	// MaxRuns runs, however fast it goes; waiting runs (someone is to
 	// decide) and deferred Claude Code calls are kept whatever the count.
-	// A run in progress that left memory keeps its thread until it ends.
+	// A run that left memory before it ended keeps its thread (a new run
+	// there is refused) until it ends, for at most AbandonAfter and for at
+	// most MaxRuns such runs: past either, the oldest let go of their
+	// threads, as after a restart, and stay in the store.
 	MaxRuns int
 	// Hooks, when set, adds per-plugin call latency to /metrics; open the
 	// host with HookObserver: Hooks.Observe so it sees the calls.
@@ -108,11 +112,13 @@ type Options struct {
 	Shadow *replay.Shadow
 }
 
-// parkedRun is a run the idle sweep parked in the memory store: when, and
-// the thread it holds.
-type parkedRun struct {
+// outRun is a run that left memory before it ended: when, the thread it
+// still holds (or ""), and whether it is parked in the memory store (a
+// copy that is forgotten when the run is abandoned).
+type outRun struct {
 	at     time.Time
 	thread string
+	parked bool
 }
 
 // Server is the sidecar. Make it with New, serve Handler (or the Server
@@ -140,9 +146,8 @@ type Server struct {
 
 	mu      sync.Mutex
 	runs    map[string]*entry
-	threads map[string]string    // thread id -> the run in memory that is not done
-	parked  map[string]parkedRun // memory store: runs evicted mid-step
-	held    map[string]string    // runs out of memory that still hold their thread -> the thread
+	threads map[string]string // thread id -> the run in memory that is not done
+	out     map[string]outRun // runs out of memory that hold their thread or are parked
 	// expiries: waiting runs -> when their next ticket expires.
 	expiries map[string]time.Time
 
@@ -161,7 +166,7 @@ type Server struct {
 func New(h *host.Host, o Options) *Server {
 	s := &Server{h: h, log: o.Log, bodyLimit: o.BodyLimit, idle: o.IdleTimeout, retain: o.DoneRetention,
 		abandon: o.AbandonAfter, runs: map[string]*entry{}, threads: map[string]string{}, expiries: map[string]time.Time{},
-		parked: map[string]parkedRun{}, held: map[string]string{}, stop: make(chan struct{})}
+		out: map[string]outRun{}, stop: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -145,6 +145,19 @@ func TestFailedSaveChangesNothing(t *testing.T) {
 		sc.must(http.StatusNoContent, "DELETE", "/v1/runs/"+id, nil)
 		sc.must(http.StatusCreated, "POST", "/v1/runs", map[string]any{"thread_id": "t5"})
 	})
+	t.Run("delete in progress", func(t *testing.T) {
+		// The store keeps a run it could not delete, and so does the
+		// thread: a new run there is refused until the delete goes through.
+		dir := project(t, fileStore, nil)
+		sc := newSidecar(t, dir, Options{Log: quietLog()})
+		id := toGate(sc, "t6")
+		fix := breakStore(t, dir, "runs")
+		storeDown(t, sc.call("DELETE", "/v1/runs/"+id, nil))
+		fix()
+		problemOK(t, sc.call("POST", "/v1/runs", map[string]any{"thread_id": "t6"}), http.StatusConflict, "phase_out_of_order")
+		sc.must(http.StatusNoContent, "DELETE", "/v1/runs/"+id, nil)
+		sc.must(http.StatusCreated, "POST", "/v1/runs", map[string]any{"thread_id": "t6"})
+	})
 }
 
 // waitOnDeploy takes a run at toGate's point to waiting on d1.
