@@ -291,9 +291,10 @@ func (s *Server) settle(ctx context.Context, e *entry, changed bool) error {
 	if err := s.checkpoint(ctx, e); err != nil {
 		// The session holds what the call did, the store what was there
 		// before, and the store is the truth: the run leaves memory and
-		// the next call restores it, so a retry runs the call again (and a
-		// new run's thread is free again).
-		s.drop(e)
+		// the next call restores it, so a retry runs the call again. Its
+		// thread stays held, unless the store never had the run (a new
+		// run's thread is free again).
+		s.unload(e, time.Now(), e.sess.Saves() > 0)
 		return err
 	}
 	return nil

@@ -80,6 +80,8 @@ func TestFailedSaveChangesNothing(t *testing.T) {
 		fix := breakStore(t, dir, "runs")
 		storeDown(t, sc.call("POST", "/v1/runs/"+id+"/phases/before_tool_execute", map[string]any{"call": call("c1", "add", nil)}))
 		fix()
+		// The store still has the run, so its thread is not free either.
+		problemOK(t, sc.call("POST", "/v1/runs", map[string]any{"thread_id": "t2"}), http.StatusConflict, "phase_out_of_order")
 		if got := sc.must(200, "GET", "/v1/runs/"+id, nil); got.num("revision") != rev {
 			t.Fatalf("revision %v after a failed save, was %v", got.num("revision"), rev)
 		}
