@@ -484,21 +484,11 @@ func (s *Server) letGo(id string, abandon bool) {
 // of as an abandoned one is.
 func (s *Server) trimOut() {
 	for len(s.out) > s.maxRuns {
-		var oldest string
-		var at time.Time
-		n := 0
-		for id, o := range s.out {
-			if _, back := s.runs[id]; back {
-				continue // being restored
-			}
-			if oldest == "" || o.at.Before(at) {
-				oldest, at = id, o.at
-			}
-			if n++; n == lrusample.Size {
-				break
-			}
-		}
-		if oldest == "" {
+		oldest, ok := lrusample.OldestKey(s.out, func(id string, o outRun) (int64, bool) {
+			_, back := s.runs[id] // being restored
+			return o.at.UnixNano(), !back
+		})
+		if !ok {
 			return
 		}
 		s.letGo(oldest, true)

@@ -30,3 +30,25 @@ func Oldest[K comparable, V comparable](m map[K]V, skip V, used func(V) int64, b
 	}
 	return buf[:n]
 }
+
+// OldestKey is the key of the least recently used of up to Size entries
+// of m sampled, by used; an entry for which used reports false is not
+// sampled (it may not go). ok is false when no entry was sampled. The
+// caller holds whatever guards m.
+func OldestKey[K comparable, V any](m map[K]V, used func(K, V) (at int64, ok bool)) (key K, ok bool) {
+	var oldest int64
+	n := 0
+	for k, v := range m {
+		at, can := used(k, v)
+		if !can {
+			continue
+		}
+		if n == 0 || at < oldest {
+			key, oldest = k, at
+		}
+		if n++; n == Size {
+			break
+		}
+	}
+	return key, n > 0
+}

@@ -37,3 +37,21 @@ func TestOldestSamples(t *testing.T) {
 		t.Fatalf("got %v: want %d values, oldest first", got, Size)
 	}
 }
+
+func TestOldestKey(t *testing.T) {
+	odd := func(_ string, v int) (int64, bool) { return int64(v), v%2 == 1 }
+	for _, c := range []struct {
+		name string
+		m    map[string]int
+		want string
+		ok   bool
+	}{
+		{"empty", map[string]int{}, "", false},
+		{"none may go", map[string]int{"a": 2, "b": 4}, "", false},
+		{"oldest that may go", map[string]int{"a": 2, "b": 9, "c": 3, "d": 5}, "c", true},
+	} {
+		if got, ok := OldestKey(c.m, odd); got != c.want || ok != c.ok {
+			t.Errorf("%s: got %q %v, want %q %v", c.name, got, ok, c.want, c.ok)
+		}
+	}
+}

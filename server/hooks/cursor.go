@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/awaken-lua/awaken-lua/internal/lrusample"
 )
 
 // The Cursor adapter (POST /v1/hooks/cursor) speaks Cursor's hook protocol
@@ -84,7 +86,10 @@ type cursor struct {
 	pending map[string][]cursorCall
 }
 
-type cursorCall struct{ id, key string }
+type cursorCall struct {
+	id, key string
+	seq     uint64 // when it began: the order of ids
+}
 
 func newCursor(cc *claudeCode) *cursor {
 	cu := &cursor{cc: cc, pending: map[string][]cursorCall{}}
@@ -217,13 +222,15 @@ func (cu *cursor) begin(conv, name string, args map[string]any) string {
 	id := "cursor_" + strconv.FormatUint(cu.seq, 10)
 	if _, known := cu.pending[conv]; !known && cu.cc.o.MaxSessions > 0 && len(cu.pending) >= cu.cc.o.MaxSessions {
 		// Past the bound a conversation's calls that never got their
-		// after event are forgotten: those of one picked at random.
-		for other := range cu.pending {
+		// after event are forgotten: those of the conversation whose last
+		// call is the oldest of a few sampled.
+		if other, ok := lrusample.OldestKey(cu.pending, func(_ string, l []cursorCall) (int64, bool) {
+			return int64(l[len(l)-1].seq), true
+		}); ok {
 			delete(cu.pending, other)
-			break
 		}
 	}
-	list := append(cu.pending[conv], cursorCall{id: id, key: callKey(name, args)})
+	list := append(cu.pending[conv], cursorCall{id: id, key: callKey(name, args), seq: cu.seq})
 	if len(list) > cursorPendingPerThread {
 		list = list[len(list)-cursorPendingPerThread:]
 	}
