@@ -250,6 +250,16 @@ func (r *Runtime) Agent(id string) (Agent, bool) {
 	return a.Agent, true
 }
 
+// AgentID is the id of the agent a run started with agent id runs as
+// ("" names the default agent), or "" when there is none.
+func (r *Runtime) AgentID(id string) string {
+	a, err := r.agent(id)
+	if err != nil {
+		return ""
+	}
+	return a.ID
+}
+
 // PluginOrder lists the plugins active for an agent (built-ins aside) in
 // the order their hooks run, or nil for an unknown agent.
 func (r *Runtime) PluginOrder(agent string) []string {

@@ -596,3 +596,21 @@ func TestClaudeCodeRunDeletedUnderneath(t *testing.T) {
 		t.Fatalf("the session should go on in a new run, has %q", next)
 	}
 }
+
+// A session takes up only a run of its own agent: a run that a /v1/runs
+// client of another agent started on the session's thread id is ended,
+// not decided with that agent's plugins.
+func TestClaudeCodeAdoptsOnlyItsAgentsRun(t *testing.T) {
+	sc := newSidecar(t, project(t, "\n[agents.other]\ntools = []\n", map[string]string{"ccpolicy.lua": ccPolicyLua}), Options{Log: quietLog()})
+	foreign := sc.startRun(map[string]any{"thread_id": "shared-x", "agent": "other"})
+	sc.phase(foreign, "step_start", nil)
+	if d := specific(sc.hook(t, fixture(t, "pre_tool_use_bash_ls", map[string]any{"session_id": "shared-x"}), ""))["permissionDecision"]; d == "deny" {
+		t.Fatal("ls denied")
+	}
+	if id := sc.ccRunID(t, "shared-x"); id == "" || id == foreign {
+		t.Fatalf("the session's run is %q; want a new run, not %s", id, foreign)
+	}
+	if got := sc.must(200, "GET", "/v1/runs/"+foreign, nil); got.str("status") != "done" {
+		t.Fatalf("the other agent's run: %s", got.raw)
+	}
+}

@@ -49,6 +49,12 @@ func (h hookRuns) Unlock(r hooks.Run)                  { h.s.unlock(r.(*entry)) 
 func (h hookRuns) ThreadHolder(threadID string) string { return h.s.threadHolder(threadID) }
 func (h hookRuns) Store() run.Store                    { return h.s.h.Store() }
 
+func (h hookRuns) AgentID(agent string) string {
+	g := h.s.h.Acquire()
+	defer g.Release()
+	return g.Runtime.AgentID(agent)
+}
+
 // newHookAdapters makes the hook adapters over the server's runs, limits
 // and metrics.
 func (s *Server) newHookAdapters() *hooks.Adapters {

@@ -579,13 +579,23 @@ func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (Run, error) {
 		}
 		return nil, err
 	}
-	if e.Done() || (adopted && e.Session().Status() != run.Running) {
-		// A waiting run is left to newRun, which ends it as before.
+	if e.Done() || (adopted && !c.adoptable(cs, e)) {
+		// A waiting run, or another agent's, is left to newRun, which ends
+		// it as before.
 		c.unlock(cs, e)
 		cs.runID = ""
 		return nil, nil
 	}
 	return e, nil
+}
+
+// adoptable reports whether the session may take up e, a running run that
+// holds its thread while the session lost track of it: a run of the
+// session's agent, not one that a /v1/runs client or another agent started
+// on the same thread id.
+func (c *claudeCode) adoptable(cs *ccSession, e Run) bool {
+	sess := e.Session()
+	return sess.Status() == run.Running && sess.AgentID() == c.o.Runs.AgentID(cs.agent)
 }
 
 // newRun starts a run on the session's thread, after ending whatever run

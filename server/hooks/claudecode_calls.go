@@ -42,7 +42,7 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	var e Run
 	if id != "" {
 		if le, err := c.lock(ctx, cs, id); err == nil {
-			if le.Done() || le.Session().Status() != run.Running || le.Session().Stage() != run.StageStepEnded {
+			if le.Done() || !c.adoptable(cs, le) || le.Session().Stage() != run.StageStepEnded {
 				c.unlock(cs, le)
 			} else {
 				e = le

@@ -46,6 +46,9 @@ type Runs interface {
 	Unlock(r Run)
 	// ThreadHolder is the id of the run in memory that holds a thread, or "".
 	ThreadHolder(threadID string) string
+	// AgentID is the id of the agent a run started as agent runs as ("":
+	// the default), or "" when there is none.
+	AgentID(agent string) string
 	Store() run.Store
 }
 
