@@ -350,3 +350,26 @@ func TestMaxRunsBoundsThreadHolds(t *testing.T) {
 		}
 	})
 }
+
+// With the memory store only runs in progress are parked and hold their
+// thread out of memory: waiting runs leaving memory do not count against
+// the parked runs' bound (their thread in the store names them, so a new
+// run there is still refused).
+func TestMaxRunsWaitingRunsDoNotPushOutParkedOnes(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog(), MaxRuns: 2, IdleTimeout: time.Hour})
+	now := time.Now()
+	a := sc.startRun(map[string]any{})
+	sc.phase(a, "step_start", nil)
+	sc.srv.sweep(now.Add(2 * time.Hour)) // a is parked
+	for _, th := range []string{"w1", "w2", "w3"} {
+		waitOnDeploy(sc, toGate(sc, th))
+	}
+	sc.srv.sweep(now.Add(4 * time.Hour)) // the waiting runs leave memory
+	if live, parked := sc.sizes(); live != 0 || parked != 1 {
+		t.Fatalf("%d in memory, %d parked; want 0 and 1", live, parked)
+	}
+	if got := sc.must(200, "GET", "/v1/runs/"+a, nil); got.str("status") != "running" {
+		t.Fatalf("the parked run: %s", got.raw)
+	}
+	problemOK(t, sc.call("POST", "/v1/runs", map[string]any{"thread_id": "w1"}), 409, "phase_out_of_order")
+}

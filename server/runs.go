@@ -336,17 +336,19 @@ func (s *Server) finish(e *entry) {
 func (s *Server) drop(e *entry) { s.unload(e, time.Now(), false) }
 
 // unload removes a run from memory (e locked) and unpins its generation.
-// out keeps track of a run that is not done and that the store keeps: it
-// holds its thread, so the thread's next run waits for it to end as
-// before and a coding agent's session can take it up again, and with the
-// memory store a running one is parked there.
+// out keeps track of a run in progress that the store keeps: it holds its
+// thread, so the thread's next run waits for it to end as before and a
+// coding agent's session can take it up again, and with the memory store
+// it is parked there. A waiting run needs no hold: its thread in the store
+// names it, and a new run there is refused all the same.
 func (s *Server) unload(e *entry, now time.Time, out bool) {
 	s.mu.Lock()
 	if s.runs[e.id] == e {
 		delete(s.runs, e.id)
 	}
 	holds := s.threads[e.threadID] == e.id
-	parked := out && s.volatile && e.sess != nil && e.sess.Status() == run.Running
+	out = out && e.sess != nil && e.sess.Status() == run.Running
+	parked := out && s.volatile
 	switch {
 	case out && (holds || parked):
 		o := outRun{at: now, parked: parked}
