@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -481,11 +482,16 @@ func (s *Server) letGo(id string, abandon bool) {
 	}
 }
 
-// trimOut keeps at most MaxRuns runs out of memory that hold a thread or
-// are parked (s.mu held): past it, the oldest of a few sampled is let go
-// of as an abandoned one is.
+// trimOut bounds the runs out of memory that hold a thread or are parked
+// (s.mu held), MaxRuns of them with the memory store (each a parked copy)
+// and HoldsPerRun times that with a durable one: past it, the oldest of a
+// few sampled is let go of as an abandoned one is.
 func (s *Server) trimOut() {
-	for len(s.out) > s.maxRuns {
+	bound := s.maxRuns
+	if !s.volatile && bound <= math.MaxInt/HoldsPerRun {
+		bound *= HoldsPerRun
+	}
+	for len(s.out) > bound {
 		oldest, ok := lrusample.OldestKey(s.out, func(id string, o outRun) (int64, bool) {
 			_, back := s.runs[id] // being restored
 			return o.at.UnixNano(), !back
