@@ -149,7 +149,7 @@ func TestMaxRunsKeepsACallInFlight(t *testing.T) {
 	mcp := map[string]any{"session_id": "m", "tool_name": "mcp__github__get_token", "tool_input": map[string]any{}, "tool_use_id": "toolu_M1"}
 	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "m"}), "")
 	sc.hook(t, fixture(t, "pre_tool_use_mcp", mcp), "")
-	for i := range bound {
+	for i := range 2 * bound {
 		sc.hook(t, fixture(t, "pre_tool_use_bash_ls", map[string]any{"session_id": fmt.Sprint("other-", i), "tool_use_id": fmt.Sprint("t", i)}), "")
 	}
 	if sc.ccRunID(t, "m") != "" {
@@ -201,8 +201,7 @@ func TestMaxRunsKeepsTheThread(t *testing.T) {
 				// idle sweep parks it (past max_runs it would forget it).
 				sc.srv.sweep(time.Now().Add(2 * time.Hour))
 			}
-			// Enough runs to push a out, not so many that its hold goes too.
-			for range bound {
+			for range 2 * bound {
 				sc.phase(sc.startRun(map[string]any{}), "step_start", nil)
 			}
 			sc.srv.mu.Lock()
@@ -227,7 +226,7 @@ func TestMaxRunsFailedRestoreKeepsTheThread(t *testing.T) {
 	sc := newSidecar(t, project(t, "\n[store]\nkind = \"file\"\npath = \"state\"\n", nil), Options{Log: quietLog(), MaxRuns: 2})
 	a := sc.startRun(map[string]any{"thread_id": "T"})
 	sc.phase(a, "step_start", nil)
-	for range 2 {
+	for range 4 {
 		sc.phase(sc.startRun(map[string]any{}), "step_start", nil)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -281,7 +280,7 @@ func TestMaxRunsKeepsASubagentGoing(t *testing.T) {
 				sc.srv.sweep(later)
 				sc.srv.agents.Sweep(later, time.Hour)
 			} else {
-				for i := range bound {
+				for i := range 2 * bound {
 					sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": fmt.Sprint("other-", i)}), "")
 				}
 			}
@@ -310,15 +309,16 @@ func TestMaxRunsKeepsASubagentGoing(t *testing.T) {
 }
 
 // With a durable store a run that left memory before it ended holds its
-// thread for a bounded time and count: past MaxRuns such runs, or past
-// AbandonAfter, its thread is free again, while the store keeps the run.
+// thread for a bounded time and count: past HoldsPerRun times MaxRuns such
+// runs, or past AbandonAfter, its thread is free again, while the store
+// keeps the run.
 func TestMaxRunsBoundsThreadHolds(t *testing.T) {
 	const file = "\n[store]\nkind = \"file\"\npath = \"state\"\n"
 	t.Run("count", func(t *testing.T) {
 		const bound = 3
 		sc := newSidecar(t, project(t, file, nil), Options{Log: quietLog(), MaxRuns: bound})
 		var ids []string
-		for i := range 5 * bound {
+		for i := range (HoldsPerRun + 3) * bound {
 			id := sc.startRun(map[string]any{"thread_id": fmt.Sprint("T", i)})
 			sc.phase(id, "step_start", nil)
 			ids = append(ids, id)
@@ -326,12 +326,25 @@ func TestMaxRunsBoundsThreadHolds(t *testing.T) {
 		sc.srv.mu.Lock()
 		out, threads := len(sc.srv.out), len(sc.srv.threads)
 		sc.srv.mu.Unlock()
-		if out > bound || threads > 2*bound {
-			t.Fatalf("%d runs out of memory tracked, %d threads held; want at most %d and %d", out, threads, bound, 2*bound)
+		if want := HoldsPerRun * bound; out > want || threads > want+bound {
+			t.Fatalf("%d runs out of memory tracked, %d threads held; want at most %d and %d", out, threads, want, want+bound)
 		}
-		sc.must(201, "POST", "/v1/runs", map[string]any{"thread_id": "T0"})
-		if got := sc.must(200, "GET", "/v1/runs/"+ids[0], nil); got.str("status") != "running" {
-			t.Fatalf("the first run, from the store: %s", got.raw)
+		// Which runs let go is sampled: take one whose thread is free.
+		free := -1
+		sc.srv.mu.Lock()
+		for i := range ids {
+			if _, held := sc.srv.threads[fmt.Sprint("T", i)]; !held {
+				free = i
+				break
+			}
+		}
+		sc.srv.mu.Unlock()
+		if free < 0 {
+			t.Fatal("every thread is still held")
+		}
+		sc.must(201, "POST", "/v1/runs", map[string]any{"thread_id": fmt.Sprint("T", free)})
+		if got := sc.must(200, "GET", "/v1/runs/"+ids[free], nil); got.str("status") != "running" {
+			t.Fatalf("a run let go of, from the store: %s", got.raw)
 		}
 	})
 	t.Run("time", func(t *testing.T) {
@@ -349,4 +362,27 @@ func TestMaxRunsBoundsThreadHolds(t *testing.T) {
 			t.Fatalf("the abandoned run, from the store: %s", got.raw)
 		}
 	})
+}
+
+// With the memory store only runs in progress are parked and hold their
+// thread out of memory: waiting runs leaving memory do not count against
+// the parked runs' bound (their thread in the store names them, so a new
+// run there is still refused).
+func TestMaxRunsWaitingRunsDoNotPushOutParkedOnes(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog(), MaxRuns: 2, IdleTimeout: time.Hour})
+	now := time.Now()
+	a := sc.startRun(map[string]any{})
+	sc.phase(a, "step_start", nil)
+	sc.srv.sweep(now.Add(2 * time.Hour)) // a is parked
+	for _, th := range []string{"w1", "w2", "w3"} {
+		waitOnDeploy(sc, toGate(sc, th))
+	}
+	sc.srv.sweep(now.Add(4 * time.Hour)) // the waiting runs leave memory
+	if live, parked := sc.sizes(); live != 0 || parked != 1 {
+		t.Fatalf("%d in memory, %d parked; want 0 and 1", live, parked)
+	}
+	if got := sc.must(200, "GET", "/v1/runs/"+a, nil); got.str("status") != "running" {
+		t.Fatalf("the parked run: %s", got.raw)
+	}
+	problemOK(t, sc.call("POST", "/v1/runs", map[string]any{"thread_id": "w1"}), 409, "phase_out_of_order")
 }

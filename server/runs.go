@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -336,17 +337,19 @@ func (s *Server) finish(e *entry) {
 func (s *Server) drop(e *entry) { s.unload(e, time.Now(), false) }
 
 // unload removes a run from memory (e locked) and unpins its generation.
-// out keeps track of a run that is not done and that the store keeps: it
-// holds its thread, so the thread's next run waits for it to end as
-// before and a coding agent's session can take it up again, and with the
-// memory store a running one is parked there.
+// out keeps track of a run in progress that the store keeps: it holds its
+// thread, so the thread's next run waits for it to end as before and a
+// coding agent's session can take it up again, and with the memory store
+// it is parked there. A waiting run needs no hold: its thread in the store
+// names it, and a new run there is refused all the same.
 func (s *Server) unload(e *entry, now time.Time, out bool) {
 	s.mu.Lock()
 	if s.runs[e.id] == e {
 		delete(s.runs, e.id)
 	}
 	holds := s.threads[e.threadID] == e.id
-	parked := out && s.volatile && e.sess != nil && e.sess.Status() == run.Running
+	out = out && e.sess != nil && e.sess.Status() == run.Running
+	parked := out && s.volatile
 	switch {
 	case out && (holds || parked):
 		o := outRun{at: now, parked: parked}
@@ -479,11 +482,16 @@ func (s *Server) letGo(id string, abandon bool) {
 	}
 }
 
-// trimOut keeps at most MaxRuns runs out of memory that hold a thread or
-// are parked (s.mu held): past it, the oldest of a few sampled is let go
-// of as an abandoned one is.
+// trimOut bounds the runs out of memory that hold a thread or are parked
+// (s.mu held), MaxRuns of them with the memory store (each a parked copy)
+// and HoldsPerRun times that with a durable one: past it, the oldest of a
+// few sampled is let go of as an abandoned one is.
 func (s *Server) trimOut() {
-	for len(s.out) > s.maxRuns {
+	bound := s.maxRuns
+	if !s.volatile && bound <= math.MaxInt/HoldsPerRun {
+		bound *= HoldsPerRun
+	}
+	for len(s.out) > bound {
 		oldest, ok := lrusample.OldestKey(s.out, func(id string, o outRun) (int64, bool) {
 			_, back := s.runs[id] // being restored
 			return o.at.UnixNano(), !back

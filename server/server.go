@@ -49,6 +49,9 @@ const (
 	DefaultDoneRetention = 5 * time.Minute
 	DefaultAbandonAfter  = 24 * time.Hour
 	DefaultMaxRuns       = 10000
+	// HoldsPerRun: with a durable store, how many runs out of memory may
+	// hold their thread per run MaxRuns allows in memory.
+	HoldsPerRun = 10
 )
 
 // Options configure a Server. The zero value serves without a token (fit
@@ -99,10 +102,13 @@ type Options struct {
 	// never ends them cannot make the sidecar hold more than about twice
 	// MaxRuns runs, however fast it goes; waiting runs (someone is to
 	// decide) and deferred Claude Code calls are kept whatever the count.
-	// A run that left memory before it ended keeps its thread (a new run
-	// there is refused) until it ends, for at most AbandonAfter and for at
-	// most MaxRuns such runs: past either, the oldest let go of their
-	// threads, as after a restart, and stay in the store.
+	// A run in progress that left memory keeps its thread (a new run there
+	// is refused) until it ends, for at most AbandonAfter, and with a
+	// durable store for at most HoldsPerRun times MaxRuns such runs (a
+	// hold is a few hundred bytes, where the memory store's parked runs are
+	// whole copies): past either, the oldest let go of their threads, as
+	// after a restart. A durable store keeps the run, and its next call
+	// restores it; the memory store forgets a parked one.
 	MaxRuns int
 	// Hooks, when set, adds per-plugin call latency to /metrics; open the
 	// host with HookObserver: Hooks.Observe so it sees the calls.
@@ -146,7 +152,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	runs    map[string]*entry
-	threads map[string]string // thread id -> the run in memory that is not done
+	threads map[string]string // thread id -> the run not done that holds it (in memory, or in out)
 	out     map[string]outRun // runs out of memory that hold their thread or are parked
 	// expiries: waiting runs -> when their next ticket expires.
 	expiries map[string]time.Time

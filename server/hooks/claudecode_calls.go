@@ -34,7 +34,7 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	id, known := cs.subRuns[in.AgentID]
 	delete(cs.subRuns, in.AgentID)
 	if !known {
-		// The adapter let go of the session (past [server] max_runs) while
+		// The adapter let go of the session (idle, or past max_runs) while
 		// a runtime.continue kept the subagent's run open: the run still
 		// holds its thread, and is taken up again.
 		id = c.o.Runs.ThreadHolder(thread)

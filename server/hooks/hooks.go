@@ -44,7 +44,8 @@ type Runs interface {
 	// Settle checkpoints a run an event worked on; it stays locked.
 	Settle(ctx context.Context, r Run) error
 	Unlock(r Run)
-	// ThreadHolder is the id of the run in memory that holds a thread, or "".
+	// ThreadHolder is the id of the run in progress that holds a thread (in
+	// memory, or out of it until it ends), or "".
 	ThreadHolder(threadID string) string
 	// AgentID is the id of the agent a run started as agent runs as ("":
 	// the default), or "" when there is none.
