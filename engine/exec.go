@@ -341,7 +341,7 @@ func (t *txn) dispatch(ctx context.Context, a QueuedAction) error {
 		// (the dead letter would only add to it), the phase's.
 		return t.attribute(err)
 	}
-	t.x.log.Warn("action failed", "action", key, "id", id, "phase", t.p.String(), "error", err.Error())
+	t.x.log.Warn("action failed", "run_id", t.base.Run.ID, "action", key, "id", id, "phase", t.p.String(), "error", err.Error())
 	return t.commit(&command.Command{Plugin: "runtime"}, id, &DeadLetter{ID: id, Key: key, Payload: payload, Error: err.Error()})
 }
 
@@ -445,7 +445,7 @@ func (t *txn) dispatchEffects(ctx context.Context) {
 		}
 		if err := t.x.e.timed(entry.Plugin, t.p, "effect", func() error { return callEffect(ctx, entry.Handler, t.input(q.snap), q.eff.Payload) }); err != nil {
 			t.x.e.effectFailures.Add(1)
-			t.x.log.Warn("effect failed", "effect", q.eff.Key, "plugin", entry.Plugin, "error", err.Error())
+			t.x.log.Warn("effect failed", "run_id", t.base.Run.ID, "effect", q.eff.Key, "plugin", entry.Plugin, "error", err.Error())
 			t.x.events.Emit(event.EffectFailed{Key: q.eff.Key, Plugin: entry.Plugin, Error: err.Error()})
 		}
 	}

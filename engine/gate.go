@@ -72,14 +72,14 @@ func (x *Exec) Gate(ctx context.Context, in plugin.Input) (GateResult, error) {
 		}
 		res.Conflicts = append(res.Conflicts, lost2...)
 		if second.Kind == gate.Rewrite {
-			x.log.Warn("second rewrite ignored", "call_id", call.ID, "tool", call.Name, "plugin", second.Plugin)
+			x.log.Warn("second rewrite ignored", "run_id", in.Run.ID, "call_id", call.ID, "tool", call.Name, "plugin", second.Plugin)
 			res.Conflicts = append(res.Conflicts, second)
 			second = gate.Tagged{}
 		}
 		win = second
 	}
 	for _, c := range res.Conflicts {
-		x.log.Warn("gate conflict", "call_id", call.ID, "tool", call.Name, "winner", win.Plugin,
+		x.log.Warn("gate conflict", "run_id", in.Run.ID, "call_id", call.ID, "tool", call.Name, "winner", win.Plugin,
 			"loser", c.Plugin, "decision", c.Kind.String())
 	}
 	res.Decision = win
@@ -98,7 +98,7 @@ func (x *Exec) evaluate(ctx context.Context, in *plugin.Input) (gate.Tagged, []g
 			return gate.Tagged{}, nil, ctxErr
 		}
 		if err != nil {
-			d = x.failClosed(err, gates[0])
+			d = x.failClosed(err, in.Run.ID, gates[0])
 		}
 		if d.Kind == gate.Allow {
 			return gate.Tagged{}, nil, nil
@@ -117,7 +117,7 @@ func (x *Exec) evaluate(ctx context.Context, in *plugin.Input) (gate.Tagged, []g
 	}
 	for i, err := range failures {
 		if err != nil {
-			ds[i] = gate.Tagged{Plugin: gates[i].Plugin, Decision: x.failClosed(err, gates[i])}
+			ds[i] = gate.Tagged{Plugin: gates[i].Plugin, Decision: x.failClosed(err, in.Run.ID, gates[i])}
 		}
 	}
 	win, lost := gate.Resolve(ds)
@@ -126,9 +126,9 @@ func (x *Exec) evaluate(ctx context.Context, in *plugin.Input) (gate.Tagged, []g
 
 // failClosed turns a gate hook's failure into a block with the error as
 // the reason.
-func (x *Exec) failClosed(err error, g plugin.GateEntry) gate.Decision {
+func (x *Exec) failClosed(err error, runID string, g plugin.GateEntry) gate.Decision {
 	herr := HookError(err, g.Plugin, phase.ToolGate, g.Pos)
-	x.log.Warn("gate hook failed; the call is blocked", "plugin", g.Plugin, "error", herr.Error())
+	x.log.Warn("gate hook failed; the call is blocked", "run_id", runID, "plugin", g.Plugin, "error", herr.Error())
 	return gate.Decision{Kind: gate.Block, Reason: herr.Error()}
 }
 
