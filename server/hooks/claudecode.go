@@ -724,7 +724,7 @@ func (cs *ccSession) see(name string, builtin map[string]bool) {
 // built-in offer when they are all built in.
 func (c *claudeCode) offerFor(seen []string, extra string) *offer {
 	if len(seen) == 0 && (extra == "" || c.builtin.names[extra]) {
-		return &offer{names: c.builtin.names, specs: c.builtin.specs}
+		return c.builtin
 	}
 	return makeOffer(ccBuiltinTools, seen, extra)
 }
