@@ -492,14 +492,15 @@ func (s *Server) trimOut() {
 		bound *= HoldsPerRun
 	}
 	for len(s.out) > bound {
-		oldest, ok := lrusample.OldestKey(s.out, func(id string, o outRun) (int64, bool) {
+		var buf [lrusample.Size]lrusample.Entry[string, outRun]
+		sample := lrusample.Oldest(s.out, func(id string, o outRun) (int64, bool) {
 			_, back := s.runs[id] // being restored
 			return o.at.UnixNano(), !back
-		})
-		if !ok {
+		}, &buf)
+		if len(sample) == 0 {
 			return
 		}
-		s.letGo(oldest, true)
+		s.letGo(sample[0].Key, true)
 	}
 }
 
@@ -509,22 +510,23 @@ func (s *Server) trimOut() {
 // past the bound.
 func (s *Server) shed(keep *entry) {
 	now := time.Now()
-	var buf [lrusample.Size]*entry
+	var buf [lrusample.Size]lrusample.Entry[string, *entry]
 	for range lrusample.Size {
 		s.mu.Lock()
 		if len(s.runs) <= s.maxRuns {
 			s.mu.Unlock()
 			return
 		}
-		sample := lrusample.Oldest(s.runs, keep, (*entry).used, &buf)
+		sample := lrusample.Oldest(s.runs, func(_ string, e *entry) (int64, bool) { return e.used(), e != keep }, &buf)
 		s.mu.Unlock()
 		// A finished run is kept only to be read: it goes before any run
 		// in progress, however recently it finished.
-		slices.SortStableFunc(sample, func(a, b *entry) int {
-			return cmp.Compare(inProgress(a), inProgress(b))
+		slices.SortStableFunc(sample, func(a, b lrusample.Entry[string, *entry]) int {
+			return cmp.Compare(inProgress(a.Val), inProgress(b.Val))
 		})
 		evicted := false
-		for _, victim := range sample {
+		for _, en := range sample {
+			victim := en.Val
 			if !victim.mu.TryLock() {
 				continue // busy, so not the one to drop: the next
 			}

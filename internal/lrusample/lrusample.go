@@ -9,46 +9,31 @@ package lrusample
 // is a cache miss on its last-use time).
 const Size = 5
 
-// Oldest fills buf with up to Size values of m other than skip, least
-// recently used first by used, and returns them. The caller holds
-// whatever guards m.
-func Oldest[K comparable, V comparable](m map[K]V, skip V, used func(V) int64, buf *[Size]V) []V {
+// Entry is a sampled entry of a map, with the time used gave it.
+type Entry[K comparable, V any] struct {
+	Key K
+	Val V
+	at  int64
+}
+
+// Oldest fills buf with up to Size entries of m, least recently used first
+// by used, and returns them; an entry for which used reports false may not
+// go and is not sampled. The caller holds whatever guards m.
+func Oldest[K comparable, V any](m map[K]V, used func(K, V) (at int64, ok bool), buf *[Size]Entry[K, V]) []Entry[K, V] {
 	n := 0
-	for _, v := range m {
-		if v == skip {
+	for k, v := range m {
+		at, ok := used(k, v)
+		if !ok {
 			continue
 		}
-		at := used(v)
 		i := n
-		for ; i > 0 && used(buf[i-1]) > at; i-- {
+		for ; i > 0 && buf[i-1].at > at; i-- {
 			buf[i] = buf[i-1]
 		}
-		buf[i] = v
+		buf[i] = Entry[K, V]{Key: k, Val: v, at: at}
 		if n++; n == Size {
 			break
 		}
 	}
 	return buf[:n]
-}
-
-// OldestKey is the key of the least recently used of up to Size entries
-// of m sampled, by used; an entry for which used reports false is not
-// sampled (it may not go). ok is false when no entry was sampled. The
-// caller holds whatever guards m.
-func OldestKey[K comparable, V any](m map[K]V, used func(K, V) (at int64, ok bool)) (key K, ok bool) {
-	var oldest int64
-	n := 0
-	for k, v := range m {
-		at, can := used(k, v)
-		if !can {
-			continue
-		}
-		if n == 0 || at < oldest {
-			key, oldest = k, at
-		}
-		if n++; n == Size {
-			break
-		}
-	}
-	return key, n > 0
 }

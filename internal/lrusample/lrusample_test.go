@@ -5,21 +5,32 @@ import (
 	"testing"
 )
 
+// keys lists the sampled keys in order.
+func keys(es []Entry[string, int]) []string {
+	ks := []string{}
+	for _, e := range es {
+		ks = append(ks, e.Key)
+	}
+	return ks
+}
+
 func TestOldest(t *testing.T) {
-	age := func(v int) int64 { return int64(v) }
+	odd := func(_ string, v int) (int64, bool) { return int64(v), v%2 == 1 }
+	all := func(_ string, v int) (int64, bool) { return int64(v), true }
 	for _, c := range []struct {
 		name string
 		m    map[string]int
-		skip int
-		want []int
+		used func(string, int) (int64, bool)
+		want []string
 	}{
-		{"empty", map[string]int{}, 0, []int{}},
-		{"all, oldest first", map[string]int{"a": 30, "b": 10, "c": 20}, 0, []int{10, 20, 30}},
-		{"skip excluded", map[string]int{"a": 30, "b": 10, "c": 20}, 10, []int{20, 30}},
-		{"exactly Size", map[string]int{"a": 5, "b": 4, "c": 3, "d": 2, "e": 1}, 0, []int{1, 2, 3, 4, 5}},
+		{"empty", map[string]int{}, all, []string{}},
+		{"all, oldest first", map[string]int{"a": 30, "b": 10, "c": 20}, all, []string{"b", "c", "a"}},
+		{"exactly Size", map[string]int{"a": 5, "b": 4, "c": 3, "d": 2, "e": 1}, all, []string{"e", "d", "c", "b", "a"}},
+		{"none may go", map[string]int{"a": 2, "b": 4}, odd, []string{}},
+		{"only those that may go", map[string]int{"a": 2, "b": 9, "c": 3, "d": 5}, odd, []string{"c", "d", "b"}},
 	} {
-		var buf [Size]int
-		if got := Oldest(c.m, c.skip, age, &buf); !slices.Equal(got, c.want) {
+		var buf [Size]Entry[string, int]
+		if got := keys(Oldest(c.m, c.used, &buf)); !slices.Equal(got, c.want) {
 			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -31,27 +42,9 @@ func TestOldestSamples(t *testing.T) {
 	for i := range 100 {
 		m[i] = i
 	}
-	var buf [Size]int
-	got := Oldest(m, -1, func(v int) int64 { return int64(v) }, &buf)
-	if len(got) != Size || !slices.IsSorted(got) {
-		t.Fatalf("got %v: want %d values, oldest first", got, Size)
-	}
-}
-
-func TestOldestKey(t *testing.T) {
-	odd := func(_ string, v int) (int64, bool) { return int64(v), v%2 == 1 }
-	for _, c := range []struct {
-		name string
-		m    map[string]int
-		want string
-		ok   bool
-	}{
-		{"empty", map[string]int{}, "", false},
-		{"none may go", map[string]int{"a": 2, "b": 4}, "", false},
-		{"oldest that may go", map[string]int{"a": 2, "b": 9, "c": 3, "d": 5}, "c", true},
-	} {
-		if got, ok := OldestKey(c.m, odd); got != c.want || ok != c.ok {
-			t.Errorf("%s: got %q %v, want %q %v", c.name, got, ok, c.want, c.ok)
-		}
+	var buf [Size]Entry[int, int]
+	got := Oldest(m, func(_, v int) (int64, bool) { return int64(v), true }, &buf)
+	if len(got) != Size || !slices.IsSortedFunc(got, func(a, b Entry[int, int]) int { return a.Val - b.Val }) {
+		t.Fatalf("got %v: want %d entries, oldest first", got, Size)
 	}
 }

@@ -237,8 +237,6 @@ func (c *claudeCode) session(id, agent string) *ccSession {
 	}
 }
 
-func (cs *ccSession) used() int64 { return cs.lastUsed.Load() }
-
 func (c *claudeCode) forget(cs *ccSession) {
 	c.mu.Lock()
 	if c.sessions[cs.id] == cs {
@@ -254,13 +252,15 @@ func (c *claudeCode) forget(cs *ccSession) {
 // call is kept (a person is to decide; sweep bounds its wait). The next
 // event of a forgotten session starts a new run on its thread.
 func (c *claudeCode) shed(keep *ccSession) {
-	var buf [lrusample.Size]*ccSession
+	var buf [lrusample.Size]lrusample.Entry[string, *ccSession]
+	used := func(_ string, cs *ccSession) (int64, bool) { return cs.lastUsed.Load(), cs != keep }
 	for range lrusample.Size {
 		if c.o.MaxSessions <= 0 || len(c.sessions) <= c.o.MaxSessions {
 			return
 		}
 		forgot := false
-		for _, victim := range lrusample.Oldest(c.sessions, keep, (*ccSession).used, &buf) {
+		for _, en := range lrusample.Oldest(c.sessions, used, &buf) {
+			victim := en.Val
 			if !victim.mu.TryLock() {
 				continue // busy, so not the one to forget: the next
 			}

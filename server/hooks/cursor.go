@@ -224,10 +224,11 @@ func (cu *cursor) begin(conv, name string, args map[string]any) string {
 		// Past the bound a conversation's calls that never got their
 		// after event are forgotten: those of the conversation whose last
 		// call is the oldest of a few sampled.
-		if other, ok := lrusample.OldestKey(cu.pending, func(_ string, l []cursorCall) (int64, bool) {
+		var buf [lrusample.Size]lrusample.Entry[string, []cursorCall]
+		if sample := lrusample.Oldest(cu.pending, func(_ string, l []cursorCall) (int64, bool) {
 			return int64(l[len(l)-1].seq), true
-		}); ok {
-			delete(cu.pending, other)
+		}, &buf); len(sample) > 0 {
+			delete(cu.pending, sample[0].Key)
 		}
 	}
 	list := append(cu.pending[conv], cursorCall{id: id, key: callKey(name, args), seq: cu.seq})
