@@ -7,6 +7,21 @@ import (
 	"time"
 )
 
+// live reports whether run id is in memory.
+func (sc *sidecar) live(id string) bool {
+	sc.srv.mu.Lock()
+	defer sc.srv.mu.Unlock()
+	_, ok := sc.srv.runs[id]
+	return ok
+}
+
+// holder is the run that holds thread, or "".
+func (sc *sidecar) holder(thread string) string {
+	sc.srv.mu.Lock()
+	defer sc.srv.mu.Unlock()
+	return sc.srv.threads[thread]
+}
+
 // sizes reads how many runs the server holds in memory and parked.
 func (sc *sidecar) sizes() (live, parked int) {
 	sc.srv.mu.Lock()
@@ -45,9 +60,7 @@ func TestMaxRunsBoundsMemory(t *testing.T) {
 			// order is exact.
 			n := len(ids)
 			for i, id := range ids {
-				sc.srv.mu.Lock()
-				_, live := sc.srv.runs[id]
-				sc.srv.mu.Unlock()
+				live := sc.live(id)
 				_, stored, err := sc.h.Store().Run(context.Background(), id)
 				if err != nil {
 					t.Fatal(err)
@@ -178,10 +191,7 @@ func TestMaxRunsSkipsABusyRun(t *testing.T) {
 			t.Fatalf("%d runs in memory with one busy; want at most %d", live, bound)
 		}
 	}
-	sc.srv.mu.Lock()
-	_, kept := sc.srv.runs[a]
-	sc.srv.mu.Unlock()
-	if !kept {
+	if !sc.live(a) {
 		t.Fatal("the busy run was dropped")
 	}
 }
@@ -204,10 +214,7 @@ func TestMaxRunsKeepsTheThread(t *testing.T) {
 			for range 2 * bound {
 				sc.phase(sc.startRun(map[string]any{}), "step_start", nil)
 			}
-			sc.srv.mu.Lock()
-			_, live := sc.srv.runs[a]
-			sc.srv.mu.Unlock()
-			if live {
+			if sc.live(a) {
 				t.Fatal("run a is still in memory: the test proves nothing")
 			}
 			problemOK(t, sc.call("POST", "/v1/runs", map[string]any{"thread_id": "T"}), 409, "phase_out_of_order")
@@ -284,9 +291,7 @@ func TestMaxRunsKeepsASubagentGoing(t *testing.T) {
 					sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": fmt.Sprint("other-", i)}), "")
 				}
 			}
-			sc.srv.mu.Lock()
-			holder := sc.srv.threads["sub/subagent/a1"]
-			sc.srv.mu.Unlock()
+			holder := sc.holder("sub/subagent/a1")
 			_, kept, err := sc.srv.agents.ClaudeCodeSession(context.Background(), "sub")
 			if err != nil {
 				t.Fatal(err)
@@ -298,10 +303,7 @@ func TestMaxRunsKeepsASubagentGoing(t *testing.T) {
 				t.Fatalf("second stop (one continue of two spent): %s", mustJSON(out))
 			}
 			wantEmpty(t, stop()) // both continues spent: the run ends
-			sc.srv.mu.Lock()
-			held := sc.srv.threads["sub/subagent/a1"]
-			sc.srv.mu.Unlock()
-			if held != "" {
+			if held := sc.holder("sub/subagent/a1"); held != "" {
 				t.Fatalf("the subagent's thread is still held by %s", held)
 			}
 		})
@@ -331,14 +333,12 @@ func TestMaxRunsBoundsThreadHolds(t *testing.T) {
 		}
 		// Which runs let go is sampled: take one whose thread is free.
 		free := -1
-		sc.srv.mu.Lock()
 		for i := range ids {
-			if _, held := sc.srv.threads[fmt.Sprint("T", i)]; !held {
+			if sc.holder(fmt.Sprint("T", i)) == "" {
 				free = i
 				break
 			}
 		}
-		sc.srv.mu.Unlock()
 		if free < 0 {
 			t.Fatal("every thread is still held")
 		}
