@@ -201,8 +201,10 @@ type ccSession struct {
 
 func newClaudeCode(o Options) *claudeCode {
 	c := &claudeCode{o: o, sessions: map[string]*ccSession{}, builtin: makeOffer(ccBuiltinTools, nil, "")}
-	c.proto = &hookProtocol[ccInput, ccOutput]{agent: "Claude Code", event: ccEvent, failure: c.failure, serve: c.serve}
-	c.codexProto = &hookProtocol[ccInput, ccOutput]{agent: "Codex", event: ccEvent, failure: c.failure, serve: c.serveCodex}
+	c.proto = &hookProtocol[ccInput, ccOutput]{agent: "Claude Code", event: ccEvent, failure: c.failure, serve: c.serve,
+		decode: decodeCCInput}
+	c.codexProto = &hookProtocol[ccInput, ccOutput]{agent: "Codex", event: ccEvent, failure: c.failure, serve: c.serveCodex,
+		decode: decodeCCInput}
 	c.geminiProto = &hookProtocol[geminiInput, geminiOutput]{agent: "Gemini CLI", event: geminiEvent, failure: c.geminiFailure,
 		serve: func(ctx context.Context, _ *http.Request, in *geminiInput, agent string) geminiOutput {
 			return c.gemini(ctx, *in, agent)

@@ -31,6 +31,8 @@ type hookProtocol[In, Out any] struct {
 	failure func(event string, err error) Out
 	// serve answers a decoded event, holding a concurrency slot.
 	serve func(ctx context.Context, r *http.Request, in *In, agent string) Out
+	// decode decodes a body into in; nil for json.Unmarshal.
+	decode func(body []byte, in *In) error
 }
 
 // serveHook answers one hook request of protocol p: always 200 with p's
@@ -60,7 +62,11 @@ func serveHook[In, Out any](o *Options, w http.ResponseWriter, r *http.Request, 
 	case int64(len(body)) > o.BodyLimit:
 		out = p.failure(event(), fmt.Errorf("the hook input is larger than the sidecar's body limit (%d bytes); raise [server] body_limit", o.BodyLimit))
 	default:
-		if jerr := json.Unmarshal(body, &in); jerr != nil {
+		decode := p.decode
+		if decode == nil {
+			decode = func(body []byte, in *In) error { return json.Unmarshal(body, in) }
+		}
+		if jerr := decode(body, &in); jerr != nil {
 			out = p.failure(event(), fmt.Errorf("the hook input is not valid JSON: %v", jerr))
 			break
 		}
