@@ -88,6 +88,29 @@ func (p *parser) makeString(b []byte, rest int) string {
 	return p.arena.String()[n:]
 }
 
+// ParseJSONObject is ParseJSON for a document that should hold an object
+// whose members the caller takes one by one (decoding into a struct):
+// member gets each member in input order, a duplicate key each time, and
+// no map of them is built. Any other document is parsed as ParseJSON does
+// and returned as v with object false. An error from member stops the
+// parse and is returned.
+func ParseJSONObject(data []byte, member func(key string, val any) error) (v any, object bool, err error) {
+	p := parser{data: data}
+	p.skipSpace()
+	if p.pos >= len(p.data) || p.data[p.pos] != '{' {
+		v, err := ParseJSON(data)
+		return v, false, err
+	}
+	if err := p.eachMember(member); err != nil {
+		return nil, true, err
+	}
+	p.skipSpace()
+	if p.pos < len(p.data) {
+		return nil, true, p.errChar("after top-level value")
+	}
+	return nil, true, nil
+}
+
 func (p *parser) skipSpace() {
 	for p.pos < len(p.data) {
 		switch p.data[p.pos] {
@@ -167,58 +190,20 @@ func (p *parser) literal(lit string) error {
 }
 
 func (p *parser) object() (any, error) {
-	p.depth++
-	if p.depth > maxJSONDepth {
-		return nil, fmt.Errorf("exceeded max depth at offset %d", p.pos)
-	}
-	p.pos++ // '{'
-	p.skipSpace()
-	if p.pos < len(p.data) && p.data[p.pos] == '}' {
-		p.pos++
-		p.depth--
-		return map[string]any{}, nil
-	}
 	var inline [inlineItems]member
 	n := 0
 	mark := len(p.members)
-	for {
-		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return nil, p.errChar("looking for beginning of object key string")
-		}
-		k, err := p.str()
-		if err != nil {
-			return nil, err
-		}
-		p.skipSpace()
-		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return nil, p.errChar("after object key")
-		}
-		p.pos++
-		p.skipSpace()
-		v, err := p.value()
-		if err != nil {
-			return nil, err
-		}
+	err := p.eachMember(func(k string, v any) error {
 		if n < inlineItems {
 			inline[n] = member{k, v}
 		} else {
 			p.members = append(p.members, member{k, v})
 		}
 		n++
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.errEOF()
-		}
-		c := p.data[p.pos]
-		if c == '}' {
-			p.pos++
-			break
-		}
-		if c != ',' {
-			return nil, p.errChar("after object key:value pair")
-		}
-		p.pos++
-		p.skipSpace()
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	m := make(map[string]any, n)
 	// In input order, so the last duplicate wins.
@@ -233,8 +218,61 @@ func (p *parser) object() (any, error) {
 		clear(spilled) // drop references held by the scratch stack
 		p.members = p.members[:mark]
 	}
-	p.depth--
 	return m, nil
+}
+
+// eachMember parses the object at p.pos, passing each member to fn in
+// input order.
+func (p *parser) eachMember(fn func(key string, val any) error) error {
+	p.depth++
+	if p.depth > maxJSONDepth {
+		return fmt.Errorf("exceeded max depth at offset %d", p.pos)
+	}
+	p.pos++ // '{'
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == '}' {
+		p.pos++
+		p.depth--
+		return nil
+	}
+	for {
+		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+			return p.errChar("looking for beginning of object key string")
+		}
+		k, err := p.str()
+		if err != nil {
+			return err
+		}
+		p.skipSpace()
+		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+			return p.errChar("after object key")
+		}
+		p.pos++
+		p.skipSpace()
+		v, err := p.value()
+		if err != nil {
+			return err
+		}
+		if err := fn(k, v); err != nil {
+			return err
+		}
+		p.skipSpace()
+		if p.pos >= len(p.data) {
+			return p.errEOF()
+		}
+		c := p.data[p.pos]
+		if c == '}' {
+			p.pos++
+			break
+		}
+		if c != ',' {
+			return p.errChar("after object key:value pair")
+		}
+		p.pos++
+		p.skipSpace()
+	}
+	p.depth--
+	return nil
 }
 
 func (p *parser) array() (any, error) {

@@ -3,6 +3,7 @@ package value
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -200,6 +201,7 @@ func checkStdlib(t *testing.T, data []byte) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("input %q: ParseJSON = %#v, json.Unmarshal = %#v", data, got, want)
 	}
+	checkObject(t, data, got)
 	// Marshal the stdlib result so that differences DeepEqual misses (such
 	// as -0 against 0) show up too.
 	wantJSON, werr := json.Marshal(want)
@@ -212,6 +214,58 @@ func checkStdlib(t *testing.T, data []byte) {
 	}
 	if !bytes.Equal(gotJSON, wantJSON) {
 		t.Fatalf("input %q: AppendJSON = %s, json.Marshal = %s", data, gotJSON, wantJSON)
+	}
+}
+
+// checkObject checks ParseJSONObject against ParseJSON's result for data
+// (nil and no error expected when ParseJSON refused it).
+func checkObject(t *testing.T, data []byte, want any) {
+	t.Helper()
+	members := map[string]any{}
+	v, obj, err := ParseJSONObject(data, func(k string, v any) error {
+		members[k] = v
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("input %q: ParseJSONObject error %v, ParseJSON none", data, err)
+	}
+	if _, isMap := want.(map[string]any); obj != isMap {
+		t.Fatalf("input %q: ParseJSONObject object = %v for %T", data, obj, want)
+	}
+	if obj {
+		v = members
+	}
+	if !reflect.DeepEqual(v, want) {
+		t.Fatalf("input %q: ParseJSONObject = %#v, ParseJSON = %#v", data, v, want)
+	}
+}
+
+// ParseJSONObject passes every member in input order, duplicates
+// included, refuses what ParseJSON refuses, and stops at its caller's
+// error.
+func TestParseJSONObject(t *testing.T) {
+	var got []string
+	_, obj, err := ParseJSONObject([]byte(` {"b":1, "a":{"x":[2]}, "b":"3"} `), func(k string, v any) error {
+		b, _ := json.Marshal(v)
+		got = append(got, k+"="+string(b))
+		return nil
+	})
+	if want := []string{`b=1`, `a={"x":[2]}`, `b="3"`}; err != nil || !obj || !reflect.DeepEqual(got, want) {
+		t.Fatalf("members %q, object %v, error %v; want %q", got, obj, err, want)
+	}
+	for _, bad := range []string{`{"a":1`, `{"a":1} x`, `{"a":1,}`, `{"a" 1}`, `{"a":[}`, `[1}`, ``} {
+		if _, err := ParseJSON([]byte(bad)); err == nil {
+			t.Fatalf("ParseJSON accepts %q", bad)
+		}
+		if _, _, err := ParseJSONObject([]byte(bad), func(string, any) error { return nil }); err == nil {
+			t.Errorf("ParseJSONObject accepts %q", bad)
+		}
+	}
+	stop := errors.New("stop")
+	calls := 0
+	_, _, err = ParseJSONObject([]byte(`{"a":1,"b":2}`), func(string, any) error { calls++; return stop })
+	if err != stop || calls != 1 {
+		t.Fatalf("error %v after %d calls, want the member's error after 1", err, calls)
 	}
 }
 

@@ -8,70 +8,55 @@ import (
 )
 
 // decodeCCInput decodes a Claude Code (or Codex) hook input with
-// value.ParseJSON instead of encoding/json's reflection: a PreToolUse spent
-// about a tenth of its time there, and the strings it kept (the call's id
-// and arguments, for as long as the session lasts) were each an allocation
-// the collector marks; ParseJSON keeps a document's short strings in one
-// chunk. It accepts what json.Unmarshal into a ccInput accepts: unknown
-// fields are ignored, null leaves a field empty, a field name matches
-// case-insensitively when no field has it exactly, and a top-level null is
+// value.ParseJSONObject instead of encoding/json's reflection: a PreToolUse
+// spent about a tenth of its time there, and the strings it kept (the
+// call's id and arguments, for as long as the session lasts) were each an
+// object the collector marks; ParseJSONObject keeps a document's short
+// strings in one chunk. It decodes what json.Unmarshal into a ccInput
+// decodes, by its rules: members in input order (the last duplicate wins),
+// a name matches a field exactly or else case-insensitively, unknown
+// fields are ignored, null leaves a field empty, and a top-level null is
 // an empty input. A field of the wrong type is an error that names it.
 func decodeCCInput(body []byte, in *ccInput) error {
-	doc, err := value.ParseJSON(body)
-	if err != nil {
-		return err
-	}
-	m, ok := doc.(map[string]any)
-	if !ok {
-		if doc == nil {
-			return nil
+	v, object, err := value.ParseJSONObject(body, func(k string, v any) error {
+		if f := ccField(k); f != nil {
+			return f.set(in, v)
 		}
-		return fmt.Errorf("the input is %s, not a JSON object", kindOf(doc))
-	}
-	found := 0
-	for i := range ccFields {
-		f := &ccFields[i]
-		v, ok := m[f.name]
-		if !ok {
-			continue
-		}
-		found++
-		if err := f.set(in, v); err != nil {
-			return err
-		}
-	}
-	if found == len(m) {
 		return nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case !object && v != nil:
+		return fmt.Errorf("the input is %s, not a JSON object", kindOf(v))
 	}
-	// Keys that are no field's exact name: a case-insensitive match fills
-	// a field its exact name did not (encoding/json's rule).
-	for k, v := range m {
-		for i := range ccFields {
-			f := &ccFields[i]
-			if k == f.name || !strings.EqualFold(k, f.name) {
-				continue
-			}
-			if _, exact := m[f.name]; exact {
-				break
-			}
-			if err := f.set(in, v); err != nil {
-				return err
-			}
-			break
+	return nil
+}
+
+// ccField is the field a member's name sets: the one of that name, else
+// one whose name matches it case-insensitively, else nil.
+func ccField(name string) *ccJSONField {
+	for i := range ccFields {
+		if ccFields[i].name == name {
+			return &ccFields[i]
+		}
+	}
+	for i := range ccFields {
+		if strings.EqualFold(ccFields[i].name, name) {
+			return &ccFields[i]
 		}
 	}
 	return nil
 }
 
-// ccField is one JSON field of ccInput and how a decoded value sets it.
-type ccField struct {
+// ccJSONField is one JSON field of ccInput and how a decoded value sets it.
+type ccJSONField struct {
 	name string
 	set  func(in *ccInput, v any) error
 }
 
-// ccFields are ccInput's JSON fields, in the order they are decoded (the
-// first of several wrong-typed fields is the one reported).
-var ccFields = [...]ccField{
+// ccFields are ccInput's JSON fields.
+var ccFields = [...]ccJSONField{
 	ccString("session_id", func(in *ccInput) *string { return &in.SessionID }),
 	ccString("transcript_path", func(in *ccInput) *string { return &in.TranscriptPath }),
 	ccString("cwd", func(in *ccInput) *string { return &in.Cwd }),
@@ -100,8 +85,8 @@ var ccFields = [...]ccField{
 }
 
 // ccString is a string field: a string sets it, null leaves it empty.
-func ccString(name string, field func(in *ccInput) *string) ccField {
-	return ccField{name, func(in *ccInput, v any) error {
+func ccString(name string, field func(in *ccInput) *string) ccJSONField {
+	return ccJSONField{name, func(in *ccInput, v any) error {
 		switch s := v.(type) {
 		case nil:
 		case string:
