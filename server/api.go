@@ -317,7 +317,7 @@ func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
 			return nil, err
 		}
 	}
-	e := &entry{gen: g, genID: g.ID, genHdr: []string{g.ID}}
+	e := &entry{gen: g, genID: g.ID, genHdr: s.genHeader(g.ID)}
 	e.sink = runSink{log: s.log, expired: &s.metrics.ticketsExpired}
 	start := time.Now()
 	sess, _, err := g.Runtime.Start(ctx, run.StartOptions{Agent: req.Agent, ThreadID: req.ThreadID,

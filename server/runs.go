@@ -195,7 +195,7 @@ func (s *Server) restore(ctx context.Context, e *entry) error {
 		return fmt.Errorf("restore run %s: %w", e.id, err)
 	}
 	sess.SetHandOff(true) // every request is decoded afresh, as for a new run
-	e.sess, e.gen, e.genID, e.genHdr, e.threadID = sess, g, g.ID, []string{g.ID}, sess.ThreadID()
+	e.sess, e.gen, e.genID, e.genHdr, e.threadID = sess, g, g.ID, s.genHeader(g.ID), sess.ThreadID()
 	e.suspended.Store(int64(len(sess.Suspended())))
 	s.noteExpiry(e)
 	e.touch()

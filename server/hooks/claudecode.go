@@ -178,8 +178,11 @@ type ccSession struct {
 	listed   map[string]bool             // tools the adapter offered in the open step (read only: an offer's)
 	offer    *offer                      // the tools the session's steps offer
 	approved map[string]model.ToolResult // nil until a call is approved
-	// held: the runs the current event has locked (see lock).
-	held []Run
+	// held: the runs the current event has locked (see lock), in heldBuf
+	// while they fit: an event holds one run, or two, and a slice of its
+	// own would be one more object per session for the collector to mark.
+	held    []Run
+	heldBuf [2]Run
 	// posts: the session sends PostToolUse (or PostToolBatch). Without
 	// them (only PreToolUse installed) no call is ever seen to finish, so a
 	// step holds at most PreOnlyBatch calls instead of growing forever.
@@ -222,7 +225,8 @@ func (c *claudeCode) session(id, agent string) *ccSession {
 		c.mu.Lock()
 		cs := c.sessions[id]
 		if cs == nil {
-			cs = &ccSession{id: id, agent: agent}    // approved: made on the first approval
+			cs = &ccSession{id: id, agent: agent} // approved: made on the first approval
+			cs.held = cs.heldBuf[:0]
 			cs.lastUsed.Store(time.Now().UnixNano()) // not the one for shed to drop
 			c.sessions[id] = cs
 			c.shed(cs)
