@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -67,6 +68,28 @@ func TestDecodeCCInput(t *testing.T) {
 				t.Fatalf("json.Unmarshal: %v, %+v", err, std)
 			}
 		})
+	}
+}
+
+// ccFields lists every JSON field of ccInput, and only those: a field
+// added to the struct and not to the list would never be decoded.
+func TestCCFieldsCoverCCInput(t *testing.T) {
+	var want []string
+	typ := reflect.TypeFor[ccInput]()
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.IsExported() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			want = append(want, name)
+		}
+	}
+	var got []string
+	for _, f := range ccFields {
+		got = append(got, f.name)
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("ccFields %q, ccInput's JSON fields %q", got, want)
 	}
 }
 
