@@ -854,13 +854,14 @@ func toolCall(in ccInput) (model.ToolCall, error) {
 	if in.ToolName == "" {
 		return model.ToolCall{}, errors.New("the hook input has no tool_name")
 	}
-	args := map[string]any{}
+	var args map[string]any
 	switch v := in.ToolInput.(type) {
 	case nil:
+		args = map[string]any{}
 	case map[string]any:
 		args = v
 	default:
-		args["input"] = v
+		args = map[string]any{"input": v}
 	}
 	n, err := value.Normalize(args)
 	if err != nil {
