@@ -66,6 +66,9 @@ type parser struct {
 	elems   []any           // spilled elements of the arrays being parsed
 	buf     []byte          // reused for strings that need unescaping
 	arena   strings.Builder // current chunk for small strings
+	// unkept: parsing a value nobody keeps, whose numbers are only
+	// checked for syntax (see ParseJSONObject).
+	unkept bool
 }
 
 // makeString returns b as a string. rest bounds the string bytes still to come
@@ -90,18 +93,21 @@ func (p *parser) makeString(b []byte, rest int) string {
 
 // ParseJSONObject is ParseJSON for a document that should hold an object
 // whose members the caller takes one by one (decoding into a struct):
-// member gets each member in input order, a duplicate key each time, and
-// no map of them is built. Any other document is parsed as ParseJSON does
-// and returned as v with object false. An error from member stops the
-// parse and is returned.
-func ParseJSONObject(data []byte, member func(key string, val any) error) (v any, object bool, err error) {
+// member gets each member whose key want accepts (nil: every key), in
+// input order, a
+// duplicate key each time, and no map of them is built. The value of a
+// member want refuses is checked for syntax only, as encoding/json does
+// for a struct's unknown fields: a number out of float64 range there is no
+// error. Any other document is parsed as ParseJSON does and returned as v
+// with object false. An error from member stops the parse and is returned.
+func ParseJSONObject(data []byte, want func(key string) bool, member func(key string, val any) error) (v any, object bool, err error) {
 	p := parser{data: data}
 	p.skipSpace()
 	if p.pos >= len(p.data) || p.data[p.pos] != '{' {
 		v, err := ParseJSON(data)
 		return v, false, err
 	}
-	if err := p.eachMember(member); err != nil {
+	if err := p.eachMember(want, member); err != nil {
 		return nil, true, err
 	}
 	p.skipSpace()
@@ -193,7 +199,7 @@ func (p *parser) object() (any, error) {
 	var inline [inlineItems]member
 	n := 0
 	mark := len(p.members)
-	err := p.eachMember(func(k string, v any) error {
+	err := p.eachMember(nil, func(k string, v any) error {
 		if n < inlineItems {
 			inline[n] = member{k, v}
 		} else {
@@ -221,9 +227,9 @@ func (p *parser) object() (any, error) {
 	return m, nil
 }
 
-// eachMember parses the object at p.pos, passing each member to fn in
-// input order.
-func (p *parser) eachMember(fn func(key string, val any) error) error {
+// eachMember parses the object at p.pos, passing each member whose key want
+// accepts (nil: every member) to fn in input order.
+func (p *parser) eachMember(want func(key string) bool, fn func(key string, val any) error) error {
 	p.depth++
 	if p.depth > maxJSONDepth {
 		return fmt.Errorf("exceeded max depth at offset %d", p.pos)
@@ -249,12 +255,18 @@ func (p *parser) eachMember(fn func(key string, val any) error) error {
 		}
 		p.pos++
 		p.skipSpace()
+		keep := want == nil || want(k)
+		unkept := p.unkept
+		p.unkept = unkept || !keep
 		v, err := p.value()
+		p.unkept = unkept
 		if err != nil {
 			return err
 		}
-		if err := fn(k, v); err != nil {
-			return err
+		if keep && !unkept { // inside a value nobody keeps, nothing is passed on
+			if err := fn(k, v); err != nil {
+				return err
+			}
 		}
 		p.skipSpace()
 		if p.pos >= len(p.data) {
@@ -374,6 +386,9 @@ func (p *parser) number() (any, error) {
 		}
 	}
 	p.pos = i
+	if p.unkept {
+		return nil, nil // its syntax is all that counts
+	}
 	digits := d[start:intEnd]
 	if neg {
 		digits = digits[1:]

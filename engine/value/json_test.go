@@ -222,7 +222,7 @@ func checkStdlib(t *testing.T, data []byte) {
 func checkObject(t *testing.T, data []byte, want any) {
 	t.Helper()
 	members := map[string]any{}
-	v, obj, err := ParseJSONObject(data, func(k string, v any) error {
+	v, obj, err := ParseJSONObject(data, nil, func(k string, v any) error {
 		members[k] = v
 		return nil
 	})
@@ -245,7 +245,7 @@ func checkObject(t *testing.T, data []byte, want any) {
 // error.
 func TestParseJSONObject(t *testing.T) {
 	var got []string
-	_, obj, err := ParseJSONObject([]byte(` {"b":1, "a":{"x":[2]}, "b":"3"} `), func(k string, v any) error {
+	_, obj, err := ParseJSONObject([]byte(` {"b":1, "a":{"x":[2]}, "b":"3"} `), nil, func(k string, v any) error {
 		b, _ := json.Marshal(v)
 		got = append(got, k+"="+string(b))
 		return nil
@@ -257,15 +257,36 @@ func TestParseJSONObject(t *testing.T) {
 		if _, err := ParseJSON([]byte(bad)); err == nil {
 			t.Fatalf("ParseJSON accepts %q", bad)
 		}
-		if _, _, err := ParseJSONObject([]byte(bad), func(string, any) error { return nil }); err == nil {
+		if _, _, err := ParseJSONObject([]byte(bad), nil, func(string, any) error { return nil }); err == nil {
 			t.Errorf("ParseJSONObject accepts %q", bad)
 		}
 	}
 	stop := errors.New("stop")
 	calls := 0
-	_, _, err = ParseJSONObject([]byte(`{"a":1,"b":2}`), func(string, any) error { calls++; return stop })
+	_, _, err = ParseJSONObject([]byte(`{"a":1,"b":2}`), nil, func(string, any) error { calls++; return stop })
 	if err != stop || calls != 1 {
 		t.Fatalf("error %v after %d calls, want the member's error after 1", err, calls)
+	}
+	// A member nobody wants is checked for syntax only: a number out of
+	// float64 range in it is no error (encoding/json ignores it in a
+	// struct's unknown field), but bad syntax still is.
+	onlyK := func(k string) bool { return k == "k" }
+	got = nil
+	doc := []byte(`{"a":1e400,"b":{"c":[-1e309,{"k":1}]},"k":"v","k2":1e999}`)
+	_, _, err = ParseJSONObject(doc, onlyK, func(k string, v any) error {
+		got = append(got, k+"="+v.(string))
+		return nil
+	})
+	if err != nil || !reflect.DeepEqual(got, []string{"k=v"}) {
+		t.Fatalf("members %q, error %v; want only k=v", got, err)
+	}
+	if _, _, err := ParseJSONObject(doc, nil, func(string, any) error { return nil }); err == nil {
+		t.Fatal("a wanted number out of range is no error")
+	}
+	for _, bad := range []string{`{"a":[1,}`, `{"a":{"b" 1}}`, `{"a":"\x"}`, `{"a":01}`, `{"a":1e}`} {
+		if _, _, err := ParseJSONObject([]byte(bad), onlyK, func(string, any) error { return nil }); err == nil {
+			t.Errorf("ParseJSONObject accepts %q in a member nobody wants", bad)
+		}
 	}
 }
 
@@ -396,8 +417,19 @@ func FuzzParseJSON(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte(`{"a":1e400,"b":[{"c":-1e309}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkStdlib(t, data)
+		// An object whose members nobody wants: accepted exactly when
+		// encoding/json accepts it into a struct without those fields.
+		none := func(string) bool { return false }
+		_, obj, err := ParseJSONObject(data, none, func(string, any) error { return nil })
+		if obj {
+			var st struct{}
+			if serr := json.Unmarshal(data, &st); (serr == nil) != (err == nil) {
+				t.Fatalf("input %q: ParseJSONObject error %v, json.Unmarshal into a struct error %v", data, err, serr)
+			}
+		}
 	})
 }
 

@@ -532,7 +532,7 @@ func (c *claudeCode) release(ctx context.Context, cs *ccSession, e Run, err erro
 func (c *claudeCode) lock(ctx context.Context, cs *ccSession, id string) (Run, error) {
 	e, err := c.o.Runs.Lock(ctx, id)
 	if err == nil {
-		cs.held = append(cs.held, e)
+		cs.hold(e)
 	}
 	return e, err
 }
@@ -540,7 +540,7 @@ func (c *claudeCode) lock(ctx context.Context, cs *ccSession, id string) (Run, e
 func (c *claudeCode) start(ctx context.Context, cs *ccSession, agent, thread string, msgs []model.Message) (Run, error) {
 	e, err := c.o.Runs.Start(ctx, agent, thread, msgs)
 	if err == nil {
-		cs.held = append(cs.held, e)
+		cs.hold(e)
 	}
 	return e, err
 }
@@ -549,7 +549,19 @@ func (c *claudeCode) unlock(cs *ccSession, e Run) {
 	if i := slices.Index(cs.held, e); i >= 0 {
 		cs.held = slices.Delete(cs.held, i, i+1)
 	}
+	if len(cs.held) == 0 {
+		cs.held = cs.heldBuf[:0] // back from the heap, if it had to go there
+	}
 	c.o.Runs.Unlock(e)
+}
+
+// hold notes a run the current event locked (cs.mu held).
+func (cs *ccSession) hold(e Run) {
+	spill := len(cs.held) == len(cs.heldBuf) && &cs.held[0] == &cs.heldBuf[0]
+	cs.held = append(cs.held, e)
+	if spill {
+		clear(cs.heldBuf[:]) // the runs moved with the slice
+	}
 }
 
 // releaseHeld settles and unlocks the runs an event still holds when it

@@ -15,14 +15,13 @@ import (
 // strings in one chunk. It decodes what json.Unmarshal into a ccInput
 // decodes, by its rules: members in input order (the last duplicate wins),
 // a name matches a field exactly or else case-insensitively, unknown
-// fields are ignored, null leaves a field empty, and a top-level null is
-// an empty input. A field of the wrong type is an error that names it.
+// fields are checked for syntax only (a number out of float64 range there
+// is no error), null leaves a field empty, and a top-level null is an
+// empty input. A field of the wrong type is an error that names it.
 func decodeCCInput(body []byte, in *ccInput) error {
-	v, object, err := value.ParseJSONObject(body, func(k string, v any) error {
-		if f := ccField(k); f != nil {
-			return f.set(in, v)
-		}
-		return nil
+	known := func(k string) bool { return ccField(k) != nil }
+	v, object, err := value.ParseJSONObject(body, known, func(k string, v any) error {
+		return ccField(k).set(in, v)
 	})
 	switch {
 	case err != nil:

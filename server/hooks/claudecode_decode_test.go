@@ -36,6 +36,8 @@ func TestDecodeCCInput(t *testing.T) {
 		{"last of two spellings wins", `{"tool_name":"Bash","Tool_Name":"Read"}`, ccInput{ToolName: "Read"}, ""},
 		{"wrong-typed duplicate", `{"session_id":1,"session_id":"a"}`, ccInput{}, "session_id is a number, not a string"},
 		{"top-level null", `null`, ccInput{}, ""},
+		{"huge numbers in unknown fields", `{"model":1e400,"x":{"y":[-1e309]},"cwd":"/"}`, ccInput{Cwd: "/"}, ""},
+		{"huge number in tool_input", `{"tool_input":{"n":1e400}}`, ccInput{}, "out of float64 range"},
 		{"whitespace", " \n{\"cwd\":\"/\"}\t", ccInput{Cwd: "/"}, ""},
 		{"wrong-typed string", `{"session_id":5}`, ccInput{}, "session_id is a number, not a string"},
 		{"wrong-typed folded name", `{"Tool_Name":["Bash"]}`, ccInput{}, "tool_name is an array, not a string"},
@@ -104,6 +106,7 @@ func FuzzDecodeCCInput(f *testing.F) {
 	}
 	f.Add([]byte(`{"Session_ID":"a","stop_hook_active":true,"tool_input":{"a":[1,"\ud800"]}}`))
 	f.Add([]byte(`{"session_id":1}`))
+	f.Add([]byte(`{"model":1e400,"tool_input":{"n":-1e309}}`))
 	f.Add([]byte(`{"session_id":1,"session_id":"a"}`))
 	f.Add([]byte(`{"tool_name":"a","TOOL_NAME":"b"}`))
 	f.Add([]byte("{\"cwd\":\"\xff\"}"))
