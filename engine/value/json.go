@@ -94,12 +94,12 @@ func (p *parser) makeString(b []byte, rest int) string {
 // ParseJSONObject is ParseJSON for a document that should hold an object
 // whose members the caller takes one by one (decoding into a struct):
 // member gets each member whose key want accepts (nil: every key), in
-// input order, a
-// duplicate key each time, and no map of them is built. The value of a
-// member want refuses is checked for syntax only, as encoding/json does
-// for a struct's unknown fields: a number out of float64 range there is no
-// error. Any other document is parsed as ParseJSON does and returned as v
-// with object false. An error from member stops the parse and is returned.
+// input order, a duplicate key each time, and no map of them is built.
+// The value of a member want refuses is checked for syntax only, as
+// encoding/json does for a struct's unknown fields: a number out of
+// float64 range there is no error. Any other document is parsed as
+// ParseJSON does and returned as v with object false. An error from member
+// stops the parse and is returned.
 func ParseJSONObject(data []byte, want func(key string) bool, member func(key string, val any) error) (v any, object bool, err error) {
 	p := parser{data: data}
 	p.skipSpace()
