@@ -246,7 +246,7 @@ func TestClaudeCodeFailures(t *testing.T) {
 		"tool_input": map[string]any{"file_path": "/big", "content": strings.Repeat("x", 4096)}})
 	wantDecision(t, sc.hook(t, big, ""), "deny", "body limit")
 	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": nil}), ""), "deny", "session_id")
-	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": 5}), ""), "deny", "session_id is a number, not a string")
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": 5}), ""), "deny", "session_id must be a string, not a JSON integer")
 	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": "f1", "tool_name": nil}), ""), "deny", "tool_name")
 	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_write", map[string]any{"session_id": "f2"}), "?agent=nobody"), "deny", "unknown agent")
 	// A plugin failing outside the gate: {} and the session goes on.

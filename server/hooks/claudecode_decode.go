@@ -27,7 +27,7 @@ func decodeCCInput(body []byte, in *ccInput) error {
 	case err != nil:
 		return err
 	case !object && v != nil:
-		return fmt.Errorf("the input is %s, not a JSON object", kindOf(v))
+		return fmt.Errorf("the input must be a JSON object, not a JSON %s", value.TypeName(v))
 	}
 	return nil
 }
@@ -75,7 +75,7 @@ var ccFields = [...]ccJSONField{
 		case bool:
 			in.StopHookActive = b
 		default:
-			return fmt.Errorf("stop_hook_active is %s, not true or false", kindOf(v))
+			return fmt.Errorf("stop_hook_active must be true or false, not a JSON %s", value.TypeName(v))
 		}
 		return nil
 	}},
@@ -91,25 +91,8 @@ func ccString(name string, field func(in *ccInput) *string) ccJSONField {
 		case string:
 			*field(in) = s
 		default:
-			return fmt.Errorf("%s is %s, not a string", name, kindOf(v))
+			return fmt.Errorf("%s must be a string, not a JSON %s", name, value.TypeName(v))
 		}
 		return nil
 	}}
-}
-
-// kindOf names a decoded JSON value's type for a message.
-func kindOf(v any) string {
-	switch v.(type) {
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	}
-	return "null"
 }
