@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	rtmetrics "runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
@@ -214,6 +215,7 @@ func loadBodies(b *testing.B, base string, rate float64, path, end func(client, 
 	var wg sync.WaitGroup
 	b.ReportAllocs()
 	b.ResetTimer()
+	gc0 := readGC()
 	start := time.Now()
 	for c := 0; c < clients; c++ {
 		n := min(per, max(b.N-c*per, 0))
@@ -275,6 +277,7 @@ func loadBodies(b *testing.B, base string, rate float64, path, end func(client, 
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	gc1 := readGC()
 	b.StopTimer()
 	select {
 	case err := <-errc:
@@ -296,6 +299,22 @@ func loadBodies(b *testing.B, base string, rate float64, path, end func(client, 
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.95), "p95-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+	// The collector's share: a tail with no cycle in the run is the
+	// machine's, not the sidecar's heap (server/README.md, Performance).
+	b.ReportMetric(float64(gc1.cycles-gc0.cycles), "gc-cycles")
+	b.ReportMetric(100*(gc1.cpu-gc0.cpu)/(elapsed.Seconds()*float64(runtime.GOMAXPROCS(0))), "gc-cpu-%")
+}
+
+// gcCount is what the collector has done since the process started.
+type gcCount struct {
+	cycles uint64
+	cpu    float64 // seconds; runtime/metrics updates it as each cycle ends
+}
+
+func readGC() gcCount {
+	s := []rtmetrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	rtmetrics.Read(s)
+	return gcCount{cycles: s[0].Value.Uint64(), cpu: s[1].Value.Float64()}
 }
 
 // rawConn is one keep-alive HTTP/1.1 connection that writes a request from
