@@ -116,6 +116,9 @@ type Options struct {
 	// Shadow, when set, is the shadow generation (the host's journal tap):
 	// GET /v1/shadow and /metrics report its disagreements.
 	Shadow *replay.Shadow
+	// Pprof serves Go's profiles under PprofPath (token, no concurrency
+	// limit); off, those paths answer 404 saying how to turn them on.
+	Pprof bool
 }
 
 // outRun is a run that left memory before it ended: when, the thread it
@@ -145,6 +148,7 @@ type Server struct {
 	metrics   *metrics
 	hooks     *HookMetrics
 	shadowing *replay.Shadow
+	pprof     bool // Options.Pprof
 	mux       *http.ServeMux
 	volatile  bool // the store keeps nothing across a restart (run.Volatile)
 	draining  atomic.Bool
@@ -211,6 +215,7 @@ func New(h *host.Host, o Options) *Server {
 	s.metrics = newMetrics()
 	s.hooks = o.Hooks
 	s.shadowing = o.Shadow
+	s.pprof = o.Pprof
 	s.hookAgent = o.HookAgent
 	s.agents = s.newHookAdapters()
 	s.routes()
@@ -303,6 +308,7 @@ func (s *Server) routes() {
 	handle("GET /healthz", "healthz", probe, s.healthz)
 	handle("GET /readyz", "readyz", probe, s.readyz)
 	handle("GET /metrics", "metrics", meta, s.serveMetrics)
+	s.pprofRoutes(handle)
 	// The same paths with another method: 405 with Allow, as problem+json.
 	for path, allow := range map[string]string{
 		"/v1/runs": "POST", "/v1/runs/{id}/phases/{phase}": "POST", "/v1/runs/{id}/resume": "POST",
@@ -481,7 +487,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The mux would redirect a path with "." or ".." segments or "//" to
 	// its clean form; an API client is better told than redirected.
-	if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {
+	if p := r.URL.Path; p == "" || p[0] != '/' || (path.Clean(p) != p && p != PprofPath) {
 		s.writeProblem(rw, r, fail(http.StatusNotFound, errs.BadRequest, "the path %q is not in canonical form; send %q", p, path.Clean("/"+p)))
 		return
 	}

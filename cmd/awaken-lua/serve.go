@@ -30,6 +30,7 @@ func cmdServe(e *env) int {
 	fs := e.flags("serve")
 	addr := fs.String("addr", "", "listen on HOST:PORT (default: [server] addr)")
 	level := fs.String("log-level", "info", "debug (run events too), info (access log), warn or error")
+	profiles := fs.Bool("pprof", false, "serve Go's profiles under "+server.PprofPath+" (with the token, if one is set)")
 	args, err := parse(fs, e.args)
 	if err != nil {
 		return exitUsage
@@ -91,7 +92,7 @@ func cmdServe(e *env) int {
 	}
 	srv := server.New(h, server.Options{Hooks: hooks, Token: token, BodyLimit: int64(cfg.Server.BodyLimit),
 		MaxConcurrent: cfg.Server.MaxConcurrent, HookAgent: cfg.Server.HookAgent, Log: log, Addr: listen, Shadow: shadow,
-		MaxRuns: cfg.Server.MaxRuns})
+		MaxRuns: cfg.Server.MaxRuns, Pprof: *profiles})
 	// The server reads each body before it takes a concurrency slot, under
 	// its own deadline (server.DefaultBodyTimeout); ReadTimeout bounds the
 	// requests it never reads a body for.

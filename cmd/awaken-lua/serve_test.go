@@ -185,6 +185,20 @@ func post(t *testing.T, method, url string, body any, hdr ...string) (int, map[s
 	return resp.StatusCode, v
 }
 
+// serve --pprof serves the profiles; without it their paths answer 404.
+func TestServePprof(t *testing.T) {
+	cfg := serveProject(t, "")
+	for _, c := range []struct {
+		args []string
+		want int
+	}{{[]string{"--pprof"}, http.StatusOK}, {nil, http.StatusNotFound}} {
+		base := startServe(t, cfg, append([]string{"--addr", "127.0.0.1:0"}, c.args...)...)
+		if code, _ := post(t, "GET", base+"/debug/pprof/heap?debug=1", nil); code != c.want {
+			t.Fatalf("serve %v: heap profile %d, want %d", c.args, code, c.want)
+		}
+	}
+}
+
 // serve passes [server] body_limit to the server: past it 413, up to it
 // read. (With the limit ignored, the 1 MiB default would take both.)
 func TestServeUsesBodyLimit(t *testing.T) {

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Without Options.Pprof the profile paths answer 404, saying how to turn
+// them on, the index's trailing slash included.
+func TestPprofOff(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog()})
+	for _, p := range []string{PprofPath, PprofPath + "heap", PprofPath + "profile"} {
+		r := sc.call("GET", p, nil)
+		problemOK(t, r, http.StatusNotFound, "bad_request")
+		if !strings.Contains(r.str("detail"), "--pprof") {
+			t.Fatalf("%s: %s", p, r.raw)
+		}
+	}
+}
+
+// With it, the profiles are served behind the token.
+func TestPprofOn(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog(), Token: "tok", Pprof: true})
+	problemOK(t, sc.call("GET", PprofPath+"heap", nil, "Authorization", ""), http.StatusUnauthorized, "unauthorized")
+	for p, want := range map[string]string{
+		PprofPath:                       "goroutine",
+		PprofPath + "heap?debug=1":      "heap profile:",
+		PprofPath + "goroutine?debug=1": "goroutine profile:",
+		PprofPath + "cmdline":           "",
+	} {
+		r := sc.must(http.StatusOK, "GET", p, nil)
+		if !strings.Contains(string(r.raw), want) {
+			t.Fatalf("%s: no %q in\n%.400s", p, want, r.raw)
+		}
+	}
+}
+
+// A CPU profile lasts the seconds asked for, even past the server's
+// ReadTimeout (serve sets 30 s, and a profile takes 30 s by default):
+// nothing on the way (a request deadline, the read timeout) may cut it
+// short.
+func TestPprofProfileOutlastsReadTimeout(t *testing.T) {
+	h := openHost(t, project(t, "", nil))
+	srv := New(h, Options{Log: quietLog(), Pprof: true})
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Config.ReadTimeout = 200 * time.Millisecond
+	ts.Start()
+	t.Cleanup(func() { ts.Close(); srv.Close(); h.Close() })
+	start := time.Now()
+	resp, err := ts.Client().Get(ts.URL + PprofPath + "profile?seconds=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body bytes.Buffer
+	if _, err := body.ReadFrom(resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body.Bytes(), []byte{0x1f, 0x8b}) {
+		t.Fatalf("status %d, body %.200q", resp.StatusCode, body.Bytes())
+	}
+	if took < 900*time.Millisecond {
+		t.Fatalf("a 1 s profile came back after %v", took)
+	}
+}
