@@ -558,15 +558,9 @@ func (p *parser) hex4(i int) (rune, error) {
 // which json.Marshal would encode but neither decoder reads back (and
 // which stops a value that contains itself). On error dst is returned
 // unextended.
-func AppendJSON(dst []byte, v any) ([]byte, error) { return AppendJSONNested(dst, v, 0) }
-
-// AppendJSONNested is AppendJSON for a value that sits inside depth
-// objects and arrays of the document being written: nesting deeper than
-// 10000 levels in all is the error, so that encoding/json reads the whole
-// document back.
-func AppendJSONNested(dst []byte, v any, depth int) ([]byte, error) {
+func AppendJSON(dst []byte, v any) ([]byte, error) {
 	n := len(dst)
-	out, err := appendJSON(dst, v, depth)
+	out, err := appendJSON(dst, v, 0)
 	if err != nil {
 		return dst[:n], err
 	}
@@ -668,11 +662,6 @@ var htmlSafe = func() (t [utf8.RuneSelf]bool) {
 }()
 
 const hexDigits = "0123456789abcdef"
-
-// AppendString appends s as a JSON string, escaped exactly as json.Marshal
-// escapes it (HTML-safe, invalid UTF-8 as \ufffd): for encoders that write
-// a struct's fields themselves without boxing each string into an any.
-func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
 
 // appendString quotes s following encoding/json's appendString with HTML
 // escaping on.
