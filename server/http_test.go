@@ -89,6 +89,10 @@ func TestHostAndOrigin(t *testing.T) {
 		{"null origin", []string{"Origin", "null"}, 403, "origin_not_allowed"},
 		{"other port", []string{"Host", "localhost:" + port, "Origin", "http://localhost:3000"}, 403, "origin_not_allowed"},
 		{"other scheme", []string{"Host", "localhost:" + port, "Origin", "file://localhost:" + port}, 403, "origin_not_allowed"},
+		// A GET from another site's <img> carries no Origin.
+		{"another site's page", []string{"Sec-Fetch-Site", "cross-site"}, 403, "origin_not_allowed"},
+		{"a sibling site's page", []string{"Sec-Fetch-Site", "same-site"}, 403, "origin_not_allowed"},
+		{"typed in the address bar", []string{"Sec-Fetch-Site", "none"}, 201, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := sc.call("POST", "/v1/runs", create, tc.hdr...)

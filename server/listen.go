@@ -101,6 +101,13 @@ func (h hostRule) check(r *http.Request) error {
 				"a request from the web page at %q is refused: the sidecar is not for browsers", o)
 		}
 	}
+	// A browser sends no Origin with a GET from an image or a link on
+	// another site, but it says where the request comes from; only an
+	// address typed in (none) or the sidecar's own pages may call it.
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		return fail(http.StatusForbidden, codeOriginNotAllowed,
+			"a request from another site's web page is refused (Sec-Fetch-Site: %s): the sidecar is not for browsers", site)
+	}
 	return nil
 }
 

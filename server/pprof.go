@@ -8,6 +8,8 @@ package server
 import (
 	"net/http"
 	"net/http/pprof"
+	rpprof "runtime/pprof"
+	"strings"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 )
@@ -17,19 +19,40 @@ import (
 const PprofPath = "/debug/pprof/"
 
 func (s *Server) pprofRoutes(handle func(pattern, label string, a access, fn handlerFunc)) {
+	// Without the trailing slash the mux would redirect; the API tells.
+	bare := strings.TrimSuffix(PprofPath, "/")
 	if !s.pprof {
-		handle(PprofPath, "pprof", probe, func(w http.ResponseWriter, r *http.Request) error {
+		off := func(w http.ResponseWriter, r *http.Request) error {
 			return fail(http.StatusNotFound, errs.BadRequest, "profiling is off; start the sidecar with awaken-lua serve --pprof")
-		})
+		}
+		handle(PprofPath, "pprof", probe, off)
+		handle(bare, "pprof", probe, off)
 		return
 	}
+	handle(bare, "pprof", probe, func(w http.ResponseWriter, r *http.Request) error {
+		return fail(http.StatusNotFound, errs.BadRequest, "the profiles are listed at %s", PprofPath)
+	})
+	// The index and every named profile (heap, goroutine, allocs, mutex,
+	// block, threadcreate); a name runtime/pprof does not know is a 404
+	// like any other.
+	handle("GET "+PprofPath, "pprof", meta, func(w http.ResponseWriter, r *http.Request) error {
+		if name := strings.TrimPrefix(r.URL.Path, PprofPath); name != "" && rpprof.Lookup(name) == nil {
+			return fail(http.StatusNotFound, errs.BadRequest, "there is no profile %q; the profiles are listed at %s", name, PprofPath)
+		}
+		pprof.Index(w, r)
+		return nil
+	})
 	// A CPU profile or a trace lasts ?seconds=N (30 and 1 by default):
 	// net/http lifts the read deadline while a handler runs, and serve sets
 	// no write timeout, so neither cuts a capture short.
 	for path, h := range map[string]http.HandlerFunc{
-		"":        pprof.Index, // the index and every named profile: heap, goroutine, allocs, mutex, block
 		"cmdline": pprof.Cmdline, "symbol": pprof.Symbol, "profile": pprof.Profile, "trace": pprof.Trace,
 	} {
 		handle("GET "+PprofPath+path, "pprof", meta, func(w http.ResponseWriter, r *http.Request) error { h(w, r); return nil })
 	}
+	handle(PprofPath, "method_not_allowed", probe, func(w http.ResponseWriter, r *http.Request) error {
+		e := fail(http.StatusMethodNotAllowed, errs.BadRequest, "%s does not take %s; use GET", r.URL.Path, r.Method)
+		e.allow = "GET"
+		return e
+	})
 }
