@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	rtmetrics "runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
@@ -225,6 +226,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 		fmt.Fprintf(bw, "# HELP awaken_shadow_errors_total Records the shadow generation could not follow (its failures never reach the enforced answer).\n# TYPE awaken_shadow_errors_total counter\nawaken_shadow_errors_total %d\n", sum.Errors)
 		fmt.Fprintf(bw, "# HELP awaken_shadow_dropped_total Records the shadow skipped because it fell behind (the enforced path never waits for it).\n# TYPE awaken_shadow_dropped_total counter\nawaken_shadow_dropped_total %d\n", sum.Dropped)
 	}
+	writeGoRuntime(bw)
 	runs, suspended := s.openSuspensions()
 	gauge(bw, "awaken_open_suspensions", "Suspended tool calls waiting for a decision, in runs held in memory.", suspended)
 	gauge(bw, "awaken_runs_in_memory", "Runs held in memory that are not done.", runs)
@@ -255,4 +257,21 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 
 func gauge(w io.Writer, name, help string, v int64) {
 	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %d\n", name, help, name, name, v)
+}
+
+// writeGoRuntime writes the Go runtime's figures that explain a sidecar's
+// tail latency under load: the collector's cycles and CPU (its marking is
+// what the slowest replies wait for; README.md, "Side by side with OPA"),
+// the live heap it marks, and the goroutines. The names are those of the
+// Prometheus Go client's collector, so existing dashboards read them.
+func writeGoRuntime(w io.Writer) {
+	sample := []rtmetrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"},
+		{Name: "/gc/heap/live:bytes"}, {Name: "/sched/goroutines:goroutines"}}
+	rtmetrics.Read(sample)
+	fmt.Fprintf(w, "# HELP go_gc_cycles_total_gc_cycles_total Completed garbage collection cycles.\n# TYPE go_gc_cycles_total_gc_cycles_total counter\ngo_gc_cycles_total_gc_cycles_total %d\n",
+		sample[0].Value.Uint64())
+	fmt.Fprintf(w, "# HELP go_cpu_classes_gc_total_cpu_seconds_total CPU time the garbage collector used (an estimate, updated as each cycle ends).\n"+
+		"# TYPE go_cpu_classes_gc_total_cpu_seconds_total counter\ngo_cpu_classes_gc_total_cpu_seconds_total %s\n", strconv.FormatFloat(sample[1].Value.Float64(), 'g', -1, 64))
+	gauge(w, "go_gc_heap_live_bytes", "Heap the last garbage collection found live: what the next one marks.", int64(sample[2].Value.Uint64()))
+	gauge(w, "go_goroutines", "Goroutines that currently exist.", int64(sample[3].Value.Uint64()))
 }
