@@ -211,8 +211,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 	m.phases.write(bw)
 	m.decisions.write(bw)
 	m.reloads.write(bw)
-	fmt.Fprintf(bw, "# HELP awaken_tickets_expired_total Suspended calls the runtime settled because their approval expired.\n# TYPE awaken_tickets_expired_total counter\n")
-	fmt.Fprintf(bw, "awaken_tickets_expired_total %d\n", m.ticketsExpired.Load())
+	counter(bw, "awaken_tickets_expired_total", "Suspended calls the runtime settled because their approval expired.", m.ticketsExpired.Load())
 	if s.hooks != nil {
 		s.hooks.hooks.write(bw)
 	}
@@ -222,9 +221,9 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 		for _, d := range sum.By {
 			fmt.Fprintf(bw, "awaken_shadow_disagreements_total%s %d\n", labelSet([]string{"plugin", "from", "to"}, []string{d.Plugin, d.From, d.To}), d.N)
 		}
-		fmt.Fprintf(bw, "# HELP awaken_shadow_phases_total Phases the shadow generation replayed.\n# TYPE awaken_shadow_phases_total counter\nawaken_shadow_phases_total %d\n", sum.Phases)
-		fmt.Fprintf(bw, "# HELP awaken_shadow_errors_total Records the shadow generation could not follow (its failures never reach the enforced answer).\n# TYPE awaken_shadow_errors_total counter\nawaken_shadow_errors_total %d\n", sum.Errors)
-		fmt.Fprintf(bw, "# HELP awaken_shadow_dropped_total Records the shadow skipped because it fell behind (the enforced path never waits for it).\n# TYPE awaken_shadow_dropped_total counter\nawaken_shadow_dropped_total %d\n", sum.Dropped)
+		counter(bw, "awaken_shadow_phases_total", "Phases the shadow generation replayed.", sum.Phases)
+		counter(bw, "awaken_shadow_errors_total", "Records the shadow generation could not follow (its failures never reach the enforced answer).", sum.Errors)
+		counter(bw, "awaken_shadow_dropped_total", "Records the shadow skipped because it fell behind (the enforced path never waits for it).", sum.Dropped)
 	}
 	writeGoRuntime(bw)
 	runs, suspended := s.openSuspensions()
@@ -259,6 +258,12 @@ func gauge(w io.Writer, name, help string, v int64) {
 	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %d\n", name, help, name, name, v)
 }
 
+// counter writes one unlabelled counter; v is an integer, or a float64
+// written in its shortest form.
+func counter[N int | int64 | uint64 | float64](w io.Writer, name, help string, v N) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %v\n", name, help, name, name, v)
+}
+
 // writeGoRuntime writes the Go runtime's figures that explain a sidecar's
 // tail latency under load: the collector's cycles and CPU (its marking is
 // what the slowest replies wait for; README.md, "Side by side with OPA"),
@@ -268,10 +273,9 @@ func writeGoRuntime(w io.Writer) {
 	sample := []rtmetrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"},
 		{Name: "/gc/heap/live:bytes"}, {Name: "/sched/goroutines:goroutines"}}
 	rtmetrics.Read(sample)
-	fmt.Fprintf(w, "# HELP go_gc_cycles_total_gc_cycles_total Completed garbage collection cycles.\n# TYPE go_gc_cycles_total_gc_cycles_total counter\ngo_gc_cycles_total_gc_cycles_total %d\n",
-		sample[0].Value.Uint64())
-	fmt.Fprintf(w, "# HELP go_cpu_classes_gc_total_cpu_seconds_total CPU time the garbage collector used (an estimate, updated as each cycle ends).\n"+
-		"# TYPE go_cpu_classes_gc_total_cpu_seconds_total counter\ngo_cpu_classes_gc_total_cpu_seconds_total %s\n", strconv.FormatFloat(sample[1].Value.Float64(), 'g', -1, 64))
+	counter(w, "go_gc_cycles_total_gc_cycles_total", "Completed garbage collection cycles.", sample[0].Value.Uint64())
+	counter(w, "go_cpu_classes_gc_total_cpu_seconds_total", "CPU time the garbage collector used (an estimate, updated as each cycle ends).",
+		sample[1].Value.Float64())
 	gauge(w, "go_gc_heap_live_bytes", "Heap the last garbage collection found live: what the next one marks.", int64(sample[2].Value.Uint64()))
 	gauge(w, "go_goroutines", "Goroutines that currently exist.", int64(sample[3].Value.Uint64()))
 }

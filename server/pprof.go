@@ -50,9 +50,5 @@ func (s *Server) pprofRoutes(handle func(pattern, label string, a access, fn han
 	} {
 		handle("GET "+PprofPath+path, "pprof", meta, func(w http.ResponseWriter, r *http.Request) error { h(w, r); return nil })
 	}
-	handle(PprofPath, "method_not_allowed", probe, func(w http.ResponseWriter, r *http.Request) error {
-		e := fail(http.StatusMethodNotAllowed, errs.BadRequest, "%s does not take %s; use GET", r.URL.Path, r.Method)
-		e.allow = "GET"
-		return e
-	})
+	handle(PprofPath, "method_not_allowed", probe, methodNotAllowed("GET"))
 }

@@ -315,16 +315,21 @@ func (s *Server) routes() {
 		"/v1/runs/{id}": "GET, DELETE", "/v1/hooks/claude-code": "POST", "/v1/hooks/claude-code/sessions/{session}": "GET", "/v1/hooks/cursor": "POST", "/v1/hooks/codex": "POST", "/v1/hooks/gemini": "POST", "/v1/hooks/gemini-cli": "POST", "/v1/hooks/copilot": "POST", "/v1/plugins": "GET", "/v1/shadow": "GET",
 		"/v1/plugins/reload": "POST", "/healthz": "GET", "/readyz": "GET", "/metrics": "GET",
 	} {
-		handle(path, "method_not_allowed", probe, func(w http.ResponseWriter, r *http.Request) error {
-			e := fail(http.StatusMethodNotAllowed, errs.BadRequest, "%s does not take %s; use %s", r.URL.Path, r.Method, allow)
-			e.allow = allow
-			return e
-		})
+		handle(path, "method_not_allowed", probe, methodNotAllowed(allow))
 	}
 	handle("/", "not_found", probe, func(w http.ResponseWriter, r *http.Request) error {
 		return fail(http.StatusNotFound, errs.BadRequest, "no endpoint %s %s; the API is listed in server/README.md", r.Method, r.URL.Path)
 	})
 	s.mux = m
+}
+
+// methodNotAllowed answers a method a path does not take: 405 with Allow.
+func methodNotAllowed(allow string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		e := fail(http.StatusMethodNotAllowed, errs.BadRequest, "%s does not take %s; use %s", r.URL.Path, r.Method, allow)
+		e.allow = allow
+		return e
+	}
 }
 
 // endpoint wraps a handler with what its access calls for, writes its

@@ -94,7 +94,8 @@ func (p *parser) makeString(b []byte, rest int) string {
 // ParseJSONObject is ParseJSON for a document that should hold an object
 // whose members the caller takes one by one (decoding into a struct):
 // member gets each member whose key want accepts (nil: every key), in
-// input order, a duplicate key each time, and no map of them is built.
+// input order, a duplicate key each time, and no map of them is built;
+// member is called for a key before want is asked about the next one.
 // The value of a member want refuses is checked for syntax only, as
 // encoding/json does for a struct's unknown fields: a number out of
 // float64 range there is no error. Any other document is parsed as

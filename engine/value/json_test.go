@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -494,4 +495,23 @@ func BenchmarkAppendJSON(b *testing.B) {
 			}
 		}
 	})
+}
+
+// member is called for a key before want is asked about the next one, so
+// a caller may look a key up once, in want, and use it in member.
+func TestParseJSONObjectAsksThenPasses(t *testing.T) {
+	var asked string
+	var got []string
+	_, _, err := ParseJSONObject([]byte(`{"a":{"x":1,"y":{"z":2}},"skip":{"q":3},"b":[{"r":4}],"a":5}`),
+		func(k string) bool { asked = k; return k != "skip" },
+		func(k string, _ any) error {
+			if k != asked {
+				t.Errorf("member %q after want was asked about %q", k, asked)
+			}
+			got = append(got, k)
+			return nil
+		})
+	if err != nil || !slices.Equal(got, []string{"a", "b", "a"}) {
+		t.Fatalf("got %v, %v", got, err)
+	}
 }

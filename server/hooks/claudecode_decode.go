@@ -19,10 +19,9 @@ import (
 // is no error), null leaves a field empty, and a top-level null is an
 // empty input. A field of the wrong type is an error that names it.
 func decodeCCInput(body []byte, in *ccInput) error {
-	known := func(k string) bool { return ccField(k) != nil }
-	v, object, err := value.ParseJSONObject(body, known, func(k string, v any) error {
-		return ccField(k).set(in, v)
-	})
+	var field *ccJSONField // the field of the key want was last asked about
+	known := func(k string) bool { field = ccField(k); return field != nil }
+	v, object, err := value.ParseJSONObject(body, known, func(_ string, v any) error { return field.set(in, v) })
 	switch {
 	case err != nil:
 		return err
