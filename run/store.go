@@ -170,7 +170,7 @@ type MemoryStore struct {
 	mu      sync.Mutex
 	max     int
 	threads map[string]*memThread
-	lru     *list.List // ids of the evictable threads, most recently used first
+	lru     *list.List // the evictable threads (*memThread: a pointer boxes for free), most recently used first
 	runs    map[string]Checkpoint
 	saved   map[string]int // thread id → how many saved runs name it
 	clock   uint64         // the last revision handed out, to any thread
@@ -296,7 +296,7 @@ func (m *MemoryStore) place(id string, mt *memThread) {
 		m.lru.Remove(mt.elem)
 		mt.elem = nil
 	case !pinned && mt.elem == nil:
-		mt.elem = m.lru.PushFront(id)
+		mt.elem = m.lru.PushFront(mt)
 	case !pinned:
 		m.lru.MoveToFront(mt.elem)
 	}
@@ -312,7 +312,7 @@ func (m *MemoryStore) evict(keep *memThread) {
 			return // the rest are pinned, or the thread just saved
 		}
 		m.lru.Remove(e)
-		delete(m.threads, e.Value.(string))
+		delete(m.threads, e.Value.(*memThread).t.ID)
 	}
 }
 
