@@ -170,17 +170,10 @@ type MemoryStore struct {
 	mu      sync.Mutex
 	max     int
 	threads map[string]*memThread
-	lru     *list.List // ids of the evictable threads, most recently used first
+	lru     *list.List // the evictable threads (*memThread: a pointer boxes for free), most recently used first
 	runs    map[string]Checkpoint
 	saved   map[string]int // thread id → how many saved runs name it
 	clock   uint64         // the last revision handed out, to any thread
-}
-
-// memThread is a stored thread and its place in the LRU list, nil while
-// the thread is pinned (waiting, or with a saved run).
-type memThread struct {
-	t    Thread
-	elem *list.Element
 }
 
 // MemoryStoreOption configures NewMemoryStore. (It is an option of the
@@ -231,15 +224,18 @@ func (m *MemoryStore) Len() int {
 // last to be evicted.
 func (m *MemoryStore) Thread(_ context.Context, id string) (Thread, bool, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	mt, ok := m.threads[id]
 	if !ok {
+		m.mu.Unlock()
 		return Thread{}, false, nil
 	}
 	if mt.elem != nil {
 		m.lru.MoveToFront(mt.elem)
 	}
-	return cloneThread(mt.t), true, nil
+	kept := memThread{t: mt.t, body: mt.body} // never changed in place: PutThread replaces them
+	m.mu.Unlock()
+	t, err := kept.thread()
+	return t, err == nil, err
 }
 
 // PutThread implements Store, then evicts the least recently used threads
@@ -261,6 +257,7 @@ func (m *MemoryStore) Thread(_ context.Context, id string) (Thread, bool, error)
 // be used while the run is going, and a run saved in the store (PutRun)
 // pins its thread for as long as it stays saved.
 func (m *MemoryStore) PutThread(_ context.Context, t Thread) (uint64, error) {
+	kept := keepThread(t) // outside the lock: it reads only t
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mt, ok := m.threads[t.ID]
@@ -275,20 +272,19 @@ func (m *MemoryStore) PutThread(_ context.Context, t Thread) (uint64, error) {
 		}
 		return 0, errs.New(errs.RevisionConflict, "thread %q was saved by another run (revision %d, expected %d); run again", t.ID, cur, t.Revision)
 	}
-	t = cloneThread(t)
 	// Revisions come from one clock for the whole store, so a thread that
 	// was evicted and made again never reuses a revision: a run that loaded
 	// the old thread cannot save over the new one.
 	m.clock++
-	t.Revision = m.clock
+	kept.t.Revision = m.clock
 	if !ok {
 		mt = &memThread{}
 		m.threads[t.ID] = mt
 	}
-	mt.t = t
+	mt.t, mt.body = kept.t, kept.body
 	m.place(t.ID, mt)
 	m.evict(mt)
-	return t.Revision, nil
+	return kept.t.Revision, nil
 }
 
 // place puts a thread in the LRU list, in front, or takes it out while it
@@ -300,7 +296,7 @@ func (m *MemoryStore) place(id string, mt *memThread) {
 		m.lru.Remove(mt.elem)
 		mt.elem = nil
 	case !pinned && mt.elem == nil:
-		mt.elem = m.lru.PushFront(id)
+		mt.elem = m.lru.PushFront(mt)
 	case !pinned:
 		m.lru.MoveToFront(mt.elem)
 	}
@@ -316,7 +312,7 @@ func (m *MemoryStore) evict(keep *memThread) {
 			return // the rest are pinned, or the thread just saved
 		}
 		m.lru.Remove(e)
-		delete(m.threads, e.Value.(string))
+		delete(m.threads, e.Value.(*memThread).t.ID)
 	}
 }
 
