@@ -69,7 +69,7 @@ func (mt *memThread) thread() (Thread, error) {
 	// The strings read are views of the body, not copies: a body is never
 	// written once made (PutThread replaces it), so they cannot change,
 	// and the thread read keeps its body alive as long as it needs.
-	r := bodyReader{s: unsafe.String(unsafe.SliceData(mt.body), len(mt.body))}
+	r := bodyReader{b: mt.body, s: unsafe.String(unsafe.SliceData(mt.body), len(mt.body))}
 	t.Values = r.object()
 	t.Aside = r.object()
 	t.Messages = r.messages()
@@ -244,7 +244,8 @@ func uvarintLen(n int) int {
 // bodyReader reads a body; after the first error every read returns a
 // zero value.
 type bodyReader struct {
-	s   string
+	b   []byte
+	s   string // b, for the strings read
 	i   int
 	err error
 	// claimed counts the elements of the lists, maps, messages and calls
@@ -289,21 +290,19 @@ func (r *bodyReader) count() int { return r.countPlus(0) }
 // countPlus reads a uvarint that is a length plus extra (a message count
 // is its length plus one, so that 0 is nil).
 func (r *bodyReader) countPlus(extra uint64) int {
-	var n uint64
-	for shift := 0; ; shift += 7 {
-		c := r.byte()
-		if r.err != nil {
-			return 0
-		}
-		if shift > 56 {
-			r.fail("length too long")
-			return 0
-		}
-		n |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			break
-		}
+	if r.err != nil {
+		return 0
 	}
+	n, k := binary.Uvarint(r.b[r.i:])
+	switch {
+	case k == 0:
+		r.fail("unexpected end")
+		return 0
+	case k < 0:
+		r.fail("length too long")
+		return 0
+	}
+	r.i += k
 	if n > uint64(len(r.s)-r.i)+extra {
 		r.fail("length %d past the end", n)
 		return 0
@@ -336,10 +335,7 @@ func (r *bodyReader) value() any {
 			r.fail("unexpected end")
 			return nil
 		}
-		var u uint64
-		for k := 7; k >= 0; k-- {
-			u = u<<8 | uint64(r.s[r.i+k])
-		}
+		u := binary.LittleEndian.Uint64(r.b[r.i:])
 		r.i += 8
 		return math.Float64frombits(u)
 	case tagString:

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"math"
@@ -309,6 +310,9 @@ func TestMemoryStoreBodyReaderRefuses(t *testing.T) {
 	}
 	if read([]byte{tagNilObject, tagNilObject, 0, 99}) == nil {
 		t.Fatal("trailing garbage reads")
+	}
+	if read(append(append([]byte{tagObject}, bytes.Repeat([]byte{0xff}, 10)...), 1)) == nil {
+		t.Fatal("a length past 64 bits reads")
 	}
 	// Nested lists of 8,000 elements each, every length within the
 	// bytes left: read naively, 16 KB would allocate a third of a
