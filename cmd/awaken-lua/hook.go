@@ -55,7 +55,7 @@ var hookProtocols = map[string]map[string]bool{
 func cmdHook(e *env) int {
 	fs := e.flags("hook")
 	agent := fs.String("agent", "claude-code", "the coding agent whose hook protocol the event speaks: claude-code, codex, copilot, cursor or gemini")
-	addr := fs.String("url", "", "the sidecar (default $AWAKEN_URL, else "+defaultHookURL+")")
+	addr := fs.String("url", "", "the sidecar (default $AWAKEN_URL, else http:// and [server] addr of awaken.toml when there is one, else "+defaultHookURL+")")
 	timeout := fs.Duration("timeout", defaultHookTimeout, "how long to wait for the decision")
 	fail := fs.String("fail", "", "closed or open: the answer when no decision comes (default: closed for tool-permission events, open for the rest)")
 	local := fs.Bool("local", false, "decide in-process from awaken.toml and its plugins, with the file store, instead of asking a sidecar")
@@ -104,7 +104,10 @@ func cmdHook(e *env) int {
 	if *local {
 		reply, err = hookLocal(ctx, e, *agent, *as, *event, body)
 	} else {
-		reply, err = hookRemote(ctx, *addr, *agent, *as, *event, *suspend, body)
+		var target hookTarget
+		if target, err = findHookTarget(e, *addr); err == nil {
+			reply, err = hookRemote(ctx, target, *agent, *as, *event, *suspend, body)
+		}
 	}
 	if err != nil {
 		return hookFailed(e, *agent, name.Event, closed, err)
@@ -213,28 +216,69 @@ func hookPath(agent, as, event, suspend string) string {
 	return p
 }
 
+// hookTarget is the sidecar a hook event goes to.
+type hookTarget struct {
+	url, token string
+}
+
+// findHookTarget finds the sidecar: --url, else $AWAKEN_URL, else the
+// [server] addr of the configuration (--config, or ./awaken.toml when there
+// is one: the agent runs its hooks in the project), else the default; the
+// token comes from the variable [server] token_env names ($AWAKEN_TOKEN by
+// default). A sidecar moved to another port in awaken.toml is thus found
+// without settings of its own, rather than every tool call being denied.
+func findHookTarget(e *env, flagURL string) (hookTarget, error) {
+	t := hookTarget{url: flagURL}
+	if t.url == "" {
+		t.url = os.Getenv("AWAKEN_URL")
+	}
+	tokenEnv := "AWAKEN_TOKEN"
+	path := e.config
+	if path == "" {
+		if _, err := os.Stat(host.DefaultConfig); err == nil {
+			path = host.DefaultConfig
+		}
+	}
+	if path != "" {
+		cfg, err := config.Load(path)
+		switch {
+		case err == nil:
+			if t.url == "" {
+				t.url = "http://" + cfg.Server.Addr // ":7878" and "0.0.0.0:7878" dial this host
+			}
+			tokenEnv = cfg.Server.TokenEnv
+		case t.url == "":
+			// Guessing the default address could post the event to another
+			// sidecar than the one this project configures.
+			return t, fmt.Errorf("the configuration that names the sidecar: %w", err)
+		}
+	}
+	if t.url == "" {
+		t.url = defaultHookURL
+	}
+	if tokenEnv != "" {
+		t.token = strings.TrimSpace(os.Getenv(tokenEnv))
+	}
+	return t, nil
+}
+
 // hookRemote posts the event to a sidecar.
-func hookRemote(ctx context.Context, addr, agent, as, event, suspend string, body []byte) ([]byte, error) {
-	if addr == "" {
-		addr = os.Getenv("AWAKEN_URL")
-	}
-	if addr == "" {
-		addr = defaultHookURL
-	}
+func hookRemote(ctx context.Context, t hookTarget, agent, as, event, suspend string, body []byte) ([]byte, error) {
+	addr := t.url
 	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(addr, "/")+hookPath(agent, as, event, suspend), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("the sidecar address %q: %w", addr, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if tok := strings.TrimSpace(os.Getenv("AWAKEN_TOKEN")); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
+	if t.token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("the sidecar at %s did not answer in time", addr)
 		}
-		return nil, fmt.Errorf("the sidecar at %s cannot be reached: %w (start it with awaken-lua serve, or pass --local)", addr, err)
+		return nil, fmt.Errorf("the sidecar at %s cannot be reached: %w (start it with awaken-lua serve, or name it with --url or $AWAKEN_URL, or pass --local)", addr, err)
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(io.LimitReader(resp.Body, maxHookEvent))

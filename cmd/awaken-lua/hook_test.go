@@ -267,6 +267,52 @@ func TestHookMisconfigured(t *testing.T) {
 	}
 }
 
+// Without --url or $AWAKEN_URL the hook finds the sidecar at the [server]
+// addr of the project's awaken.toml, with the token of its token_env; a
+// broken awaken.toml is not guessed past.
+func TestHookFindsSidecarInConfig(t *testing.T) {
+	dir, _ := recordedEvents(t)
+	pre, _ := os.ReadFile(filepath.Join(dir, "06.pre_tool_use.bash_rm.json"))
+	type seen struct{ path, auth string }
+	got := make(chan seen, 4)
+	sidecar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.URL.Path, r.Header.Get("Authorization")}
+		w.Write([]byte(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"from the sidecar"}}`))
+	}))
+	defer sidecar.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(sidecar.URL, "http://"))
+	env := []string{"AWAKEN_URL=", "AWAKEN_TOKEN=wrong", "MY_TOKEN=s3cret"}
+	for _, host := range []string{"127.0.0.1", ""} {
+		work := t.TempDir()
+		cfg := "[server]\naddr = \"" + host + ":" + port + "\"\ntoken_env = \"MY_TOKEN\"\n"
+		if err := os.WriteFile(filepath.Join(work, "awaken.toml"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := runChild(t, work, env, pre, "hook")
+		if code != 0 || !strings.Contains(out, "from the sidecar") {
+			t.Fatalf("[server] addr %s:%s: exit %d, stdout %q, stderr %q", host, port, code, out, errOut)
+		}
+		if s := <-got; s.path != "/v1/hooks/claude-code" || s.auth != "Bearer s3cret" {
+			t.Fatalf("[server] addr %s: the sidecar saw %+v", host, s)
+		}
+	}
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "awaken.toml"), []byte("[server]\naddr = 7878\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runChild(t, work, env, pre, "hook")
+	if code != 2 || out != "" || !strings.Contains(errOut, "awaken.toml:2") {
+		t.Fatalf("a broken awaken.toml: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// --url names the sidecar itself: the broken file is not needed.
+	if out, errOut, code := runChild(t, work, env, pre, "hook", "--url", sidecar.URL); code != 0 || !strings.Contains(out, "from the sidecar") {
+		t.Fatalf("--url past a broken awaken.toml: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if s := <-got; s.auth != "Bearer wrong" {
+		t.Fatalf("past a broken awaken.toml the token is $AWAKEN_TOKEN's: %+v", s)
+	}
+}
+
 // A Cursor tool-permission event that gets no decision is denied in the
 // JSON Cursor reads (exit 0); other Cursor events go on.
 func TestHookFailsClosedForCursor(t *testing.T) {
