@@ -281,10 +281,12 @@ func TestClaudeCodeParallelCalls(t *testing.T) {
 		return fixture(t, "post_tool_use_write", map[string]any{"session_id": sid, "tool_use_id": id, "tool_name": tool,
 			"tool_input": input, "tool_response": map[string]any{"ok": true}})
 	}
+	// Agent is the subagent tool of current Claude Code (Task before it).
 	inputs := map[string]map[string]any{
 		"toolu_A": {"file_path": "/a.go"}, "toolu_B": {"pattern": "TODO"}, "toolu_C": {"pattern": "*.go"},
+		"toolu_D": {"subagent_type": "Explore", "description": "look", "prompt": "find the tests"},
 	}
-	tools := map[string]string{"toolu_A": "Read", "toolu_B": "Grep", "toolu_C": "Glob"}
+	tools := map[string]string{"toolu_A": "Read", "toolu_B": "Grep", "toolu_C": "Glob", "toolu_D": "Agent"}
 	var wg sync.WaitGroup
 	for id := range inputs {
 		wg.Add(1)
@@ -311,7 +313,7 @@ func TestClaudeCodeParallelCalls(t *testing.T) {
 	wg.Wait()
 	st = sc.must(200, "GET", "/v1/runs/"+runID, nil)
 	state := mustJSON(st.body["state"])
-	for _, want := range []string{`"Read:success"`, `"Grep:success"`, `"Glob:success"`} {
+	for _, want := range []string{`"Read:success"`, `"Grep:success"`, `"Glob:success"`, `"Agent:success"`} {
 		if !strings.Contains(state, want) {
 			t.Fatalf("after the results, state lacks %s: %s", want, state)
 		}

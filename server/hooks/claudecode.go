@@ -150,10 +150,19 @@ const (
 )
 
 // ccBuiltinTools are offered in every step, so calls Claude Code runs in
-// parallel can join one step whichever built-in tool they use.
-var ccBuiltinTools = []string{"AskUserQuestion", "Bash", "BashOutput", "Edit", "ExitPlanMode", "Glob", "Grep",
-	"KillBash", "KillShell", "LS", "MultiEdit", "NotebookEdit", "NotebookRead", "Read", "SlashCommand", "Skill",
-	"Task", "TodoWrite", "WebFetch", "WebSearch", "Write"}
+// parallel can join one step whichever built-in tool they use: the tools
+// of Claude Code's tools reference (v2.1.240), and the older names earlier
+// versions still send (Task before Agent, LS, MultiEdit, NotebookRead,
+// BashOutput, KillBash, KillShell, SlashCommand). A tool missing here is
+// taken for an MCP tool, and its first call in a batch fails "not
+// available".
+var ccBuiltinTools = []string{"Agent", "Artifact", "AskUserQuestion", "Bash", "BashOutput", "CronCreate", "CronDelete",
+	"CronList", "Edit", "EndConversation", "EnterPlanMode", "EnterWorktree", "ExitPlanMode", "ExitWorktree", "Glob",
+	"Grep", "KillBash", "KillShell", "LS", "LSP", "ListAgents", "ListMcpResourcesTool", "Monitor", "MultiEdit",
+	"NotebookEdit", "NotebookRead", "PowerShell", "PushNotification", "Read", "ReadMcpResourceTool", "RemoteTrigger",
+	"ReportFindings", "ScheduleWakeup", "SendMessage", "SendUserFile", "ShareOnboardingGuide", "Skill", "SlashCommand",
+	"Task", "TaskCreate", "TaskGet", "TaskList", "TaskOutput", "TaskStop", "TaskUpdate", "TodoWrite", "ToolSearch",
+	"WaitForMcpServers", "WebFetch", "WebSearch", "Workflow", "Write"}
 
 type claudeCode struct {
 	o Options
