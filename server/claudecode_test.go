@@ -531,32 +531,51 @@ p:result_transform(function(call, result, ctx)
   if type(result.data) == "string" then
     return awaken.success((result.data:gsub("ghp_%w+", "[REDACTED]")))
   end
+  if type(result.data) == "table" and type(result.data.stdout) == "string" then
+    local out = {}
+    for k, v in pairs(result.data) do out[k] = v end
+    out.stdout = out.stdout:gsub("ghp_%w+", "[REDACTED]")
+    return awaken.success(out)
+  end
   return result
 end)
 return p
 `
 
-// TestClaudeCodeRedactsMCPOutput: a result transform that changes an MCP
-// tool's output answers PostToolUse with updatedMCPToolOutput; a result it
-// leaves alone, or a built-in tool's, gets no such field.
-func TestClaudeCodeRedactsMCPOutput(t *testing.T) {
+// TestClaudeCodeRedactsToolOutput: a result transform that changes a
+// tool's output answers PostToolUse with updatedToolOutput, in the shape
+// the tool's tool_response had (Bash's stdout, stderr, interrupted,
+// isImage), and for an MCP tool with updatedMCPToolOutput too (Claude Code
+// before v2.1.121 reads only that); a result it leaves alone gets neither.
+func TestClaudeCodeRedactsToolOutput(t *testing.T) {
 	sc := newSidecar(t, project(t, "", map[string]string{"redactor.lua": redactLua}), Options{Log: quietLog()})
-	mcp := map[string]any{"session_id": "m", "tool_name": "mcp__github__get_token", "tool_input": map[string]any{}, "tool_use_id": "toolu_M1"}
-	pre := fixture(t, "pre_tool_use_mcp", mcp)
 	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "m"}), "")
-	sc.hook(t, pre, "")
-	post := fixture(t, "post_tool_use_write", mcp)
-	post["tool_response"] = "token ghp_abc123 issued"
-	out := sc.hook(t, post, "")
-	if s := specific(out); s == nil || s["updatedMCPToolOutput"] != "token [REDACTED] issued" {
-		t.Fatalf("want the redacted output: %s", mustJSON(out))
+	post := func(tool, id string, input map[string]any, response any) map[string]any {
+		t.Helper()
+		ev := map[string]any{"session_id": "m", "tool_name": tool, "tool_input": input, "tool_use_id": id}
+		if out := sc.hook(t, fixture(t, "pre_tool_use_mcp", ev), ""); len(out) != 0 {
+			t.Fatalf("%s: %s", id, mustJSON(out))
+		}
+		p := fixture(t, "post_tool_use_write", ev)
+		p["tool_response"] = response
+		return specific(sc.hook(t, p, ""))
 	}
-	mcp["tool_use_id"] = "toolu_M2"
-	sc.hook(t, fixture(t, "pre_tool_use_mcp", mcp), "")
-	post = fixture(t, "post_tool_use_write", mcp)
-	post["tool_response"] = "nothing secret"
-	if s := specific(sc.hook(t, post, "")); s != nil && s["updatedMCPToolOutput"] != nil {
-		t.Fatalf("an unchanged result: %v", s)
+	s := post("mcp__github__get_token", "toolu_M1", map[string]any{}, "token ghp_abc123 issued")
+	if s == nil || s["updatedToolOutput"] != "token [REDACTED] issued" || s["updatedMCPToolOutput"] != "token [REDACTED] issued" {
+		t.Fatalf("MCP tool: want the redacted output in both fields: %v", s)
+	}
+	bash := map[string]any{"stdout": "GH_TOKEN=ghp_abc123\n", "stderr": "", "interrupted": false, "isImage": false}
+	s = post("Bash", "toolu_B1", map[string]any{"command": "env"}, bash)
+	want := `{"interrupted":false,"isImage":false,"stderr":"","stdout":"GH_TOKEN=[REDACTED]\n"}`
+	if s == nil || mustJSON(s["updatedToolOutput"]) != want || s["updatedMCPToolOutput"] != nil {
+		t.Fatalf("Bash: want updatedToolOutput %s and no updatedMCPToolOutput: %v", want, s)
+	}
+	if s := post("mcp__github__get_token", "toolu_M2", map[string]any{}, "nothing secret"); s != nil && (s["updatedToolOutput"] != nil || s["updatedMCPToolOutput"] != nil) {
+		t.Fatalf("an unchanged MCP result: %v", s)
+	}
+	bash["stdout"] = "nothing secret\n"
+	if s := post("Bash", "toolu_B2", map[string]any{"command": "env"}, bash); s != nil && s["updatedToolOutput"] != nil {
+		t.Fatalf("an unchanged Bash result: %v", s)
 	}
 }
 

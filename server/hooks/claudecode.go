@@ -103,8 +103,9 @@ type ccSpecific struct {
 	UpdatedInput             map[string]any `json:"updatedInput,omitempty"`
 	AdditionalContext        string         `json:"additionalContext,omitempty"`
 	Decision                 *ccPermission  `json:"decision,omitempty"` // PermissionRequest
-	UpdatedMCPToolOutput     any            `json:"updatedMCPToolOutput,omitempty"`
-	hasMCP                   bool
+	UpdatedToolOutput        any            `json:"updatedToolOutput,omitempty"`
+	UpdatedMCPToolOutput     any            `json:"updatedMCPToolOutput,omitempty"` // Claude Code before v2.1.121
+	hasOutput                bool
 }
 
 // ccPermission is PermissionRequest's answer to the question Claude Code
@@ -378,9 +379,11 @@ func (c *claudeCode) failClosed(agent, event string, err error) string {
 
 // ccResult is what an event produced, before it is shaped for its event.
 type ccResult struct {
-	// mcpOutput replaces an MCP tool's output (PostToolUse), when set.
-	mcpOutput        any
-	hasMCPOutput     bool
+	// toolOutput replaces the tool's output (PostToolUse), when set; mcp
+	// says the tool is an MCP tool's.
+	toolOutput       any
+	hasToolOutput    bool
+	mcp              bool
 	decision, reason string
 	updated          map[string]any
 	context          []string
@@ -429,8 +432,11 @@ func shape(eventName string, res ccResult) ccOutput {
 		spec.AdditionalContext = strings.Join(res.context, "\n\n")
 	case evPostToolUse, evPostToolUseFailure, evUserPromptSubmit, evSessionStart:
 		spec.AdditionalContext = strings.Join(res.context, "\n\n")
-		if res.hasMCPOutput {
-			spec.UpdatedMCPToolOutput, spec.hasMCP = res.mcpOutput, true
+		if res.hasToolOutput {
+			spec.UpdatedToolOutput, spec.hasOutput = res.toolOutput, true
+			if res.mcp {
+				spec.UpdatedMCPToolOutput = res.toolOutput
+			}
 		}
 	case evStop, evSubagentStop:
 		out.Decision, out.Reason = res.decision, res.reason
@@ -439,7 +445,7 @@ func shape(eventName string, res ccResult) ccOutput {
 			spec.Decision = &ccPermission{Behavior: res.decision, Message: res.reason, UpdatedInput: res.updated}
 		}
 	}
-	if spec.PermissionDecision != "" || spec.AdditionalContext != "" || spec.UpdatedInput != nil || spec.Decision != nil || spec.hasMCP {
+	if spec.PermissionDecision != "" || spec.AdditionalContext != "" || spec.UpdatedInput != nil || spec.Decision != nil || spec.hasOutput {
 		out.HookSpecificOutput = spec
 	}
 	return out

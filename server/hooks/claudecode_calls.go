@@ -486,11 +486,15 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 			if err != nil {
 				return res, c.release(ctx, cs, e, err)
 			}
-			// A result transform (redaction) changed an MCP tool's output:
-			// Claude Code lets a hook replace only those.
-			if strings.HasPrefix(call.Name, "mcp__") && in.HookEventName == evPostToolUse &&
-				out.Status == model.StatusSuccess && !reflect.DeepEqual(out.Data, result.Data) {
-				res.mcpOutput, res.hasMCPOutput = out.Data, true
+			// A result transform (redaction) changed the output: Claude
+			// reads the changed one (updatedToolOutput, any tool since
+			// Claude Code v2.1.121; updatedMCPToolOutput, MCP tools, for
+			// earlier versions). The transform saw tool_response as Claude
+			// Code sent it, so the output keeps the tool's shape unless the
+			// plugin changed it.
+			if in.HookEventName == evPostToolUse && out.Status == model.StatusSuccess && !reflect.DeepEqual(out.Data, result.Data) {
+				res.toolOutput, res.hasToolOutput = out.Data, true
+				res.mcp = strings.HasPrefix(call.Name, "mcp__")
 			}
 		}
 	}
