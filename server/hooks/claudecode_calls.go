@@ -95,8 +95,8 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 // call may run. The call was gated at its PreToolUse when that hook is
 // installed: that decision answers (block and set_result deny, a rewrite
 // allows with its input); otherwise the call is gated now. Suspend and
-// allow leave the question to the user ({}), so a plugin never widens
-// what the user is asked about.
+// allow leave the question to the user ({}); only a rewrite, which vouches
+// for the exact input it made, answers for the user.
 func (c *claudeCode) permissionRequest(ctx context.Context, cs *ccSession, in ccInput) (ccResult, error) {
 	var res ccResult
 	call, err := toolCall(in)
