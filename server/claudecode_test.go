@@ -598,6 +598,96 @@ func TestClaudeCodeSubagentStopContinues(t *testing.T) {
 	wantEmpty(t, sc.hook(t, map[string]any{"session_id": "sub", "hook_event_name": "SubagentStop", "agent_id": ""}, ""))
 }
 
+// A subagent's tool events (they carry its agent_id) are its own run's, on
+// the thread <session>/subagent/<agent_id>: the main agent's batch ending
+// does not end the subagent's call in flight, the call's result reaches
+// after_tool_execute, and the subagent's SubagentStop answers that same
+// run, which a runtime.continue keeps open for the subagent's next calls.
+func TestClaudeCodeSubagentToolCalls(t *testing.T) {
+	sc := newSidecar(t, project(t, "\n[agents.reviewed]\ntools = []\nmax_continues = 1\n",
+		map[string]string{"ccpolicy.lua": ccPolicyLua, "reviewer.lua": ccContinueLua}), Options{Log: quietLog(), HookAgent: "reviewed"})
+	const sid = "sa"
+	read := func(id, file, agent string) map[string]any {
+		ev := map[string]any{"session_id": sid, "tool_use_id": id, "tool_name": "Read", "tool_input": map[string]any{"file_path": file}}
+		if agent != "" {
+			ev["agent_id"], ev["agent_type"] = agent, "Explore"
+		}
+		return ev
+	}
+	pre := func(ev map[string]any) {
+		t.Helper()
+		if out := sc.hook(t, fixture(t, "pre_tool_use_write", ev), ""); specific(out)["permissionDecision"] != nil {
+			t.Fatalf("%v: %s", ev["tool_use_id"], mustJSON(out))
+		}
+	}
+	post := func(ev map[string]any) {
+		t.Helper()
+		p := fixture(t, "post_tool_use_write", ev)
+		p["tool_response"] = map[string]any{"ok": true}
+		sc.hook(t, p, "")
+	}
+	subStopOf := func(agent string) map[string]any {
+		return sc.hook(t, map[string]any{"session_id": sid, "hook_event_name": "SubagentStop", "agent_id": agent,
+			"agent_type": "Explore", "last_assistant_message": "found it", "stop_hook_active": false}, "")
+	}
+	subStop := func() map[string]any { return subStopOf("a1") }
+	state := func(run string) map[string]any {
+		t.Helper()
+		return sc.must(200, "GET", "/v1/runs/"+run, nil).body["state"].(map[string]any)
+	}
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": sid}), "")
+	main, s1 := read("toolu_M", "/m.go", ""), read("toolu_S1", "/s.go", "a1")
+	pre(main)
+	pre(s1)
+	post(main)
+	sc.hook(t, map[string]any{"session_id": sid, "hook_event_name": "PostToolBatch", "tool_calls": []any{}}, "")
+	post(s1)
+	mainRun, subRun := sc.ccRunID(t, sid), sc.ccRunID(t, sid+"/subagent/a1")
+	if subRun == "" || subRun == mainRun {
+		t.Fatalf("the subagent's calls should have a run of their own: main %q, subagent %q", mainRun, subRun)
+	}
+	if got := mustJSON(state(mainRun)["ccpolicy.ended"]); got != `["toolu_M:succeeded"]` {
+		t.Fatalf("the main run's step should hold only its own call: %s", got)
+	}
+	st := state(subRun)
+	if got := mustJSON(st["ccpolicy.seen"]); got != `["Read:success"]` {
+		t.Fatalf("the subagent's result should reach after_tool_execute: %s", got)
+	}
+	if got := mustJSON(st["ccpolicy.ended"]); got != `["toolu_S1:succeeded"]` {
+		t.Fatalf("the subagent's step: %s", got)
+	}
+	if out := subStop(); out["decision"] != "block" {
+		t.Fatalf("the subagent's first stop should be continued: %s", mustJSON(out))
+	}
+	s2 := read("toolu_S2", "/t.go", "a1")
+	pre(s2)
+	post(s2)
+	if again := sc.ccRunID(t, sid+"/subagent/a1"); again != subRun {
+		t.Fatalf("the continued subagent's calls should stay in its run %s, are in %q", subRun, again)
+	}
+	wantEmpty(t, subStop()) // the one continue is spent
+	got := sc.must(200, "GET", "/v1/runs/"+subRun, nil)
+	if got.str("status") != "done" || mustJSON(got.body["state"].(map[string]any)["ccpolicy.seen"]) != `["Read:success","Read:success"]` {
+		t.Fatalf("the subagent's run should end with both its calls: %s", got.raw)
+	}
+	if mainNow := sc.ccRunID(t, sid); mainNow != mainRun {
+		t.Fatalf("the main run should be untouched: %q, was %q", mainNow, mainRun)
+	}
+	// A subagent that stops with a call still in flight: its run ends, the
+	// stop is a run of its own, and the subagent's calls after the
+	// continue join that one (whose one continue is then spent).
+	pre(read("toolu_S3", "/u.go", "a2"))
+	if out := subStopOf("a2"); out["decision"] != "block" {
+		t.Fatalf("a2's first stop should be continued: %s", mustJSON(out))
+	}
+	s4 := read("toolu_S4", "/v.go", "a2")
+	pre(s4)
+	post(s4)
+	if out := subStopOf("a2"); len(out) != 0 {
+		t.Fatalf("a2's calls after the continue should have joined the continued run, whose continue is spent: %s", mustJSON(out))
+	}
+}
+
 // A session whose run a client deleted (DELETE /v1/runs/{id}) goes on in a
 // new run: the adapter forgets the run it cannot find instead of failing
 // every later event.

@@ -207,7 +207,9 @@ type ccSession struct {
 	// events of Claude Code's exit and resume leave it waiting.
 	deferring bool
 	// looked: the session looked for a run it lost track of (openRun).
-	looked   bool
+	looked bool
+	// sub: the session is a subagent's (its id is its thread's).
+	sub      bool
 	lastUsed atomic.Int64
 	gone     bool
 }
@@ -400,7 +402,18 @@ func (c *claudeCode) dispatch(ctx context.Context, in ccInput, agent string) ccO
 	if in.SessionID == "" || len(in.SessionID) > c.o.MaxIDLen || !utf8.ValidString(in.SessionID) {
 		return c.failure(in.HookEventName, fmt.Errorf("session_id must be a non-empty UTF-8 string of at most %d bytes", c.o.MaxIDLen))
 	}
-	cs := c.session(in.SessionID, agent)
+	key := in.SessionID
+	if in.AgentID != "" && subagentEvents[in.HookEventName] {
+		// A subagent's tool calls are its own run's, on its thread, which
+		// its SubagentStop answers: in the main run they would join (and
+		// be ended with) the main agent's steps.
+		if len(in.AgentID) > c.o.MaxIDLen || !utf8.ValidString(in.AgentID) {
+			return c.failure(in.HookEventName, fmt.Errorf("agent_id must be a UTF-8 string of at most %d bytes", c.o.MaxIDLen))
+		}
+		key = subagentThread(in.SessionID, in.AgentID)
+	}
+	cs := c.session(key, agent)
+	cs.sub = key != in.SessionID
 	defer func() {
 		cs.lastUsed.Store(time.Now().UnixNano())
 		cs.mu.Unlock()
@@ -417,6 +430,14 @@ func (c *claudeCode) dispatch(ctx context.Context, in ccInput, agent string) ccO
 	}
 	return shape(in.HookEventName, res)
 }
+
+// subagentEvents are the events that, carrying an agent_id, come from a
+// subagent's own steps.
+var subagentEvents = map[string]bool{evPreToolUse: true, evPermissionRequest: true, evPostToolUse: true,
+	evPostToolUseFailure: true, evPostToolBatch: true}
+
+// subagentThread is the thread of a subagent's runs.
+func subagentThread(session, agentID string) string { return session + "/subagent/" + agentID }
 
 // shape puts a result into the fields Claude Code reads for the event.
 func shape(eventName string, res ccResult) ccOutput {
@@ -617,6 +638,13 @@ func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (Run, error) {
 		// it as before.
 		c.unlock(cs, e)
 		cs.runID = ""
+		if cs.sub && !adopted {
+			// A subagent's run ended at its SubagentStop, which may have
+			// kept another open on the thread (runtime.continue): the
+			// subagent's next calls join that one.
+			cs.looked = false
+			return c.openRun(ctx, cs)
+		}
 		return nil, nil
 	}
 	return e, nil

@@ -30,7 +30,7 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	if cs.subRuns == nil {
 		cs.subRuns = map[string]string{}
 	}
-	thread := cs.id + "/subagent/" + in.AgentID
+	thread := subagentThread(cs.id, in.AgentID)
 	id, known := cs.subRuns[in.AgentID]
 	delete(cs.subRuns, in.AgentID)
 	if !known {
@@ -39,10 +39,14 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 		// holds its thread, and is taken up again.
 		id = c.o.Runs.ThreadHolder(thread)
 	}
+	// The run on the thread is taken up when it is between steps or waits
+	// for the model's answer: kept open by a runtime.continue, or the run
+	// of the subagent's own tool calls.
 	var e Run
 	if id != "" {
 		if le, err := c.lock(ctx, cs, id); err == nil {
-			if le.Done() || !c.adoptable(cs, le) || le.Session().Stage() != run.StageStepEnded {
+			st := le.Session().Stage()
+			if le.Done() || !c.adoptable(cs, le) || (st != run.StageStepEnded && st != run.StageInferenceReady) {
 				c.unlock(cs, le)
 			} else {
 				e = le
@@ -63,11 +67,13 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	sess := e.Session()
 	var o run.Outcome
 	err := func() error {
-		if _, err := sess.StepStart(ctx); err != nil || sess.Termination() != "" {
-			return err
-		}
-		if _, _, err := sess.BeforeInference(ctx, model.Request{}); err != nil || sess.Termination() != "" {
-			return err
+		if sess.Stage() != run.StageInferenceReady {
+			if _, err := sess.StepStart(ctx); err != nil || sess.Termination() != "" {
+				return err
+			}
+			if _, _, err := sess.BeforeInference(ctx, model.Request{}); err != nil || sess.Termination() != "" {
+				return err
+			}
 		}
 		if _, err := sess.AfterInference(ctx, model.Response{Text: in.LastAssistantMessage}); err != nil || sess.Termination() != "" {
 			return err
