@@ -598,6 +598,30 @@ func TestClaudeCodeSubagentStopContinues(t *testing.T) {
 	wantEmpty(t, sc.hook(t, map[string]any{"session_id": "sub", "hook_event_name": "SubagentStop", "agent_id": ""}, ""))
 }
 
+// Claude Code compacts a long conversation, in the middle of a turn too,
+// and then sends SessionStart with source "compact": a turn still open
+// goes on in its run, where a new session or a compaction between turns
+// greets the session as at its start.
+func TestClaudeCodeCompactionKeepsTheTurn(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	s := map[string]any{"session_id": "compacted"}
+	sc.hook(t, fixture(t, "user_prompt_submit", s), "")
+	wantEmpty(t, sc.hook(t, fixture(t, "pre_tool_use_write", s), ""))
+	run := sc.ccRunID(t, "compacted")
+	wantEmpty(t, sc.hook(t, fixture(t, "session_start", map[string]any{"session_id": "compacted", "source": "compact"}), ""))
+	sc.hook(t, fixture(t, "post_tool_use_write", s), "")
+	if now := sc.ccRunID(t, "compacted"); now != run {
+		t.Fatalf("the turn should go on in run %s, is in %q", run, now)
+	}
+	st := sc.must(200, "GET", "/v1/runs/"+run, nil)
+	if st.str("status") != "running" || mustJSON(st.body["state"].(map[string]any)["ccpolicy.seen"]) != `["Write:success"]` {
+		t.Fatalf("the call made before the compaction should finish in the turn: %s", st.raw)
+	}
+	sc.hook(t, fixture(t, "stop", s), "")
+	out := sc.hook(t, fixture(t, "session_start", map[string]any{"session_id": "compacted", "source": "compact"}), "")
+	wantContext(t, out, "SessionStart", "awaken-lua guards this session.")
+}
+
 // A subagent's tool events (they carry its agent_id) are its own run's, on
 // the thread <session>/subagent/<agent_id>: the main agent's batch ending
 // does not end the subagent's call in flight, the call's result reaches

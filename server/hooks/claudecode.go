@@ -484,6 +484,18 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 	}
 	switch in.HookEventName {
 	case evSessionStart:
+		if in.Source == "compact" {
+			// Claude Code compacted the conversation, which it also does
+			// in the middle of a turn: a turn still open goes on.
+			e, err := c.openRun(ctx, cs)
+			if err != nil {
+				return res, err
+			}
+			if e != nil {
+				c.unlock(cs, e)
+				return res, nil
+			}
+		}
 		// A one-step run lets plugins greet the session: context messages
 		// placed in its before_inference become additionalContext.
 		if err := c.endOpenRun(ctx, cs); err != nil {
