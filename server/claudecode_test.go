@@ -485,7 +485,9 @@ func TestClaudeCodePermissionRequest(t *testing.T) {
 }
 
 // TestClaudeCodePostToolBatchEndsTheStep: the batch's calls whose
-// PostToolUse never came are finished as failed, and the step ends.
+// PostToolUse never came are finished as failed, the step ends, and the
+// next inference opens, so context messages the step's hooks scheduled
+// reach Claude as the batch's additionalContext.
 func TestClaudeCodePostToolBatchEndsTheStep(t *testing.T) {
 	sc := ccSidecar(t, Options{})
 	sc.hook(t, fixture(t, "user_prompt_submit", nil), "")
@@ -502,7 +504,7 @@ func TestClaudeCodePostToolBatchEndsTheStep(t *testing.T) {
 	}
 	batch := fixture(t, "user_prompt_submit", nil)
 	batch["hook_event_name"] = "PostToolBatch"
-	wantEmpty(t, sc.hook(t, batch, ""))
+	wantContext(t, sc.hook(t, batch, ""), "PostToolBatch", "Run the formatter on b.txt.")
 	if got := state(); got != `["toolu_A:succeeded","toolu_B:failed"]` {
 		t.Fatalf("after PostToolBatch: %s", got)
 	}

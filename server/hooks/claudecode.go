@@ -451,7 +451,7 @@ func shape(eventName string, res ccResult) ccOutput {
 	case evPreToolUse:
 		spec.PermissionDecision, spec.PermissionDecisionReason, spec.UpdatedInput = res.decision, res.reason, res.updated
 		spec.AdditionalContext = strings.Join(res.context, "\n\n")
-	case evPostToolUse, evPostToolUseFailure, evUserPromptSubmit, evSessionStart:
+	case evPostToolUse, evPostToolUseFailure, evPostToolBatch, evUserPromptSubmit, evSessionStart:
 		spec.AdditionalContext = strings.Join(res.context, "\n\n")
 		if res.hasToolOutput {
 			spec.UpdatedToolOutput, spec.hasOutput = res.toolOutput, true
@@ -542,7 +542,13 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 			return res, err
 		}
 		if stageOf(e) == run.StageInferred {
-			_, err = c.closeStep(ctx, cs, e, true)
+			var closed bool
+			closed, err = c.closeStep(ctx, cs, e, true)
+			if sess := e.Session(); closed && err == nil && sess.Termination() == "" && sess.Status() == run.Running {
+				// Claude infers next: open that inference so the context
+				// messages plugins scheduled reach it now.
+				e, err = c.drive(ctx, cs, e, &res, run.StageInferenceReady, "")
+			}
 		}
 		return res, c.release(ctx, cs, e, err)
 	case evPostToolUse, evPostToolUseFailure:
