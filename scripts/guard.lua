@@ -14,13 +14,33 @@ local refusals = p:key("guard.refusals", {
   scope = "thread", merge = "commutative", reducer = "add", default = 0, schema = { type = "integer" },
 })
 
-local file_tools = { fs_read = true, fs_write = true }
+-- The tools that read or write a file, and the argument that names it:
+-- this project's fs tools, and Claude Code's (through the sidecar's hooks).
+local file_tools = {
+  fs_read = "path", fs_write = "path",
+  Read = "file_path", Write = "file_path", Edit = "file_path", MultiEdit = "file_path",
+  NotebookEdit = "notebook_path",
+}
+
+-- matches reports whether a secrets glob names path. A glob without "/"
+-- (.env, *.pem) names a file in any directory; a relative path glob
+-- matches an absolute path (Claude Code sends those) at any depth.
+local function matches(pattern, path)
+  if not pattern:find("/", 1, true) then
+    return awaken.glob(pattern, path:match("[^/]*$"))
+  end
+  if path:sub(1, 1) == "/" and pattern:sub(1, 1) ~= "/" and pattern:sub(1, 3) ~= "**/" then
+    pattern = "**/" .. pattern
+  end
+  return awaken.glob(pattern, path)
+end
 
 p:tool_gate(function(ctx, call)
-  local path = call.args.path
-  if not (file_tools[call.name] and type(path) == "string") then return nil end
+  local arg = file_tools[call.name]
+  local path = arg and call.args[arg]
+  if type(path) ~= "string" then return nil end
   for _, pattern in ipairs(ctx.config.secrets) do
-    if awaken.glob(pattern, path) then
+    if matches(pattern, path) then
       return awaken.set_result(awaken.error("guard: " .. path .. " holds secrets and is off limits"))
     end
   end

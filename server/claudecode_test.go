@@ -281,10 +281,12 @@ func TestClaudeCodeParallelCalls(t *testing.T) {
 		return fixture(t, "post_tool_use_write", map[string]any{"session_id": sid, "tool_use_id": id, "tool_name": tool,
 			"tool_input": input, "tool_response": map[string]any{"ok": true}})
 	}
+	// Agent is the subagent tool of current Claude Code (Task before it).
 	inputs := map[string]map[string]any{
 		"toolu_A": {"file_path": "/a.go"}, "toolu_B": {"pattern": "TODO"}, "toolu_C": {"pattern": "*.go"},
+		"toolu_D": {"subagent_type": "Explore", "description": "look", "prompt": "find the tests"},
 	}
-	tools := map[string]string{"toolu_A": "Read", "toolu_B": "Grep", "toolu_C": "Glob"}
+	tools := map[string]string{"toolu_A": "Read", "toolu_B": "Grep", "toolu_C": "Glob", "toolu_D": "Agent"}
 	var wg sync.WaitGroup
 	for id := range inputs {
 		wg.Add(1)
@@ -311,7 +313,7 @@ func TestClaudeCodeParallelCalls(t *testing.T) {
 	wg.Wait()
 	st = sc.must(200, "GET", "/v1/runs/"+runID, nil)
 	state := mustJSON(st.body["state"])
-	for _, want := range []string{`"Read:success"`, `"Grep:success"`, `"Glob:success"`} {
+	for _, want := range []string{`"Read:success"`, `"Grep:success"`, `"Glob:success"`, `"Agent:success"`} {
 		if !strings.Contains(state, want) {
 			t.Fatalf("after the results, state lacks %s: %s", want, state)
 		}
@@ -483,7 +485,9 @@ func TestClaudeCodePermissionRequest(t *testing.T) {
 }
 
 // TestClaudeCodePostToolBatchEndsTheStep: the batch's calls whose
-// PostToolUse never came are finished as failed, and the step ends.
+// PostToolUse never came are finished as failed, the step ends, and the
+// next inference opens, so context messages the step's hooks scheduled
+// reach Claude as the batch's additionalContext.
 func TestClaudeCodePostToolBatchEndsTheStep(t *testing.T) {
 	sc := ccSidecar(t, Options{})
 	sc.hook(t, fixture(t, "user_prompt_submit", nil), "")
@@ -500,7 +504,7 @@ func TestClaudeCodePostToolBatchEndsTheStep(t *testing.T) {
 	}
 	batch := fixture(t, "user_prompt_submit", nil)
 	batch["hook_event_name"] = "PostToolBatch"
-	wantEmpty(t, sc.hook(t, batch, ""))
+	wantContext(t, sc.hook(t, batch, ""), "PostToolBatch", "Run the formatter on b.txt.")
 	if got := state(); got != `["toolu_A:succeeded","toolu_B:failed"]` {
 		t.Fatalf("after PostToolBatch: %s", got)
 	}
@@ -529,32 +533,51 @@ p:result_transform(function(call, result, ctx)
   if type(result.data) == "string" then
     return awaken.success((result.data:gsub("ghp_%w+", "[REDACTED]")))
   end
+  if type(result.data) == "table" and type(result.data.stdout) == "string" then
+    local out = {}
+    for k, v in pairs(result.data) do out[k] = v end
+    out.stdout = out.stdout:gsub("ghp_%w+", "[REDACTED]")
+    return awaken.success(out)
+  end
   return result
 end)
 return p
 `
 
-// TestClaudeCodeRedactsMCPOutput: a result transform that changes an MCP
-// tool's output answers PostToolUse with updatedMCPToolOutput; a result it
-// leaves alone, or a built-in tool's, gets no such field.
-func TestClaudeCodeRedactsMCPOutput(t *testing.T) {
+// TestClaudeCodeRedactsToolOutput: a result transform that changes a
+// tool's output answers PostToolUse with updatedToolOutput, in the shape
+// the tool's tool_response had (Bash's stdout, stderr, interrupted,
+// isImage), and for an MCP tool with updatedMCPToolOutput too (Claude Code
+// before v2.1.121 reads only that); a result it leaves alone gets neither.
+func TestClaudeCodeRedactsToolOutput(t *testing.T) {
 	sc := newSidecar(t, project(t, "", map[string]string{"redactor.lua": redactLua}), Options{Log: quietLog()})
-	mcp := map[string]any{"session_id": "m", "tool_name": "mcp__github__get_token", "tool_input": map[string]any{}, "tool_use_id": "toolu_M1"}
-	pre := fixture(t, "pre_tool_use_mcp", mcp)
 	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "m"}), "")
-	sc.hook(t, pre, "")
-	post := fixture(t, "post_tool_use_write", mcp)
-	post["tool_response"] = "token ghp_abc123 issued"
-	out := sc.hook(t, post, "")
-	if s := specific(out); s == nil || s["updatedMCPToolOutput"] != "token [REDACTED] issued" {
-		t.Fatalf("want the redacted output: %s", mustJSON(out))
+	post := func(tool, id string, input map[string]any, response any) map[string]any {
+		t.Helper()
+		ev := map[string]any{"session_id": "m", "tool_name": tool, "tool_input": input, "tool_use_id": id}
+		if out := sc.hook(t, fixture(t, "pre_tool_use_mcp", ev), ""); len(out) != 0 {
+			t.Fatalf("%s: %s", id, mustJSON(out))
+		}
+		p := fixture(t, "post_tool_use_write", ev)
+		p["tool_response"] = response
+		return specific(sc.hook(t, p, ""))
 	}
-	mcp["tool_use_id"] = "toolu_M2"
-	sc.hook(t, fixture(t, "pre_tool_use_mcp", mcp), "")
-	post = fixture(t, "post_tool_use_write", mcp)
-	post["tool_response"] = "nothing secret"
-	if s := specific(sc.hook(t, post, "")); s != nil && s["updatedMCPToolOutput"] != nil {
-		t.Fatalf("an unchanged result: %v", s)
+	s := post("mcp__github__get_token", "toolu_M1", map[string]any{}, "token ghp_abc123 issued")
+	if s == nil || s["updatedToolOutput"] != "token [REDACTED] issued" || s["updatedMCPToolOutput"] != "token [REDACTED] issued" {
+		t.Fatalf("MCP tool: want the redacted output in both fields: %v", s)
+	}
+	bash := map[string]any{"stdout": "GH_TOKEN=ghp_abc123\n", "stderr": "", "interrupted": false, "isImage": false}
+	s = post("Bash", "toolu_B1", map[string]any{"command": "env"}, bash)
+	want := `{"interrupted":false,"isImage":false,"stderr":"","stdout":"GH_TOKEN=[REDACTED]\n"}`
+	if s == nil || mustJSON(s["updatedToolOutput"]) != want || s["updatedMCPToolOutput"] != nil {
+		t.Fatalf("Bash: want updatedToolOutput %s and no updatedMCPToolOutput: %v", want, s)
+	}
+	if s := post("mcp__github__get_token", "toolu_M2", map[string]any{}, "nothing secret"); s != nil && (s["updatedToolOutput"] != nil || s["updatedMCPToolOutput"] != nil) {
+		t.Fatalf("an unchanged MCP result: %v", s)
+	}
+	bash["stdout"] = "nothing secret\n"
+	if s := post("Bash", "toolu_B2", map[string]any{"command": "env"}, bash); s != nil && s["updatedToolOutput"] != nil {
+		t.Fatalf("an unchanged Bash result: %v", s)
 	}
 }
 
@@ -575,6 +598,120 @@ func TestClaudeCodeSubagentStopContinues(t *testing.T) {
 	}
 	wantEmpty(t, stop("a1")) // a1's bound of one continue is spent
 	wantEmpty(t, sc.hook(t, map[string]any{"session_id": "sub", "hook_event_name": "SubagentStop", "agent_id": ""}, ""))
+}
+
+// Claude Code compacts a long conversation, in the middle of a turn too,
+// and then sends SessionStart with source "compact": a turn still open
+// goes on in its run, where a new session or a compaction between turns
+// greets the session as at its start.
+func TestClaudeCodeCompactionKeepsTheTurn(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	s := map[string]any{"session_id": "compacted"}
+	sc.hook(t, fixture(t, "user_prompt_submit", s), "")
+	wantEmpty(t, sc.hook(t, fixture(t, "pre_tool_use_write", s), ""))
+	run := sc.ccRunID(t, "compacted")
+	wantEmpty(t, sc.hook(t, fixture(t, "session_start", map[string]any{"session_id": "compacted", "source": "compact"}), ""))
+	sc.hook(t, fixture(t, "post_tool_use_write", s), "")
+	if now := sc.ccRunID(t, "compacted"); now != run {
+		t.Fatalf("the turn should go on in run %s, is in %q", run, now)
+	}
+	st := sc.must(200, "GET", "/v1/runs/"+run, nil)
+	if st.str("status") != "running" || mustJSON(st.body["state"].(map[string]any)["ccpolicy.seen"]) != `["Write:success"]` {
+		t.Fatalf("the call made before the compaction should finish in the turn: %s", st.raw)
+	}
+	sc.hook(t, fixture(t, "stop", s), "")
+	out := sc.hook(t, fixture(t, "session_start", map[string]any{"session_id": "compacted", "source": "compact"}), "")
+	wantContext(t, out, "SessionStart", "awaken-lua guards this session.")
+}
+
+// A subagent's tool events (they carry its agent_id) are its own run's, on
+// the thread <session>/subagent/<agent_id>: the main agent's batch ending
+// does not end the subagent's call in flight, the call's result reaches
+// after_tool_execute, and the subagent's SubagentStop answers that same
+// run, which a runtime.continue keeps open for the subagent's next calls.
+func TestClaudeCodeSubagentToolCalls(t *testing.T) {
+	sc := newSidecar(t, project(t, "\n[agents.reviewed]\ntools = []\nmax_continues = 1\n",
+		map[string]string{"ccpolicy.lua": ccPolicyLua, "reviewer.lua": ccContinueLua}), Options{Log: quietLog(), HookAgent: "reviewed"})
+	const sid = "sa"
+	read := func(id, file, agent string) map[string]any {
+		ev := map[string]any{"session_id": sid, "tool_use_id": id, "tool_name": "Read", "tool_input": map[string]any{"file_path": file}}
+		if agent != "" {
+			ev["agent_id"], ev["agent_type"] = agent, "Explore"
+		}
+		return ev
+	}
+	pre := func(ev map[string]any) {
+		t.Helper()
+		if out := sc.hook(t, fixture(t, "pre_tool_use_write", ev), ""); specific(out)["permissionDecision"] != nil {
+			t.Fatalf("%v: %s", ev["tool_use_id"], mustJSON(out))
+		}
+	}
+	post := func(ev map[string]any) {
+		t.Helper()
+		p := fixture(t, "post_tool_use_write", ev)
+		p["tool_response"] = map[string]any{"ok": true}
+		sc.hook(t, p, "")
+	}
+	subStopOf := func(agent string) map[string]any {
+		return sc.hook(t, map[string]any{"session_id": sid, "hook_event_name": "SubagentStop", "agent_id": agent,
+			"agent_type": "Explore", "last_assistant_message": "found it", "stop_hook_active": false}, "")
+	}
+	subStop := func() map[string]any { return subStopOf("a1") }
+	state := func(run string) map[string]any {
+		t.Helper()
+		return sc.must(200, "GET", "/v1/runs/"+run, nil).body["state"].(map[string]any)
+	}
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": sid}), "")
+	main, s1 := read("toolu_M", "/m.go", ""), read("toolu_S1", "/s.go", "a1")
+	pre(main)
+	pre(s1)
+	post(main)
+	sc.hook(t, map[string]any{"session_id": sid, "hook_event_name": "PostToolBatch", "tool_calls": []any{}}, "")
+	post(s1)
+	mainRun, subRun := sc.ccRunID(t, sid), sc.ccRunID(t, sid+"/subagent/a1")
+	if subRun == "" || subRun == mainRun {
+		t.Fatalf("the subagent's calls should have a run of their own: main %q, subagent %q", mainRun, subRun)
+	}
+	if got := mustJSON(state(mainRun)["ccpolicy.ended"]); got != `["toolu_M:succeeded"]` {
+		t.Fatalf("the main run's step should hold only its own call: %s", got)
+	}
+	st := state(subRun)
+	if got := mustJSON(st["ccpolicy.seen"]); got != `["Read:success"]` {
+		t.Fatalf("the subagent's result should reach after_tool_execute: %s", got)
+	}
+	if got := mustJSON(st["ccpolicy.ended"]); got != `["toolu_S1:succeeded"]` {
+		t.Fatalf("the subagent's step: %s", got)
+	}
+	if out := subStop(); out["decision"] != "block" {
+		t.Fatalf("the subagent's first stop should be continued: %s", mustJSON(out))
+	}
+	s2 := read("toolu_S2", "/t.go", "a1")
+	pre(s2)
+	post(s2)
+	if again := sc.ccRunID(t, sid+"/subagent/a1"); again != subRun {
+		t.Fatalf("the continued subagent's calls should stay in its run %s, are in %q", subRun, again)
+	}
+	wantEmpty(t, subStop()) // the one continue is spent
+	got := sc.must(200, "GET", "/v1/runs/"+subRun, nil)
+	if got.str("status") != "done" || mustJSON(got.body["state"].(map[string]any)["ccpolicy.seen"]) != `["Read:success","Read:success"]` {
+		t.Fatalf("the subagent's run should end with both its calls: %s", got.raw)
+	}
+	if mainNow := sc.ccRunID(t, sid); mainNow != mainRun {
+		t.Fatalf("the main run should be untouched: %q, was %q", mainNow, mainRun)
+	}
+	// A subagent that stops with a call still in flight: its run ends, the
+	// stop is a run of its own, and the subagent's calls after the
+	// continue join that one (whose one continue is then spent).
+	pre(read("toolu_S3", "/u.go", "a2"))
+	if out := subStopOf("a2"); out["decision"] != "block" {
+		t.Fatalf("a2's first stop should be continued: %s", mustJSON(out))
+	}
+	s4 := read("toolu_S4", "/v.go", "a2")
+	pre(s4)
+	post(s4)
+	if out := subStopOf("a2"); len(out) != 0 {
+		t.Fatalf("a2's calls after the continue should have joined the continued run, whose continue is spent: %s", mustJSON(out))
+	}
 }
 
 // A session whose run a client deleted (DELETE /v1/runs/{id}) goes on in a

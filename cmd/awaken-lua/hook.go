@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,49 +44,37 @@ var hookProtocols = map[string]map[string]bool{
 
 // cmdHook is a coding agent's command hook: one event on stdin, the
 // sidecar's reply on stdout. When no reply comes, a tool-permission event
-// fails closed (exit 2, the reason on stderr, which the agent reads as a
-// block) and the others fail open (exit 0, no output), unless --fail says
-// otherwise.
+// fails closed (denied in the way that agent reads a deny) and the others
+// fail open (exit 0, no output), unless --fail says otherwise.
+//
+// A hook command that is itself wrong (a bad flag, a typo in the settings
+// the agent runs it from) is no reason to block a prompt or keep a Stop
+// going, which is what exit 2 means on those events: the event is still
+// read, a tool-permission event is denied, and any other goes on with exit
+// 1, which the agent shows as a hook error.
 func cmdHook(e *env) int {
 	fs := e.flags("hook")
 	agent := fs.String("agent", "claude-code", "the coding agent whose hook protocol the event speaks: claude-code, codex, copilot, cursor or gemini")
-	addr := fs.String("url", "", "the sidecar (default $AWAKEN_URL, else "+defaultHookURL+")")
+	addr := fs.String("url", "", "the sidecar (default $AWAKEN_URL, else http:// and [server] addr of awaken.toml when there is one, else "+defaultHookURL+")")
 	timeout := fs.Duration("timeout", defaultHookTimeout, "how long to wait for the decision")
 	fail := fs.String("fail", "", "closed or open: the answer when no decision comes (default: closed for tool-permission events, open for the rest)")
 	local := fs.Bool("local", false, "decide in-process from awaken.toml and its plugins, with the file store, instead of asking a sidecar")
 	as := fs.String("as", "", "the awaken-lua agent the event runs as (default: [server] hook_agent)")
 	event := fs.String("event", "", "the event, for agents whose input does not name it (copilot: preToolUse, postToolUse, ...)")
 	suspend := fs.String("suspend", "", "claude-code: how a call a plugin suspends is answered: ask (default), or defer (headless claude -p; decide it with POST /v1/runs/{id}/resume)")
+	// The flag package's own report goes to the usage error below: on a
+	// deny the agent shows stderr to the model, which needs one line, not
+	// the whole usage.
+	fs.SetOutput(io.Discard)
 	args, err := parse(fs, e.args)
-	if err != nil {
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(e.stderr)
+		fs.Usage()
 		return exitUsage
 	}
-	if len(args) > 0 {
-		fmt.Fprintf(e.stderr, "awaken-lua hook: unexpected argument %q (the event comes on stdin)\n", args[0])
-		return exitUsage
-	}
+	misuse := hookMisuse(err, args, *agent, *suspend, *fail, *event, *local)
 	if *agent == "gemini-cli" {
 		*agent = "gemini" // the CLI's own name
-	}
-	permission, ok := hookProtocols[*agent]
-	if !ok {
-		fmt.Fprintf(e.stderr, "awaken-lua hook: --agent %q is not a supported agent; supported: claude-code, codex, copilot, cursor, gemini\n", *agent)
-		return exitUsage
-	}
-	switch {
-	case *suspend != "" && *suspend != "ask" && *suspend != "defer":
-		fmt.Fprintf(e.stderr, "awaken-lua hook: --suspend is ask or defer, not %q\n", *suspend)
-		return exitUsage
-	case *suspend != "" && *agent != "claude-code":
-		fmt.Fprintf(e.stderr, "awaken-lua hook: --suspend is for --agent claude-code (only Claude Code can defer a call)\n")
-		return exitUsage
-	case *suspend == "defer" && *local:
-		fmt.Fprintln(e.stderr, "awaken-lua hook: --suspend defer needs a sidecar (awaken-lua serve): a deferred call waits there for its decision, and --local keeps nothing between events")
-		return exitUsage
-	}
-	if *fail != "" && *fail != "closed" && *fail != "open" {
-		fmt.Fprintf(e.stderr, "awaken-lua hook: --fail is closed or open, not %q\n", *fail)
-		return exitUsage
 	}
 	body, err := io.ReadAll(io.LimitReader(e.stdin, maxHookEvent+1))
 	var name struct {
@@ -94,16 +83,20 @@ func cmdHook(e *env) int {
 	_ = json.Unmarshal(body, &name) // a bad event is the sidecar's to answer
 	if *event != "" {
 		name.Event = *event
-	} else if *agent == "copilot" {
+	}
+	if misuse != nil {
+		return hookMisused(e, *agent, name.Event, misuse)
+	}
+	if *event == "" && *agent == "copilot" {
 		fmt.Fprintln(e.stderr, "awaken-lua hook: --agent copilot needs --event NAME (Copilot's input does not name its event)")
 		return exitUsage
 	}
-	closed := *fail == "closed" || (*fail == "" && permission[name.Event])
+	closed := *fail == "closed" || (*fail == "" && hookProtocols[*agent][name.Event])
 	if err == nil && len(body) > maxHookEvent {
 		err = fmt.Errorf("the event is over %d bytes", maxHookEvent)
 	}
 	if err != nil {
-		return hookFailed(e, *agent, closed, err)
+		return hookFailed(e, *agent, name.Event, closed, err)
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, *timeout)
 	defer cancel()
@@ -111,35 +104,97 @@ func cmdHook(e *env) int {
 	if *local {
 		reply, err = hookLocal(ctx, e, *agent, *as, *event, body)
 	} else {
-		reply, err = hookRemote(ctx, *addr, *agent, *as, *event, *suspend, body)
+		var target hookTarget
+		if target, err = findHookTarget(e, *addr); err == nil {
+			reply, err = hookRemote(ctx, target, *agent, *as, *event, *suspend, body)
+		}
 	}
 	if err != nil {
-		return hookFailed(e, *agent, closed, err)
+		return hookFailed(e, *agent, name.Event, closed, err)
 	}
 	e.stdout.Write(reply)
 	return exitOK
 }
 
-// hookFailed answers when no decision came. Claude Code, Codex and Gemini
-// CLI block a call on exit 2 with the reason on stderr; Cursor and Copilot
-// CLI read their decision from the JSON on stdout, so they get a deny there.
-func hookFailed(e *env, agent string, closed bool, err error) int {
-	if closed && (agent == "cursor" || agent == "copilot") {
-		msg := "awaken-lua could not decide on this tool call, so it is denied (fail closed): " + err.Error()
-		deny := map[string]string{"permission": "deny", "user_message": msg, "agent_message": msg}
-		if agent == "copilot" {
-			deny = map[string]string{"permissionDecision": "deny", "permissionDecisionReason": msg}
+// hookMisuse is what is wrong with the hook's own command line, or nil.
+func hookMisuse(parseErr error, args []string, agent, suspend, fail, event string, local bool) error {
+	if parseErr != nil {
+		return parseErr
+	}
+	if agent == "gemini-cli" {
+		agent = "gemini"
+	}
+	switch {
+	case len(args) > 0:
+		return fmt.Errorf("unexpected argument %q (the event comes on stdin)", args[0])
+	case hookProtocols[agent] == nil:
+		return fmt.Errorf("--agent %q is not a supported agent; supported: claude-code, codex, copilot, cursor, gemini", agent)
+	case suspend != "" && suspend != "ask" && suspend != "defer":
+		return fmt.Errorf("--suspend is ask or defer, not %q", suspend)
+	case suspend != "" && agent != "claude-code":
+		return errors.New("--suspend is for --agent claude-code (only Claude Code can defer a call)")
+	case suspend == "defer" && local:
+		return errors.New("--suspend defer needs a sidecar (awaken-lua serve): a deferred call waits there for its decision, and --local keeps nothing between events")
+	case fail != "" && fail != "closed" && fail != "open":
+		return fmt.Errorf("--fail is closed or open, not %q", fail)
+	}
+	return nil
+}
+
+// hookMisused answers an event whose hook command is wrong: a
+// tool-permission event is denied (with an agent unknown, an event that is
+// one for any agent), anything else goes on with exit 1, a non-blocking
+// error the agent shows. An event that cannot be told keeps exit 2.
+func hookMisused(e *env, agent, event string, misuse error) int {
+	err := fmt.Errorf("the hook command is wrong: %w; fix it in the agent's hook settings (awaken-lua help hook)", misuse)
+	if event == "" {
+		fmt.Fprintf(e.stderr, "awaken-lua hook: %v\n", err)
+		return exitUsage
+	}
+	permission, known := hookProtocols[agent]
+	closed := permission[event]
+	if !known {
+		for _, events := range hookProtocols {
+			closed = closed || events[event]
 		}
-		b, _ := json.Marshal(deny)
-		fmt.Fprintf(e.stdout, "%s\n", b)
-		fmt.Fprintln(e.stderr, msg)
-		return exitOK
 	}
 	if closed {
-		fmt.Fprintf(e.stderr, "awaken-lua could not decide on this tool call, so it is denied (fail closed): %v\n", err)
+		return hookFailed(e, agent, event, true, err)
+	}
+	fmt.Fprintf(e.stderr, "awaken-lua hook: %v; the event goes on without a decision\n", err)
+	return exitFailed
+}
+
+// hookFailed answers when no decision came. Claude Code, Codex and Gemini
+// CLI block a call on exit 2 with the reason on stderr, but Claude Code
+// (and Codex, which speaks its protocol) do not honour exit 2 on a
+// PermissionRequest: that deny goes in the decision object. Cursor and
+// Copilot CLI read their decision from the JSON on stdout, so they get a
+// deny there.
+func hookFailed(e *env, agent, event string, closed bool, err error) int {
+	if !closed {
+		fmt.Fprintf(e.stderr, "awaken-lua hook: no decision (%v); the event goes on without one\n", err)
+		return exitOK
+	}
+	msg := "awaken-lua could not decide on this tool call, so it is denied (fail closed): " + err.Error()
+	var deny any
+	switch {
+	case agent == "cursor":
+		deny = map[string]string{"permission": "deny", "user_message": msg, "agent_message": msg}
+	case agent == "copilot":
+		deny = map[string]string{"permissionDecision": "deny", "permissionDecisionReason": msg}
+	case event == "PermissionRequest" && (agent == "claude-code" || agent == "codex"):
+		deny = map[string]any{"hookSpecificOutput": map[string]any{
+			"hookEventName": "PermissionRequest",
+			"decision":      map[string]string{"behavior": "deny", "message": msg},
+		}}
+	default:
+		fmt.Fprintln(e.stderr, msg)
 		return exitUsage // 2: the agent blocks the call and shows the reason
 	}
-	fmt.Fprintf(e.stderr, "awaken-lua hook: no decision (%v); the event goes on without one\n", err)
+	b, _ := json.Marshal(deny)
+	fmt.Fprintf(e.stdout, "%s\n", b)
+	fmt.Fprintln(e.stderr, msg)
 	return exitOK
 }
 
@@ -161,28 +216,69 @@ func hookPath(agent, as, event, suspend string) string {
 	return p
 }
 
+// hookTarget is the sidecar a hook event goes to.
+type hookTarget struct {
+	url, token string
+}
+
+// findHookTarget finds the sidecar: --url, else $AWAKEN_URL, else the
+// [server] addr of the configuration (--config, or ./awaken.toml when there
+// is one: the agent runs its hooks in the project), else the default; the
+// token comes from the variable [server] token_env names ($AWAKEN_TOKEN by
+// default). A sidecar moved to another port in awaken.toml is thus found
+// without settings of its own, rather than every tool call being denied.
+func findHookTarget(e *env, flagURL string) (hookTarget, error) {
+	t := hookTarget{url: flagURL}
+	if t.url == "" {
+		t.url = os.Getenv("AWAKEN_URL")
+	}
+	tokenEnv := "AWAKEN_TOKEN"
+	path := e.config
+	if path == "" {
+		if _, err := os.Stat(host.DefaultConfig); err == nil {
+			path = host.DefaultConfig
+		}
+	}
+	if path != "" {
+		cfg, err := config.Load(path)
+		switch {
+		case err == nil:
+			if t.url == "" {
+				t.url = "http://" + cfg.Server.Addr // ":7878" and "0.0.0.0:7878" dial this host
+			}
+			tokenEnv = cfg.Server.TokenEnv
+		case t.url == "":
+			// Guessing the default address could post the event to another
+			// sidecar than the one this project configures.
+			return t, fmt.Errorf("the configuration that names the sidecar: %w", err)
+		}
+	}
+	if t.url == "" {
+		t.url = defaultHookURL
+	}
+	if tokenEnv != "" {
+		t.token = strings.TrimSpace(os.Getenv(tokenEnv))
+	}
+	return t, nil
+}
+
 // hookRemote posts the event to a sidecar.
-func hookRemote(ctx context.Context, addr, agent, as, event, suspend string, body []byte) ([]byte, error) {
-	if addr == "" {
-		addr = os.Getenv("AWAKEN_URL")
-	}
-	if addr == "" {
-		addr = defaultHookURL
-	}
+func hookRemote(ctx context.Context, t hookTarget, agent, as, event, suspend string, body []byte) ([]byte, error) {
+	addr := t.url
 	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(addr, "/")+hookPath(agent, as, event, suspend), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("the sidecar address %q: %w", addr, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if tok := strings.TrimSpace(os.Getenv("AWAKEN_TOKEN")); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
+	if t.token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("the sidecar at %s did not answer in time", addr)
 		}
-		return nil, fmt.Errorf("the sidecar at %s cannot be reached: %w (start it with awaken-lua serve, or pass --local)", addr, err)
+		return nil, fmt.Errorf("the sidecar at %s cannot be reached: %w (start it with awaken-lua serve, or name it with --url or $AWAKEN_URL, or pass --local)", addr, err)
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(io.LimitReader(resp.Body, maxHookEvent))

@@ -167,29 +167,149 @@ func TestHookFailsClosed(t *testing.T) {
 	defer close(stop) // before Close, which waits for the handler
 	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) }))
 	defer broken.Close()
+	// Claude Code does not honour exit 2 on a PermissionRequest: the deny
+	// is the decision object, on exit 0.
+	permDeny := `{"hookSpecificOutput":{"decision":{"behavior":"deny","message":"awaken-lua could not decide`
 	tests := []struct {
-		name  string
-		event []byte
-		args  []string
-		code  int
-		err   string
+		name   string
+		event  []byte
+		args   []string
+		code   int
+		err    string
+		stdout string
 	}{
-		{"PreToolUse, refused", pre, []string{"--url", refused}, 2, "denied (fail closed)"},
-		{"PreToolUse, too slow", pre, []string{"--url", slow.URL, "--timeout", "200ms"}, 2, "did not answer in time"},
-		{"PreToolUse, 500", pre, []string{"--url", broken.URL}, 2, "answered 500"},
-		{"PermissionRequest, refused", perm, []string{"--url", refused}, 2, "denied (fail closed)"},
-		{"PostToolUse, refused", post, []string{"--url", refused}, 0, "no decision"},
-		{"PreToolUse, --fail open", pre, []string{"--url", refused, "--fail", "open"}, 0, "no decision"},
-		{"PostToolUse, --fail closed", post, []string{"--url", refused, "--fail", "closed"}, 2, "fail closed"},
-		{"not JSON, fails closed with --fail closed", []byte("{"), []string{"--url", refused, "--fail", "closed"}, 2, "fail closed"},
+		{"PreToolUse, refused", pre, []string{"--url", refused}, 2, "denied (fail closed)", ""},
+		{"PreToolUse, too slow", pre, []string{"--url", slow.URL, "--timeout", "200ms"}, 2, "did not answer in time", ""},
+		{"PreToolUse, 500", pre, []string{"--url", broken.URL}, 2, "answered 500", ""},
+		{"PermissionRequest, refused", perm, []string{"--url", refused}, 0, "denied (fail closed)", permDeny},
+		{"PermissionRequest as Codex, refused", perm, []string{"--agent", "codex", "--url", refused}, 0, "denied (fail closed)", permDeny},
+		{"PostToolUse, refused", post, []string{"--url", refused}, 0, "no decision", ""},
+		{"PreToolUse, --fail open", pre, []string{"--url", refused, "--fail", "open"}, 0, "no decision", ""},
+		{"PostToolUse, --fail closed", post, []string{"--url", refused, "--fail", "closed"}, 2, "fail closed", ""},
+		{"not JSON, fails closed with --fail closed", []byte("{"), []string{"--url", refused, "--fail", "closed"}, 2, "fail closed", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := runChild(t, "", nil, tc.event, append([]string{"hook"}, tc.args...)...)
-			if code != tc.code || out != "" || !strings.Contains(errOut, tc.err) {
-				t.Fatalf("exit %d (want %d), stdout %q, stderr %q (want %q)", code, tc.code, out, errOut, tc.err)
+			if code != tc.code || !strings.Contains(errOut, tc.err) || !hasJSONPrefix(t, out, tc.stdout) {
+				t.Fatalf("exit %d (want %d), stdout %q (want %q), stderr %q (want %q)", code, tc.code, out, tc.stdout, errOut, tc.err)
 			}
 		})
+	}
+}
+
+// hasJSONPrefix reports whether out is empty when want is, and otherwise
+// one JSON object whose keys, sorted, print starting with want.
+func hasJSONPrefix(t *testing.T, out, want string) bool {
+	t.Helper()
+	if want == "" || out == "" {
+		return out == want
+	}
+	var v any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Errorf("stdout is not JSON: %v", err)
+		return false
+	}
+	b, _ := json.Marshal(v) // maps marshal with sorted keys
+	return strings.HasPrefix(string(b), want)
+}
+
+// A hook command that is itself wrong (a bad flag, an unknown agent) still
+// reads its event: a tool-permission event is denied the way the agent
+// reads a deny, and any other goes on with exit 1 (a non-blocking error),
+// never exit 2, which would block a prompt or keep a Stop going. stderr's
+// first line says what is wrong, without the usage text.
+func TestHookMisconfigured(t *testing.T) {
+	dir, _ := recordedEvents(t)
+	read := func(dir, name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	pre := read(dir, "06.pre_tool_use.bash_rm.json")
+	perm := read(dir, "08.permission_request.bash_git_push.json")
+	stop := read(dir, "11.stop.first.json")
+	prompt := read(dir, "02.user_prompt_submit.json")
+	cdir, _ := agentEvents(t, "cursor")
+	shell := read(cdir, "06.before_shell_execution.rm.json")
+	permDeny := `{"hookSpecificOutput":{"decision":{"behavior":"deny","message":"awaken-lua could not decide`
+	for _, tc := range []struct {
+		name   string
+		event  []byte
+		args   []string
+		code   int
+		err    string
+		stdout string
+	}{
+		{"PreToolUse, bad duration", pre, []string{"--timeout", "5x"}, 2, "invalid value", ""},
+		{"PreToolUse, unknown flag", pre, []string{"--urll", "http://x"}, 2, "not defined", ""},
+		{"PreToolUse, unknown agent", pre, []string{"--agent", "claudecode"}, 2, "not a supported agent", ""},
+		{"PermissionRequest, bad --fail", perm, []string{"--fail", "shut"}, 0, "--fail is closed or open", permDeny},
+		{"Stop, bad duration", stop, []string{"--timeout", "5x"}, 1, "invalid value", ""},
+		{"UserPromptSubmit, stray argument", prompt, []string{"extra"}, 1, "unexpected argument", ""},
+		{"UserPromptSubmit, unknown agent", prompt, []string{"--agent", "claudecode"}, 1, "not a supported agent", ""},
+		{"Cursor shell, bad --suspend", shell, []string{"--agent", "cursor", "--suspend", "defer"}, 0, "--suspend is for", `{"agent_message":"awaken-lua could not decide`},
+		{"not JSON, bad flag", []byte("{"), []string{"--timeout", "5x"}, 2, "invalid value", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runChild(t, "", nil, tc.event, append([]string{"hook"}, tc.args...)...)
+			first, _, _ := strings.Cut(errOut, "\n")
+			if code != tc.code || !strings.Contains(first, tc.err) || !hasJSONPrefix(t, out, tc.stdout) || strings.Contains(errOut, "usage:") {
+				t.Fatalf("exit %d (want %d), stdout %q (want %q), stderr %q (want %q on its first line, no usage)", code, tc.code, out, tc.stdout, errOut, tc.err)
+			}
+		})
+	}
+	// Asked for, the usage is still there.
+	if out, errOut, code := runChild(t, "", nil, nil, "hook", "-h"); code != exitOK || !strings.Contains(out+errOut, "usage: awaken-lua hook") {
+		t.Errorf("hook -h: exit %d, %s%s", code, out, errOut)
+	}
+}
+
+// Without --url or $AWAKEN_URL the hook finds the sidecar at the [server]
+// addr of the project's awaken.toml, with the token of its token_env; a
+// broken awaken.toml is not guessed past.
+func TestHookFindsSidecarInConfig(t *testing.T) {
+	dir, _ := recordedEvents(t)
+	pre, _ := os.ReadFile(filepath.Join(dir, "06.pre_tool_use.bash_rm.json"))
+	type seen struct{ path, auth string }
+	got := make(chan seen, 4)
+	sidecar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.URL.Path, r.Header.Get("Authorization")}
+		w.Write([]byte(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"from the sidecar"}}`))
+	}))
+	defer sidecar.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(sidecar.URL, "http://"))
+	env := []string{"AWAKEN_URL=", "AWAKEN_TOKEN=wrong", "MY_TOKEN=s3cret"}
+	for _, host := range []string{"127.0.0.1", ""} {
+		work := t.TempDir()
+		cfg := "[server]\naddr = \"" + host + ":" + port + "\"\ntoken_env = \"MY_TOKEN\"\n"
+		if err := os.WriteFile(filepath.Join(work, "awaken.toml"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := runChild(t, work, env, pre, "hook")
+		if code != 0 || !strings.Contains(out, "from the sidecar") {
+			t.Fatalf("[server] addr %s:%s: exit %d, stdout %q, stderr %q", host, port, code, out, errOut)
+		}
+		if s := <-got; s.path != "/v1/hooks/claude-code" || s.auth != "Bearer s3cret" {
+			t.Fatalf("[server] addr %s: the sidecar saw %+v", host, s)
+		}
+	}
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "awaken.toml"), []byte("[server]\naddr = 7878\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runChild(t, work, env, pre, "hook")
+	if code != 2 || out != "" || !strings.Contains(errOut, "awaken.toml:2") {
+		t.Fatalf("a broken awaken.toml: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// --url names the sidecar itself: the broken file is not needed.
+	if out, errOut, code := runChild(t, work, env, pre, "hook", "--url", sidecar.URL); code != 0 || !strings.Contains(out, "from the sidecar") {
+		t.Fatalf("--url past a broken awaken.toml: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if s := <-got; s.auth != "Bearer wrong" {
+		t.Fatalf("past a broken awaken.toml the token is $AWAKEN_TOKEN's: %+v", s)
 	}
 }
 

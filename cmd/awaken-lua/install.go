@@ -8,14 +8,26 @@ import (
 	"github.com/awaken-lua/awaken-lua/agentsettings"
 )
 
+// installMore is install's help after the flags: where each agent's
+// hooks go.
+const installMore = `The settings file, by agent and --scope:
+  claude-code  project .claude/settings.json, local .claude/settings.local.json,
+               user ~/.claude/settings.json ($CLAUDE_CONFIG_DIR)
+  codex        project .codex/hooks.json, user ~/.codex/hooks.json ($CODEX_HOME)
+  cursor       project .cursor/hooks.json, user ~/.cursor/hooks.json
+  gemini       project .gemini/settings.json, user ~/.gemini/settings.json
+  copilot      project .github/hooks/awaken.json (its own file)
+A backup is kept first, other hooks are left as they are, and a second
+install changes nothing.`
+
 // cmdInstall merges awaken-lua's hooks into a coding agent's settings
 // (agentsettings): idempotent, with a backup first, other hooks untouched.
 func cmdInstall(e *env) int {
 	fs := e.flags("install")
-	scope := fs.String("scope", "project", "project (.claude/settings.json), local (.claude/settings.local.json) or user (~/.claude/settings.json)")
-	useHTTP := fs.Bool("http", false, "install HTTP hooks instead of the command hook (Claude Code runs HTTP hooks fail-open: a sidecar that is down lets tools run)")
+	scope := fs.String("scope", "project", "project, local (claude-code only) or user: the settings file, see below")
+	useHTTP := fs.Bool("http", false, "claude-code: install HTTP hooks instead of the command hook (Claude Code runs HTTP hooks fail-open: a sidecar that is down lets tools run)")
 	uninstall := fs.Bool("uninstall", false, "remove awaken-lua's hooks instead")
-	command := fs.String("command", "", "the command hook to install (default \""+agentsettings.DefaultCommand+"\")")
+	command := fs.String("command", "", "the command hook to install (default \"awaken-lua hook --agent AGENT\")")
 	hookURL := fs.String("url", "", "the HTTP hook's address with --http (default "+agentsettings.DefaultURL+")")
 	args, err := parse(fs, e.args)
 	if err != nil {

@@ -87,7 +87,7 @@ func commands() []command {
 		{"publish", "publish the plugin directory as the bundle every PostgreSQL replica loads", cmdPublish, "[DIR]", ""},
 		{"migrate", "create or update the PostgreSQL schema of [store] kind = \"postgres\"", cmdMigrate, "", ""},
 		{"hook", "a coding agent's command hook: an event on stdin, the decision on stdout", cmdHook, "< EVENT.json", ""},
-		{"install", "add awaken-lua's hooks to a coding agent's settings (claude-code)", cmdInstall, "AGENT", ""},
+		{"install", "add awaken-lua's hooks to a coding agent's settings (claude-code, codex, copilot, cursor, gemini)", cmdInstall, "AGENT", installMore},
 		{"version", "print the version", cmdVersion, "", ""},
 	}
 }

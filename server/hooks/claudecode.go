@@ -103,8 +103,9 @@ type ccSpecific struct {
 	UpdatedInput             map[string]any `json:"updatedInput,omitempty"`
 	AdditionalContext        string         `json:"additionalContext,omitempty"`
 	Decision                 *ccPermission  `json:"decision,omitempty"` // PermissionRequest
-	UpdatedMCPToolOutput     any            `json:"updatedMCPToolOutput,omitempty"`
-	hasMCP                   bool
+	UpdatedToolOutput        any            `json:"updatedToolOutput,omitempty"`
+	UpdatedMCPToolOutput     any            `json:"updatedMCPToolOutput,omitempty"` // Claude Code before v2.1.121
+	hasOutput                bool
 }
 
 // ccPermission is PermissionRequest's answer to the question Claude Code
@@ -150,10 +151,19 @@ const (
 )
 
 // ccBuiltinTools are offered in every step, so calls Claude Code runs in
-// parallel can join one step whichever built-in tool they use.
-var ccBuiltinTools = []string{"AskUserQuestion", "Bash", "BashOutput", "Edit", "ExitPlanMode", "Glob", "Grep",
-	"KillBash", "KillShell", "LS", "MultiEdit", "NotebookEdit", "NotebookRead", "Read", "SlashCommand", "Skill",
-	"Task", "TodoWrite", "WebFetch", "WebSearch", "Write"}
+// parallel can join one step whichever built-in tool they use: the tools
+// of Claude Code's tools reference (v2.1.240), and the older names earlier
+// versions still send (Task before Agent, LS, MultiEdit, NotebookRead,
+// BashOutput, KillBash, KillShell, SlashCommand). A tool missing here is
+// taken for an MCP tool, and its first call in a batch fails "not
+// available".
+var ccBuiltinTools = []string{"Agent", "Artifact", "AskUserQuestion", "Bash", "BashOutput", "CronCreate", "CronDelete",
+	"CronList", "Edit", "EndConversation", "EnterPlanMode", "EnterWorktree", "ExitPlanMode", "ExitWorktree", "Glob",
+	"Grep", "KillBash", "KillShell", "LS", "LSP", "ListAgents", "ListMcpResourcesTool", "Monitor", "MultiEdit",
+	"NotebookEdit", "NotebookRead", "PowerShell", "PushNotification", "Read", "ReadMcpResourceTool", "RemoteTrigger",
+	"ReportFindings", "ScheduleWakeup", "SendMessage", "SendUserFile", "ShareOnboardingGuide", "Skill", "SlashCommand",
+	"Task", "TaskCreate", "TaskGet", "TaskList", "TaskOutput", "TaskStop", "TaskUpdate", "TodoWrite", "ToolSearch",
+	"WaitForMcpServers", "WebFetch", "WebSearch", "Workflow", "Write"}
 
 type claudeCode struct {
 	o Options
@@ -197,7 +207,9 @@ type ccSession struct {
 	// events of Claude Code's exit and resume leave it waiting.
 	deferring bool
 	// looked: the session looked for a run it lost track of (openRun).
-	looked   bool
+	looked bool
+	// sub: the session is a subagent's (its id is its thread's).
+	sub      bool
 	lastUsed atomic.Int64
 	gone     bool
 }
@@ -369,9 +381,11 @@ func (c *claudeCode) failClosed(agent, event string, err error) string {
 
 // ccResult is what an event produced, before it is shaped for its event.
 type ccResult struct {
-	// mcpOutput replaces an MCP tool's output (PostToolUse), when set.
-	mcpOutput        any
-	hasMCPOutput     bool
+	// toolOutput replaces the tool's output (PostToolUse), when set; mcp
+	// says the tool is an MCP tool's.
+	toolOutput       any
+	hasToolOutput    bool
+	mcp              bool
 	decision, reason string
 	updated          map[string]any
 	context          []string
@@ -388,7 +402,18 @@ func (c *claudeCode) dispatch(ctx context.Context, in ccInput, agent string) ccO
 	if in.SessionID == "" || len(in.SessionID) > c.o.MaxIDLen || !utf8.ValidString(in.SessionID) {
 		return c.failure(in.HookEventName, fmt.Errorf("session_id must be a non-empty UTF-8 string of at most %d bytes", c.o.MaxIDLen))
 	}
-	cs := c.session(in.SessionID, agent)
+	key := in.SessionID
+	if in.AgentID != "" && subagentEvents[in.HookEventName] {
+		// A subagent's tool calls are its own run's, on its thread, which
+		// its SubagentStop answers: in the main run they would join (and
+		// be ended with) the main agent's steps.
+		if len(in.AgentID) > c.o.MaxIDLen || !utf8.ValidString(in.AgentID) {
+			return c.failure(in.HookEventName, fmt.Errorf("agent_id must be a UTF-8 string of at most %d bytes", c.o.MaxIDLen))
+		}
+		key = subagentThread(in.SessionID, in.AgentID)
+	}
+	cs := c.session(key, agent)
+	cs.sub = key != in.SessionID
 	defer func() {
 		cs.lastUsed.Store(time.Now().UnixNano())
 		cs.mu.Unlock()
@@ -406,6 +431,14 @@ func (c *claudeCode) dispatch(ctx context.Context, in ccInput, agent string) ccO
 	return shape(in.HookEventName, res)
 }
 
+// subagentEvents are the events that, carrying an agent_id, come from a
+// subagent's own steps.
+var subagentEvents = map[string]bool{evPreToolUse: true, evPermissionRequest: true, evPostToolUse: true,
+	evPostToolUseFailure: true, evPostToolBatch: true}
+
+// subagentThread is the thread of a subagent's runs.
+func subagentThread(session, agentID string) string { return session + "/subagent/" + agentID }
+
 // shape puts a result into the fields Claude Code reads for the event.
 func shape(eventName string, res ccResult) ccOutput {
 	out := ccOutput{}
@@ -418,10 +451,13 @@ func shape(eventName string, res ccResult) ccOutput {
 	case evPreToolUse:
 		spec.PermissionDecision, spec.PermissionDecisionReason, spec.UpdatedInput = res.decision, res.reason, res.updated
 		spec.AdditionalContext = strings.Join(res.context, "\n\n")
-	case evPostToolUse, evPostToolUseFailure, evUserPromptSubmit, evSessionStart:
+	case evPostToolUse, evPostToolUseFailure, evPostToolBatch, evUserPromptSubmit, evSessionStart:
 		spec.AdditionalContext = strings.Join(res.context, "\n\n")
-		if res.hasMCPOutput {
-			spec.UpdatedMCPToolOutput, spec.hasMCP = res.mcpOutput, true
+		if res.hasToolOutput {
+			spec.UpdatedToolOutput, spec.hasOutput = res.toolOutput, true
+			if res.mcp {
+				spec.UpdatedMCPToolOutput = res.toolOutput
+			}
 		}
 	case evStop, evSubagentStop:
 		out.Decision, out.Reason = res.decision, res.reason
@@ -430,7 +466,7 @@ func shape(eventName string, res ccResult) ccOutput {
 			spec.Decision = &ccPermission{Behavior: res.decision, Message: res.reason, UpdatedInput: res.updated}
 		}
 	}
-	if spec.PermissionDecision != "" || spec.AdditionalContext != "" || spec.UpdatedInput != nil || spec.Decision != nil || spec.hasMCP {
+	if spec.PermissionDecision != "" || spec.AdditionalContext != "" || spec.UpdatedInput != nil || spec.Decision != nil || spec.hasOutput {
 		out.HookSpecificOutput = spec
 	}
 	return out
@@ -448,6 +484,18 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 	}
 	switch in.HookEventName {
 	case evSessionStart:
+		if in.Source == "compact" {
+			// Claude Code compacted the conversation, which it also does
+			// in the middle of a turn: a turn still open goes on.
+			e, err := c.openRun(ctx, cs)
+			if err != nil {
+				return res, err
+			}
+			if e != nil {
+				c.unlock(cs, e)
+				return res, nil
+			}
+		}
 		// A one-step run lets plugins greet the session: context messages
 		// placed in its before_inference become additionalContext.
 		if err := c.endOpenRun(ctx, cs); err != nil {
@@ -494,7 +542,13 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 			return res, err
 		}
 		if stageOf(e) == run.StageInferred {
-			_, err = c.closeStep(ctx, cs, e, true)
+			var closed bool
+			closed, err = c.closeStep(ctx, cs, e, true)
+			if sess := e.Session(); closed && err == nil && sess.Termination() == "" && sess.Status() == run.Running {
+				// Claude infers next: open that inference so the context
+				// messages plugins scheduled reach it now.
+				e, err = c.drive(ctx, cs, e, &res, run.StageInferenceReady, "")
+			}
 		}
 		return res, c.release(ctx, cs, e, err)
 	case evPostToolUse, evPostToolUseFailure:
@@ -602,6 +656,13 @@ func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (Run, error) {
 		// it as before.
 		c.unlock(cs, e)
 		cs.runID = ""
+		if cs.sub && !adopted {
+			// A subagent's run ended at its SubagentStop, which may have
+			// kept another open on the thread (runtime.continue): the
+			// subagent's next calls join that one.
+			cs.looked = false
+			return c.openRun(ctx, cs)
+		}
 		return nil, nil
 	}
 	return e, nil

@@ -30,7 +30,7 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	if cs.subRuns == nil {
 		cs.subRuns = map[string]string{}
 	}
-	thread := cs.id + "/subagent/" + in.AgentID
+	thread := subagentThread(cs.id, in.AgentID)
 	id, known := cs.subRuns[in.AgentID]
 	delete(cs.subRuns, in.AgentID)
 	if !known {
@@ -39,10 +39,14 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 		// holds its thread, and is taken up again.
 		id = c.o.Runs.ThreadHolder(thread)
 	}
+	// The run on the thread is taken up when it is between steps or waits
+	// for the model's answer: kept open by a runtime.continue, or the run
+	// of the subagent's own tool calls.
 	var e Run
 	if id != "" {
 		if le, err := c.lock(ctx, cs, id); err == nil {
-			if le.Done() || !c.adoptable(cs, le) || le.Session().Stage() != run.StageStepEnded {
+			st := le.Session().Stage()
+			if le.Done() || !c.adoptable(cs, le) || (st != run.StageStepEnded && st != run.StageInferenceReady) {
 				c.unlock(cs, le)
 			} else {
 				e = le
@@ -63,11 +67,13 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	sess := e.Session()
 	var o run.Outcome
 	err := func() error {
-		if _, err := sess.StepStart(ctx); err != nil || sess.Termination() != "" {
-			return err
-		}
-		if _, _, err := sess.BeforeInference(ctx, model.Request{}); err != nil || sess.Termination() != "" {
-			return err
+		if sess.Stage() != run.StageInferenceReady {
+			if _, err := sess.StepStart(ctx); err != nil || sess.Termination() != "" {
+				return err
+			}
+			if _, _, err := sess.BeforeInference(ctx, model.Request{}); err != nil || sess.Termination() != "" {
+				return err
+			}
 		}
 		if _, err := sess.AfterInference(ctx, model.Response{Text: in.LastAssistantMessage}); err != nil || sess.Termination() != "" {
 			return err
@@ -95,8 +101,8 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 // call may run. The call was gated at its PreToolUse when that hook is
 // installed: that decision answers (block and set_result deny, a rewrite
 // allows with its input); otherwise the call is gated now. Suspend and
-// allow leave the question to the user ({}), so a plugin never widens
-// what the user is asked about.
+// allow leave the question to the user ({}); only a rewrite, which vouches
+// for the exact input it made, answers for the user.
 func (c *claudeCode) permissionRequest(ctx context.Context, cs *ccSession, in ccInput) (ccResult, error) {
 	var res ccResult
 	call, err := toolCall(in)
@@ -486,11 +492,15 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 			if err != nil {
 				return res, c.release(ctx, cs, e, err)
 			}
-			// A result transform (redaction) changed an MCP tool's output:
-			// Claude Code lets a hook replace only those.
-			if strings.HasPrefix(call.Name, "mcp__") && in.HookEventName == evPostToolUse &&
-				out.Status == model.StatusSuccess && !reflect.DeepEqual(out.Data, result.Data) {
-				res.mcpOutput, res.hasMCPOutput = out.Data, true
+			// A result transform (redaction) changed the output: Claude
+			// reads the changed one (updatedToolOutput, any tool since
+			// Claude Code v2.1.121; updatedMCPToolOutput, MCP tools, for
+			// earlier versions). The transform saw tool_response as Claude
+			// Code sent it, so the output keeps the tool's shape unless the
+			// plugin changed it.
+			if in.HookEventName == evPostToolUse && out.Status == model.StatusSuccess && !reflect.DeepEqual(out.Data, result.Data) {
+				res.toolOutput, res.hasToolOutput = out.Data, true
+				res.mcp = strings.HasPrefix(call.Name, "mcp__")
 			}
 		}
 	}
