@@ -51,6 +51,10 @@ type runState struct {
 	s      *run.Session
 	got    *journal.Record // the candidate's record of the phase just driven
 	done   bool            // diverged or ended: later records are ignored
+	// ended: the run's end record came before the phase that ended the
+	// run, as journals written before end was a run's last record have it;
+	// the run is forgotten after that phase.
+	ended bool
 }
 
 // New makes a Replayer over the candidate runtime; its runs keep their
@@ -93,7 +97,7 @@ func (r *Replayer) Apply(ctx context.Context, rec *journal.Record) (*journal.Fli
 		r.mu.Unlock()
 		return nil, nil
 	case journal.KindEnd:
-		r.forget(rec.RunID)
+		r.end(rec.RunID)
 		return nil, nil
 	case journal.KindPhase:
 	default:
@@ -109,7 +113,28 @@ func (r *Replayer) Apply(ctx context.Context, rec *journal.Record) (*journal.Fli
 	if flip != nil || err != nil {
 		st.done = true
 	}
+	if st.ended {
+		r.forget(rec.RunID)
+	}
 	return flip, err
+}
+
+// end forgets a run at its end record, unless the candidate has not
+// finished it: then the end came before the phase that ended the run (the
+// order of journals written before end was a run's last record), and the
+// run is kept for that phase.
+func (r *Replayer) end(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.runs[id]
+	if st == nil {
+		return
+	}
+	if st.done || st.s == nil || st.s.Status() == run.Done {
+		delete(r.runs, id)
+		return
+	}
+	st.ended = true
 }
 
 // Forget drops a run's state (its end was recorded, or it is abandoned).

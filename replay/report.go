@@ -42,6 +42,8 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 		return nil, err
 	}
 	rep := &Report{Flips: []journal.Flip{}}
+	// skip holds the runs --since leaves out, also past their end: journals
+	// written before end was a run's last record have a phase after it.
 	skip := map[string]bool{}
 	problems, err := src(func(_ journal.Pos, rec *journal.Record) error {
 		if err := ctx.Err(); err != nil {
@@ -72,8 +74,6 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 			if rec.Phase == journal.StepStart {
 				rep.Steps++
 			}
-		case journal.KindEnd:
-			delete(skip, rec.RunID)
 		}
 		flip, err := r.Apply(ctx, rec)
 		if err != nil {
