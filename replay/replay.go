@@ -23,8 +23,10 @@ import (
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
-// Flip kinds besides "<from>-><to>" for gate decisions.
+// Flip kinds besides "<from>-><to>" and "<kind> by another plugin" for
+// gate decisions.
 const (
+	RewriteChanged     = "rewrite changed"
 	ContextChanged     = "context changed"
 	RequestChanged     = "request changed"
 	TerminationChanged = "termination changed"
@@ -34,6 +36,8 @@ const (
 	// failed where the recording had none is a termination change; this is
 	// a phase the candidate refused).
 	Failed = "replay failed"
+
+	byAnother = " by another plugin"
 )
 
 // Replayer drives recorded runs through one candidate runtime. It is safe
@@ -263,7 +267,7 @@ func (r *Replayer) compare(ctx context.Context, st *runState, want, got *journal
 			f.Kind, f.From, f.To = w.Decision.String()+"->"+g.Decision.String(), describe(w), describe(g)
 			f.Plugin = g.Plugin
 			if w.Decision == g.Decision {
-				f.Kind = w.Decision.String() + " by another plugin"
+				f.Kind = w.Decision.String() + byAnother
 			}
 			if g.Decision == gate.Allow {
 				f.Plugin = w.Plugin
@@ -277,7 +281,7 @@ func (r *Replayer) compare(ctx context.Context, st *runState, want, got *journal
 		}
 		if !reflect.DeepEqual(w.Args, g.Args) {
 			f := base
-			f.Kind, f.Plugin = "rewrite changed", g.Plugin
+			f.Kind, f.Plugin = RewriteChanged, g.Plugin
 			f.From, f.To = fmt.Sprint(w.Args), fmt.Sprint(g.Args)
 			return &f
 		}

@@ -157,6 +157,12 @@ func TestReplayReportsExactlyTheFlips(t *testing.T) {
 	if !rep.Fails(nil) || rep.Fails([]string{"block->allow"}) || !rep.Fails([]string{"context changed"}) {
 		t.Error("Fails does not follow --fail-on")
 	}
+	// --fail-on takes every kind a flip has (it refuses the others).
+	for _, f := range rep.Flips {
+		if err := replay.CheckKinds([]string{f.Kind}); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // A decision that depends on a masked field is reported as such, not as a

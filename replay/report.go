@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/run"
 )
@@ -165,6 +168,52 @@ func (r *Report) Fails(failOn []string) bool {
 		}
 	}
 	return false
+}
+
+// gateKinds are the decisions a gate flip goes from and to (a rewrite is
+// applied as allow; a changed rewrite is RewriteChanged).
+var gateKinds = []gate.Kind{gate.Allow, gate.Block, gate.Suspend, gate.SetResult}
+
+// namedKinds are the flip kinds that are not gate decisions.
+var namedKinds = []string{RewriteChanged, ContextChanged, RequestChanged, TerminationChanged, ContinueChanged, Failed}
+
+// Kinds lists every flip kind, as --fail-on names them.
+func Kinds() []string {
+	var out []string
+	for _, a := range gateKinds {
+		for _, b := range gateKinds {
+			if a != b {
+				out = append(out, a.String()+"->"+b.String())
+			}
+		}
+	}
+	for _, a := range gateKinds {
+		out = append(out, a.String()+byAnother)
+	}
+	return append(out, namedKinds...)
+}
+
+// CheckKinds reports the first of kinds (as Fails takes them) that is not
+// a flip kind: a gate on a misspelt kind would never fail.
+func CheckKinds(kinds []string) error {
+	known := Kinds()
+	for _, k := range kinds {
+		k = strings.TrimSpace(k)
+		switch {
+		case k == "":
+			return fmt.Errorf("an empty kind; name the flip kinds to fail on, comma-separated, such as allow->block,context changed")
+		case k == ReadsMasked:
+			return fmt.Errorf("%q is not a flip: replay reports decisions that read masked fields apart and never fails on them", k)
+		case !slices.Contains(known, k):
+			names := make([]string, len(gateKinds))
+			for i, g := range gateKinds {
+				names[i] = g.String()
+			}
+			return fmt.Errorf("%q is not a flip kind%s. The kinds: FROM->TO and \"KIND%s\" (FROM, TO, KIND: %s), %s",
+				k, errs.DidYouMean(k, known), byAnother, strings.Join(names, ", "), strings.Join(namedKinds, ", "))
+		}
+	}
+	return nil
 }
 
 // Summary is the one-line result, as dev prints it.

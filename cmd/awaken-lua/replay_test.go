@@ -115,6 +115,47 @@ func TestRecordReplayExportVerify(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// --fail-on with a kind no flip has is a usage error: a misspelt kind
+// never matches, so the gate would pass a change that flips decisions.
+func TestReplayFailOnRefusesUnknownKinds(t *testing.T) {
+	dir := project(t, journalToml, map[string]string{
+		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+		"ws/README.md": "readme", "ws/notes.txt": "notes",
+	})
+	cfg := filepath.Join(dir, "awaken.toml")
+	if code, _, errOut := awaken(t, "", "--config", cfg, "run", "read both"); code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	// The candidate flips allow->block on notes.txt.
+	os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), []byte(policyV2), 0o644)
+	for _, tc := range []struct {
+		failOn string
+		code   int
+		want   []string
+	}{
+		{"allow->blok", exitUsage, []string{`--fail-on: "allow->blok" is not a flip kind (did you mean "allow->block"?)`,
+			"FROM, TO, KIND: allow, block, suspend, set_result", "context changed", "termination changed"}},
+		{"block->allow,contxt changed", exitUsage, []string{`"contxt changed" is not a flip kind (did you mean "context changed"?)`}},
+		{"allow->block,", exitUsage, []string{"an empty kind"}},
+		{"reads masked field", exitUsage, []string{"is not a flip: replay reports decisions that read masked fields apart"}},
+		{"context changed, allow->block", exitFailed, nil},
+		{"block by another plugin", exitOK, nil},
+	} {
+		code, out, errOut := awaken(t, "", "--config", cfg, "replay", "--fail-on", tc.failOn)
+		if code != tc.code {
+			t.Errorf("--fail-on %q: exit %d, want %d\n%s%s", tc.failOn, code, tc.code, out, errOut)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("--fail-on %q: stderr lacks %q:\n%s", tc.failOn, w, errOut)
+			}
+		}
+		if tc.code == exitUsage && out != "" {
+			t.Errorf("--fail-on %q: a usage error replayed:\n%s", tc.failOn, out)
+		}
+	}
+}
+
 // dev replays the journal on each save and puts the flips on its line.
 func TestDevReplaysTheJournalOnSave(t *testing.T) {
 	dir := project(t, journalToml, map[string]string{
