@@ -18,8 +18,9 @@ import (
 
 // Report is what a replay of a journal found.
 type Report struct {
-	Runs     int               `json:"runs"`  // runs whose start was in the journal
-	Steps    int               `json:"steps"` // steps replayed
+	Runs     int               `json:"runs"`    // runs whose start was in the journal
+	RunIDs   []string          `json:"run_ids"` // those runs, in the order they started
+	Steps    int               `json:"steps"`   // steps replayed
 	Phases   int               `json:"phases"`
 	Flips    []journal.Flip    `json:"flips"`
 	Problems []journal.Problem `json:"-"`
@@ -44,7 +45,7 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Flips: []journal.Flip{}}
+	rep := &Report{Flips: []journal.Flip{}, RunIDs: []string{}}
 	// skip holds the runs --since leaves out, also past their end: journals
 	// written before end was a run's last record have a phase after it.
 	skip := map[string]bool{}
@@ -59,6 +60,7 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 				return nil
 			}
 			rep.Runs++
+			rep.RunIDs = append(rep.RunIDs, rec.RunID)
 		case journal.KindPhase:
 			if skip[rec.RunID] {
 				return nil

@@ -131,7 +131,8 @@ func journalSource(e *env, paths []string) (journal.Source, func() (int, []journ
 const journalMore = `Subcommands:
   verify [PATH...]          check the hash chain; exit 1 at the first broken link
   export RUN_ID [PATH...]   write a *_test.lua that replays the run in the
-                            harness and asserts its decisions (-o FILE, default stdout)
+                            harness and asserts its decisions (-o FILE, default stdout);
+                            replay --json lists the run ids (run_ids)
 PATH defaults to the configured [journal] path.`
 
 // cmdJournal verifies a journal or exports a run as a Lua test.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -114,6 +115,46 @@ func TestRecordReplayExportVerify(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// export of a run the journal does not hold points at replay --json, and
+// replay --json lists the run ids export takes.
+func TestExportHintListsTheRuns(t *testing.T) {
+	dir := project(t, journalToml, map[string]string{
+		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+		"ws/README.md": "readme", "ws/notes.txt": "notes",
+	})
+	cfg := filepath.Join(dir, "awaken.toml")
+	for _, prompt := range []string{"read both", "read both again"} {
+		if code, _, errOut := awaken(t, "", "--config", cfg, "run", prompt); code != exitOK {
+			t.Fatalf("run: exit %d: %s", code, errOut)
+		}
+	}
+	code, _, errOut := awaken(t, "", "--config", cfg, "journal", "export", "run_0000000000000000")
+	if code != exitUsage || !strings.Contains(errOut, "`awaken-lua replay --json` lists the journal's runs (run_ids)") {
+		t.Fatalf("export of an unknown run: exit %d: %s", code, errOut)
+	}
+	var want []string
+	journal.Read([]string{filepath.Join(dir, "journal")}, func(_ journal.Pos, r *journal.Record) error {
+		if r.Rec == journal.KindRun {
+			want = append(want, r.RunID)
+		}
+		return nil
+	})
+	code, out, errOut := awaken(t, "", "--config", cfg, "replay", "--json")
+	var rep struct {
+		Runs   int      `json:"runs"`
+		RunIDs []string `json:"run_ids"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitOK {
+		t.Fatalf("replay --json: exit %d, %v: %s %s", code, err, out, errOut)
+	}
+	if len(want) != 2 || rep.Runs != 2 || strings.Join(rep.RunIDs, ",") != strings.Join(want, ",") {
+		t.Fatalf("run_ids %v (runs %d), the journal's runs %v", rep.RunIDs, rep.Runs, want)
+	}
+	if code, out, errOut := awaken(t, "", "--config", cfg, "journal", "export", rep.RunIDs[1]); code != exitOK || !strings.Contains(out, rep.RunIDs[1]) {
+		t.Fatalf("export of a listed run: exit %d: %s %s", code, out, errOut)
+	}
+}
 
 // --fail-on with a kind no flip has is a usage error: a misspelt kind
 // never matches, so the gate would pass a change that flips decisions.
