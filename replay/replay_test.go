@@ -311,3 +311,34 @@ func ends(t *testing.T, path string) map[string]string {
 	}
 	return out
 }
+
+// The report's counts read as English: one run, not "1 runs".
+func TestReportCountsAgree(t *testing.T) {
+	flip := journal.Flip{Kind: "allow->block", RunID: "run_1", Step: 1, Phase: journal.ToolGate}
+	masked := journal.Flip{Kind: replay.ReadsMasked, RunID: "run_1", Step: 1, Phase: journal.ToolGate}
+	for _, tc := range []struct {
+		rep     replay.Report
+		summary string
+		text    []string
+	}{
+		{replay.Report{Runs: 1, Steps: 1, Phases: 1, Skipped: 1}, "replay 1 run: 0 flips",
+			[]string{"no flips: 1 run, 1 step, 1 phase replayed\n", "\n1 phase record skipped: its run's start is not"}},
+		{replay.Report{Runs: 2, Steps: 2, Phases: 2, Skipped: 2}, "replay 2 runs: 0 flips",
+			[]string{"no flips: 2 runs, 2 steps, 2 phases replayed\n", "\n2 phase records skipped: their run's start is not"}},
+		{replay.Report{Runs: 1, Steps: 1, Phases: 3, Flips: []journal.Flip{flip, masked}}, "replay 1 run: 1 flip",
+			[]string{"\n1 flip in 1 run, 1 step, 3 phases replayed\n", "\n1 decision reads a masked field (not counted as a flip):\n"}},
+		{replay.Report{Runs: 3, Steps: 4, Phases: 9, Flips: []journal.Flip{flip, flip, masked, masked}}, "replay 3 runs: 2 flips",
+			[]string{"\n2 flips in 3 runs, 4 steps, 9 phases replayed\n", "\n2 decisions read masked fields (not counted as flips):\n"}},
+	} {
+		if got := tc.rep.Summary(); got != tc.summary {
+			t.Errorf("summary %q, want %q", got, tc.summary)
+		}
+		var b strings.Builder
+		tc.rep.WriteText(&b)
+		for _, w := range tc.text {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("the report lacks %q:\n%s", w, b.String())
+			}
+		}
+	}
+}

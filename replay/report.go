@@ -221,11 +221,7 @@ func CheckKinds(kinds []string) error {
 // Summary is the one-line result, as dev prints it.
 func (r *Report) Summary() string {
 	n := len(r.Flips) - len(r.Masked())
-	word := "flips"
-	if n == 1 {
-		word = "flip"
-	}
-	return fmt.Sprintf("replay %d runs: %d %s", r.Runs, n, word)
+	return "replay " + plural(r.Runs, "run", "runs") + ": " + plural(n, "flip", "flips")
 }
 
 // WriteText prints the report for a person: the flips by kind, then by
@@ -236,7 +232,7 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	kinds := r.ByKind()
 	if len(kinds) == 0 {
-		fmt.Fprintf(w, "no flips: %d runs, %d steps, %d phases replayed\n", r.Runs, r.Steps, r.Phases)
+		fmt.Fprintf(w, "no flips: %s replayed\n", r.totals())
 	} else {
 		var parts []string
 		for _, c := range kinds {
@@ -258,15 +254,34 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 	}
 	if m := r.Masked(); len(m) > 0 {
-		fmt.Fprintf(w, "\n%d decisions read masked fields (not counted as flips):\n", len(m))
+		head := fmt.Sprintf("%d decisions read masked fields (not counted as flips)", len(m))
+		if len(m) == 1 {
+			head = "1 decision reads a masked field (not counted as a flip)"
+		}
+		fmt.Fprintf(w, "\n%s:\n", head)
 		writeFlip(w, m[0])
 	}
 	if len(kinds) > 0 {
-		fmt.Fprintf(w, "\n%d flips in %d runs, %d steps, %d phases replayed\n", len(r.Flips)-len(r.Masked()), r.Runs, r.Steps, r.Phases)
+		fmt.Fprintf(w, "\n%s in %s replayed\n", plural(len(r.Flips)-len(r.Masked()), "flip", "flips"), r.totals())
 	}
-	if r.Skipped > 0 {
+	switch {
+	case r.Skipped == 1:
+		fmt.Fprintln(w, "1 phase record skipped: its run's start is not in the journal (aged out or in another file)")
+	case r.Skipped > 1:
 		fmt.Fprintf(w, "%d phase records skipped: their run's start is not in the journal (aged out or in another file)\n", r.Skipped)
 	}
+}
+
+// totals is "N runs, N steps, N phases".
+func (r *Report) totals() string {
+	return plural(r.Runs, "run", "runs") + ", " + plural(r.Steps, "step", "steps") + ", " + plural(r.Phases, "phase", "phases")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func writeFlip(w io.Writer, f journal.Flip) {

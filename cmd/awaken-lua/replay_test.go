@@ -70,7 +70,7 @@ func TestRecordReplayExportVerify(t *testing.T) {
 		t.Fatalf("verify: exit %d: %s %s", code, out, errOut)
 	}
 	code, out, errOut = awaken(t, "", "--config", cfg, "replay")
-	if code != exitOK || !strings.Contains(out, "no flips: 1 runs") || strings.Contains(out, "skipped") {
+	if code != exitOK || !strings.Contains(out, "no flips: 1 run,") || strings.Contains(out, "skipped") {
 		t.Fatalf("replay, same plugins: exit %d: %s %s", code, out, errOut)
 	}
 
@@ -230,9 +230,9 @@ func TestDevReplaysTheJournalOnSave(t *testing.T) {
 		}
 	}
 	wait("g1 loaded (1 plugin", nil)
-	wait("replay 1 runs: 0 flips", nil)
+	wait("replay 1 run: 0 flips", nil)
 	save := func() { os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), []byte(policyV2), 0o644) }
 	save()
-	wait("replay 1 runs: 1 flip", save)
+	wait("replay 1 run: 1 flip", save)
 	wait("flips: allow->block 1 (policy)", nil)
 }
