@@ -38,7 +38,7 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 		return err
 	}
 	if header == nil {
-		return errs.New(errs.JournalInvalid, "run %s has no header in the journal (it started before the oldest record, or the id is wrong); `awaken-lua replay --json` lists the runs", runID)
+		return errs.New(errs.JournalInvalid, "run %s has no header in the journal (it started before the oldest record, or the id is wrong); `awaken-lua replay --json` lists the journal's runs (run_ids)", runID)
 	}
 	var (
 		start     *journal.Record

@@ -23,8 +23,10 @@ import (
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
-// Flip kinds besides "<from>-><to>" for gate decisions.
+// Flip kinds besides "<from>-><to>" and "<kind> by another plugin" for
+// gate decisions.
 const (
+	RewriteChanged     = "rewrite changed"
 	ContextChanged     = "context changed"
 	RequestChanged     = "request changed"
 	TerminationChanged = "termination changed"
@@ -34,6 +36,8 @@ const (
 	// failed where the recording had none is a termination change; this is
 	// a phase the candidate refused).
 	Failed = "replay failed"
+
+	byAnother = " by another plugin"
 )
 
 // Replayer drives recorded runs through one candidate runtime. It is safe
@@ -51,6 +55,10 @@ type runState struct {
 	s      *run.Session
 	got    *journal.Record // the candidate's record of the phase just driven
 	done   bool            // diverged or ended: later records are ignored
+	// ended: the run's end record came before the phase that ended the
+	// run, as journals written before end was a run's last record have it;
+	// the run is forgotten after that phase.
+	ended bool
 }
 
 // New makes a Replayer over the candidate runtime; its runs keep their
@@ -93,7 +101,7 @@ func (r *Replayer) Apply(ctx context.Context, rec *journal.Record) (*journal.Fli
 		r.mu.Unlock()
 		return nil, nil
 	case journal.KindEnd:
-		r.forget(rec.RunID)
+		r.end(rec.RunID)
 		return nil, nil
 	case journal.KindPhase:
 	default:
@@ -109,7 +117,28 @@ func (r *Replayer) Apply(ctx context.Context, rec *journal.Record) (*journal.Fli
 	if flip != nil || err != nil {
 		st.done = true
 	}
+	if st.ended {
+		r.forget(rec.RunID)
+	}
 	return flip, err
+}
+
+// end forgets a run at its end record, unless the candidate has not
+// finished it: then the end came before the phase that ended the run (the
+// order of journals written before end was a run's last record), and the
+// run is kept for that phase.
+func (r *Replayer) end(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.runs[id]
+	if st == nil {
+		return
+	}
+	if st.done || st.s == nil || st.s.Status() == run.Done {
+		delete(r.runs, id)
+		return
+	}
+	st.ended = true
 }
 
 // Forget drops a run's state (its end was recorded, or it is abandoned).
@@ -238,7 +267,7 @@ func (r *Replayer) compare(ctx context.Context, st *runState, want, got *journal
 			f.Kind, f.From, f.To = w.Decision.String()+"->"+g.Decision.String(), describe(w), describe(g)
 			f.Plugin = g.Plugin
 			if w.Decision == g.Decision {
-				f.Kind = w.Decision.String() + " by another plugin"
+				f.Kind = w.Decision.String() + byAnother
 			}
 			if g.Decision == gate.Allow {
 				f.Plugin = w.Plugin
@@ -252,7 +281,7 @@ func (r *Replayer) compare(ctx context.Context, st *runState, want, got *journal
 		}
 		if !reflect.DeepEqual(w.Args, g.Args) {
 			f := base
-			f.Kind, f.Plugin = "rewrite changed", g.Plugin
+			f.Kind, f.Plugin = RewriteChanged, g.Plugin
 			f.From, f.To = fmt.Sprint(w.Args), fmt.Sprint(g.Args)
 			return &f
 		}

@@ -8,8 +8,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/model/scripted"
 	"github.com/awaken-lua/awaken-lua/replay"
@@ -155,6 +157,12 @@ func TestReplayReportsExactlyTheFlips(t *testing.T) {
 	if !rep.Fails(nil) || rep.Fails([]string{"block->allow"}) || !rep.Fails([]string{"context changed"}) {
 		t.Error("Fails does not follow --fail-on")
 	}
+	// --fail-on takes every kind a flip has (it refuses the others).
+	for _, f := range rep.Flips {
+		if err := replay.CheckKinds([]string{f.Kind}); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // A decision that depends on a masked field is reported as such, not as a
@@ -199,5 +207,138 @@ func TestReplayReportsMaskedReadsApart(t *testing.T) {
 	}
 	if by := rep.ByKind(); len(by) != 1 || by[0].Kind != "allow->block" || len(rep.Masked()) != 1 {
 		t.Fatalf("by kind %+v, masked %d", by, len(rep.Masked()))
+	}
+}
+
+// phaseRecords counts the phase records of a journal and reports whether
+// each run's end record is its last.
+func phaseRecords(t *testing.T, path string) (n int, endLast bool) {
+	t.Helper()
+	ended := map[string]bool{}
+	endLast = true
+	_, err := journal.Read([]string{path}, func(_ journal.Pos, r *journal.Record) error {
+		if ended[r.RunID] {
+			endLast = false
+		}
+		switch r.Rec {
+		case journal.KindPhase:
+			n++
+		case journal.KindEnd:
+			ended[r.RunID] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, endLast
+}
+
+// Every phase record of a run is replayed, run_end's too: with the same
+// plugins none is skipped, and a candidate whose run_end hook fails shows
+// the termination change there. endFirst is a journal written before end
+// was a run's last record (its run_end record comes after the end), as
+// journals users already have are; it replays the same.
+func TestReplayComparesRunEnd(t *testing.T) {
+	cfg, jdir := project(t, "v1", "")
+	recordRuns(t, cfg)
+	endFirst := filepath.Join("testdata", "end-first-journal")
+	if _, endLast := phaseRecords(t, endFirst); endLast {
+		t.Fatal("the end-first journal has its end records last")
+	}
+	for _, path := range []string{jdir, endFirst} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			n, endLast := phaseRecords(t, path)
+			if path == jdir && !endLast {
+				t.Error("a record of a run follows its end record")
+			}
+			same := replayWith(t, cfg, "v1", path)
+			if same.Skipped != 0 || same.Phases != n || len(same.Flips) != 0 || same.Runs != 4 {
+				t.Fatalf("the same plugins: %d runs, %d of %d phases replayed, %d skipped, flips %v",
+					same.Runs, same.Phases, n, same.Skipped, kinds(same))
+			}
+			rep := replayWith(t, cfg, "run-end", path)
+			if got := kinds(rep); len(got) != 1 || got[0] != "termination changed@run_end step 2 " {
+				t.Fatalf("flips: %v", got)
+			}
+			if f := rep.Flips[0]; f.From != "natural" || f.To != "error:hook_failed" || !strings.Contains(f.Detail, "cannot summarize the files read") {
+				t.Fatalf("run_end flip: %+v", f)
+			}
+			// verify and export read either order.
+			if _, _, err := journal.Verify([]string{path}); err != nil {
+				t.Fatal(err)
+			}
+			ended := ends(t, path)
+			if len(ended) != 4 {
+				t.Fatalf("end records: %v", ended)
+			}
+			for id, term := range ended {
+				var b strings.Builder
+				if err := replay.Export(&b, id, journal.FileSource(path), nil); err != nil {
+					t.Fatalf("export %s: %v", id, err)
+				}
+				if !strings.Contains(b.String(), fmt.Sprintf("t.eq(r.termination, %q)", term)) {
+					t.Fatalf("export %s does not assert %s:\n%s", id, term, b.String())
+				}
+			}
+			// Runs --since leaves out are left out to their last record.
+			h, err := host.Open(context.Background(), host.Options{ConfigPath: cfg, Candidate: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			g := h.Acquire()
+			defer g.Release()
+			later, err := replay.Run(context.Background(), g.Runtime, []string{path}, replay.Options{Since: time.Now().Add(time.Hour)})
+			if err != nil || later.Runs != 0 || later.Phases != 0 || later.Skipped != 0 {
+				t.Fatalf("--since after every run: %+v, %v", later, err)
+			}
+		})
+	}
+}
+
+// ends maps each run of a journal to its recorded termination.
+func ends(t *testing.T, path string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	if _, err := journal.Read([]string{path}, func(_ journal.Pos, r *journal.Record) error {
+		if r.Rec == journal.KindEnd {
+			out[r.RunID] = r.Termination
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The report's counts read as English: one run, not "1 runs".
+func TestReportCountsAgree(t *testing.T) {
+	flip := journal.Flip{Kind: "allow->block", RunID: "run_1", Step: 1, Phase: journal.ToolGate}
+	masked := journal.Flip{Kind: replay.ReadsMasked, RunID: "run_1", Step: 1, Phase: journal.ToolGate}
+	for _, tc := range []struct {
+		rep     replay.Report
+		summary string
+		text    []string
+	}{
+		{replay.Report{Runs: 1, Steps: 1, Phases: 1, Skipped: 1}, "replay 1 run: 0 flips",
+			[]string{"no flips: 1 run, 1 step, 1 phase replayed\n", "\n1 phase record skipped: its run's start is not"}},
+		{replay.Report{Runs: 2, Steps: 2, Phases: 2, Skipped: 2}, "replay 2 runs: 0 flips",
+			[]string{"no flips: 2 runs, 2 steps, 2 phases replayed\n", "\n2 phase records skipped: their run's start is not"}},
+		{replay.Report{Runs: 1, Steps: 1, Phases: 3, Flips: []journal.Flip{flip, masked}}, "replay 1 run: 1 flip",
+			[]string{"\n1 flip in 1 run, 1 step, 3 phases replayed\n", "\n1 decision reads a masked field (not counted as a flip):\n"}},
+		{replay.Report{Runs: 3, Steps: 4, Phases: 9, Flips: []journal.Flip{flip, flip, masked, masked}}, "replay 3 runs: 2 flips",
+			[]string{"\n2 flips in 3 runs, 4 steps, 9 phases replayed\n", "\n2 decisions read masked fields (not counted as flips):\n"}},
+	} {
+		if got := tc.rep.Summary(); got != tc.summary {
+			t.Errorf("summary %q, want %q", got, tc.summary)
+		}
+		var b strings.Builder
+		tc.rep.WriteText(&b)
+		for _, w := range tc.text {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("the report lacks %q:\n%s", w, b.String())
+			}
+		}
 	}
 }

@@ -5,18 +5,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
 // Report is what a replay of a journal found.
 type Report struct {
-	Runs     int               `json:"runs"`  // runs whose start was in the journal
-	Steps    int               `json:"steps"` // steps replayed
+	Runs     int               `json:"runs"`    // runs whose start was in the journal
+	RunIDs   []string          `json:"run_ids"` // those runs, in the order they started
+	Steps    int               `json:"steps"`   // steps replayed
 	Phases   int               `json:"phases"`
 	Flips    []journal.Flip    `json:"flips"`
 	Problems []journal.Problem `json:"-"`
@@ -41,7 +45,9 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Flips: []journal.Flip{}}
+	rep := &Report{Flips: []journal.Flip{}, RunIDs: []string{}}
+	// skip holds the runs --since leaves out, also past their end: journals
+	// written before end was a run's last record have a phase after it.
 	skip := map[string]bool{}
 	problems, err := src(func(_ journal.Pos, rec *journal.Record) error {
 		if err := ctx.Err(); err != nil {
@@ -54,6 +60,7 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 				return nil
 			}
 			rep.Runs++
+			rep.RunIDs = append(rep.RunIDs, rec.RunID)
 		case journal.KindPhase:
 			if skip[rec.RunID] {
 				return nil
@@ -72,8 +79,6 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 			if rec.Phase == journal.StepStart {
 				rep.Steps++
 			}
-		case journal.KindEnd:
-			delete(skip, rec.RunID)
 		}
 		flip, err := r.Apply(ctx, rec)
 		if err != nil {
@@ -167,14 +172,56 @@ func (r *Report) Fails(failOn []string) bool {
 	return false
 }
 
+// gateKinds are the decisions a gate flip goes from and to (a rewrite is
+// applied as allow; a changed rewrite is RewriteChanged).
+var gateKinds = []gate.Kind{gate.Allow, gate.Block, gate.Suspend, gate.SetResult}
+
+// namedKinds are the flip kinds that are not gate decisions.
+var namedKinds = []string{RewriteChanged, ContextChanged, RequestChanged, TerminationChanged, ContinueChanged, Failed}
+
+// Kinds lists every flip kind, as --fail-on names them.
+func Kinds() []string {
+	var out []string
+	for _, a := range gateKinds {
+		for _, b := range gateKinds {
+			if a != b {
+				out = append(out, a.String()+"->"+b.String())
+			}
+		}
+	}
+	for _, a := range gateKinds {
+		out = append(out, a.String()+byAnother)
+	}
+	return append(out, namedKinds...)
+}
+
+// CheckKinds reports the first of kinds (as Fails takes them) that is not
+// a flip kind: a gate on a misspelt kind would never fail.
+func CheckKinds(kinds []string) error {
+	known := Kinds()
+	for _, k := range kinds {
+		k = strings.TrimSpace(k)
+		switch {
+		case k == "":
+			return fmt.Errorf("an empty kind; name the flip kinds to fail on, comma-separated, such as allow->block,context changed")
+		case k == ReadsMasked:
+			return fmt.Errorf("%q is not a flip: replay reports decisions that read masked fields apart and never fails on them", k)
+		case !slices.Contains(known, k):
+			names := make([]string, len(gateKinds))
+			for i, g := range gateKinds {
+				names[i] = g.String()
+			}
+			return fmt.Errorf("%q is not a flip kind%s. The kinds: FROM->TO and \"KIND%s\" (FROM, TO, KIND: %s), %s",
+				k, errs.DidYouMean(k, known), byAnother, strings.Join(names, ", "), strings.Join(namedKinds, ", "))
+		}
+	}
+	return nil
+}
+
 // Summary is the one-line result, as dev prints it.
 func (r *Report) Summary() string {
 	n := len(r.Flips) - len(r.Masked())
-	word := "flips"
-	if n == 1 {
-		word = "flip"
-	}
-	return fmt.Sprintf("replay %d runs: %d %s", r.Runs, n, word)
+	return "replay " + plural(r.Runs, "run", "runs") + ": " + plural(n, "flip", "flips")
 }
 
 // WriteText prints the report for a person: the flips by kind, then by
@@ -185,7 +232,7 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	kinds := r.ByKind()
 	if len(kinds) == 0 {
-		fmt.Fprintf(w, "no flips: %d runs, %d steps, %d phases replayed\n", r.Runs, r.Steps, r.Phases)
+		fmt.Fprintf(w, "no flips: %s replayed\n", r.totals())
 	} else {
 		var parts []string
 		for _, c := range kinds {
@@ -207,15 +254,34 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 	}
 	if m := r.Masked(); len(m) > 0 {
-		fmt.Fprintf(w, "\n%d decisions read masked fields (not counted as flips):\n", len(m))
+		head := fmt.Sprintf("%d decisions read masked fields (not counted as flips)", len(m))
+		if len(m) == 1 {
+			head = "1 decision reads a masked field (not counted as a flip)"
+		}
+		fmt.Fprintf(w, "\n%s:\n", head)
 		writeFlip(w, m[0])
 	}
 	if len(kinds) > 0 {
-		fmt.Fprintf(w, "\n%d flips in %d runs, %d steps, %d phases replayed\n", len(r.Flips)-len(r.Masked()), r.Runs, r.Steps, r.Phases)
+		fmt.Fprintf(w, "\n%s in %s replayed\n", plural(len(r.Flips)-len(r.Masked()), "flip", "flips"), r.totals())
 	}
-	if r.Skipped > 0 {
+	switch {
+	case r.Skipped == 1:
+		fmt.Fprintln(w, "1 phase record skipped: its run's start is not in the journal (aged out or in another file)")
+	case r.Skipped > 1:
 		fmt.Fprintf(w, "%d phase records skipped: their run's start is not in the journal (aged out or in another file)\n", r.Skipped)
 	}
+}
+
+// totals is "N runs, N steps, N phases".
+func (r *Report) totals() string {
+	return plural(r.Runs, "run", "runs") + ", " + plural(r.Steps, "step", "steps") + ", " + plural(r.Phases, "phase", "phases")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func writeFlip(w io.Writer, f journal.Flip) {

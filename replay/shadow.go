@@ -176,6 +176,9 @@ func (sh *Shadow) apply(rec *journal.Record) {
 	}
 	if rec.Rec == journal.KindEnd {
 		defer func() {
+			// Live records come in the order this version writes: end is
+			// the run's last, whether or not the candidate finished it.
+			sr.r.forget(rec.RunID)
 			delete(sh.runs, rec.RunID)
 			sh.following.Store(int64(len(sh.runs)))
 			sr.release()

@@ -141,6 +141,8 @@ func (g *GateRecord) decision() Decision {
 // that was not offered in this step fails with an error result without
 // running.
 func (s *Session) ToolGate(ctx context.Context, call model.ToolCall) (Decision, Outcome, error) {
+	// A gate that fails ends the run without a phase record.
+	defer s.journalEnd()
 	if err := s.expect(phase.ToolGate, StageInferred); err != nil {
 		return Decision{}, s.outcome(), err
 	}
@@ -545,6 +547,8 @@ func (s *Session) interrupt() {
 // their after_tool_execute; suspended ones wait for Resume. It stops when
 // the run ends, and returns what stopped a phase.
 func (s *Session) RunCalls(ctx context.Context, exec func(context.Context, model.ToolCall) model.ToolResult) error {
+	// A gate that fails ends the run without a phase record.
+	defer s.journalEnd()
 	var ready []*CallRecord
 	for _, c := range s.calls {
 		if s.termination != "" || s.status != Running {

@@ -12,7 +12,8 @@ import (
 
 // Recorder receives a runtime's journal: a header when a run starts, one
 // record per phase a host drives (what the phase received from outside and
-// what the plugins decided), and a record when the run ends. Record is
+// what the plugins decided), and a record when the run ends, the run's
+// last (after the record of the phase that ended it). Record is
 // called on the run's goroutine with a record made for it: it may keep
 // rec, and must not modify it (another recorder may read it too).
 type Recorder interface {
@@ -60,7 +61,11 @@ func recordable(err error) bool {
 // journalPhase writes a phase record after a phase method ran; fill sets
 // the input and what the phase decided.
 func (s *Session) journalPhase(p string, err error, fill func(*journal.Slot)) {
-	if s.rt.journal == nil || !recordable(err) {
+	if s.rt.journal == nil {
+		return
+	}
+	defer s.journalEnd()
+	if !recordable(err) {
 		return
 	}
 	var sl *journal.Slot
@@ -110,11 +115,15 @@ func (s *Session) journalGate(call model.ToolCall, g *GateRecord) {
 	})
 }
 
-// journalEnd writes the record of a run that is done.
+// journalEnd writes the record of a run that is done, once the phase that
+// ended it is recorded: end is a run's last record, so a reader that
+// forgets a run at its end has seen all of it. Phase methods that end a
+// run without a phase record (a failing gate) call it too.
 func (s *Session) journalEnd() {
-	if s.rt.journal == nil {
+	if s.rt.journal == nil || !s.endDue {
 		return
 	}
+	s.endDue = false
 	s.rt.journal.Record(&journal.Record{Rec: journal.KindEnd, RunID: s.info.ID, Termination: s.termination,
 		Steps: s.info.Step, TS: s.now})
 }

@@ -205,7 +205,9 @@ func (s *Session) finish(ctx context.Context) error {
 		return err
 	}
 	s.events.Emit(event.RunFinish{Termination: s.termination})
-	s.journalEnd()
+	// The end record waits for the record of the phase that ended the run,
+	// so that it is the run's last record (journalEnd).
+	s.endDue = true
 	return nil
 }
 

@@ -172,6 +172,9 @@ type Session struct {
 	// placed receives before_inference's context messages while the
 	// journal records them.
 	placed *[]journal.Context
+	// endDue: the run is done and its end record is not written yet; it
+	// follows the record of the phase that ended the run (journalEnd).
+	endDue bool
 }
 
 // StartOptions start a run.

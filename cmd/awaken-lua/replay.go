@@ -19,7 +19,8 @@ model responses, tool results, decisions and clock; no model and no tool
 runs. PATH defaults to the configured [journal] path.
 
 Exit codes: 0 no flip, 1 flips (with --fail-on, only flips of those kinds),
-2 an error (no journal, a bad flag, a candidate that does not load).`
+2 an error (no journal, a bad flag or --fail-on kind, a candidate that does
+not load).`
 
 // cmdReplay re-drives recorded runs through a candidate generation.
 func cmdReplay(e *env) int {
@@ -30,6 +31,15 @@ func cmdReplay(e *env) int {
 	failOn := fs.String("fail-on", "", "exit 1 only for these flip kinds, comma-separated: allow->block,block->allow,context changed,...")
 	paths, err := parse(fs, e.args)
 	if err != nil {
+		return exitUsage
+	}
+	var kinds []string
+	if *failOn != "" {
+		kinds = strings.Split(*failOn, ",")
+	}
+	// A misspelt kind never matches: the CI gate would pass every change.
+	if err := replay.CheckKinds(kinds); err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua replay: --fail-on: %v\n", err)
 		return exitUsage
 	}
 	src, _, closeSrc, err := journalSource(e, paths)
@@ -70,10 +80,6 @@ func cmdReplay(e *env) int {
 		fmt.Fprintf(e.stdout, "%s\n", b)
 	} else {
 		rep.WriteText(e.stdout)
-	}
-	var kinds []string
-	if *failOn != "" {
-		kinds = strings.Split(*failOn, ",")
 	}
 	if rep.Fails(kinds) {
 		return exitFailed
@@ -125,7 +131,8 @@ func journalSource(e *env, paths []string) (journal.Source, func() (int, []journ
 const journalMore = `Subcommands:
   verify [PATH...]          check the hash chain; exit 1 at the first broken link
   export RUN_ID [PATH...]   write a *_test.lua that replays the run in the
-                            harness and asserts its decisions (-o FILE, default stdout)
+                            harness and asserts its decisions (-o FILE, default stdout);
+                            replay --json lists the run ids (run_ids)
 PATH defaults to the configured [journal] path.`
 
 // cmdJournal verifies a journal or exports a run as a Lua test.

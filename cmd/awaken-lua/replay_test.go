@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -69,7 +70,7 @@ func TestRecordReplayExportVerify(t *testing.T) {
 		t.Fatalf("verify: exit %d: %s %s", code, out, errOut)
 	}
 	code, out, errOut = awaken(t, "", "--config", cfg, "replay")
-	if code != exitOK || !strings.Contains(out, "no flips: 1 runs") {
+	if code != exitOK || !strings.Contains(out, "no flips: 1 run,") || strings.Contains(out, "skipped") {
 		t.Fatalf("replay, same plugins: exit %d: %s %s", code, out, errOut)
 	}
 
@@ -115,6 +116,87 @@ func TestRecordReplayExportVerify(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// export of a run the journal does not hold points at replay --json, and
+// replay --json lists the run ids export takes.
+func TestExportHintListsTheRuns(t *testing.T) {
+	dir := project(t, journalToml, map[string]string{
+		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+		"ws/README.md": "readme", "ws/notes.txt": "notes",
+	})
+	cfg := filepath.Join(dir, "awaken.toml")
+	for _, prompt := range []string{"read both", "read both again"} {
+		if code, _, errOut := awaken(t, "", "--config", cfg, "run", prompt); code != exitOK {
+			t.Fatalf("run: exit %d: %s", code, errOut)
+		}
+	}
+	code, _, errOut := awaken(t, "", "--config", cfg, "journal", "export", "run_0000000000000000")
+	if code != exitUsage || !strings.Contains(errOut, "`awaken-lua replay --json` lists the journal's runs (run_ids)") {
+		t.Fatalf("export of an unknown run: exit %d: %s", code, errOut)
+	}
+	var want []string
+	journal.Read([]string{filepath.Join(dir, "journal")}, func(_ journal.Pos, r *journal.Record) error {
+		if r.Rec == journal.KindRun {
+			want = append(want, r.RunID)
+		}
+		return nil
+	})
+	code, out, errOut := awaken(t, "", "--config", cfg, "replay", "--json")
+	var rep struct {
+		Runs   int      `json:"runs"`
+		RunIDs []string `json:"run_ids"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitOK {
+		t.Fatalf("replay --json: exit %d, %v: %s %s", code, err, out, errOut)
+	}
+	if len(want) != 2 || rep.Runs != 2 || strings.Join(rep.RunIDs, ",") != strings.Join(want, ",") {
+		t.Fatalf("run_ids %v (runs %d), the journal's runs %v", rep.RunIDs, rep.Runs, want)
+	}
+	if code, out, errOut := awaken(t, "", "--config", cfg, "journal", "export", rep.RunIDs[1]); code != exitOK || !strings.Contains(out, rep.RunIDs[1]) {
+		t.Fatalf("export of a listed run: exit %d: %s %s", code, out, errOut)
+	}
+}
+
+// --fail-on with a kind no flip has is a usage error: a misspelt kind
+// never matches, so the gate would pass a change that flips decisions.
+func TestReplayFailOnRefusesUnknownKinds(t *testing.T) {
+	dir := project(t, journalToml, map[string]string{
+		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+		"ws/README.md": "readme", "ws/notes.txt": "notes",
+	})
+	cfg := filepath.Join(dir, "awaken.toml")
+	if code, _, errOut := awaken(t, "", "--config", cfg, "run", "read both"); code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	// The candidate flips allow->block on notes.txt.
+	os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), []byte(policyV2), 0o644)
+	for _, tc := range []struct {
+		failOn string
+		code   int
+		want   []string
+	}{
+		{"allow->blok", exitUsage, []string{`--fail-on: "allow->blok" is not a flip kind (did you mean "allow->block"?)`,
+			"FROM, TO, KIND: allow, block, suspend, set_result", "context changed", "termination changed"}},
+		{"block->allow,contxt changed", exitUsage, []string{`"contxt changed" is not a flip kind (did you mean "context changed"?)`}},
+		{"allow->block,", exitUsage, []string{"an empty kind"}},
+		{"reads masked field", exitUsage, []string{"is not a flip: replay reports decisions that read masked fields apart"}},
+		{"context changed, allow->block", exitFailed, nil},
+		{"block by another plugin", exitOK, nil},
+	} {
+		code, out, errOut := awaken(t, "", "--config", cfg, "replay", "--fail-on", tc.failOn)
+		if code != tc.code {
+			t.Errorf("--fail-on %q: exit %d, want %d\n%s%s", tc.failOn, code, tc.code, out, errOut)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("--fail-on %q: stderr lacks %q:\n%s", tc.failOn, w, errOut)
+			}
+		}
+		if tc.code == exitUsage && out != "" {
+			t.Errorf("--fail-on %q: a usage error replayed:\n%s", tc.failOn, out)
+		}
+	}
+}
+
 // dev replays the journal on each save and puts the flips on its line.
 func TestDevReplaysTheJournalOnSave(t *testing.T) {
 	dir := project(t, journalToml, map[string]string{
@@ -148,9 +230,9 @@ func TestDevReplaysTheJournalOnSave(t *testing.T) {
 		}
 	}
 	wait("g1 loaded (1 plugin", nil)
-	wait("replay 1 runs: 0 flips", nil)
+	wait("replay 1 run: 0 flips", nil)
 	save := func() { os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), []byte(policyV2), 0o644) }
 	save()
-	wait("replay 1 runs: 1 flip", save)
+	wait("replay 1 run: 1 flip", save)
 	wait("flips: allow->block 1 (policy)", nil)
 }
