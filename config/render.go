@@ -59,7 +59,7 @@ func (c *Config) Render() string {
 
 	w.header("store")
 	w.kv("kind", quoteString(c.Store.Kind))
-	if c.Store.Kind != StoreFile { // the file store keeps every thread, and refuses max_threads
+	if c.Store.Kind == StoreMemory { // the file and postgres stores keep every thread, and refuse max_threads
 		n := c.Store.MaxThreads
 		if n <= 0 { // a Config built in Go: the store applies the default
 			n = defaultMaxThreads
@@ -67,6 +67,13 @@ func (c *Config) Render() string {
 		w.kv("max_threads", itoa(n))
 	}
 	w.kv("path", quoteString(c.Store.Path))
+	w.kv("dsn_env", quoteString(c.Store.DSNEnv))
+	if c.Store.MaxConns > 0 {
+		w.kv("max_conns", itoa(c.Store.MaxConns))
+	} else { // 0 does not parse: it is pgx's own default
+		w.line("# max_conns: pgx's default, the larger of 4 and the number of CPUs")
+	}
+	w.kv("publish", strconv.FormatBool(c.Store.Publish))
 
 	w.header("audit")
 	note := ""
