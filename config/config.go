@@ -240,6 +240,8 @@ const (
 	defaultMaxStateSize = 16 * MiB // state.DefaultMaxState
 	defaultModelTimeout = Duration(60 * time.Second)
 	defaultShellTimeout = Duration(10 * time.Second)
+	defaultJournalSize  = 64 * MiB                      // journal.DefaultMaxFileSize
+	defaultJournalAge   = Duration(30 * 24 * time.Hour) // journal.DefaultMaxAge
 )
 
 // defaultTools are offered to an agent that does not list its tools: they
@@ -256,11 +258,12 @@ func Default() *Config {
 			MaxValueSize: defaultMaxValueSize, MaxStateSize: defaultMaxStateSize},
 		Model: Model{Kind: ModelScripted, Script: "testdata/scenarios/demo.toml",
 			Timeout: defaultModelTimeout, MaxRetries: 3},
-		Server: Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64, HookAgent: DefaultAgent, SessionHistory: 200, MaxRuns: 10000},
-		Store:  Store{Kind: StoreMemory, Path: defaultStorePath, MaxThreads: defaultMaxThreads, DSNEnv: "AWAKEN_PG_DSN"},
-		Audit:  Audit{Path: "audit.jsonl"},
-		Tools:  Tools{Root: ".", ShellTimeout: defaultShellTimeout},
-		Agents: map[string]*Agent{DefaultAgent: newAgent(DefaultAgent)},
+		Server:  Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64, HookAgent: DefaultAgent, SessionHistory: 200, MaxRuns: 10000},
+		Store:   Store{Kind: StoreMemory, Path: defaultStorePath, MaxThreads: defaultMaxThreads, DSNEnv: "AWAKEN_PG_DSN"},
+		Audit:   Audit{Path: "audit.jsonl"},
+		Journal: Journal{Kind: JournalFile, MaxFileSize: defaultJournalSize, MaxAge: defaultJournalAge},
+		Tools:   Tools{Root: ".", ShellTimeout: defaultShellTimeout},
+		Agents:  map[string]*Agent{DefaultAgent: newAgent(DefaultAgent)},
 	}
 }
 

@@ -447,7 +447,8 @@ func (p *parser) maxThreads(dst *int) func(toml.Key, any) {
 }
 
 // integer reads an integer of at least min.
-// strList reads an array of non-empty strings.
+// strList reads an array of non-empty strings; an empty one is nil, as
+// when the key is left out, so a rendered `mask = []` reads back the same.
 func (p *parser) strList(dst *[]string) func(toml.Key, any) {
 	return func(k toml.Key, v any) {
 		list, ok := v.([]any)
@@ -463,6 +464,9 @@ func (p *parser) strList(dst *[]string) func(toml.Key, any) {
 				return
 			}
 			out = append(out, s)
+		}
+		if len(out) == 0 {
+			out = nil
 		}
 		*dst = out
 	}

@@ -82,6 +82,9 @@ func (c *Config) Render() string {
 	}
 	w.kv("path", quoteString(c.Audit.Path)+note)
 
+	w.journal(c.Journal)
+	w.shadow(c.Shadow)
+
 	w.header("tools")
 	w.kv("root", quoteString(c.Tools.Root))
 	w.kv("shell", strconv.FormatBool(c.Tools.Shell))
@@ -96,6 +99,54 @@ func (c *Config) Render() string {
 		w.table(path, asMap(c.Plugins[id]))
 	}
 	return w.b.String()
+}
+
+func (w *renderer) journal(j Journal) {
+	w.header("journal")
+	// A Go-built Config may leave these zero; the journal applies its
+	// defaults then, which are the ones shown.
+	kind, size, age := j.Kind, j.MaxFileSize, j.MaxAge
+	if kind == "" {
+		kind = JournalFile
+	}
+	if size <= 0 {
+		size = defaultJournalSize
+	}
+	if age <= 0 {
+		age = defaultJournalAge
+	}
+	w.kv("kind", quoteString(kind))
+	note := ""
+	switch {
+	case kind == JournalPostgres:
+		note = "  # unused: the journal is in the PostgreSQL store's database"
+	case j.Path == "":
+		note = "  # empty: no journal"
+	}
+	w.kv("path", quoteString(j.Path)+note)
+	w.kv("max_file_size", quoteString(size.String()))
+	w.kv("max_age", quoteString(age.String()))
+	items := make([]string, len(j.Mask))
+	for i, m := range j.Mask {
+		items[i] = quoteString(m)
+	}
+	w.kv("mask", "["+strings.Join(items, ", ")+"]")
+}
+
+func (w *renderer) shadow(s Shadow) {
+	if s.PluginDir == "" {
+		// plugin_dir = "" does not parse (it is how a typo would turn the
+		// shadow off), so off is a comment.
+		w.line("\n[shadow]  # off: plugin_dir names a candidate serve evaluates and never enforces")
+	} else {
+		w.header("shadow")
+		w.kv("plugin_dir", quoteString(s.PluginDir))
+	}
+	note := ""
+	if s.Config == "" {
+		note = "  # empty: the candidate reads this file"
+	}
+	w.kv("config", quoteString(s.Config)+note)
 }
 
 func (w *renderer) agent(a *Agent, id string) {

@@ -22,8 +22,8 @@ import (
 )
 
 // What a start or a run refuses beyond what config.Parse checks: the plugin
-// directory, the model script, the agents' built-in tools, and the audit
-// and store paths. Open and runs use the functions here, and so does
+// directory, the model script, the agents' built-in tools, and the audit,
+// store and journal paths. Open and runs use the functions here, and so does
 // Preflight, which `awaken-lua check` calls, so check reports exactly what
 // run would refuse, each at its awaken.toml line.
 
@@ -46,8 +46,9 @@ func LoadPlugins(ctx context.Context, cfg *config.Config, o Options) (*luabridge
 // plugins are loaded into set (nil when they did not load: plugin tools are
 // unknown then, so only built-in tool names are checked): a missing or
 // broken model script, a tool that is not built in or is off, and an audit
-// file or store directory that cannot be written. It writes nothing: it
-// probes a directory by creating a temporary file and removing it.
+// file, store directory or journal directory that cannot be written. It
+// writes nothing: it probes a directory by creating a temporary file and
+// removing it, and makes no directory.
 func Preflight(cfg *config.Config, set *plugin.Set) error {
 	var list errs.List
 	if cfg.Model.Kind == config.ModelScripted {
@@ -64,6 +65,13 @@ func Preflight(cfg *config.Config, set *plugin.Set) error {
 	if cfg.Store.Kind == config.StoreFile {
 		if err := probeDir(cfg.Path(cfg.Store.Path)); err != nil {
 			list.Add(storeError(cfg, err))
+		}
+	}
+	if cfg.Journal.Kind != config.JournalPostgres && cfg.Journal.Path != "" {
+		// The writer makes the directory and its first file at start;
+		// a probe says whether it could, without making either.
+		if err := probeDir(cfg.Path(cfg.Journal.Path)); err != nil {
+			list.Add(journalError(cfg, err))
 		}
 	}
 	list.Sort()
@@ -189,6 +197,11 @@ func openScript(cfg *config.Config) (*scripted.Model, error) {
 func auditError(cfg *config.Config, err error) error {
 	return cfg.Invalid([]string{"audit", "path"}, "cannot write the audit file %s: %s; fix the path or its directory's permissions, or set path = \"\" for no audit file",
 		cfg.Path(cfg.Audit.Path), errText(err))
+}
+
+func journalError(cfg *config.Config, err error) error {
+	return cfg.Invalid([]string{"journal", "path"}, "cannot keep the journal in %s: %s; fix the path or its permissions, or leave path out for no journal",
+		cfg.Path(cfg.Journal.Path), errText(err))
 }
 
 func storeError(cfg *config.Config, err error) error {
