@@ -128,7 +128,7 @@ func TestFull(t *testing.T) {
 		MaxValueSize: 512 * KiB, MaxStateSize: 8 * MiB}) {
 		t.Fatalf("runtime: %+v", c.Runtime)
 	}
-	if c.Model != (Model{Kind: ModelOpenAI, Script: "testdata/scenarios/demo.toml", BaseURL: "http://localhost:11434/v1",
+	if c.Model != (Model{Kind: ModelOpenAI, BaseURL: "http://localhost:11434/v1",
 		Model: "llama3.1", APIKeyEnv: "OLLAMA_KEY", Timeout: Duration(90 * time.Second), MaxRetries: 0}) {
 		t.Fatalf("model: %+v", c.Model)
 	}

@@ -321,11 +321,6 @@ func (p *parser) check() {
 	}
 	mk := toml.Key{"model"}
 	switch c.Model.Kind {
-	case ModelScripted:
-		if c.Model.Script == "" {
-			p.failAt(p.atFirst(key(mk, "script"), key(mk, "kind"), mk), "model.script",
-				`the scripted model needs a script file, such as "testdata/scenarios/demo.toml"`)
-		}
 	case ModelOpenAI:
 		if c.Model.BaseURL == "" {
 			p.failAt(p.atFirst(key(mk, "base_url"), key(mk, "kind"), mk), "model.base_url",

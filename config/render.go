@@ -37,9 +37,14 @@ func (c *Config) Render() string {
 	w.kv("max_value_size", quoteString(c.Runtime.MaxValueSize.String()))
 	w.kv("max_state_size", quoteString(c.Runtime.MaxStateSize.String()))
 
+	note := ""
 	w.header("model")
 	w.kv("kind", quoteString(c.Model.Kind))
-	w.kv("script", quoteString(c.Model.Script))
+	note = ""
+	if c.Model.Kind == ModelScripted && c.Model.Script == "" {
+		note = "  # empty: no script; run needs one (serve, hook and dev do not)"
+	}
+	w.kv("script", quoteString(c.Model.Script)+note)
 	w.kv("base_url", quoteString(c.Model.BaseURL))
 	w.kv("model", quoteString(c.Model.Model))
 	w.kv("api_key_env", quoteString(c.Model.APIKeyEnv))
@@ -76,7 +81,7 @@ func (c *Config) Render() string {
 	w.kv("publish", strconv.FormatBool(c.Store.Publish))
 
 	w.header("audit")
-	note := ""
+	note = ""
 	if c.Audit.Path == "" {
 		note = "  # empty: no audit sink"
 	}

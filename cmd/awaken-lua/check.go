@@ -117,6 +117,9 @@ func cmdCheck(e *env) int {
 		}
 		fmt.Fprintf(e.stdout, "shadow candidate %s loads: %s\n", cfg.Shadow.PluginDir, ids)
 	}
+	if cfgErr == nil && cfg.Model.Kind == config.ModelScripted && cfg.Model.Script == "" {
+		fmt.Fprintln(e.stdout, "note: no model script: run needs one ([model] script, kind = \"openai\" or \"anthropic\", or --model); serve, hook and dev do not")
+	}
 	if len(problems) > 0 {
 		problems.Sort()
 		// The shadow reads the same file unless [shadow] config names

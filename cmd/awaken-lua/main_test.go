@@ -324,8 +324,7 @@ func TestReadmeExamplesLoad(t *testing.T) {
 		all.WriteString(b[1])
 		all.WriteString("\n")
 	}
-	// check also wants the default model script that a run would read.
-	dir := project(t, all.String(), map[string]string{"testdata/scenarios/demo.toml": "[[turns]]\ntext = \"done\"\n"})
+	dir := project(t, all.String(), nil)
 	code, out, errOut := awaken(t, "", "--config", filepath.Join(dir, "awaken.toml"), "check")
 	if code != exitOK {
 		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
@@ -447,6 +446,47 @@ func TestCheckJournalAndShadow(t *testing.T) {
 	code, out, _ := awaken(t, "", "--config", demoConfig, "check")
 	if want := "[journal]\nkind = \"file\"\npath = \".awaken/journal\"\n"; code != exitOK || !strings.Contains(out, want) {
 		t.Fatalf("exit %d, no %q:\n%s", code, want, out)
+	}
+}
+
+// A project without a model script (a sidecar's) passes check, with a
+// note, and only run, which needs a model, refuses it: at the line of
+// [model] script when the file writes it, else saying what to add, and
+// never naming a script the user did not write.
+func TestNoModelScript(t *testing.T) {
+	const sidecar = "[server]\naddr = \"127.0.0.1:7879\"\n\n[agents.claude-code]\ntools = []\n\n[plugins.permission]\ndefault = \"ask\"\n"
+	for _, c := range []struct {
+		name, toml string
+		runErr     string // what run says, with its place
+	}{
+		{"no [model]", sidecar, `awaken.toml: config_invalid: model.script: run needs a model and none is configured; add [model] script = `},
+		{"[model] without script", "[audit]\npath = \"\"\n[model]\nkind = \"scripted\"\n",
+			`awaken.toml:3: config_invalid: model.script: run needs a model and none is configured; add [model] script = `},
+		{"script empty", "[audit]\npath = \"\"\n[model]\nscript = \"\"\n", `awaken.toml:4: config_invalid: model.script: is empty, and run needs a model; `},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := project(t, c.toml, nil)
+			cfg := filepath.Join(dir, "awaken.toml")
+			code, out, errOut := awaken(t, "", "--config", cfg, "check")
+			if code != exitOK || !strings.Contains(out, "note: no model script: run needs one") || !strings.Contains(out, "\nscript = \"\"  # empty: no script") {
+				t.Fatalf("check: exit %d:\n%s%s", code, out, errOut)
+			}
+			code, out, errOut = awaken(t, "", "--config", cfg, "run", "hi")
+			if code != exitUsage || !strings.Contains(errOut, c.runErr) {
+				t.Fatalf("run: exit %d, want %d with %q:\n%s%s", code, exitUsage, c.runErr, out, errOut)
+			}
+			if all := out + errOut; strings.Contains(all, "testdata/scenarios") {
+				t.Fatalf("names a script the project does not have:\n%s", all)
+			}
+			// A script given on the command line is enough.
+			if err := os.WriteFile(filepath.Join(dir, "s.toml"), []byte("[[turns]]\ntext = \"done\"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut = awaken(t, "", "--config", cfg, "run", "--model", "scripted:"+filepath.Join(dir, "s.toml"), "hi")
+			if code != exitOK || !strings.Contains(out, "finish natural") {
+				t.Fatalf("run --model: exit %d:\n%s%s", code, out, errOut)
+			}
+		})
 	}
 }
 
