@@ -116,8 +116,10 @@ type Runtime struct {
 
 // Model is [model]: the executor that answers inference requests.
 type Model struct {
-	Kind   string // ModelScripted, ModelOpenAI or ModelAnthropic
-	Script string // scripted: the script file, relative to Dir
+	Kind string // ModelScripted, ModelOpenAI or ModelAnthropic
+	// Script is the scripted model's file, relative to Dir; "" is none, and
+	// only run, which needs a model, refuses it (a sidecar never asks one).
+	Script string
 	// openai and anthropic:
 	BaseURL   string   // http(s); required for openai, anthropic's by default
 	Model     string   // required
@@ -240,27 +242,30 @@ const (
 	defaultMaxStateSize = 16 * MiB // state.DefaultMaxState
 	defaultModelTimeout = Duration(60 * time.Second)
 	defaultShellTimeout = Duration(10 * time.Second)
+	defaultJournalSize  = 64 * MiB                      // journal.DefaultMaxFileSize
+	defaultJournalAge   = Duration(30 * 24 * time.Hour) // journal.DefaultMaxAge
 )
 
 // defaultTools are offered to an agent that does not list its tools: they
 // only read, inside the workspace.
 var defaultTools = []string{"fs_read", "fs_list"}
 
-// Default is the configuration of an empty awaken.toml: the scripted model,
-// a memory store and one agent with every plugin active, so everything runs
-// offline.
+// Default is the configuration of an empty awaken.toml: the scripted model
+// with no script (a project names its own: a path here would be resolved in
+// the user's project, where it is not), a memory store and one agent with
+// every plugin active, so everything runs offline.
 func Default() *Config {
 	return &Config{
 		PluginDir: "scripts",
 		Runtime: Runtime{MaxSteps: defaultSteps, MaxPhaseRounds: defaultSteps, HookTimeout: defaultHookTimeout,
 			MaxValueSize: defaultMaxValueSize, MaxStateSize: defaultMaxStateSize},
-		Model: Model{Kind: ModelScripted, Script: "testdata/scenarios/demo.toml",
-			Timeout: defaultModelTimeout, MaxRetries: 3},
-		Server: Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64, HookAgent: DefaultAgent, SessionHistory: 200, MaxRuns: 10000},
-		Store:  Store{Kind: StoreMemory, Path: defaultStorePath, MaxThreads: defaultMaxThreads, DSNEnv: "AWAKEN_PG_DSN"},
-		Audit:  Audit{Path: "audit.jsonl"},
-		Tools:  Tools{Root: ".", ShellTimeout: defaultShellTimeout},
-		Agents: map[string]*Agent{DefaultAgent: newAgent(DefaultAgent)},
+		Model:   Model{Kind: ModelScripted, Timeout: defaultModelTimeout, MaxRetries: 3},
+		Server:  Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64, HookAgent: DefaultAgent, SessionHistory: 200, MaxRuns: 10000},
+		Store:   Store{Kind: StoreMemory, Path: defaultStorePath, MaxThreads: defaultMaxThreads, DSNEnv: "AWAKEN_PG_DSN"},
+		Audit:   Audit{Path: "audit.jsonl"},
+		Journal: Journal{Kind: JournalFile, MaxFileSize: defaultJournalSize, MaxAge: defaultJournalAge},
+		Tools:   Tools{Root: ".", ShellTimeout: defaultShellTimeout},
+		Agents:  map[string]*Agent{DefaultAgent: newAgent(DefaultAgent)},
 	}
 }
 

@@ -128,7 +128,7 @@ func TestFull(t *testing.T) {
 		MaxValueSize: 512 * KiB, MaxStateSize: 8 * MiB}) {
 		t.Fatalf("runtime: %+v", c.Runtime)
 	}
-	if c.Model != (Model{Kind: ModelOpenAI, Script: "testdata/scenarios/demo.toml", BaseURL: "http://localhost:11434/v1",
+	if c.Model != (Model{Kind: ModelOpenAI, BaseURL: "http://localhost:11434/v1",
 		Model: "llama3.1", APIKeyEnv: "OLLAMA_KEY", Timeout: Duration(90 * time.Second), MaxRetries: 0}) {
 		t.Fatalf("model: %+v", c.Model)
 	}
@@ -137,6 +137,13 @@ func TestFull(t *testing.T) {
 	}
 	if c.Store != (Store{Kind: StoreFile, Path: ".awaken/store", MaxThreads: 10000, DSNEnv: "AWAKEN_PG_DSN"}) || c.Audit.Path != "" {
 		t.Fatalf("store, audit: %+v %+v", c.Store, c.Audit)
+	}
+	if j := c.Journal; j.Kind != JournalFile || j.Path != "journal" || j.MaxFileSize != 8*MiB || j.MaxAge != Duration(24*time.Hour) ||
+		!reflect.DeepEqual(j.Mask, []string{"password", "headers.authorization"}) {
+		t.Fatalf("journal: %+v", j)
+	}
+	if c.Shadow != (Shadow{PluginDir: "candidate", Config: "candidate.toml"}) {
+		t.Fatalf("shadow: %+v", c.Shadow)
 	}
 	if c.Tools != (Tools{Root: "work", Shell: true, ShellTimeout: Duration(90 * time.Second)}) {
 		t.Fatalf("tools: %+v", c.Tools)

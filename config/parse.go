@@ -321,11 +321,6 @@ func (p *parser) check() {
 	}
 	mk := toml.Key{"model"}
 	switch c.Model.Kind {
-	case ModelScripted:
-		if c.Model.Script == "" {
-			p.failAt(p.atFirst(key(mk, "script"), key(mk, "kind"), mk), "model.script",
-				`the scripted model needs a script file, such as "testdata/scenarios/demo.toml"`)
-		}
 	case ModelOpenAI:
 		if c.Model.BaseURL == "" {
 			p.failAt(p.atFirst(key(mk, "base_url"), key(mk, "kind"), mk), "model.base_url",
@@ -447,7 +442,8 @@ func (p *parser) maxThreads(dst *int) func(toml.Key, any) {
 }
 
 // integer reads an integer of at least min.
-// strList reads an array of non-empty strings.
+// strList reads an array of non-empty strings; an empty one is nil, as
+// when the key is left out, so a rendered `mask = []` reads back the same.
 func (p *parser) strList(dst *[]string) func(toml.Key, any) {
 	return func(k toml.Key, v any) {
 		list, ok := v.([]any)
@@ -463,6 +459,9 @@ func (p *parser) strList(dst *[]string) func(toml.Key, any) {
 				return
 			}
 			out = append(out, s)
+		}
+		if len(out) == 0 {
+			out = nil
 		}
 		*dst = out
 	}

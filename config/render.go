@@ -37,9 +37,14 @@ func (c *Config) Render() string {
 	w.kv("max_value_size", quoteString(c.Runtime.MaxValueSize.String()))
 	w.kv("max_state_size", quoteString(c.Runtime.MaxStateSize.String()))
 
+	note := ""
 	w.header("model")
 	w.kv("kind", quoteString(c.Model.Kind))
-	w.kv("script", quoteString(c.Model.Script))
+	note = ""
+	if c.Model.Kind == ModelScripted && c.Model.Script == "" {
+		note = "  # empty: no script; run needs one (serve, hook and dev do not)"
+	}
+	w.kv("script", quoteString(c.Model.Script)+note)
 	w.kv("base_url", quoteString(c.Model.BaseURL))
 	w.kv("model", quoteString(c.Model.Model))
 	w.kv("api_key_env", quoteString(c.Model.APIKeyEnv))
@@ -59,7 +64,7 @@ func (c *Config) Render() string {
 
 	w.header("store")
 	w.kv("kind", quoteString(c.Store.Kind))
-	if c.Store.Kind != StoreFile { // the file store keeps every thread, and refuses max_threads
+	if c.Store.Kind == StoreMemory { // the file and postgres stores keep every thread, and refuse max_threads
 		n := c.Store.MaxThreads
 		if n <= 0 { // a Config built in Go: the store applies the default
 			n = defaultMaxThreads
@@ -67,13 +72,23 @@ func (c *Config) Render() string {
 		w.kv("max_threads", itoa(n))
 	}
 	w.kv("path", quoteString(c.Store.Path))
+	w.kv("dsn_env", quoteString(c.Store.DSNEnv))
+	if c.Store.MaxConns > 0 {
+		w.kv("max_conns", itoa(c.Store.MaxConns))
+	} else { // 0 does not parse: it is pgx's own default
+		w.line("# max_conns: pgx's default, the larger of 4 and the number of CPUs")
+	}
+	w.kv("publish", strconv.FormatBool(c.Store.Publish))
 
 	w.header("audit")
-	note := ""
+	note = ""
 	if c.Audit.Path == "" {
 		note = "  # empty: no audit sink"
 	}
 	w.kv("path", quoteString(c.Audit.Path)+note)
+
+	w.journal(c.Journal)
+	w.shadow(c.Shadow)
 
 	w.header("tools")
 	w.kv("root", quoteString(c.Tools.Root))
@@ -89,6 +104,54 @@ func (c *Config) Render() string {
 		w.table(path, asMap(c.Plugins[id]))
 	}
 	return w.b.String()
+}
+
+func (w *renderer) journal(j Journal) {
+	w.header("journal")
+	// A Go-built Config may leave these zero; the journal applies its
+	// defaults then, which are the ones shown.
+	kind, size, age := j.Kind, j.MaxFileSize, j.MaxAge
+	if kind == "" {
+		kind = JournalFile
+	}
+	if size <= 0 {
+		size = defaultJournalSize
+	}
+	if age <= 0 {
+		age = defaultJournalAge
+	}
+	w.kv("kind", quoteString(kind))
+	note := ""
+	switch {
+	case kind == JournalPostgres:
+		note = "  # unused: the journal is in the PostgreSQL store's database"
+	case j.Path == "":
+		note = "  # empty: no journal"
+	}
+	w.kv("path", quoteString(j.Path)+note)
+	w.kv("max_file_size", quoteString(size.String()))
+	w.kv("max_age", quoteString(age.String()))
+	items := make([]string, len(j.Mask))
+	for i, m := range j.Mask {
+		items[i] = quoteString(m)
+	}
+	w.kv("mask", "["+strings.Join(items, ", ")+"]")
+}
+
+func (w *renderer) shadow(s Shadow) {
+	if s.PluginDir == "" {
+		// plugin_dir = "" does not parse (it is how a typo would turn the
+		// shadow off), so off is a comment.
+		w.line("\n[shadow]  # off: plugin_dir names a candidate serve evaluates and never enforces")
+	} else {
+		w.header("shadow")
+		w.kv("plugin_dir", quoteString(s.PluginDir))
+	}
+	note := ""
+	if s.Config == "" {
+		note = "  # empty: the candidate reads this file"
+	}
+	w.kv("config", quoteString(s.Config)+note)
 }
 
 func (w *renderer) agent(a *Agent, id string) {

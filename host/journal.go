@@ -99,8 +99,7 @@ func (j *journalSink) open(cfg *config.Config, store run.Store) error {
 	}
 	w, err := journal.Open(o)
 	if err != nil {
-		return errs.Wrap(errs.ConfigInvalid, err, "cannot open the journal directory %s; fix [journal] path or its permissions", o.Dir).
-			At(cfg.Pos("journal", "path"))
+		return journalError(cfg, err)
 	}
 	j.w, j.key = w, key
 	return nil

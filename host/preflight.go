@@ -22,8 +22,8 @@ import (
 )
 
 // What a start or a run refuses beyond what config.Parse checks: the plugin
-// directory, the model script, the agents' built-in tools, and the audit
-// and store paths. Open and runs use the functions here, and so does
+// directory, the model script, the agents' built-in tools, and the audit,
+// store and journal paths. Open and runs use the functions here, and so does
 // Preflight, which `awaken-lua check` calls, so check reports exactly what
 // run would refuse, each at its awaken.toml line.
 
@@ -45,12 +45,15 @@ func LoadPlugins(ctx context.Context, cfg *config.Config, o Options) (*luabridge
 // Preflight reports what a start or a run would refuse in cfg once its
 // plugins are loaded into set (nil when they did not load: plugin tools are
 // unknown then, so only built-in tool names are checked): a missing or
-// broken model script, a tool that is not built in or is off, and an audit
-// file or store directory that cannot be written. It writes nothing: it
-// probes a directory by creating a temporary file and removing it.
+// broken model script (none at all is run's problem only), a tool that is not built in or is off, and an audit
+// file, store directory or journal directory that cannot be written. It
+// writes nothing: it probes a directory by creating a temporary file and
+// removing it, and makes no directory.
 func Preflight(cfg *config.Config, set *plugin.Set) error {
 	var list errs.List
-	if cfg.Model.Kind == config.ModelScripted {
+	if cfg.Model.Kind == config.ModelScripted && cfg.Model.Script != "" {
+		// No script at all is no problem but run's: serve, the hooks and
+		// dev never ask the model.
 		_, err := openScript(cfg)
 		list.Add(err)
 	}
@@ -64,6 +67,13 @@ func Preflight(cfg *config.Config, set *plugin.Set) error {
 	if cfg.Store.Kind == config.StoreFile {
 		if err := probeDir(cfg.Path(cfg.Store.Path)); err != nil {
 			list.Add(storeError(cfg, err))
+		}
+	}
+	if cfg.Journal.Kind != config.JournalPostgres && cfg.Journal.Path != "" {
+		// The writer makes the directory and its first file at start;
+		// a probe says whether it could, without making either.
+		if err := probeDir(cfg.Path(cfg.Journal.Path)); err != nil {
+			list.Add(journalError(cfg, err))
 		}
 	}
 	list.Sort()
@@ -169,6 +179,15 @@ func hostTools(cfg *config.Config, set *plugin.Set) (map[string]plugin.Tool, err
 // read is a problem of awaken.toml's model.script; one that does not parse
 // is reported in the script itself.
 func openScript(cfg *config.Config) (*scripted.Model, error) {
+	key := []string{"model", "script"}
+	if cfg.Model.Script == "" {
+		if cfg.Pos(key...) != cfg.Pos("model") { // written, as ""
+			return nil, cfg.Invalid(key, "is empty, and run needs a model; name a script file (turns of text and tool_calls), "+
+				"set kind = \"openai\" or \"anthropic\", or pass --model")
+		}
+		return nil, cfg.Invalid(key, "run needs a model and none is configured; add [model] script = \"scenario.toml\" "+
+			"(a file of turns of text and tool_calls), or kind = \"openai\" or \"anthropic\", or pass --model")
+	}
 	path := cfg.Path(cfg.Model.Script)
 	m, err := scripted.Open(path)
 	if err == nil {
@@ -189,6 +208,11 @@ func openScript(cfg *config.Config) (*scripted.Model, error) {
 func auditError(cfg *config.Config, err error) error {
 	return cfg.Invalid([]string{"audit", "path"}, "cannot write the audit file %s: %s; fix the path or its directory's permissions, or set path = \"\" for no audit file",
 		cfg.Path(cfg.Audit.Path), errText(err))
+}
+
+func journalError(cfg *config.Config, err error) error {
+	return cfg.Invalid([]string{"journal", "path"}, "cannot keep the journal in %s: %s; fix the path or its permissions, or leave path out for no journal",
+		cfg.Path(cfg.Journal.Path), errText(err))
 }
 
 func storeError(cfg *config.Config, err error) error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -66,8 +67,18 @@ func cmdCheck(e *env) int {
 		defer g.Close()
 		set = g.Set
 	}
+	var shadow []string // the candidate's plugins
+	shadowLoaded := false
 	if cfgErr == nil {
 		problems.Add(host.Preflight(cfg, set))
+		// serve refuses to start when its [shadow] candidate does not
+		// load; opening it as serve does writes nothing.
+		sh, err := host.OpenShadow(context.Background(), cfg, host.Options{})
+		problems.Add(err)
+		if sh != nil {
+			shadow, shadowLoaded = sh.Current().Lua.PluginIDs(), true
+			sh.Close()
+		}
 	}
 	if g != nil {
 		if err := cfg.CheckPlugins(g.Set); err != nil {
@@ -99,8 +110,21 @@ func cmdCheck(e *env) int {
 	if g != nil && cfg != nil {
 		printOrder(e.stdout, cfg, g.Set)
 	}
+	if shadowLoaded {
+		ids := strings.Join(shadow, ", ")
+		if ids == "" {
+			ids = "(no plugins)"
+		}
+		fmt.Fprintf(e.stdout, "shadow candidate %s loads: %s\n", cfg.Shadow.PluginDir, ids)
+	}
+	if cfgErr == nil && cfg.Model.Kind == config.ModelScripted && cfg.Model.Script == "" {
+		fmt.Fprintln(e.stdout, "note: no model script: run needs one ([model] script, kind = \"openai\" or \"anthropic\", or --model); serve, hook and dev do not")
+	}
 	if len(problems) > 0 {
 		problems.Sort()
+		// The shadow reads the same file unless [shadow] config names
+		// another, so it meets the same problems (a tool, the workspace).
+		problems = slices.CompactFunc(problems, func(a, b *errs.Error) bool { return a.Error() == b.Error() })
 		fmt.Fprintln(e.stdout)
 		fmt.Fprintf(e.stdout, "%s:\n", plural(len(problems), "problem", "problems"))
 		for _, p := range problems {

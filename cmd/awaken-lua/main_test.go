@@ -324,8 +324,7 @@ func TestReadmeExamplesLoad(t *testing.T) {
 		all.WriteString(b[1])
 		all.WriteString("\n")
 	}
-	// check also wants the default model script that a run would read.
-	dir := project(t, all.String(), map[string]string{"testdata/scenarios/demo.toml": "[[turns]]\ntext = \"done\"\n"})
+	dir := project(t, all.String(), nil)
 	code, out, errOut := awaken(t, "", "--config", filepath.Join(dir, "awaken.toml"), "check")
 	if code != exitOK {
 		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
@@ -334,14 +333,16 @@ func TestReadmeExamplesLoad(t *testing.T) {
 
 // TestCheckReportsWhatRunRefuses runs check on each project of
 // testdata/check/ (in place: check writes nothing) and compares its output
-// with testdata/check/NAME.golden; then runs `run` on a copy of the
-// project, which must refuse it, with problems that check reported at the
-// same awaken.toml line and key.
+// with testdata/check/NAME.golden; then runs `run` (or the command of
+// refusedBy) on a copy of the project, which must refuse it, with problems
+// that check reported at the same awaken.toml line and key.
 func TestCheckReportsWhatRunRefuses(t *testing.T) {
 	cases, err := filepath.Glob(filepath.Join("testdata", "check", "*", "awaken.toml"))
 	if err != nil || len(cases) < 10 {
 		t.Fatalf("found %d check cases (%v)", len(cases), err)
 	}
+	// Only serve opens the [shadow] candidate.
+	refusedBy := map[string][]string{"shadow_dir_missing": {"serve", "--addr", "127.0.0.1:0"}}
 	// "awaken.toml:12: config_invalid: audit.path:": where, what and which
 	// key, without the message (run meets the real error; check probes).
 	problem := regexp.MustCompile(`awaken\.toml:\d+: [a-z_]+: [a-z_.]+:`)
@@ -363,18 +364,127 @@ func TestCheckReportsWhatRunRefuses(t *testing.T) {
 			if err := os.CopyFS(tmp, os.DirFS(dir)); err != nil {
 				t.Fatal(err)
 			}
-			code, out, errOut = awaken(t, "", "--config", filepath.Join(tmp, "awaken.toml"), "run", "hi")
+			args := refusedBy[name]
+			if args == nil {
+				args = []string{"run", "hi"}
+			}
+			// A command that accepts the project would run until the
+			// context ends (serve): the test fails then, without hanging.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var stdout, stderr syncBuffer
+			code = cli(ctx, append([]string{"--config", filepath.Join(tmp, "awaken.toml")}, args...), strings.NewReader(""), &stdout, &stderr)
+			out, errOut = stdout.String(), stderr.String()
 			if code == exitOK {
-				t.Fatalf("run accepted what check refused:\n%s%s", out, errOut)
+				t.Fatalf("%s accepted what check refused:\n%s%s", args[0], out, errOut)
 			}
 			refused := problem.FindAllString(errOut, -1)
 			if len(refused) == 0 {
-				t.Fatalf("run: exit %d without awaken.toml:line, key:\n%s", code, errOut)
+				t.Fatalf("%s: exit %d without awaken.toml:line, key:\n%s", args[0], code, errOut)
 			}
 			for _, p := range refused {
 				if !slices.Contains(reported, p) {
-					t.Errorf("run refused %q, which check did not report (check reported %q)", p, reported)
+					t.Errorf("%s refused %q, which check did not report (check reported %q)", args[0], p, reported)
 				}
+			}
+		})
+	}
+}
+
+// check validates [journal] and [shadow] as run and serve do, prints them
+// in the effective configuration, and leaves no journal behind.
+func TestCheckJournalAndShadow(t *testing.T) {
+	const allow = "local awaken = require('awaken')\nlocal p = awaken.plugin {}\np:tool_gate(function() end)\nreturn p\n"
+	base := "[model]\nscript = \"script.toml\"\n[audit]\npath = \"\"\n"
+	script := map[string]string{"script.toml": "[[turns]]\ntext = \"done\"\n"}
+	with := func(files map[string]string) map[string]string {
+		all := map[string]string{}
+		for k, v := range script {
+			all[k] = v
+		}
+		for k, v := range files {
+			all[k] = v
+		}
+		return all
+	}
+	for _, c := range []struct {
+		name, toml string
+		files      map[string]string
+		code       int
+		want       []string
+	}{
+		{"journal", base + "[journal]\npath = \"state/journal\"\nmask = [\"password\"]\n", script, exitOK,
+			[]string{"[journal]\nkind = \"file\"\npath = \"state/journal\"\nmax_file_size = \"64MiB\"\nmax_age = \"720h\"\nmask = [\"password\"]\n",
+				"[shadow]  # off"}},
+		{"journal off", base, script, exitOK, []string{"[journal]\nkind = \"file\"\npath = \"\"  # empty: no journal\n"}},
+		{"shadow", base + "[shadow]\nplugin_dir = \"candidate\"\n", with(map[string]string{"candidate/allow.lua": allow}), exitOK,
+			[]string{"shadow candidate candidate loads: allow\n", "[shadow]\nplugin_dir = \"candidate\"\nconfig = \"\"  # empty: the candidate reads this file\n"}},
+		{"shadow plugin broken", base + "[shadow]\nplugin_dir = \"candidate\"\n",
+			with(map[string]string{"candidate/allow.lua": "local awaken = require('awaken')\nlocal p = awaken.plugin {}\np:on('step_strat', function() end)\nreturn p\n"}),
+			exitFailed, []string{"candidate/allow.lua:3: plugin_load_failed"}},
+		{"shadow config bad", base + "[shadow]\nplugin_dir = \"candidate\"\nconfig = \"candidate.toml\"\n",
+			with(map[string]string{"candidate/allow.lua": allow, "candidate.toml": "[runtime]\nmax_stepz = 3\n"}),
+			exitFailed, []string{`candidate.toml:2: config_invalid: unknown key "runtime.max_stepz"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := project(t, c.toml, c.files)
+			code, out, errOut := awaken(t, "", "--config", filepath.Join(dir, "awaken.toml"), "check")
+			if code != c.code {
+				t.Fatalf("exit %d, want %d:\n%s%s", code, c.code, out, errOut)
+			}
+			for _, want := range c.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("no %q in:\n%s", want, out)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "state")); !os.IsNotExist(err) {
+				t.Errorf("check made the journal's directory (%v)", err)
+			}
+		})
+	}
+	// The repository's own awaken.toml sets [journal] path.
+	code, out, _ := awaken(t, "", "--config", demoConfig, "check")
+	if want := "[journal]\nkind = \"file\"\npath = \".awaken/journal\"\n"; code != exitOK || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, no %q:\n%s", code, want, out)
+	}
+}
+
+// A project without a model script (a sidecar's) passes check, with a
+// note, and only run, which needs a model, refuses it: at the line of
+// [model] script when the file writes it, else saying what to add, and
+// never naming a script the user did not write.
+func TestNoModelScript(t *testing.T) {
+	const sidecar = "[server]\naddr = \"127.0.0.1:7879\"\n\n[agents.claude-code]\ntools = []\n\n[plugins.permission]\ndefault = \"ask\"\n"
+	for _, c := range []struct {
+		name, toml string
+		runErr     string // what run says, with its place
+	}{
+		{"no [model]", sidecar, `awaken.toml: config_invalid: model.script: run needs a model and none is configured; add [model] script = `},
+		{"[model] without script", "[audit]\npath = \"\"\n[model]\nkind = \"scripted\"\n",
+			`awaken.toml:3: config_invalid: model.script: run needs a model and none is configured; add [model] script = `},
+		{"script empty", "[audit]\npath = \"\"\n[model]\nscript = \"\"\n", `awaken.toml:4: config_invalid: model.script: is empty, and run needs a model; `},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := project(t, c.toml, nil)
+			cfg := filepath.Join(dir, "awaken.toml")
+			code, out, errOut := awaken(t, "", "--config", cfg, "check")
+			if code != exitOK || !strings.Contains(out, "note: no model script: run needs one") || !strings.Contains(out, "\nscript = \"\"  # empty: no script") {
+				t.Fatalf("check: exit %d:\n%s%s", code, out, errOut)
+			}
+			code, out, errOut = awaken(t, "", "--config", cfg, "run", "hi")
+			if code != exitUsage || !strings.Contains(errOut, c.runErr) {
+				t.Fatalf("run: exit %d, want %d with %q:\n%s%s", code, exitUsage, c.runErr, out, errOut)
+			}
+			if all := out + errOut; strings.Contains(all, "testdata/scenarios") {
+				t.Fatalf("names a script the project does not have:\n%s", all)
+			}
+			// A script given on the command line is enough.
+			if err := os.WriteFile(filepath.Join(dir, "s.toml"), []byte("[[turns]]\ntext = \"done\"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut = awaken(t, "", "--config", cfg, "run", "--model", "scripted:"+filepath.Join(dir, "s.toml"), "hi")
+			if code != exitOK || !strings.Contains(out, "finish natural") {
+				t.Fatalf("run --model: exit %d:\n%s%s", code, out, errOut)
 			}
 		})
 	}

@@ -186,21 +186,16 @@ func cmdServe(e *env) int {
 	return code
 }
 
-// openShadow opens the [shadow] candidate, if the configuration names one:
-// its own host (no journal, no audit, a memory store of its own), whose
-// current generation the shadow replays each new run through.
+// openShadow opens the [shadow] candidate, if the configuration names one
+// (host.OpenShadow), and the shadow that replays each new run through its
+// current generation.
 func openShadow(e *env, log *slog.Logger) (*replay.Shadow, *host.Host, error) {
 	pc, err := projectConfig(e)
-	if err != nil || pc.Shadow.PluginDir == "" {
+	if err != nil {
 		return nil, nil, nil // a bad configuration is reported by host.Open
 	}
-	cfgPath := e.config
-	if pc.Shadow.Config != "" {
-		cfgPath = pc.Path(pc.Shadow.Config)
-	}
-	sh, err := host.Open(e.ctx, host.Options{ConfigPath: cfgPath, PluginDir: pc.Path(pc.Shadow.PluginDir), Candidate: true,
-		Store: run.NewMemoryStore(), Log: log.With("shadow", true)})
-	if err != nil {
+	sh, err := host.OpenShadow(e.ctx, pc, host.Options{Log: log.With("shadow", true)})
+	if err != nil || sh == nil {
 		return nil, nil, err
 	}
 	cand := func() (*run.Runtime, string, func()) {

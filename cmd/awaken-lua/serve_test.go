@@ -353,3 +353,45 @@ func TestServeKilledKeepsAcknowledgedThreadValues(t *testing.T) {
 		t.Fatalf("the thread's next run: %v", st)
 	}
 }
+
+// A [shadow] that does not load stops serve, and the error is at the
+// [shadow] key that is wrong: not at the top-level plugin_dir, whose
+// directory is fine, and not silently an empty candidate when plugin_dir
+// is left at its default.
+func TestServeShadowErrorsAtTheirKey(t *testing.T) {
+	const gate = "local awaken = require(\"awaken\")\nlocal p = awaken.plugin {}\np:tool_gate(function() end)\nreturn p\n"
+	for _, c := range []struct {
+		name, toml string
+		files      map[string]string
+		want       string
+	}{
+		{"dir missing, plugin_dir written",
+			"plugin_dir = \"scripts\"\n[audit]\npath = \"\"\n\n[shadow]\nplugin_dir = \"candidat\"\n",
+			map[string]string{"scripts/gate.lua": gate},
+			"awaken.toml:6: config_invalid: shadow.plugin_dir: the candidate's plugin directory "},
+		{"dir missing, plugin_dir default",
+			"[audit]\npath = \"\"\n[shadow]\nplugin_dir = \"candidat\"\n",
+			nil,
+			"awaken.toml:4: config_invalid: shadow.plugin_dir: the candidate's plugin directory "},
+		{"dir is a file",
+			"[audit]\npath = \"\"\n[shadow]\nplugin_dir = \"candidate\"\n",
+			map[string]string{"candidate": "not a directory\n"},
+			"awaken.toml:4: config_invalid: shadow.plugin_dir: "},
+		{"config missing",
+			"[audit]\npath = \"\"\n[shadow]\nplugin_dir = \"candidate\"\nconfig = \"candidate.toml\"\n",
+			map[string]string{"candidate/gate.lua": gate},
+			"awaken.toml:5: config_invalid: shadow.config: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := project(t, c.toml, c.files)
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			var out, errOut syncBuffer
+			code := cli(ctx, []string{"--config", filepath.Join(dir, "awaken.toml"), "serve", "--addr", "127.0.0.1:0"},
+				strings.NewReader(""), &out, &errOut)
+			if code != exitUsage || !strings.Contains(errOut.String(), c.want) {
+				t.Fatalf("exit %d, want %d with %q:\n%s%s", code, exitUsage, c.want, out.String(), errOut.String())
+			}
+		})
+	}
+}
