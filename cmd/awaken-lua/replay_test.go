@@ -236,3 +236,40 @@ func TestDevReplaysTheJournalOnSave(t *testing.T) {
 	wait("replay 1 run: 1 flip", save)
 	wait("flips: allow->block 1 (policy)", nil)
 }
+
+// A candidate named by --plugin-dir or --config that is not there is a
+// usage error naming the flag: never a replay against no plugins, and
+// never an error at the configuration's plugin_dir line.
+func TestReplayCandidateMustExist(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml string
+		args       []string
+		want       string
+	}{
+		// Before, the default plugin_dir let the host load no plugins:
+		// replay passed against an empty candidate.
+		{"plugin_dir left out", strings.NewReplacer("plugin_dir = \"scripts\"\n", "", "[plugins.policy]\ndeny = [\"secret.txt\"]\n", "").Replace(journalToml),
+			[]string{"--plugin-dir", "nope"}, "config_invalid: --plugin-dir nope: no such directory"},
+		{"plugin_dir written", journalToml,
+			[]string{"--plugin-dir", "nope"}, "config_invalid: --plugin-dir nope: no such directory"},
+		{"a file", journalToml,
+			[]string{"--plugin-dir", "scenario.toml"}, "config_invalid: --plugin-dir scenario.toml: a file, not a directory"},
+		{"--config", journalToml,
+			[]string{"--config", "nope.toml", "journal"}, "nope.toml: config_invalid: cannot read the configuration file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := project(t, tc.toml, map[string]string{
+				"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+				"ws/README.md": "readme", "ws/notes.txt": "notes",
+			})
+			t.Chdir(dir)
+			if code, _, errOut := awaken(t, "", "run", "read both"); code != exitOK {
+				t.Fatalf("run: exit %d: %s", code, errOut)
+			}
+			code, out, errOut := awaken(t, "", append([]string{"replay"}, tc.args...)...)
+			if code != exitUsage || out != "" || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "awaken.toml:") {
+				t.Fatalf("exit %d (want %d), stdout %q, stderr %q (want %q)", code, exitUsage, out, errOut, tc.want)
+			}
+		})
+	}
+}
