@@ -35,14 +35,14 @@ func cmdEval(e *env) int {
 	if len(args) == 2 {
 		var raw any
 		if err := json.Unmarshal([]byte(args[1]), &raw); err != nil {
-			fmt.Fprintf(e.stderr, "awaken-lua eval: ARGS-JSON is not JSON: %v\n", err)
-			return exitUsage
+			return e.fail(errs.New(errs.ConfigInvalid, `ARGS-JSON %s is not JSON (%v); give the call's arguments as one JSON object in single quotes, such as '{"path": "src/main.go"}'`,
+				args[1], err), exitUsage)
 		}
 		v, err := value.Normalize(raw)
 		m, ok := v.(map[string]any)
 		if err != nil || !ok {
-			fmt.Fprintln(e.stderr, `awaken-lua eval: ARGS-JSON must be a JSON object, such as '{"path": "src/main.go"}'`)
-			return exitUsage
+			return e.fail(errs.New(errs.ConfigInvalid, `ARGS-JSON %s is not a JSON object; give the call's arguments as one, such as '{"path": "src/main.go"}'`,
+				args[1]), exitUsage)
 		}
 		call.Args = m
 	}

@@ -175,6 +175,28 @@ end)
 	}
 }
 
+// A bad argument of test or eval is config_invalid, as a bad --model or
+// --agent is, with a message that says what to give instead; exit 2.
+func TestBadArgumentsHaveCodes(t *testing.T) {
+	dir := project(t, "", map[string]string{"scripts/ask.lua": gatePlugin})
+	cfg := filepath.Join(dir, "awaken.toml")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"test", filepath.Join(dir, "scripts", "nope_test.lua")}, "config_invalid: test path " + filepath.Join(dir, "scripts", "nope_test.lua") +
+			": no such file or directory; name *_test.lua files"},
+		{[]string{"test", cfg}, "config_invalid: test path " + cfg + ": not a test file; name *_test.lua files"},
+		{[]string{"eval", "deploy", "{"}, `config_invalid: ARGS-JSON { is not JSON (unexpected end of JSON input); give the call's arguments as one JSON object`},
+		{[]string{"eval", "deploy", "[1]"}, `config_invalid: ARGS-JSON [1] is not a JSON object; give the call's arguments as one, such as '{"path": "src/main.go"}'`},
+	} {
+		code, out, errOut := awaken(t, "", append([]string{"--config", cfg}, tc.args...)...)
+		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, tc.want) {
+			t.Errorf("%v: exit %d (want %d), stdout %q, stderr %q (want it to start %q)", tc.args, code, exitUsage, out, errOut, tc.want)
+		}
+	}
+}
+
 func TestCheckReportsEveryKindOfMistake(t *testing.T) {
 	dir := project(t, "[agents.default]\ntools = []\nplugns = []\n", map[string]string{
 		"scripts/syntax.lua": "local awaken = require('awaken'\nreturn 1\n",
