@@ -197,6 +197,37 @@ func TestBadArgumentsHaveCodes(t *testing.T) {
 	}
 }
 
+// test prints a plugin that fails to load as check and dev do, position
+// first; t.raises still sees the code first.
+func TestTestPrintsLoadErrorsAsCheckDoes(t *testing.T) {
+	const bad = "local awaken = require(\"awaken\")\nlocal p = awaken.plugin {}\np:on(\"after_tool_exec\", function() end)\nreturn p\n"
+	const want = `scripts/bad.lua:3: plugin_load_failed: p:on: unknown phase "after_tool_exec" (did you mean "after_tool_execute"?)`
+	for _, tc := range []struct{ name, test string }{
+		{"in a test", "local t = require(\"awaken.testing\")\nt.test(\"loads\", function() t.harness { plugins = { \"bad\" } } end)\n"},
+		{"at the top of the file", "local t = require(\"awaken.testing\")\nlocal h = t.harness { plugins = { \"bad\" } }\nt.test(\"x\", function() end)\n"},
+		{"caught by t.raises", "local t = require(\"awaken.testing\")\nt.test(\"x\", function()\n" +
+			"  t.raises(function() t.harness { plugins = { \"bad\" } } end, \"^plugin_load_failed: p:on: unknown phase\")\nend)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := project(t, "", map[string]string{"scripts/bad.lua": bad, "scripts/bad_test.lua": tc.test})
+			cfg := filepath.Join(dir, "awaken.toml")
+			code, out, errOut := awaken(t, "", "--config", cfg, "test")
+			if tc.name == "caught by t.raises" {
+				if code != exitOK {
+					t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+				}
+				return
+			}
+			if code != exitFailed || !strings.Contains(out, "\n  "+want) || strings.Contains(out, "(at ") {
+				t.Fatalf("exit %d, want a line starting %q:\n%s%s", code, want, out, errOut)
+			}
+			if _, checkOut, _ := awaken(t, "", "--config", cfg, "check"); !strings.Contains(checkOut, want) {
+				t.Fatalf("check prints it otherwise:\n%s", checkOut)
+			}
+		})
+	}
+}
+
 func TestCheckReportsEveryKindOfMistake(t *testing.T) {
 	dir := project(t, "[agents.default]\ntools = []\nplugns = []\n", map[string]string{
 		"scripts/syntax.lua": "local awaken = require('awaken'\nreturn 1\n",
