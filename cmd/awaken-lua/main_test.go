@@ -228,6 +228,32 @@ func TestTestPrintsLoadErrorsAsCheckDoes(t *testing.T) {
 	}
 }
 
+// eval of a tool the agent does not have says so on stderr and still
+// prints the plugins' decision; an agent without tools (they come from
+// its host) gets no warning.
+func TestEvalWarnsOfToolsTheAgentLacks(t *testing.T) {
+	dir := project(t, "[tools]\nroot = \".\"\n[agents.default]\ntools = [\"fs_read\", \"fs_list\"]\n[agents.hooked]\ntools = []\n",
+		map[string]string{"scripts/ask.lua": gatePlugin})
+	cfg := filepath.Join(dir, "awaken.toml")
+	for _, tc := range []struct {
+		args      []string
+		code      int
+		out, warn string
+	}{
+		{[]string{"fs_read"}, exitOK, "allow\n", ""},
+		{[]string{"fs_raed"}, exitOK, "allow\n",
+			`warning: agent "default" has no tool "fs_raed" (did you mean "fs_read"?) (its tools: deploy, fs_list, fs_read); the plugins decided the call all the same`},
+		{[]string{"nosuchtool"}, exitOK, "allow\n", `warning: agent "default" has no tool "nosuchtool" (its tools: deploy, fs_list, fs_read)`},
+		{[]string{"deploy"}, exitFailed, "suspend by ask", ""}, // the plugin's tool, which every agent has
+		{[]string{"--agent", "hooked", "Bash"}, exitOK, "allow\n", ""},
+	} {
+		code, out, errOut := awaken(t, "", append([]string{"--config", cfg, "eval"}, tc.args...)...)
+		if code != tc.code || !strings.HasPrefix(out, tc.out) || (tc.warn == "") != (errOut == "") || !strings.HasPrefix(errOut, tc.warn) {
+			t.Errorf("eval %v: exit %d (want %d), stdout %q, stderr %q (want %q)", tc.args, code, tc.code, out, errOut, tc.warn)
+		}
+	}
+}
+
 func TestCheckReportsEveryKindOfMistake(t *testing.T) {
 	dir := project(t, "[agents.default]\ntools = []\nplugns = []\n", map[string]string{
 		"scripts/syntax.lua": "local awaken = require('awaken'\nreturn 1\n",
