@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -171,7 +172,11 @@ func cmdJournal(e *env) int {
 	if err != nil {
 		return exitUsage
 	}
-	if len(args) == 0 || (args[0] != "verify" && args[0] != "export") || (args[0] == "export" && len(args) < 2) {
+	subs := []string{"verify", "export"}
+	if len(args) > 0 && !slices.Contains(subs, args[0]) {
+		fmt.Fprintf(e.stderr, "awaken-lua journal: unknown subcommand %q%s; the subcommands are verify and export\n", args[0], errs.DidYouMean(args[0], subs))
+	}
+	if len(args) == 0 || !slices.Contains(subs, args[0]) || (args[0] == "export" && len(args) < 2) {
 		fmt.Fprintln(e.stderr, "usage: awaken-lua journal verify [PATH...] | journal export RUN_ID [-o FILE] [PATH...]")
 		return exitUsage
 	}

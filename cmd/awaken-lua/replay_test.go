@@ -273,3 +273,23 @@ func TestReplayCandidateMustExist(t *testing.T) {
 		})
 	}
 }
+
+// journal names a subcommand it does not know, with a did-you-mean, before
+// the usage line.
+func TestJournalUnknownSubcommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"verfy"}, `awaken-lua journal: unknown subcommand "verfy" (did you mean "verify"?); the subcommands are verify and export` + "\nusage: "},
+		{[]string{"exprot", "run_1"}, `awaken-lua journal: unknown subcommand "exprot" (did you mean "export"?)`},
+		{[]string{"list"}, `awaken-lua journal: unknown subcommand "list"; the subcommands are verify and export` + "\nusage: "},
+		{nil, "usage: awaken-lua journal verify"},
+		{[]string{"export"}, "usage: awaken-lua journal verify"},
+	} {
+		code, out, errOut := awaken(t, "", append([]string{"journal"}, tc.args...)...)
+		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, tc.want) {
+			t.Errorf("journal %v: exit %d, stdout %q, stderr %q (want it to start %q)", tc.args, code, out, errOut, tc.want)
+		}
+	}
+}
