@@ -293,3 +293,53 @@ func TestJournalUnknownSubcommand(t *testing.T) {
 		}
 	}
 }
+
+// dev drives no runs, so it writes no journal: starting it and saving
+// leaves no file, where each start used to leave an empty one. A run
+// afterwards still records, and dev still replays what it recorded.
+func TestDevLeavesNoEmptyJournalFile(t *testing.T) {
+	dir := project(t, journalToml, map[string]string{
+		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+		"ws/README.md": "readme", "ws/notes.txt": "notes",
+	})
+	cfg := filepath.Join(dir, "awaken.toml")
+	jdir := filepath.Join(dir, "journal")
+	dev := func(want string) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		out := &syncBuffer{}
+		done := make(chan int, 1)
+		go func() { done <- cli(ctx, []string{"--config", cfg, "dev"}, strings.NewReader(""), out, out) }()
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(out.String(), want) {
+			if time.Now().After(deadline) {
+				cancel()
+				<-done
+				t.Fatalf("no %q within 20s:\n%s", want, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+		<-done
+	}
+	for range 2 {
+		dev("g1 loaded (1 plugin")
+		if files, _ := journal.Files(jdir); len(files) != 0 {
+			t.Fatalf("dev left journal files %v", files)
+		}
+	}
+	if code, _, errOut := awaken(t, "", "--config", cfg, "run", "read both"); code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	files, _ := journal.Files(jdir)
+	if len(files) != 1 {
+		t.Fatalf("a run recorded into %v, want one file", files)
+	}
+	if fi, err := os.Stat(files[0]); err != nil || fi.Size() == 0 {
+		t.Fatalf("the run's journal file is empty: %v", err)
+	}
+	dev("replay 1 run: 0 flips")
+	if after, _ := journal.Files(jdir); len(after) != 1 {
+		t.Fatalf("dev added journal files: %v", after)
+	}
+}
