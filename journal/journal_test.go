@@ -217,3 +217,32 @@ func TestDetachedRecordOutlivesItsSlot(t *testing.T) {
 		t.Fatal("a record no writer recycles needs no copy")
 	}
 }
+
+// A writer makes its file at its first record: one that records nothing
+// (dev, an idle sidecar) leaves no empty file, and Open still refuses a
+// directory no file can be made in.
+func TestWriterMakesNoFileUntilARecord(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		recs  []*Record
+		files int
+	}{
+		{"no record", nil, 0},
+		{"records", sample(2), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if files := write(t, Options{Dir: dir}, tc.recs...); len(files) != tc.files {
+				t.Fatalf("files = %v, want %d", files, tc.files)
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) != tc.files {
+				t.Fatalf("the directory holds %d entries, want %d (a probe left behind?)", len(ents), tc.files)
+			}
+		})
+	}
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	if _, err := Open(Options{Dir: file}); err == nil {
+		t.Fatal("Open of a file as the directory succeeded")
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -86,9 +88,11 @@ type Writer struct {
 	slots sync.Pool // of *Slot (see Slot)
 }
 
-// Open makes the directory if needed, ages out old files and starts a new
-// file (a process never appends to a file another one left, whose last line
-// may be torn).
+// Open makes the directory if needed, checks that a file can be made in
+// it and ages out old files. Each process writes files of its own (it never
+// appends to a file another one left, whose last line may be torn), made
+// at its first record: a process that records nothing (dev, an idle
+// sidecar) leaves no empty file behind.
 func Open(o Options) (*Writer, error) {
 	if o.MaxFileSize <= 0 {
 		o.MaxFileSize = DefaultMaxFileSize
@@ -113,12 +117,29 @@ func Open(o Options) (*Writer, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	w.ageOut()
-	if err := w.rotate(); err != nil {
+	if err := probe(o.Dir); err != nil {
 		return nil, err
 	}
+	w.ageOut()
 	go w.loop()
 	return w, nil
+}
+
+// probe makes and removes a file in dir: what the first record will need,
+// so a directory that cannot take one fails Open, not a record later.
+func probe(dir string) error {
+	f, err := os.CreateTemp(dir, ".journal-probe-*")
+	if err != nil {
+		// Not err itself: it names the random file.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("journal: cannot make a file in %s: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // Record queues rec, masked and encoded later (see Writer): it keeps rec,
@@ -241,7 +262,11 @@ func (w *Writer) write(b []byte) {
 		return
 	}
 	if w.f == nil {
-		return
+		// The first record (or a rotation that failed): start a file.
+		if err := w.rotate(); err != nil {
+			w.fail(err)
+			return
+		}
 	}
 	var prev []byte
 	if w.n > 0 {

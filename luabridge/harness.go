@@ -49,7 +49,9 @@ func (h *harness) close() {
 
 // raiseCode raises an error whose message starts with its code, without a
 // position prefix, so t.raises(fn, "^phase_run_loop_exceeded") matches.
-func raiseCode(L *lua.LState, err error) {
+// The error is kept by its message: a test that fails with it uncaught is
+// reported position first, as check and dev print it (file:line: code: ...).
+func (tr *testRun) raiseCode(L *lua.LState, err error) {
 	msg := err.Error()
 	var e *errs.Error
 	if errors.As(err, &e) {
@@ -58,6 +60,10 @@ func raiseCode(L *lua.LState, err error) {
 		msg = c.Error()
 		if e.Pos.IsValid() {
 			msg += " (at " + e.Pos.String() + ")"
+			if tr.raised == nil {
+				tr.raised = map[string]*errs.Error{}
+			}
+			tr.raised[msg] = e
 		}
 	}
 	L.Error(lua.LString(msg), 0)
@@ -103,7 +109,7 @@ func (tr *testRun) newHarness(L *lua.LState) int {
 		}
 		f, found := tr.findPlugin(id)
 		if !found {
-			raiseCode(L, errs.New(errs.PluginLoadFailed, "plugin %q is not in %s, %s or %s", id, tr.dir.Name, tr.o.Plugins.Name, tr.o.Stdlib.Name))
+			tr.raiseCode(L, errs.New(errs.PluginLoadFailed, "plugin %q is not in %s, %s or %s", id, tr.dir.Name, tr.o.Plugins.Name, tr.o.Stdlib.Name))
 		}
 		files = append(files, f)
 		ids = append(ids, id)
@@ -111,7 +117,7 @@ func (tr *testRun) newHarness(L *lua.LState) int {
 	l := &Loader{Plugins: tr.o.Plugins, Stdlib: tr.o.Stdlib, Limits: tr.o.Limits, Log: tr.o.Log}
 	gen, err := l.LoadFiles(tr.cctx, files)
 	if err != nil {
-		raiseCode(L, err)
+		tr.raiseCode(L, err)
 	}
 	h := &harness{tr: tr, gen: gen, store: run.NewMemoryStore(), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	tr.harness = append(tr.harness, h)
@@ -156,7 +162,7 @@ func (tr *testRun) newHarness(L *lua.LState) int {
 	}
 	cfg, _ := m["config"].(map[string]any)
 	if agent.Configs, err = gen.Set.Configure(cfg); err != nil {
-		raiseCode(L, err)
+		tr.raiseCode(L, err)
 	}
 	h.agent = agent
 	opts := []engine.Option{engine.WithClock(h.clock), engine.WithLogger(tr.o.Log)}
@@ -167,7 +173,7 @@ func (tr *testRun) newHarness(L *lua.LState) int {
 	h.rt, err = run.New(engine.New(gen.Set, opts...), run.WithAgents(agent), run.WithStore(h.store), run.WithGeneration(gen.ID),
 		run.WithLogger(tr.o.Log), run.WithIDs(func(p string) string { return fmt.Sprintf("%s_%d", p, n.Add(1)) }))
 	if err != nil {
-		raiseCode(L, err)
+		tr.raiseCode(L, err)
 	}
 	ud := L.NewUserData()
 	ud.Value = h
@@ -246,16 +252,16 @@ func (h *harness) seeds(L *lua.LState, o callOpts) (runVals, threadVals map[stri
 		if !ok {
 			st, _ := state.NewStore(reg, nil)
 			_, err := st.Snapshot().Lookup(k)
-			raiseCode(L, err)
+			h.tr.raiseCode(L, err)
 		}
 		if key.Transient {
-			raiseCode(L, errs.New(errs.BadRequest, "opts.state.%s: the key is declared persist = false, so a run the harness restores at a phase starts it from its default; set it in an earlier phase of h:run instead", k))
+			h.tr.raiseCode(L, errs.New(errs.BadRequest, "opts.state.%s: the key is declared persist = false, so a run the harness restores at a phase starts it from its default; set it in an earlier phase of h:run instead", k))
 		}
 		seed[k] = v
 	}
 	st, misfits := state.NewStore(reg, seed)
 	for _, mf := range misfits {
-		raiseCode(L, fmt.Errorf("%w: opts.state.%s: %v", errs.SchemaViolation, mf.Key, mf.Err))
+		h.tr.raiseCode(L, fmt.Errorf("%w: opts.state.%s: %v", errs.SchemaViolation, mf.Key, mf.Err))
 	}
 	return splitScopes(st)
 }
@@ -267,7 +273,7 @@ func (h *harness) checkpoint(L *lua.LState, o callOpts, stage run.Stage, calls .
 	runVals, threadVals := h.seeds(L, o)
 	th, _, err := h.store.Thread(h.tr.cctx, o.thread)
 	if err != nil {
-		raiseCode(L, err)
+		h.tr.raiseCode(L, err)
 	}
 	info := h.info(o)
 	return run.Checkpoint{RunID: info.ID, ThreadID: o.thread, AgentID: h.agent.ID, Status: run.Running, Stage: stage,
@@ -297,11 +303,11 @@ func (h *harness) gate(L *lua.LState) int {
 	}
 	sess, err := h.rt.RestoreCheckpoint(h.tr.cctx, h.checkpoint(L, o, run.StageInferred, cr), nil)
 	if err != nil {
-		raiseCode(L, err)
+		h.tr.raiseCode(L, err)
 	}
 	d, _, err := sess.ToolGate(h.tr.cctx, call.Call)
 	if err != nil {
-		raiseCode(L, err)
+		h.tr.raiseCode(L, err)
 	}
 	out := map[string]any{"args": d.Args, "decision": d.Decision.String()}
 	switch d.Decision {
@@ -417,7 +423,7 @@ func (h *harness) run(L *lua.LState) int {
 	res, err := h.rt.Run(h.tr.cctx, run.Request{ThreadID: thread, Prompt: prompt, Messages: msgs, Model: m, Tools: tools, Events: rec,
 		OnEffect: recordEffect(&effects)})
 	if err != nil {
-		raiseCode(L, err)
+		h.tr.raiseCode(L, err)
 	}
 	L.Push(h.result(L, res, rec, effects))
 	return 1
@@ -463,7 +469,7 @@ func (h *harness) resume(L *lua.LState) int {
 	res, err := h.rt.ResumeRun(h.tr.cctx, run.ResumeRequest{ThreadID: thread, Decisions: ds, Model: m, Tools: tools, Events: rec,
 		OnEffect: recordEffect(&effects)})
 	if err != nil {
-		raiseCode(L, err)
+		h.tr.raiseCode(L, err)
 	}
 	L.Push(h.result(L, res, rec, effects))
 	return 1

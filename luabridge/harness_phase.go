@@ -33,7 +33,7 @@ func (h *harness) phase(L *lua.LState) int {
 	onEffect := recordEffect(&effects)
 	msgs, err := h.rt.Conversation(ctx, h.agent.ID, o.thread, in.Messages)
 	if err != nil {
-		raiseCode(L, err)
+		h.tr.raiseCode(L, err)
 	}
 	var sess *run.Session
 	restore := func(stage run.Stage, step int, calls ...run.CallRecord) {
@@ -43,7 +43,7 @@ func (h *harness) phase(L *lua.LState) int {
 			cp.Termination = run.Termination{Kind: run.Natural}.String()
 		}
 		if sess, err = h.rt.RestoreCheckpoint(ctx, cp, nil, onEffect); err != nil {
-			raiseCode(L, err)
+			h.tr.raiseCode(L, err)
 		}
 	}
 	switch p {
@@ -92,10 +92,10 @@ func (h *harness) phase(L *lua.LState) int {
 		_, err = sess.RunEnd(ctx)
 	}
 	if err != nil {
-		raiseCode(L, err)
+		h.tr.raiseCode(L, err)
 	}
 	if err := sess.SaveThread(ctx); err != nil {
-		raiseCode(L, err)
+		h.tr.raiseCode(L, err)
 	}
 	pending := []any{}
 	for _, a := range sess.PendingActions() {

@@ -148,6 +148,9 @@ type testRun struct {
 	cctx     context.Context // the running test's: it ends with the test's budget
 	dir      Source          // the test file's directory
 	registry bool            // t.test calls allowed (while the file loads)
+	// raised holds the harness errors of the running test by the message
+	// they were raised with (see raiseCode).
+	raised map[string]*errs.Error
 }
 
 func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
@@ -203,7 +206,11 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
 	}
 	tr.registry = false
 	if err != nil {
-		return fail(err)
+		out := fail(err)
+		if e, ok := tr.raised[failureText(err)]; ok {
+			out[0].Message = e.Error() // a harness made at the top of the file
+		}
+		return out
 	}
 	var out []TestResult
 	for _, c := range tr.cases {
@@ -238,6 +245,7 @@ func (tr *testRun) runCase(c testCase) (TestResult, bool) {
 	stop := context.AfterFunc(tr.inst.dl, cancel)
 	defer stop()
 	tr.cctx = cctx
+	tr.raised = nil
 	L.Push(c.fn)
 	fired, abandoned, err := tr.inst.callBounded(cctx, tr.o.Timeout, 0, 0)
 	r.Duration = time.Since(start)
@@ -252,6 +260,9 @@ func (tr *testRun) runCase(c testCase) (TestResult, bool) {
 		r.Message = fmt.Sprintf("%s: the test ran longer than %s", c.pos, tr.o.Timeout)
 	case err != nil:
 		r.Message = failureText(err)
+		if e, ok := tr.raised[r.Message]; ok {
+			r.Message = e.Error()
+		}
 	default:
 		r.Passed = true
 	}

@@ -434,7 +434,30 @@ func (s *Session) expect(p phase.Phase, stages ...Stage) error {
 			return nil
 		}
 	}
-	return invalid("%s cannot follow %s", p, s.stage)
+	last, next := s.stage.position()
+	return invalid("%s is out of order: the last phase was %s, so %s comes next "+
+		"(a step: step_start, before_inference, after_inference, then tool_gate, before_tool_execute and after_tool_execute for each tool call, then step_end)",
+		p, last, next)
+}
+
+// position says a stage in the API's words: the phase that ran last and
+// what may come next (the stage names are internal).
+func (st Stage) position() (last, next string) {
+	switch st {
+	case StageRunStarted:
+		return "run_start", "step_start"
+	case StageStepStarted:
+		return "step_start", "before_inference"
+	case StageInferenceReady:
+		return "before_inference", "after_inference"
+	case StageInferred:
+		return "after_inference", "a tool call's tool_gate (or step_end when the calls are done)"
+	case StageStepEnded:
+		return "step_end", "step_start"
+	case StageRunEnded:
+		return "run_end", "nothing"
+	}
+	return string(st), "step_start"
 }
 
 func (s *Session) suspendedIDs() string {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -155,7 +156,47 @@ func bodyError(err error) error {
 	if errors.As(err, &mbe) {
 		return tooLarge(mbe.Limit)
 	}
+	// encoding/json names the Go type it decodes into ("cannot unmarshal
+	// array into Go value of type struct {}"): say it in JSON's words.
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		got := strings.Fields(te.Value + " value")[0] // "number 1e400" is a number
+		if got == "bool" {
+			got = "boolean"
+		}
+		if te.Field == "" {
+			return bodyNotObject(got)
+		}
+		return badRequest("the body is not valid JSON for this endpoint: %s must be %s, not a JSON %s", te.Field, jsonKind(te.Type), got).withField("$." + te.Field)
+	}
 	return badRequest("the body is not valid JSON for this endpoint: %v", err)
+}
+
+// bodyNotObject is a body that is a JSON value other than an object.
+func bodyNotObject(got string) *apiError {
+	return badRequest("the body must be a JSON object, not a JSON %s; send this endpoint's fields in one object, or {} for none", got)
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another JSON value"
 }
 
 // writeJSON encodes v before writing anything, so a value that cannot be

@@ -562,3 +562,47 @@ func TestUnknownPhase(t *testing.T) {
 		t.Fatalf("run_start as a phase: %d %s", r.status, r.raw)
 	}
 }
+
+// Problem details say in the API's words what was expected and what to
+// do: no internal stage names, no Go types.
+func TestProblemDetailsSpeakTheAPI(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog()})
+	id := sc.startRun(map[string]any{})
+	phases := "/v1/runs/" + id + "/phases/"
+	for _, tc := range []struct {
+		name, path string
+		body       any
+		status     int
+		code       string
+		want       []string
+	}{
+		{"tool_gate after run_start", phases + "tool_gate", map[string]any{"call": call("c1", "fs_read", nil)}, 409, "phase_out_of_order",
+			[]string{"tool_gate is out of order: the last phase was run_start, so step_start comes next (a step: step_start, before_inference, after_inference, then tool_gate"}},
+		{"after_inference after run_start", phases + "after_inference", `{"response":{}}`, 409, "phase_out_of_order",
+			[]string{"after_inference is out of order: the last phase was run_start, so step_start comes next"}},
+		{"an array to /v1/runs", "/v1/runs", `[1, 2]`, 400, "bad_request",
+			[]string{"the body must be a JSON object, not a JSON array; send this endpoint's fields in one object, or {} for none"}},
+		{"an array to step_start", phases + "step_start", `[]`, 400, "bad_request", []string{"the body must be a JSON object, not a JSON array"}},
+		{"an array to tool_gate", phases + "tool_gate", `[]`, 400, "bad_request", []string{"the body must be a JSON object, not a JSON array"}},
+		{"a string to /v1/runs", "/v1/runs", `"x"`, 400, "bad_request", []string{"the body must be a JSON object, not a JSON string"}},
+		{"a field of the wrong type", "/v1/runs", `{"thread_id": 5}`, 400, "bad_request",
+			[]string{"the body is not valid JSON for this endpoint: thread_id must be a string, not a JSON number"}},
+		{"a list of the wrong type", "/v1/runs", `{"tools": {}}`, 400, "bad_request", []string{"tools must be an array, not a JSON object"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sc.call("POST", tc.path, tc.body)
+			problemOK(t, r, tc.status, tc.code)
+			detail := r.str("detail")
+			for _, w := range tc.want {
+				if !strings.Contains(detail, w) {
+					t.Errorf("detail %q lacks %q", detail, w)
+				}
+			}
+			for _, leak := range []string{"run_started", "cannot follow", "Go value", "Go struct", "unmarshal", "struct {"} {
+				if strings.Contains(detail, leak) {
+					t.Errorf("detail %q says %q", detail, leak)
+				}
+			}
+		})
+	}
+}

@@ -146,6 +146,9 @@ func jsonObject(v any, what string) (map[string]any, error) {
 	case map[string]any:
 		return x, nil
 	}
+	if what == "the body" {
+		return nil, bodyNotObject(value.TypeName(v))
+	}
 	return nil, badRequest("the body is not valid JSON for this endpoint: %s must be an object, not a JSON %s", what, value.TypeName(v))
 }
 

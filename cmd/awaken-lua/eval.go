@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/event"
@@ -35,14 +37,14 @@ func cmdEval(e *env) int {
 	if len(args) == 2 {
 		var raw any
 		if err := json.Unmarshal([]byte(args[1]), &raw); err != nil {
-			fmt.Fprintf(e.stderr, "awaken-lua eval: ARGS-JSON is not JSON: %v\n", err)
-			return exitUsage
+			return e.fail(errs.New(errs.ConfigInvalid, `ARGS-JSON %s is not JSON (%v); give the call's arguments as one JSON object in single quotes, such as '{"path": "src/main.go"}'`,
+				args[1], err), exitUsage)
 		}
 		v, err := value.Normalize(raw)
 		m, ok := v.(map[string]any)
 		if err != nil || !ok {
-			fmt.Fprintln(e.stderr, `awaken-lua eval: ARGS-JSON must be a JSON object, such as '{"path": "src/main.go"}'`)
-			return exitUsage
+			return e.fail(errs.New(errs.ConfigInvalid, `ARGS-JSON %s is not a JSON object; give the call's arguments as one, such as '{"path": "src/main.go"}'`,
+				args[1]), exitUsage)
 		}
 		call.Args = m
 	}
@@ -100,6 +102,9 @@ func evalCall(e *env, rt *run.Runtime, agent, thread string, call model.ToolCall
 	if err != nil {
 		return run.Decision{}, err
 	}
+	if a, ok := rt.Agent(s.AgentID()); ok && len(a.Tools) > 0 {
+		warnUnknownTool(e, s.AgentID(), s.ToolNames(), call.Name)
+	}
 	steps := []func() (run.Outcome, error){
 		func() (run.Outcome, error) { return s.StepStart(e.ctx) },
 		func() (run.Outcome, error) {
@@ -120,4 +125,19 @@ func evalCall(e *env, rt *run.Runtime, agent, thread string, call model.ToolCall
 	}
 	d, _, err := s.ToolGate(e.ctx, call)
 	return d, err
+}
+
+// warnUnknownTool says on stderr when name is not one of the agent's tools:
+// the plugins decide by name all the same (a rule may be written for a tool
+// the agent does not have yet, or for a coding agent's tool such as Bash),
+// so the decision and the exit code stand, but a misspelt name would
+// otherwise pass as allowed. The caller asks only for an agent with
+// built-in tools configured: one without gets its tools from its host (a
+// sidecar's client, a hook), which eval cannot see.
+func warnUnknownTool(e *env, agent string, tools []string, name string) {
+	if slices.Contains(tools, name) {
+		return
+	}
+	fmt.Fprintf(e.stderr, "warning: agent %q has no tool %q%s (its tools: %s); the plugins decided the call all the same, but a run of this agent never makes it\n",
+		agent, name, errs.DidYouMean(name, tools), strings.Join(tools, ", "))
 }

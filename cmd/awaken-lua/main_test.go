@@ -175,6 +175,85 @@ end)
 	}
 }
 
+// A bad argument of test or eval is config_invalid, as a bad --model or
+// --agent is, with a message that says what to give instead; exit 2.
+func TestBadArgumentsHaveCodes(t *testing.T) {
+	dir := project(t, "", map[string]string{"scripts/ask.lua": gatePlugin})
+	cfg := filepath.Join(dir, "awaken.toml")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"test", filepath.Join(dir, "scripts", "nope_test.lua")}, "config_invalid: test path " + filepath.Join(dir, "scripts", "nope_test.lua") +
+			": no such file or directory; name *_test.lua files"},
+		{[]string{"test", cfg}, "config_invalid: test path " + cfg + ": not a test file; name *_test.lua files"},
+		{[]string{"eval", "deploy", "{"}, `config_invalid: ARGS-JSON { is not JSON (unexpected end of JSON input); give the call's arguments as one JSON object`},
+		{[]string{"eval", "deploy", "[1]"}, `config_invalid: ARGS-JSON [1] is not a JSON object; give the call's arguments as one, such as '{"path": "src/main.go"}'`},
+	} {
+		code, out, errOut := awaken(t, "", append([]string{"--config", cfg}, tc.args...)...)
+		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, tc.want) {
+			t.Errorf("%v: exit %d (want %d), stdout %q, stderr %q (want it to start %q)", tc.args, code, exitUsage, out, errOut, tc.want)
+		}
+	}
+}
+
+// test prints a plugin that fails to load as check and dev do, position
+// first; t.raises still sees the code first.
+func TestTestPrintsLoadErrorsAsCheckDoes(t *testing.T) {
+	const bad = "local awaken = require(\"awaken\")\nlocal p = awaken.plugin {}\np:on(\"after_tool_exec\", function() end)\nreturn p\n"
+	const want = `scripts/bad.lua:3: plugin_load_failed: p:on: unknown phase "after_tool_exec" (did you mean "after_tool_execute"?)`
+	for _, tc := range []struct{ name, test string }{
+		{"in a test", "local t = require(\"awaken.testing\")\nt.test(\"loads\", function() t.harness { plugins = { \"bad\" } } end)\n"},
+		{"at the top of the file", "local t = require(\"awaken.testing\")\nlocal h = t.harness { plugins = { \"bad\" } }\nt.test(\"x\", function() end)\n"},
+		{"caught by t.raises", "local t = require(\"awaken.testing\")\nt.test(\"x\", function()\n" +
+			"  t.raises(function() t.harness { plugins = { \"bad\" } } end, \"^plugin_load_failed: p:on: unknown phase\")\nend)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := project(t, "", map[string]string{"scripts/bad.lua": bad, "scripts/bad_test.lua": tc.test})
+			cfg := filepath.Join(dir, "awaken.toml")
+			code, out, errOut := awaken(t, "", "--config", cfg, "test")
+			if tc.name == "caught by t.raises" {
+				if code != exitOK {
+					t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+				}
+				return
+			}
+			if code != exitFailed || !strings.Contains(out, "\n  "+want) || strings.Contains(out, "(at ") {
+				t.Fatalf("exit %d, want a line starting %q:\n%s%s", code, want, out, errOut)
+			}
+			if _, checkOut, _ := awaken(t, "", "--config", cfg, "check"); !strings.Contains(checkOut, want) {
+				t.Fatalf("check prints it otherwise:\n%s", checkOut)
+			}
+		})
+	}
+}
+
+// eval of a tool the agent does not have says so on stderr and still
+// prints the plugins' decision; an agent without tools (they come from
+// its host) gets no warning.
+func TestEvalWarnsOfToolsTheAgentLacks(t *testing.T) {
+	dir := project(t, "[tools]\nroot = \".\"\n[agents.default]\ntools = [\"fs_read\", \"fs_list\"]\n[agents.hooked]\ntools = []\n",
+		map[string]string{"scripts/ask.lua": gatePlugin})
+	cfg := filepath.Join(dir, "awaken.toml")
+	for _, tc := range []struct {
+		args      []string
+		code      int
+		out, warn string
+	}{
+		{[]string{"fs_read"}, exitOK, "allow\n", ""},
+		{[]string{"fs_raed"}, exitOK, "allow\n",
+			`warning: agent "default" has no tool "fs_raed" (did you mean "fs_read"?) (its tools: deploy, fs_list, fs_read); the plugins decided the call all the same`},
+		{[]string{"nosuchtool"}, exitOK, "allow\n", `warning: agent "default" has no tool "nosuchtool" (its tools: deploy, fs_list, fs_read)`},
+		{[]string{"deploy"}, exitFailed, "suspend by ask", ""}, // the plugin's tool, which every agent has
+		{[]string{"--agent", "hooked", "Bash"}, exitOK, "allow\n", ""},
+	} {
+		code, out, errOut := awaken(t, "", append([]string{"--config", cfg, "eval"}, tc.args...)...)
+		if code != tc.code || !strings.HasPrefix(out, tc.out) || (tc.warn == "") != (errOut == "") || !strings.HasPrefix(errOut, tc.warn) {
+			t.Errorf("eval %v: exit %d (want %d), stdout %q, stderr %q (want %q)", tc.args, code, tc.code, out, errOut, tc.warn)
+		}
+	}
+}
+
 func TestCheckReportsEveryKindOfMistake(t *testing.T) {
 	dir := project(t, "[agents.default]\ntools = []\nplugns = []\n", map[string]string{
 		"scripts/syntax.lua": "local awaken = require('awaken'\nreturn 1\n",

@@ -2,12 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/config"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/replay"
@@ -19,8 +23,8 @@ model responses, tool results, decisions and clock; no model and no tool
 runs. PATH defaults to the configured [journal] path.
 
 Exit codes: 0 no flip, 1 flips (with --fail-on, only flips of those kinds),
-2 an error (no journal, a bad flag or --fail-on kind, a candidate that does
-not load).`
+2 an error (no journal, a bad flag or --fail-on kind, a --plugin-dir that
+is not a directory, a candidate that does not load).`
 
 // cmdReplay re-drives recorded runs through a candidate generation.
 func cmdReplay(e *env) int {
@@ -41,6 +45,12 @@ func cmdReplay(e *env) int {
 	if err := replay.CheckKinds(kinds); err != nil {
 		fmt.Fprintf(e.stderr, "awaken-lua replay: --fail-on: %v\n", err)
 		return exitUsage
+	}
+	// Checked here, not by the host: it would place a missing directory
+	// at the configuration's plugin_dir line, or, with plugin_dir left at
+	// its default, replay against a candidate with no plugins at all.
+	if err := checkDirFlag("--plugin-dir", *pluginDir, "the candidate's plugin directory"); err != nil {
+		return e.fail(err, exitUsage)
 	}
 	src, _, closeSrc, err := journalSource(e, paths)
 	if err != nil {
@@ -85,6 +95,25 @@ func cmdReplay(e *env) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// checkDirFlag reports a flag that names a directory that is missing or
+// not a directory, as config_invalid naming the flag; an empty value (the
+// flag not given) passes.
+func checkDirFlag(flag, dir, what string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		return errs.New(errs.ConfigInvalid, "%s %s: a file, not a directory; name %s", flag, dir, what)
+	case errors.Is(err, fs.ErrNotExist):
+		return errs.New(errs.ConfigInvalid, "%s %s: no such directory; name %s, or leave the flag out to use the configuration's", flag, dir, what)
+	}
+	return errs.New(errs.ConfigInvalid, "%s %s: cannot read it (%v); name %s", flag, dir, err, what)
 }
 
 // projectConfig reads the configuration as host.Open finds it.
@@ -143,7 +172,11 @@ func cmdJournal(e *env) int {
 	if err != nil {
 		return exitUsage
 	}
-	if len(args) == 0 || (args[0] != "verify" && args[0] != "export") || (args[0] == "export" && len(args) < 2) {
+	subs := []string{"verify", "export"}
+	if len(args) > 0 && !slices.Contains(subs, args[0]) {
+		fmt.Fprintf(e.stderr, "awaken-lua journal: unknown subcommand %q%s; the subcommands are verify and export\n", args[0], errs.DidYouMean(args[0], subs))
+	}
+	if len(args) == 0 || !slices.Contains(subs, args[0]) || (args[0] == "export" && len(args) < 2) {
 		fmt.Fprintln(e.stderr, "usage: awaken-lua journal verify [PATH...] | journal export RUN_ID [-o FILE] [PATH...]")
 		return exitUsage
 	}

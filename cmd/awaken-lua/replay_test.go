@@ -236,3 +236,110 @@ func TestDevReplaysTheJournalOnSave(t *testing.T) {
 	wait("replay 1 run: 1 flip", save)
 	wait("flips: allow->block 1 (policy)", nil)
 }
+
+// A candidate named by --plugin-dir or --config that is not there is a
+// usage error naming the flag: never a replay against no plugins, and
+// never an error at the configuration's plugin_dir line.
+func TestReplayCandidateMustExist(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml string
+		args       []string
+		want       string
+	}{
+		// Before, the default plugin_dir let the host load no plugins:
+		// replay passed against an empty candidate.
+		{"plugin_dir left out", strings.NewReplacer("plugin_dir = \"scripts\"\n", "", "[plugins.policy]\ndeny = [\"secret.txt\"]\n", "").Replace(journalToml),
+			[]string{"--plugin-dir", "nope"}, "config_invalid: --plugin-dir nope: no such directory"},
+		{"plugin_dir written", journalToml,
+			[]string{"--plugin-dir", "nope"}, "config_invalid: --plugin-dir nope: no such directory"},
+		{"a file", journalToml,
+			[]string{"--plugin-dir", "scenario.toml"}, "config_invalid: --plugin-dir scenario.toml: a file, not a directory"},
+		{"--config", journalToml,
+			[]string{"--config", "nope.toml", "journal"}, "nope.toml: config_invalid: cannot read the configuration file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := project(t, tc.toml, map[string]string{
+				"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+				"ws/README.md": "readme", "ws/notes.txt": "notes",
+			})
+			t.Chdir(dir)
+			if code, _, errOut := awaken(t, "", "run", "read both"); code != exitOK {
+				t.Fatalf("run: exit %d: %s", code, errOut)
+			}
+			code, out, errOut := awaken(t, "", append([]string{"replay"}, tc.args...)...)
+			if code != exitUsage || out != "" || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "awaken.toml:") {
+				t.Fatalf("exit %d (want %d), stdout %q, stderr %q (want %q)", code, exitUsage, out, errOut, tc.want)
+			}
+		})
+	}
+}
+
+// journal names a subcommand it does not know, with a did-you-mean, before
+// the usage line.
+func TestJournalUnknownSubcommand(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"verfy"}, `awaken-lua journal: unknown subcommand "verfy" (did you mean "verify"?); the subcommands are verify and export` + "\nusage: "},
+		{[]string{"exprot", "run_1"}, `awaken-lua journal: unknown subcommand "exprot" (did you mean "export"?)`},
+		{[]string{"list"}, `awaken-lua journal: unknown subcommand "list"; the subcommands are verify and export` + "\nusage: "},
+		{nil, "usage: awaken-lua journal verify"},
+		{[]string{"export"}, "usage: awaken-lua journal verify"},
+	} {
+		code, out, errOut := awaken(t, "", append([]string{"journal"}, tc.args...)...)
+		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, tc.want) {
+			t.Errorf("journal %v: exit %d, stdout %q, stderr %q (want it to start %q)", tc.args, code, out, errOut, tc.want)
+		}
+	}
+}
+
+// dev drives no runs, so it writes no journal: starting it and saving
+// leaves no file, where each start used to leave an empty one. A run
+// afterwards still records, and dev still replays what it recorded.
+func TestDevLeavesNoEmptyJournalFile(t *testing.T) {
+	dir := project(t, journalToml, map[string]string{
+		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+		"ws/README.md": "readme", "ws/notes.txt": "notes",
+	})
+	cfg := filepath.Join(dir, "awaken.toml")
+	jdir := filepath.Join(dir, "journal")
+	dev := func(want string) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		out := &syncBuffer{}
+		done := make(chan int, 1)
+		go func() { done <- cli(ctx, []string{"--config", cfg, "dev"}, strings.NewReader(""), out, out) }()
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(out.String(), want) {
+			if time.Now().After(deadline) {
+				cancel()
+				<-done
+				t.Fatalf("no %q within 20s:\n%s", want, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+		<-done
+	}
+	for range 2 {
+		dev("g1 loaded (1 plugin")
+		if files, _ := journal.Files(jdir); len(files) != 0 {
+			t.Fatalf("dev left journal files %v", files)
+		}
+	}
+	if code, _, errOut := awaken(t, "", "--config", cfg, "run", "read both"); code != exitOK {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	files, _ := journal.Files(jdir)
+	if len(files) != 1 {
+		t.Fatalf("a run recorded into %v, want one file", files)
+	}
+	if fi, err := os.Stat(files[0]); err != nil || fi.Size() == 0 {
+		t.Fatalf("the run's journal file is empty: %v", err)
+	}
+	dev("replay 1 run: 0 flips")
+	if after, _ := journal.Files(jdir); len(after) != 1 {
+		t.Fatalf("dev added journal files: %v", after)
+	}
+}

@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	"github.com/awaken-lua/awaken-lua/config"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/luabridge"
 	"github.com/awaken-lua/awaken-lua/stdlib"
@@ -106,7 +109,7 @@ func testFiles(cfg *config.Config, paths []string) ([]luabridge.TestFile, luabri
 	}
 	if len(paths) == 0 {
 		if plugins.FS == nil {
-			return nil, plugins, fmt.Errorf("no plugin directory at %s; name test files or directories", dir)
+			return nil, plugins, errs.New(errs.ConfigInvalid, "no plugin directory at %s; name test files or directories", dir)
 		}
 		files, err := luabridge.FindTests(plugins)
 		return files, plugins, err
@@ -114,8 +117,11 @@ func testFiles(cfg *config.Config, paths []string) ([]luabridge.TestFile, luabri
 	var files []luabridge.TestFile
 	for _, p := range paths {
 		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, plugins, errs.New(errs.ConfigInvalid, "test path %s: no such file or directory; name *_test.lua files or directories that hold them, or none for the plugin directory's tests", p)
+		}
 		if err != nil {
-			return nil, plugins, fmt.Errorf("test path %s: %w", p, err)
+			return nil, plugins, errs.New(errs.ConfigInvalid, "test path %s: cannot read it (%v); name *_test.lua files or directories that hold them", p, causeOf(err))
 		}
 		if fi.IsDir() {
 			found, err := luabridge.FindTests(luabridge.Source{FS: os.DirFS(p), Name: filepath.ToSlash(filepath.Clean(p))})
@@ -126,10 +132,19 @@ func testFiles(cfg *config.Config, paths []string) ([]luabridge.TestFile, luabri
 			continue
 		}
 		if !strings.HasSuffix(p, "_test.lua") {
-			return nil, plugins, fmt.Errorf("%s is not a test file (*_test.lua)", p)
+			return nil, plugins, errs.New(errs.ConfigInvalid, "test path %s: not a test file; name *_test.lua files or directories that hold them", p)
 		}
 		d := filepath.Dir(p)
 		files = append(files, luabridge.TestFile{Source: luabridge.Source{FS: os.DirFS(d), Name: filepath.ToSlash(filepath.Clean(d))}, Path: filepath.Base(p)})
 	}
 	return files, plugins, nil
+}
+
+// causeOf is an *fs.PathError's cause alone ("permission denied"): the
+// message names the path already.
+func causeOf(err error) error {
+	if u := errors.Unwrap(err); u != nil {
+		return u
+	}
+	return err
 }
