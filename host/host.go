@@ -114,6 +114,22 @@ func (g *Generation) Model() (model.Model, error) {
 	return m, nil
 }
 
+// ResumeModel returns the model a run restored from the store continues
+// with, after answered inferences in an earlier process: a scripted model
+// starts past the turns that run already had, since a fresh one would
+// answer the resumed run with the script's first turn again. Other models
+// keep no position.
+func (g *Generation) ResumeModel(answered int) (model.Model, error) {
+	m, err := g.Model()
+	if err != nil {
+		return nil, err
+	}
+	if sm, ok := m.(*scripted.Model); ok {
+		sm.Skip(answered)
+	}
+	return m, nil
+}
+
 // placeModel puts a model's configuration error (an empty key variable,
 // a bad base_url) at the [model] line it comes from; a --model override's
 // stays where it is, since the flag is its place.

@@ -82,6 +82,13 @@ func cmdRun(e *env) int {
 		if err != nil {
 			return e.fail(err, exitFailed)
 		}
+		// The run loop asks the model once per step, so a run waiting in
+		// step N had N answers, from a model this process no longer has.
+		resumed, err := g.ResumeModel(s.Step())
+		if err != nil {
+			return e.fail(err, exitUsage)
+		}
+		m = slowModel{Model: resumed, w: e.stderr, after: slowAfter}
 		res = run.Result{RunID: waiting, ThreadID: *thread, Status: run.Waiting, Suspended: s.Suspended()}
 	} else {
 		res, err = g.Runtime.Run(e.ctx, run.Request{Agent: *agent, ThreadID: *thread, Prompt: strings.Join(args, " "),
