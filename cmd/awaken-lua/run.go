@@ -89,7 +89,7 @@ func cmdRun(e *env) int {
 			return e.fail(err, exitUsage)
 		}
 		m = slowModel{Model: resumed, w: e.stderr, after: slowAfter}
-		res = run.Result{RunID: waiting, ThreadID: *thread, Status: run.Waiting, Suspended: s.Suspended()}
+		res = run.Result{RunID: waiting, ThreadID: *thread, Status: run.Waiting, Suspended: s.Suspended(), Steps: s.Step(), Session: s}
 	} else {
 		res, err = g.Runtime.Run(e.ctx, run.Request{Agent: *agent, ThreadID: *thread, Prompt: strings.Join(args, " "),
 			Model: m, Events: sink})
@@ -106,6 +106,9 @@ func cmdRun(e *env) int {
 				action = "cancel"
 			}
 			ds = append(ds, run.ResumeDecision{Target: t.ID, Action: action})
+		}
+		if r, ok := sink.(interface{ resumed(run.Result) }); ok {
+			r.resumed(res)
 		}
 		res, err = g.Runtime.ResumeRun(e.ctx, run.ResumeRequest{RunID: res.RunID, Decisions: ds, Model: m, Events: sink})
 		if err != nil {

@@ -23,6 +23,35 @@ type trace struct {
 
 	start             time.Time
 	steps, calls, tok int
+	step              int  // the step whose header was printed last
+	header            bool // the run's header line was printed
+}
+
+// resumed is told of a run about to be resumed, before its events: one
+// restored from the store emits no run_start, and its open step no
+// step_start, so the trace starts its clock, its header and that step here.
+func (t *trace) resumed(res run.Result) {
+	if t.start.IsZero() {
+		t.start = time.Now()
+	}
+	if !t.header {
+		t.header = true
+		gen := ""
+		if res.Session != nil {
+			gen = res.Session.Generation()
+		}
+		fmt.Fprintf(t.w, "%s %s · thread %s · generation %s · resumed\n", t.bold("run"), res.RunID, res.ThreadID, gen)
+	}
+	if res.Steps != t.step {
+		t.Emit(event.StepStart{Step: res.Steps})
+	}
+}
+
+func (t *trace) bold(s string) string {
+	if !t.color {
+		return s
+	}
+	return "\x1b[1m" + s + "\x1b[0m"
 }
 
 func (t *trace) Emit(ev event.Event) {
@@ -38,9 +67,11 @@ func (t *trace) Emit(ev event.Event) {
 		if t.start.IsZero() {
 			t.start = time.Now()
 		}
+		t.header = true
 		fmt.Fprintf(t.w, "%s %s · thread %s · generation %s\n", c("1", "run"), e.RunID, e.ThreadID, e.Generation)
 	case event.StepStart:
 		t.steps++
+		t.step = e.Step
 		fmt.Fprintf(t.w, "%s\n", c("1;34", fmt.Sprintf("step %d", e.Step)))
 	case event.ContextMessages:
 		for _, m := range e.Messages {
@@ -196,6 +227,14 @@ type jsonLines struct {
 
 func newJSONLines(w io.Writer) *jsonLines {
 	return &jsonLines{w: w, now: time.Now, calls: map[string]time.Time{}}
+}
+
+// resumed starts the run's clock for a run restored from the store, which
+// emits no run_start, so its run_finish has a duration too.
+func (j *jsonLines) resumed(run.Result) {
+	if j.run.IsZero() {
+		j.run = j.now()
+	}
 }
 
 func (j *jsonLines) Emit(ev event.Event) {
