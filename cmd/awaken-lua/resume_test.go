@@ -47,8 +47,8 @@ text = "All done."
 func TestResumeInAnotherInvocation(t *testing.T) {
 	cfg := resumeProject(t)
 	code, out, errOut := awaken(t, "", "--config", cfg, "run", "tidy")
-	if code != exitWaiting {
-		t.Fatalf("first run: exit %d\n%s%s", code, out, errOut)
+	if code != exitWaiting || !strings.HasSuffix(out, "\nfinish suspended\n") {
+		t.Fatalf("first run: exit %d, want 3 and the trace ending \"finish suspended\"\n%s%s", code, out, errOut)
 	}
 	thread := regexp.MustCompile(`thread_[0-9a-f]{16}`).FindString(out)
 	code, out, errOut = awaken(t, "", "--config", cfg, "run", "--thread", thread, "--approve", "all")
@@ -60,6 +60,10 @@ func TestResumeInAnotherInvocation(t *testing.T) {
 		t.Fatalf("the resumed run must continue the script at its second turn:\n%s", out)
 	}
 	summaryAgrees(t, out)
+	if strings.Contains(out, "finish suspended") {
+		t.Errorf("the run was answered and went on; the trace must not say it finished suspended:\n%s", out)
+	}
+	golden(t, "resume.trace.golden", normalize(out))
 
 	// --json: the resumed run's run_finish has its duration too.
 	cfg = resumeProject(t)

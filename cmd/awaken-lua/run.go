@@ -97,6 +97,13 @@ func cmdRun(e *env) int {
 			return e.fail(err, configCode(err))
 		}
 	}
+	// A run that waits is traced as finished only when the command stops
+	// there, not between a suspension and the answers given below.
+	endTrace := func() {
+		if t, ok := sink.(interface{ end() }); ok {
+			t.end()
+		}
+	}
 	in := bufio.NewReader(e.stdin)
 	for res.Status == run.Waiting && (interactive || *approve != "") {
 		var ds []run.ResumeDecision
@@ -112,9 +119,11 @@ func cmdRun(e *env) int {
 		}
 		res, err = g.Runtime.ResumeRun(e.ctx, run.ResumeRequest{RunID: res.RunID, Decisions: ds, Model: m, Events: sink})
 		if err != nil {
+			endTrace()
 			return e.fail(err, exitFailed)
 		}
 	}
+	endTrace()
 	return finish(e, res)
 }
 

@@ -25,6 +25,18 @@ type trace struct {
 	steps, calls, tok int
 	step              int  // the step whose header was printed last
 	header            bool // the run's header line was printed
+	// waiting: the run finished suspended, and the command may still answer
+	// its calls and carry on; "finish suspended" is printed by end, so it
+	// only shows when the command stops there.
+	waiting bool
+}
+
+// end closes the trace of a command that stops with the run waiting.
+func (t *trace) end() {
+	if t.waiting {
+		t.waiting = false
+		fmt.Fprintf(t.w, "%s %s\n", t.bold("finish"), t.paint("33", "suspended"))
+	}
 }
 
 // resumed is told of a run about to be resumed, before its events: one
@@ -47,20 +59,19 @@ func (t *trace) resumed(res run.Result) {
 	}
 }
 
-func (t *trace) bold(s string) string {
+func (t *trace) bold(s string) string { return t.paint("1", s) }
+
+// paint colours s with an SGR code on a terminal.
+func (t *trace) paint(code, s string) string {
 	if !t.color {
 		return s
 	}
-	return "\x1b[1m" + s + "\x1b[0m"
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
 func (t *trace) Emit(ev event.Event) {
-	c := func(code, s string) string {
-		if !t.color {
-			return s
-		}
-		return "\x1b[" + code + "m" + s + "\x1b[0m"
-	}
+	c := t.paint
+	t.waiting = false // an event after the suspension: the run went on
 	label := func(s string) string { return c("2", fmt.Sprintf("  %-9s", s)) }
 	switch e := ev.(type) {
 	case event.RunStart:
@@ -131,18 +142,20 @@ func (t *trace) Emit(ev event.Event) {
 		fmt.Fprintf(t.w, "%s %s asked again; the run already went on %d times (max_continues)\n", label("continue"), e.Plugin, e.Max)
 	case event.StepEnd:
 	case event.RunFinish:
+		if terminationKind(e.Termination) == run.Suspended {
+			t.waiting = true
+			return
+		}
 		col := "32"
 		switch kind := terminationKind(e.Termination); kind {
 		case run.Errored, run.Blocked:
 			col = "31"
-		case run.Suspended, run.Cancelled:
+		case run.Cancelled:
 			col = "33"
 		}
 		fmt.Fprintf(t.w, "%s %s\n", c("1", "finish"), c(col, e.Termination))
-		if terminationKind(e.Termination) != run.Suspended {
-			fmt.Fprintf(t.w, "%s\n", c("2", fmt.Sprintf("%s · %s · %d tokens · in %s", plural(t.steps, "step", "steps"),
-				plural(t.calls, "tool call", "tool calls"), t.tok, time.Since(t.start).Round(time.Millisecond))))
-		}
+		fmt.Fprintf(t.w, "%s\n", c("2", fmt.Sprintf("%s · %s · %d tokens · in %s", plural(t.steps, "step", "steps"),
+			plural(t.calls, "tool call", "tool calls"), t.tok, time.Since(t.start).Round(time.Millisecond))))
 	}
 }
 
