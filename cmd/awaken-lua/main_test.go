@@ -155,6 +155,32 @@ func TestRunExitCodes(t *testing.T) {
 	})
 }
 
+// TestRefusedRunWritesNothing: a run refused for what it needs (no model,
+// a bad --model or --agent) leaves no audit file, store or journal behind.
+func TestRefusedRunWritesNothing(t *testing.T) {
+	toml := "[audit]\npath = \"logs/audit.jsonl\"\n[store]\nkind = \"file\"\n[journal]\npath = \"journal\"\n"
+	for _, args := range [][]string{
+		{"run", "hi"},
+		{"run", "--model", "scripted:nosuch.toml", "hi"},
+		{"run", "--model", "bogus", "hi"},
+		{"run", "--model", "scripted:script.toml", "--agent", "nosuch", "hi"},
+	} {
+		dir := project(t, toml, map[string]string{"script.toml": "[[turns]]\ntext = \"done\"\n"})
+		code, out, errOut := awaken(t, "", append([]string{"--config", filepath.Join(dir, "awaken.toml")}, args...)...)
+		if code != exitUsage || !strings.Contains(errOut, "config_invalid") {
+			t.Errorf("%v: exit %d, want 2 and the reason\n%s%s", args, code, out, errOut)
+		}
+		left, _ := os.ReadDir(dir)
+		if len(left) != 2 {
+			var names []string
+			for _, f := range left {
+				names = append(names, f.Name())
+			}
+			t.Errorf("%v: a refused run left %v behind", args, names)
+		}
+	}
+}
+
 func TestTestCommand(t *testing.T) {
 	dir := project(t, "", map[string]string{
 		"scripts/ask.lua": gatePlugin,

@@ -49,7 +49,8 @@ func cmdRun(e *env) int {
 	retry := func(attempt int, reason string, wait time.Duration) {
 		fmt.Fprintf(e.stderr, "  the model failed (%s); retry %d in %s\n", reason, attempt, wait.Round(time.Millisecond))
 	}
-	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Model: *modelFlag, Log: log, ModelRetry: retry})
+	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Model: *modelFlag, Log: log, ModelRetry: retry,
+		Run: true, Agent: *agent})
 	if err != nil {
 		return e.fail(err, configCode(err))
 	}
