@@ -74,6 +74,12 @@ type Options struct {
 	// Tap sees every journal record of every run, journal on or off (a
 	// shadow generation).
 	Tap run.Recorder
+	// Run marks a host opened for one autonomous run (awaken-lua run) of
+	// Agent: Open refuses a model that cannot be made and an unknown agent
+	// before it opens the store, the audit file or the journal, so a
+	// refused run leaves no file behind.
+	Run   bool
+	Agent string
 }
 
 // Generation is one load of the configuration and the plugins.
@@ -110,6 +116,22 @@ func (g *Generation) Model() (model.Model, error) {
 	}
 	if _, scripted := m.(*scripted.Model); !scripted {
 		g.model = m
+	}
+	return m, nil
+}
+
+// ResumeModel returns the model a run restored from the store continues
+// with, after answered inferences in an earlier process: a scripted model
+// starts past the turns that run already had, since a fresh one would
+// answer the resumed run with the script's first turn again. Other models
+// keep no position.
+func (g *Generation) ResumeModel(answered int) (model.Model, error) {
+	m, err := g.Model()
+	if err != nil {
+		return nil, err
+	}
+	if sm, ok := m.(*scripted.Model); ok {
+		sm.Skip(answered)
 	}
 	return m, nil
 }
@@ -251,6 +273,25 @@ func Open(ctx context.Context, o Options) (*Host, error) {
 	cfg, err := h.readConfig()
 	if err != nil {
 		return nil, err
+	}
+	if o.Run {
+		var list errs.List
+		if _, err := newModel(cfg, o.Model, o.ModelRetry); err != nil {
+			list.Add(placeModel(cfg, o.Model, err))
+		}
+		_, err := run.AgentID(o.Agent, cfg.AgentIDs())
+		list.Add(err)
+		if len(list) > 0 {
+			// The plugins' problems too, which a start would have reported
+			// first: loading them writes nothing.
+			if lg, err := LoadPlugins(ctx, cfg, o); err != nil {
+				list.Add(err)
+			} else {
+				lg.Close()
+			}
+			list.Sort()
+			return nil, list.Err()
+		}
 	}
 	if o.Store != nil {
 		h.store = o.Store

@@ -7,6 +7,7 @@ package run
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -281,18 +282,34 @@ func (r *Runtime) AgentIDs() []string {
 }
 
 func (r *Runtime) agent(id string) (*agentRT, error) {
+	// The common cases without listing the agents (every run start).
+	if a, ok := r.agents[id]; ok {
+		return a, nil
+	}
+	if a, ok := r.agents["default"]; ok && id == "" {
+		return a, nil
+	}
+	id, err := AgentID(id, r.AgentIDs())
+	if err != nil {
+		return nil, err
+	}
+	return r.agents[id], nil
+}
+
+// AgentID is the agent a run asked for id runs as, among the agents ids:
+// id itself, or for "" the agent "default", else the only agent. Another
+// id is config_invalid. Hosts call it to refuse a run before they start
+// anything.
+func AgentID(id string, ids []string) (string, error) {
 	if id == "" {
 		id = "default"
-		if _, ok := r.agents[id]; !ok && len(r.agents) == 1 {
-			for only := range r.agents {
-				id = only
-			}
+		if !slices.Contains(ids, id) && len(ids) == 1 {
+			id = ids[0]
 		}
 	}
-	a, ok := r.agents[id]
-	if !ok {
-		return nil, errs.New(errs.ConfigInvalid, "unknown agent %q%s; agents: %s", id, errs.DidYouMean(id, r.AgentIDs()),
-			strings.Join(r.AgentIDs(), ", "))
+	if !slices.Contains(ids, id) {
+		return "", errs.New(errs.ConfigInvalid, "unknown agent %q%s; agents: %s", id, errs.DidYouMean(id, ids),
+			strings.Join(ids, ", "))
 	}
-	return a, nil
+	return id, nil
 }

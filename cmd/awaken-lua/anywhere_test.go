@@ -106,7 +106,10 @@ func TestInitMakesAWorkingProject(t *testing.T) {
 	if out, errOut, code := runChild(t, dir, nil, nil, "test"); code != 0 || !strings.Contains(out, "4 passed, 0 failed") {
 		t.Fatalf("test in the new project: exit %d %s %s", code, out, errOut)
 	}
-	if out, errOut, code := runChild(t, dir, nil, nil, "run", "tidy up"); code != 0 || !strings.Contains(out, "finish blocked:policy: notes/todo.md is not writable") {
+	// The gate line names the plugin once: "block by policy: <reason>".
+	if out, errOut, code := runChild(t, dir, nil, nil, "run", "tidy up"); code != 0 ||
+		!strings.Contains(out, "block by policy: notes/todo.md is not writable; write under docs/**\n") ||
+		!strings.Contains(out, "finish blocked:notes/todo.md is not writable") {
 		t.Fatalf("run in the new project: exit %d %s %s", code, out, errOut)
 	}
 	before, _ := os.ReadFile(filepath.Join(dir, "scripts", "policy.lua"))

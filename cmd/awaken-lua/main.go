@@ -16,9 +16,9 @@
 //	awaken-lua install claude-code [--scope project|local|user] [--http] [--uninstall]
 //	awaken-lua version
 //
-// Exit codes: 0 success, 1 the work failed (a test, a check, a run that
-// ended in error), 2 bad usage or configuration, 3 a run waiting for
-// decisions.
+// Exit codes: 0 success, 1 the work failed (a test, a check, a plugin
+// that does not load, a run that ended in error), 2 bad usage or
+// configuration, 3 a run waiting for decisions.
 package main
 
 import (
@@ -69,9 +69,10 @@ type command struct {
 }
 
 const runExitCodes = `Exit codes: 0 the run ended (natural, stopped by a plugin or by its step
-limit, or blocked by the gate), 1 it ended in error (error:<code>), 2 bad
-usage or configuration, 3 it waits for decisions on suspended calls
-(answer with --thread ID --approve all|none).`
+limit, or blocked by the gate), 1 it ended in error (error:<code>) or a
+plugin did not load, 2 bad usage or configuration (a flag, awaken.toml, no
+model), 3 it waits for decisions on suspended calls (answer with --thread
+ID --approve all|none).`
 
 func commands() []command {
 	return []command{
@@ -234,7 +235,8 @@ func (e *env) fail(err error, code int) int {
 }
 
 // configCode is the exit code for an error that stopped the start: 2 for
-// configuration, 1 for plugins that failed to load.
+// configuration (awaken.toml, flags), 1 for plugins that failed to load,
+// whose code is wrong as a failing test's is (the README's "Exit codes").
 func configCode(err error) int {
 	var list errs.List
 	list.Add(err)

@@ -155,6 +155,32 @@ func TestRunExitCodes(t *testing.T) {
 	})
 }
 
+// TestRefusedRunWritesNothing: a run refused for what it needs (no model,
+// a bad --model or --agent) leaves no audit file, store or journal behind.
+func TestRefusedRunWritesNothing(t *testing.T) {
+	toml := "[audit]\npath = \"logs/audit.jsonl\"\n[store]\nkind = \"file\"\n[journal]\npath = \"journal\"\n"
+	for _, args := range [][]string{
+		{"run", "hi"},
+		{"run", "--model", "scripted:nosuch.toml", "hi"},
+		{"run", "--model", "bogus", "hi"},
+		{"run", "--model", "scripted:script.toml", "--agent", "nosuch", "hi"},
+	} {
+		dir := project(t, toml, map[string]string{"script.toml": "[[turns]]\ntext = \"done\"\n"})
+		code, out, errOut := awaken(t, "", append([]string{"--config", filepath.Join(dir, "awaken.toml")}, args...)...)
+		if code != exitUsage || !strings.Contains(errOut, "config_invalid") {
+			t.Errorf("%v: exit %d, want 2 and the reason\n%s%s", args, code, out, errOut)
+		}
+		left, _ := os.ReadDir(dir)
+		if len(left) != 2 {
+			var names []string
+			for _, f := range left {
+				names = append(names, f.Name())
+			}
+			t.Errorf("%v: a refused run left %v behind", args, names)
+		}
+	}
+}
+
 func TestTestCommand(t *testing.T) {
 	dir := project(t, "", map[string]string{
 		"scripts/ask.lua": gatePlugin,
@@ -583,5 +609,38 @@ func TestStartWithoutPluginDir(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errOut.String(), "awaken.toml:1: config_invalid: plugin_dir: the plugin directory") {
 			t.Errorf("%s: exit %d, want %d with plugin_dir at awaken.toml:1:\n%s%s", args[0], code, exitUsage, out.String(), errOut.String())
 		}
+	}
+}
+
+// TestPluginThatDoesNotLoad: a plugin whose code fails to load is the
+// work failing (exit 1), as a failing test is, in every command that
+// loads plugins; configuration (awaken.toml, flags) is exit 2. The
+// README and help run say so.
+func TestPluginThatDoesNotLoad(t *testing.T) {
+	dir := project(t, "[model]\nscript = \"script.toml\"\n[audit]\npath = \"\"\n", map[string]string{
+		"script.toml":        "[[turns]]\ntext = \"done\"\n",
+		"scripts/broken.lua": "local awaken = require('awaken')\nlocal p = awaken.plugin {}\np:on('step_strat', function() end)\nreturn p\n",
+	})
+	cfg := filepath.Join(dir, "awaken.toml")
+	for _, args := range [][]string{{"run", "hi"}, {"eval", "fs_read"}, {"serve", "--addr", "127.0.0.1:0"}, {"dev"}, {"check"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var out, errOut syncBuffer
+		code := cli(ctx, append([]string{"--config", cfg}, args...), strings.NewReader(""), &out, &errOut)
+		cancel()
+		if code != exitFailed || !strings.Contains(out.String()+errOut.String(), "scripts/broken.lua:3: plugin_load_failed") {
+			t.Errorf("%s: exit %d, want %d with the plugin's file:line:\n%s%s", args[0], code, exitFailed, out.String(), errOut.String())
+		}
+	}
+	_, help, _ := awaken(t, "", "help", "run")
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	if !strings.Contains(flat(help), "1 it ended in error (error:<code>) or a plugin did not load") {
+		t.Errorf("help run does not say a plugin that does not load is exit 1:\n%s", help)
+	}
+	if !strings.Contains(flat(string(b)), "1 for `error:<code>` and for a plugin that does not load") {
+		t.Error("the README's exit codes do not say a plugin that does not load is exit 1 for run")
 	}
 }

@@ -49,7 +49,8 @@ func cmdRun(e *env) int {
 	retry := func(attempt int, reason string, wait time.Duration) {
 		fmt.Fprintf(e.stderr, "  the model failed (%s); retry %d in %s\n", reason, attempt, wait.Round(time.Millisecond))
 	}
-	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Model: *modelFlag, Log: log, ModelRetry: retry})
+	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, Model: *modelFlag, Log: log, ModelRetry: retry,
+		Run: true, Agent: *agent})
 	if err != nil {
 		return e.fail(err, configCode(err))
 	}
@@ -82,12 +83,26 @@ func cmdRun(e *env) int {
 		if err != nil {
 			return e.fail(err, exitFailed)
 		}
-		res = run.Result{RunID: waiting, ThreadID: *thread, Status: run.Waiting, Suspended: s.Suspended()}
+		// The run loop asks the model once per step, so a run waiting in
+		// step N had N answers, from a model this process no longer has.
+		resumed, err := g.ResumeModel(s.Step())
+		if err != nil {
+			return e.fail(err, exitUsage)
+		}
+		m = slowModel{Model: resumed, w: e.stderr, after: slowAfter}
+		res = run.Result{RunID: waiting, ThreadID: *thread, Status: run.Waiting, Suspended: s.Suspended(), Steps: s.Step(), Session: s}
 	} else {
 		res, err = g.Runtime.Run(e.ctx, run.Request{Agent: *agent, ThreadID: *thread, Prompt: strings.Join(args, " "),
 			Model: m, Events: sink})
 		if err != nil {
 			return e.fail(err, configCode(err))
+		}
+	}
+	// A run that waits is traced as finished only when the command stops
+	// there, not between a suspension and the answers given below.
+	endTrace := func() {
+		if t, ok := sink.(interface{ end() }); ok {
+			t.end()
 		}
 	}
 	in := bufio.NewReader(e.stdin)
@@ -100,11 +115,16 @@ func cmdRun(e *env) int {
 			}
 			ds = append(ds, run.ResumeDecision{Target: t.ID, Action: action})
 		}
+		if r, ok := sink.(interface{ resumed(run.Result) }); ok {
+			r.resumed(res)
+		}
 		res, err = g.Runtime.ResumeRun(e.ctx, run.ResumeRequest{RunID: res.RunID, Decisions: ds, Model: m, Events: sink})
 		if err != nil {
+			endTrace()
 			return e.fail(err, exitFailed)
 		}
 	}
+	endTrace()
 	return finish(e, res)
 }
 

@@ -23,24 +23,66 @@ type trace struct {
 
 	start             time.Time
 	steps, calls, tok int
+	step              int  // the step whose header was printed last
+	header            bool // the run's header line was printed
+	// waiting: the run finished suspended, and the command may still answer
+	// its calls and carry on; "finish suspended" is printed by end, so it
+	// only shows when the command stops there.
+	waiting bool
+}
+
+// end closes the trace of a command that stops with the run waiting.
+func (t *trace) end() {
+	if t.waiting {
+		t.waiting = false
+		fmt.Fprintf(t.w, "%s %s\n", t.bold("finish"), t.paint("33", "suspended"))
+	}
+}
+
+// resumed is told of a run about to be resumed, before its events: one
+// restored from the store emits no run_start, and its open step no
+// step_start, so the trace starts its clock, its header and that step here.
+func (t *trace) resumed(res run.Result) {
+	if t.start.IsZero() {
+		t.start = time.Now()
+	}
+	if !t.header {
+		t.header = true
+		gen := ""
+		if res.Session != nil {
+			gen = res.Session.Generation()
+		}
+		fmt.Fprintf(t.w, "%s %s · thread %s · generation %s · resumed\n", t.bold("run"), res.RunID, res.ThreadID, gen)
+	}
+	if res.Steps != t.step {
+		t.Emit(event.StepStart{Step: res.Steps})
+	}
+}
+
+func (t *trace) bold(s string) string { return t.paint("1", s) }
+
+// paint colours s with an SGR code on a terminal.
+func (t *trace) paint(code, s string) string {
+	if !t.color {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
 func (t *trace) Emit(ev event.Event) {
-	c := func(code, s string) string {
-		if !t.color {
-			return s
-		}
-		return "\x1b[" + code + "m" + s + "\x1b[0m"
-	}
+	c := t.paint
+	t.waiting = false // an event after the suspension: the run went on
 	label := func(s string) string { return c("2", fmt.Sprintf("  %-9s", s)) }
 	switch e := ev.(type) {
 	case event.RunStart:
 		if t.start.IsZero() {
 			t.start = time.Now()
 		}
+		t.header = true
 		fmt.Fprintf(t.w, "%s %s · thread %s · generation %s\n", c("1", "run"), e.RunID, e.ThreadID, e.Generation)
 	case event.StepStart:
 		t.steps++
+		t.step = e.Step
 		fmt.Fprintf(t.w, "%s\n", c("1;34", fmt.Sprintf("step %d", e.Step)))
 	case event.ContextMessages:
 		for _, m := range e.Messages {
@@ -100,18 +142,20 @@ func (t *trace) Emit(ev event.Event) {
 		fmt.Fprintf(t.w, "%s %s asked again; the run already went on %d times (max_continues)\n", label("continue"), e.Plugin, e.Max)
 	case event.StepEnd:
 	case event.RunFinish:
+		if terminationKind(e.Termination) == run.Suspended {
+			t.waiting = true
+			return
+		}
 		col := "32"
 		switch kind := terminationKind(e.Termination); kind {
 		case run.Errored, run.Blocked:
 			col = "31"
-		case run.Suspended, run.Cancelled:
+		case run.Cancelled:
 			col = "33"
 		}
 		fmt.Fprintf(t.w, "%s %s\n", c("1", "finish"), c(col, e.Termination))
-		if terminationKind(e.Termination) != run.Suspended {
-			fmt.Fprintf(t.w, "%s\n", c("2", fmt.Sprintf("%s · %s · %d tokens · in %s", plural(t.steps, "step", "steps"),
-				plural(t.calls, "tool call", "tool calls"), t.tok, time.Since(t.start).Round(time.Millisecond))))
-		}
+		fmt.Fprintf(t.w, "%s\n", c("2", fmt.Sprintf("%s · %s · %d tokens · in %s", plural(t.steps, "step", "steps"),
+			plural(t.calls, "tool call", "tool calls"), t.tok, time.Since(t.start).Round(time.Millisecond))))
 	}
 }
 
@@ -196,6 +240,14 @@ type jsonLines struct {
 
 func newJSONLines(w io.Writer) *jsonLines {
 	return &jsonLines{w: w, now: time.Now, calls: map[string]time.Time{}}
+}
+
+// resumed starts the run's clock for a run restored from the store, which
+// emits no run_start, so its run_finish has a duration too.
+func (j *jsonLines) resumed(run.Result) {
+	if j.run.IsZero() {
+		j.run = j.now()
+	}
 }
 
 func (j *jsonLines) Emit(ev event.Event) {

@@ -80,6 +80,16 @@ func (m *Model) Infer(ctx context.Context, _ model.Request) (model.Response, err
 	return model.Response{Text: t.Text, ToolCalls: t.ToolCalls, Usage: t.Usage}, nil
 }
 
+// Skip moves past the first n turns, so the next inference answers with
+// turn n+1: a run resumed in another process had its earlier answers from
+// a model that is gone, and must continue the script, not restart it. It
+// never moves back; past the end, the next inference is exhausted.
+func (m *Model) Skip(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.next = max(m.next, min(n, len(m.turns)))
+}
+
 // Remaining reports how many turns are left, so a test can check that a
 // scenario used its whole script.
 func (m *Model) Remaining() int {

@@ -430,3 +430,24 @@ func FuzzParse(f *testing.F) {
 		tomlpos.Scan(src)
 	})
 }
+
+// TestSkipContinuesTheScript: a model made for a resumed run answers with
+// the turn after those the run already had, never an earlier one.
+func TestSkipContinuesTheScript(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := New([]Turn{{Text: "a"}, {Text: "b"}, {Text: "c"}})
+	m.Skip(2)
+	if r, err := m.Infer(ctx, model.Request{}); err != nil || r.Text != "c" {
+		t.Fatalf("after Skip(2): %+v, %v", r, err)
+	}
+	m.Skip(1) // never back
+	if m.Remaining() != 0 {
+		t.Fatalf("Skip moved back: remaining %d", m.Remaining())
+	}
+	m = New([]Turn{{Text: "a"}})
+	m.Skip(5)
+	if _, err := m.Infer(ctx, model.Request{}); err == nil || !strings.Contains(err.Error(), "a 2nd inference") {
+		t.Fatalf("past the end: %v", err)
+	}
+}

@@ -15,7 +15,8 @@ p:tool_gate(function(ctx, call)
   for _, glob in ipairs(ctx.config.writable) do
     if awaken.glob(glob, path) then return nil end
   end
-  return awaken.block("policy: " .. path .. " is not writable; write under " .. table.concat(ctx.config.writable, ", "))
+  -- no "policy:" prefix: the trace and the journal name the deciding plugin
+  return awaken.block(path .. " is not writable; write under " .. table.concat(ctx.config.writable, ", "))
 end)
 
 return p

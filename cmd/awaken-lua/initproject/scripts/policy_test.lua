@@ -24,5 +24,5 @@ t.test("a whole run ends at the blocked write", function()
   local r = h:run { prompt = "tidy up", turns = {
     { tool_calls = { { name = "fs_write", args = { path = "src/x.go", content = "" } } } } },
     tools = { fs_write = function(args) return awaken.success("written") end } }
-  t.match(r.termination, "^blocked:policy:")
+  t.eq(r.termination, "blocked:src/x.go is not writable; write under docs/**")
 end)
