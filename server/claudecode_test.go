@@ -376,6 +376,16 @@ func TestClaudeCodeStops(t *testing.T) {
 		t.Fatalf("a plugin stop should stop Claude: %s", mustJSON(out))
 	}
 
+	// The same stop from a call whose PostToolUse never came, as the
+	// PostToolBatch ends its step.
+	deploy2 := map[string]any{"session_id": "dep2", "tool_use_id": "toolu_D2", "tool_input": map[string]any{"command": "make deploy"}}
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "dep2"}), "")
+	wantEmpty(t, sc.hook(t, fixture(t, "pre_tool_use_bash_ls", deploy2), ""))
+	out = sc.hook(t, map[string]any{"session_id": "dep2", "hook_event_name": "PostToolBatch", "tool_calls": []any{}}, "")
+	if out["continue"] != false || !strings.Contains(fmt.Sprint(out["stopReason"]), "one deploy per session") {
+		t.Fatalf("a plugin stop at PostToolBatch should stop Claude: %s", mustJSON(out))
+	}
+
 	// agent "short" has max_steps = 2: a long turn rolls over to new runs.
 	const sid = "rollover"
 	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": sid}), "?agent=short")

@@ -535,8 +535,7 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 	case evPostToolBatch:
 		cs.posts = true
 		// Claude Code ran the batch: the step ends here, and calls whose
-		// PostToolUse never came are finished with an error result. The
-		// next inference opens with the next event.
+		// PostToolUse never came are finished with an error result.
 		e, err := c.openRun(ctx, cs)
 		if err != nil || e == nil {
 			return res, err
@@ -544,6 +543,13 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 		if stageOf(e) == run.StageInferred {
 			var closed bool
 			closed, err = c.closeStep(ctx, cs, e, true)
+			if stop := pluginStop(e); err == nil && stop != "" {
+				// A plugin stopped the run as the step ended (say, in the
+				// after_tool_execute of a call that never reported): Claude
+				// is told to stop, as at a PostToolUse.
+				res.stop = stop
+				return res, c.finishRun(ctx, cs, e, &res, false)
+			}
 			if sess := e.Session(); closed && err == nil && sess.Termination() == "" && sess.Status() == run.Running {
 				// Claude infers next: open that inference so the context
 				// messages plugins scheduled reach it now.
