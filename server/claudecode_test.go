@@ -724,6 +724,33 @@ func TestClaudeCodeSubagentToolCalls(t *testing.T) {
 	}
 }
 
+// A subagent that never sent its SubagentStop (interrupted, or still in
+// the background) has its run ended at SessionEnd, like the main turn. A
+// subagent's suspended call is asked even with ?suspend=defer: only a
+// main-agent call can wait where the session's view shows it.
+func TestClaudeCodeSessionEndEndsSubagentRuns(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	const sid = "se"
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": sid}), "")
+	sub := map[string]any{"session_id": sid, "tool_use_id": "toolu_S", "tool_name": "Read", "agent_id": "a1",
+		"agent_type": "Explore", "tool_input": map[string]any{"file_path": "/s.go"}}
+	sc.hook(t, fixture(t, "pre_tool_use_write", sub), "")
+	push := map[string]any{"session_id": sid, "tool_use_id": "toolu_P", "agent_id": "a2", "agent_type": "Explore"}
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_git_push", push), "?suspend=defer"), "ask", "Push")
+	runs := []string{sc.ccRunID(t, sid+"/subagent/a1"), sc.ccRunID(t, sid+"/subagent/a2")}
+	for _, id := range runs {
+		if id == "" {
+			t.Fatal("a subagent's run is missing")
+		}
+	}
+	sc.hook(t, fixture(t, "session_end", map[string]any{"session_id": sid}), "")
+	for _, id := range runs {
+		if got := sc.must(200, "GET", "/v1/runs/"+id, nil); got.str("status") != "done" {
+			t.Fatalf("a subagent's run should end at SessionEnd: %s", got.raw)
+		}
+	}
+}
+
 // A session whose run a client deleted (DELETE /v1/runs/{id}) goes on in a
 // new run: the adapter forgets the run it cannot find instead of failing
 // every later event.
