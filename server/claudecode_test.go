@@ -591,6 +591,52 @@ func TestClaudeCodeRedactsToolOutput(t *testing.T) {
 	}
 }
 
+// scrubLua copies every result table, redacting tokens in its strings: a
+// common way to write a redactor, and one whose copy loses what a Lua
+// table cannot tell (an empty list from an empty object, a null member).
+const scrubLua = `local awaken = require("awaken")
+local p = awaken.plugin { id = "scrubber" }
+local function scrub(v)
+  if type(v) == "string" then return (v:gsub("ghp_%w+", "[REDACTED]")) end
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = scrub(x) end
+  return out
+end
+p:result_transform(function(call, result, ctx)
+  if result.status ~= "success" then return result end
+  return awaken.success(scrub(result.data))
+end)
+return p
+`
+
+// A redactor that copies every output changes nothing Claude reads unless
+// it changed a value, and a changed output keeps the tool's shape: its
+// empty lists and null members as the tool gave them.
+func TestClaudeCodeScrubbedOutputKeepsItsShape(t *testing.T) {
+	sc := newSidecar(t, project(t, "", map[string]string{"scrubber.lua": scrubLua}), Options{Log: quietLog()})
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "g"}), "")
+	post := func(id string, response any) map[string]any {
+		t.Helper()
+		ev := map[string]any{"session_id": "g", "tool_name": "Glob", "tool_input": map[string]any{"pattern": "*.go"}, "tool_use_id": id}
+		sc.hook(t, fixture(t, "pre_tool_use_mcp", ev), "")
+		p := fixture(t, "post_tool_use_write", ev)
+		p["tool_response"] = response
+		return specific(sc.hook(t, p, ""))
+	}
+	glob := func(names ...any) map[string]any {
+		return map[string]any{"filenames": names, "durationMs": 3, "numFiles": len(names), "truncated": false, "appliedLimit": nil}
+	}
+	if s := post("toolu_G1", glob()); s != nil && s["updatedToolOutput"] != nil {
+		t.Fatalf("an output copied unchanged is no change: %v", s)
+	}
+	s := post("toolu_G2", glob("ghp_abc.txt", "b.go"))
+	want := `{"appliedLimit":null,"durationMs":3,"filenames":["[REDACTED].txt","b.go"],"numFiles":2,"truncated":false}`
+	if s == nil || mustJSON(s["updatedToolOutput"]) != want {
+		t.Fatalf("want updatedToolOutput %s, got %v", want, s)
+	}
+}
+
 // TestClaudeCodeSubagentStopContinues: a subagent's stop is a run of its
 // own that runtime.continue keeps going ({"decision": "block"}) up to the
 // agent's max_continues, per subagent.
