@@ -101,7 +101,12 @@ func (r *Replayer) Apply(ctx context.Context, rec *journal.Record) (*journal.Fli
 		r.mu.Unlock()
 		return nil, nil
 	case journal.KindEnd:
-		r.end(rec.RunID)
+		if rec.Termination == run.Abandoned {
+			// Its host forgot it mid-step: no phase follows.
+			r.forget(rec.RunID)
+		} else {
+			r.end(rec.RunID)
+		}
 		return nil, nil
 	case journal.KindPhase:
 	default:

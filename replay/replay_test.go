@@ -342,3 +342,18 @@ func TestReportCountsAgree(t *testing.T) {
 		}
 	}
 }
+
+// A journal written before end was a run's last record, replayed against a
+// candidate that flips: the run is forgotten at its flip, and the phase
+// record after its end is not one whose start is missing.
+func TestReplayOldOrderFlipSkipsNothing(t *testing.T) {
+	cfg, jdir := project(t, "v1", "")
+	recordRuns(t, cfg)
+	for _, p := range []string{jdir, filepath.Join("testdata", "end-first-journal")} {
+		rep := replayWith(t, cfg, "v2", p)
+		if len(rep.Flips) == 0 || rep.Skipped != 0 {
+			t.Errorf("%s: flips %v, %d phase records skipped; want flips and none skipped (every run's header is in the journal)",
+				filepath.Base(p), kinds(rep), rep.Skipped)
+		}
+	}
+}

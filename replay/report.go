@@ -49,6 +49,10 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 	// skip holds the runs --since leaves out, also past their end: journals
 	// written before end was a run's last record have a phase after it.
 	skip := map[string]bool{}
+	// ended holds the runs whose end was read: in such a journal a run
+	// that flipped before its end is forgotten there, and its trailing
+	// phase is not one whose start is missing.
+	ended := map[string]bool{}
 	problems, err := src(func(_ journal.Pos, rec *journal.Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -61,6 +65,8 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 			}
 			rep.Runs++
 			rep.RunIDs = append(rep.RunIDs, rec.RunID)
+		case journal.KindEnd:
+			ended[rec.RunID] = true
 		case journal.KindPhase:
 			if skip[rec.RunID] {
 				return nil
@@ -69,7 +75,9 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 			st := r.runs[rec.RunID]
 			r.mu.Unlock()
 			if st == nil {
-				rep.Skipped++
+				if !ended[rec.RunID] {
+					rep.Skipped++
+				}
 				return nil
 			}
 			if st.done {

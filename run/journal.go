@@ -115,6 +115,23 @@ func (s *Session) journalGate(call model.ToolCall, g *GateRecord) {
 	})
 }
 
+// Abandoned is the termination in the end record of a run its host forgot
+// in the middle of a step (JournalAbandon).
+const Abandoned = "abandoned"
+
+// JournalAbandon writes the end record of a run that is not done and that
+// its host forgets for good (deleted in the middle of a step, or let go of
+// with nowhere to park it): nothing else would end it, and a reader of the
+// journal (replay, a shadow policy) would follow it forever.
+func (s *Session) JournalAbandon() {
+	if s.rt.journal == nil || s.status == Done {
+		return
+	}
+	s.stamp()
+	s.rt.journal.Record(&journal.Record{Rec: journal.KindEnd, RunID: s.info.ID, Termination: Abandoned,
+		Steps: s.info.Step, TS: s.now})
+}
+
 // journalEnd writes the record of a run that is done, once the phase that
 // ended it is recorded: end is a run's last record, so a reader that
 // forgets a run at its end has seen all of it. Phase methods that end a

@@ -3,9 +3,11 @@ package run_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/awaken-lua/awaken-lua/engine/command"
+	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
@@ -90,4 +92,84 @@ func TestJournalEndIsTheRunsLastRecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// threadsDown is a store whose threads cannot be saved while down is set.
+type threadsDown struct {
+	run.Store
+	down atomic.Bool
+}
+
+func (b *threadsDown) PutThread(ctx context.Context, t run.Thread) (uint64, error) {
+	if b.down.Load() {
+		return 0, errors.New("disk full")
+	}
+	return b.Store.PutThread(ctx, t)
+}
+
+// A run that fails while its thread cannot be saved is done all the same
+// (nothing retries it), so its end record is written.
+func TestJournalEndOfAFailedRunWhoseSaveFailed(t *testing.T) {
+	ctx := context.Background()
+	st := &threadsDown{Store: run.NewMemoryStore()}
+	j := &records{}
+	broken := hook("b", phase.StepStart, func(context.Context, *plugin.Input, *command.Command) error { return errors.New("broken") })
+	rt := newRuntime(t, []run.Option{run.WithJournal(j, "h"), run.WithStore(st)}, broken)
+	st.down.Store(true)
+	res, _ := rt.Run(ctx, run.Request{Model: turns(text("done"))})
+	if res.Status != run.Done {
+		t.Fatalf("status %s, want done", res.Status)
+	}
+	if n := countEnds(j); n != 1 {
+		t.Fatalf("%d end records, want 1: %+v", n, j.recs)
+	}
+}
+
+// panicOnFinish is an event sink that panics when the run finishes.
+type panicOnFinish struct{}
+
+func (panicOnFinish) Emit(ev event.Event) {
+	if _, ok := ev.(event.RunFinish); ok {
+		panic("the sink broke")
+	}
+}
+
+// A panic after the run was saved done (an event sink's, which a host
+// recovers as the sidecar does) does not lose its end record.
+func TestJournalEndSurvivesAPanickingSink(t *testing.T) {
+	ctx := context.Background()
+	j := &records{}
+	rt := newRuntime(t, []run.Option{run.WithJournal(j, "h")})
+	s, _, err := rt.Start(ctx, run.StartOptions{Events: panicOnFinish{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.StepStart(ctx)
+	s.BeforeInference(ctx, model.Request{})
+	s.AfterInference(ctx, model.Response{Text: "done"})
+	s.StepEnd(ctx)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the sink did not panic")
+			}
+		}()
+		s.RunEnd(ctx)
+	}()
+	if s.Status() != run.Done {
+		t.Fatalf("status %s, want done", s.Status())
+	}
+	if n := countEnds(j); n != 1 {
+		t.Fatalf("%d end records, want 1: %+v", n, j.recs)
+	}
+}
+
+func countEnds(j *records) int {
+	n := 0
+	for _, r := range j.recs {
+		if r.Rec == journal.KindEnd {
+			n++
+		}
+	}
+	return n
 }

@@ -204,10 +204,11 @@ func (s *Session) finish(ctx context.Context) error {
 		s.rt.log.Error("saving the thread failed", "thread_id", s.info.ThreadID, "run_id", s.info.ID, "error", err.Error())
 		return err
 	}
-	s.events.Emit(event.RunFinish{Termination: s.termination})
 	// The end record waits for the record of the phase that ended the run,
-	// so that it is the run's last record (journalEnd).
+	// so that it is the run's last record (journalEnd); it is due before
+	// the event, so a sink that panics does not lose it.
 	s.endDue = true
+	s.events.Emit(event.RunFinish{Termination: s.termination})
 	return nil
 }
 

@@ -493,7 +493,11 @@ func (s *Session) fail(ctx context.Context, err error) error {
 	}
 	s.termination = Termination{Kind: Errored, Detail: string(code)}.String()
 	s.aborted = true
-	s.finish(context.WithoutCancel(ctx))
+	if s.finish(context.WithoutCancel(ctx)) != nil {
+		// Nothing retries a failed run (RunEnd refuses a done one): its
+		// end is due though its thread could not be saved.
+		s.endDue = true
+	}
 	return err
 }
 

@@ -19,13 +19,16 @@ local refusals = p:key("guard.refusals", {
 local file_tools = {
   fs_read = "path", fs_write = "path",
   Read = "file_path", Write = "file_path", Edit = "file_path", MultiEdit = "file_path",
-  NotebookEdit = "notebook_path",
+  NotebookEdit = "notebook_path", NotebookRead = "notebook_path",
+  Grep = "path", -- Grep's path may name one file, whose lines it prints
 }
 
 -- matches reports whether a secrets glob names path. A glob without "/"
 -- (.env, *.pem) names a file in any directory; a relative path glob
 -- matches an absolute path (Claude Code sends those) at any depth.
 local function matches(pattern, path)
+  path = path:gsub("\\", "/") -- a Windows path (C:\Users\...) as a slash path
+  if path:find("^%a:/") then path = path:sub(3) end
   if not pattern:find("/", 1, true) then
     return awaken.glob(pattern, path:match("[^/]*$"))
   end

@@ -37,7 +37,16 @@ t.test("Claude Code's file tools, with absolute paths", function()
     t.match(d.result.message, "off limits")
   end
   t.eq(h:gate { name = "Read", args = { file_path = "/home/alice/project/main.go" } }.decision, "allow")
+  t.eq(h:gate { name = "Grep", args = { pattern = ".", path = "/srv/app/.env", output_mode = "content" } }.decision, "set_result")
+  t.eq(h:gate { name = "Grep", args = { pattern = "TODO", path = "/srv/app" } }.decision, "allow")
   t.eq(h:gate { name = "Bash", args = { command = "cat .env" } }.decision, "allow") -- a shell policy's job
+end)
+
+t.test("Windows paths", function()
+  local h = t.harness { plugins = { "guard" } }
+  t.eq(h:gate { name = "Read", args = { file_path = "C:\\Users\\alice\\project\\.env" } }.decision, "set_result")
+  t.eq(h:gate { name = "Read", args = { file_path = "C:\\Users\\alice\\.ssh\\id_rsa" } }.decision, "set_result")
+  t.eq(h:gate { name = "Read", args = { file_path = "C:\\Users\\alice\\project\\main.go" } }.decision, "allow")
 end)
 
 t.test("a relative path glob matches an absolute path at any depth", function()

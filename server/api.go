@@ -505,6 +505,7 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) error {
 		s.unload(e, time.Now(), sess.Status() != run.Done)
 		return failed(e, err)
 	}
+	sess.JournalAbandon() // a run deleted mid-step ends nowhere else
 	s.finish(e)
 	s.drop(e)
 	w.WriteHeader(http.StatusNoContent)

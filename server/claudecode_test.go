@@ -376,6 +376,16 @@ func TestClaudeCodeStops(t *testing.T) {
 		t.Fatalf("a plugin stop should stop Claude: %s", mustJSON(out))
 	}
 
+	// The same stop from a call whose PostToolUse never came, as the
+	// PostToolBatch ends its step.
+	deploy2 := map[string]any{"session_id": "dep2", "tool_use_id": "toolu_D2", "tool_input": map[string]any{"command": "make deploy"}}
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "dep2"}), "")
+	wantEmpty(t, sc.hook(t, fixture(t, "pre_tool_use_bash_ls", deploy2), ""))
+	out = sc.hook(t, map[string]any{"session_id": "dep2", "hook_event_name": "PostToolBatch", "tool_calls": []any{}}, "")
+	if out["continue"] != false || !strings.Contains(fmt.Sprint(out["stopReason"]), "one deploy per session") {
+		t.Fatalf("a plugin stop at PostToolBatch should stop Claude: %s", mustJSON(out))
+	}
+
 	// agent "short" has max_steps = 2: a long turn rolls over to new runs.
 	const sid = "rollover"
 	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": sid}), "?agent=short")
@@ -581,6 +591,52 @@ func TestClaudeCodeRedactsToolOutput(t *testing.T) {
 	}
 }
 
+// scrubLua copies every result table, redacting tokens in its strings: a
+// common way to write a redactor, and one whose copy loses what a Lua
+// table cannot tell (an empty list from an empty object, a null member).
+const scrubLua = `local awaken = require("awaken")
+local p = awaken.plugin { id = "scrubber" }
+local function scrub(v)
+  if type(v) == "string" then return (v:gsub("ghp_%w+", "[REDACTED]")) end
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = scrub(x) end
+  return out
+end
+p:result_transform(function(call, result, ctx)
+  if result.status ~= "success" then return result end
+  return awaken.success(scrub(result.data))
+end)
+return p
+`
+
+// A redactor that copies every output changes nothing Claude reads unless
+// it changed a value, and a changed output keeps the tool's shape: its
+// empty lists and null members as the tool gave them.
+func TestClaudeCodeScrubbedOutputKeepsItsShape(t *testing.T) {
+	sc := newSidecar(t, project(t, "", map[string]string{"scrubber.lua": scrubLua}), Options{Log: quietLog()})
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "g"}), "")
+	post := func(id string, response any) map[string]any {
+		t.Helper()
+		ev := map[string]any{"session_id": "g", "tool_name": "Glob", "tool_input": map[string]any{"pattern": "*.go"}, "tool_use_id": id}
+		sc.hook(t, fixture(t, "pre_tool_use_mcp", ev), "")
+		p := fixture(t, "post_tool_use_write", ev)
+		p["tool_response"] = response
+		return specific(sc.hook(t, p, ""))
+	}
+	glob := func(names ...any) map[string]any {
+		return map[string]any{"filenames": names, "durationMs": 3, "numFiles": len(names), "truncated": false, "appliedLimit": nil}
+	}
+	if s := post("toolu_G1", glob()); s != nil && s["updatedToolOutput"] != nil {
+		t.Fatalf("an output copied unchanged is no change: %v", s)
+	}
+	s := post("toolu_G2", glob("ghp_abc.txt", "b.go"))
+	want := `{"appliedLimit":null,"durationMs":3,"filenames":["[REDACTED].txt","b.go"],"numFiles":2,"truncated":false}`
+	if s == nil || mustJSON(s["updatedToolOutput"]) != want {
+		t.Fatalf("want updatedToolOutput %s, got %v", want, s)
+	}
+}
+
 // TestClaudeCodeSubagentStopContinues: a subagent's stop is a run of its
 // own that runtime.continue keeps going ({"decision": "block"}) up to the
 // agent's max_continues, per subagent.
@@ -711,6 +767,33 @@ func TestClaudeCodeSubagentToolCalls(t *testing.T) {
 	post(s4)
 	if out := subStopOf("a2"); len(out) != 0 {
 		t.Fatalf("a2's calls after the continue should have joined the continued run, whose continue is spent: %s", mustJSON(out))
+	}
+}
+
+// A subagent that never sent its SubagentStop (interrupted, or still in
+// the background) has its run ended at SessionEnd, like the main turn. A
+// subagent's suspended call is asked even with ?suspend=defer: only a
+// main-agent call can wait where the session's view shows it.
+func TestClaudeCodeSessionEndEndsSubagentRuns(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	const sid = "se"
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": sid}), "")
+	sub := map[string]any{"session_id": sid, "tool_use_id": "toolu_S", "tool_name": "Read", "agent_id": "a1",
+		"agent_type": "Explore", "tool_input": map[string]any{"file_path": "/s.go"}}
+	sc.hook(t, fixture(t, "pre_tool_use_write", sub), "")
+	push := map[string]any{"session_id": sid, "tool_use_id": "toolu_P", "agent_id": "a2", "agent_type": "Explore"}
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_git_push", push), "?suspend=defer"), "ask", "Push")
+	runs := []string{sc.ccRunID(t, sid+"/subagent/a1"), sc.ccRunID(t, sid+"/subagent/a2")}
+	for _, id := range runs {
+		if id == "" {
+			t.Fatal("a subagent's run is missing")
+		}
+	}
+	sc.hook(t, fixture(t, "session_end", map[string]any{"session_id": sid}), "")
+	for _, id := range runs {
+		if got := sc.must(200, "GET", "/v1/runs/"+id, nil); got.str("status") != "done" {
+			t.Fatalf("a subagent's run should end at SessionEnd: %s", got.raw)
+		}
 	}
 }
 

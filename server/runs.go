@@ -459,6 +459,7 @@ func (s *Server) evict(e *entry, now time.Time) {
 	if err := s.h.Store().DeleteRun(context.Background(), e.id); err != nil {
 		s.log.LogAttrs(context.Background(), slog.LevelWarn, "cannot forget a run", slog.String("run_id", e.id), slog.String("error", err.Error()))
 	}
+	e.sess.JournalAbandon()
 	s.drop(e)
 	s.log.LogAttrs(context.Background(), slog.LevelDebug, "run forgotten past [server] max_runs (memory store)",
 		slog.String("run_id", e.id), slog.Duration("idle", now.Sub(time.Unix(0, e.lastUsed.Load()))))

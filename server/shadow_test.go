@@ -170,3 +170,48 @@ func TestShadowFailureIsOnlyCounted(t *testing.T) {
 		t.Fatalf("a failing candidate should count as a termination change: %s", r.raw)
 	}
 }
+
+// A run the sidecar forgets in the middle of a step (deleted, or let go of
+// past max_runs with the memory store) gets an end record, "abandoned": a
+// shadow stops following it and replay forgets it.
+func TestForgottenMidStepRunEndsInTheJournal(t *testing.T) {
+	ends := func(t *testing.T, dir string) map[string]string {
+		t.Helper()
+		got := map[string]string{}
+		journal.Read([]string{filepath.Join(dir, "journal")}, func(_ journal.Pos, rec *journal.Record) error {
+			if rec.Rec == journal.KindEnd {
+				got[rec.RunID] = rec.Termination
+			}
+			return nil
+		})
+		return got
+	}
+	t.Run("deleted", func(t *testing.T) {
+		candidate := t.TempDir()
+		writeFile(t, filepath.Join(candidate, "policy.lua"), policyLua)
+		dir := project(t, "\n[journal]\npath = \"journal\"\n", nil)
+		sc, shadow := shadowSidecar(t, dir, candidate, 0)
+		id := sc.startRun(map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+		sc.phase(id, "step_start", nil)
+		sc.must(204, "DELETE", "/v1/runs/"+id, nil)
+		waitIdle(t, shadow)
+		if n := shadow.Summary().Following; n != 0 {
+			t.Errorf("the shadow still follows %d runs", n)
+		}
+		sc.close()
+		if got := ends(t, dir)[id]; got != run.Abandoned {
+			t.Errorf("the deleted run's end record: %q, want %q", got, run.Abandoned)
+		}
+	})
+	t.Run("past max_runs", func(t *testing.T) {
+		dir := project(t, "\n[journal]\npath = \"journal\"\n", nil)
+		sc := newSidecar(t, dir, Options{Log: quietLog(), MaxRuns: 1})
+		first := sc.startRun(map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+		sc.phase(first, "step_start", nil)
+		sc.startRun(map[string]any{"messages": []any{map[string]any{"role": "user", "content": "again"}}})
+		sc.close()
+		if got := ends(t, dir)[first]; got != run.Abandoned {
+			t.Errorf("the run let go of mid-step: end %q, want %q", got, run.Abandoned)
+		}
+	})
+}

@@ -73,6 +73,16 @@ func cmdHook(e *env) int {
 		return exitUsage
 	}
 	misuse := hookMisuse(err, args, *agent, *suspend, *fail, *event, *local)
+	if err != nil {
+		// Parsing stopped at the bad flag: --agent and --event after it
+		// were not read, and the defaults could take a Gemini or Cursor
+		// tool event for a Claude Code event that goes on. Read them
+		// leniently (hookMisused denies any agent's tool event besides).
+		*agent, *event = lenientFlag(e.args, "agent"), lenientFlag(e.args, "event")
+		if *agent == "" {
+			*agent = "claude-code"
+		}
+	}
 	if *agent == "gemini-cli" {
 		*agent = "gemini" // the CLI's own name
 	}
@@ -116,6 +126,21 @@ func cmdHook(e *env) int {
 	return exitOK
 }
 
+// lenientFlag is the last value given for the flag name in args (-name
+// v, --name v, -name=v, --name=v), or "".
+func lenientFlag(args []string, name string) string {
+	v := ""
+	for i, a := range args {
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if rest, ok := strings.CutPrefix(a, name+"="); ok {
+			v = rest
+		} else if a == name && i+1 < len(args) {
+			v = args[i+1]
+		}
+	}
+	return v
+}
+
 // hookMisuse is what is wrong with the hook's own command line, or nil.
 func hookMisuse(parseErr error, args []string, agent, suspend, fail, event string, local bool) error {
 	if parseErr != nil {
@@ -141,22 +166,20 @@ func hookMisuse(parseErr error, args []string, agent, suspend, fail, event strin
 	return nil
 }
 
-// hookMisused answers an event whose hook command is wrong: a
-// tool-permission event is denied (with an agent unknown, an event that is
-// one for any agent), anything else goes on with exit 1, a non-blocking
-// error the agent shows. An event that cannot be told keeps exit 2.
+// hookMisused answers an event whose hook command is wrong: an event on
+// which any agent decides a tool's permission is denied (the command line
+// that names the agent is the one in doubt), anything else goes on with
+// exit 1, a non-blocking error the agent shows. An event that cannot be
+// told keeps exit 2.
 func hookMisused(e *env, agent, event string, misuse error) int {
 	err := fmt.Errorf("the hook command is wrong: %w; fix it in the agent's hook settings (awaken-lua help hook)", misuse)
 	if event == "" {
 		fmt.Fprintf(e.stderr, "awaken-lua hook: %v\n", err)
 		return exitUsage
 	}
-	permission, known := hookProtocols[agent]
-	closed := permission[event]
-	if !known {
-		for _, events := range hookProtocols {
-			closed = closed || events[event]
-		}
+	closed := false
+	for _, events := range hookProtocols {
+		closed = closed || events[event]
 	}
 	if closed {
 		return hookFailed(e, agent, event, true, err)

@@ -234,6 +234,8 @@ func TestHookMisconfigured(t *testing.T) {
 	prompt := read(dir, "02.user_prompt_submit.json")
 	cdir, _ := agentEvents(t, "cursor")
 	shell := read(cdir, "06.before_shell_execution.rm.json")
+	gdir, _ := agentEvents(t, "gemini")
+	gemini := read(gdir, "05.before_tool.shell_rm.json")
 	permDeny := `{"hookSpecificOutput":{"decision":{"behavior":"deny","message":"awaken-lua could not decide`
 	for _, tc := range []struct {
 		name   string
@@ -252,6 +254,12 @@ func TestHookMisconfigured(t *testing.T) {
 		{"UserPromptSubmit, unknown agent", prompt, []string{"--agent", "claudecode"}, 1, "not a supported agent", ""},
 		{"Cursor shell, bad --suspend", shell, []string{"--agent", "cursor", "--suspend", "defer"}, 0, "--suspend is for", `{"agent_message":"awaken-lua could not decide`},
 		{"not JSON, bad flag", []byte("{"), []string{"--timeout", "5x"}, 2, "invalid value", ""},
+		// A bad flag stops parsing: the agent after it is still the one
+		// whose deny is given.
+		{"Cursor shell, bad flag before --agent", shell, []string{"--timeout=bogus", "--agent", "cursor"}, 0, "invalid value", `{"agent_message":"awaken-lua could not decide`},
+		{"Gemini tool, unknown flag before --agent", gemini, []string{"--timout", "5s", "--agent=gemini"}, 2, "not defined", ""},
+		{"Gemini tool, bad flag, no --agent", gemini, []string{"--timout", "5s"}, 2, "not defined", ""},
+		{"PermissionRequest, bad flag", perm, []string{"--timeout", "5x"}, 0, "invalid value", permDeny},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := runChild(t, "", nil, tc.event, append([]string{"hook"}, tc.args...)...)

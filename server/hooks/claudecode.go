@@ -411,6 +411,10 @@ func (c *claudeCode) dispatch(ctx context.Context, in ccInput, agent string) ccO
 			return c.failure(in.HookEventName, fmt.Errorf("agent_id must be a UTF-8 string of at most %d bytes", c.o.MaxIDLen))
 		}
 		key = subagentThread(in.SessionID, in.AgentID)
+		// A deferred call waits where the session's view shows it, and
+		// Claude Code defers only a call made alone by the main agent: a
+		// subagent's suspended call is asked.
+		in.suspend = ""
 	}
 	cs := c.session(key, agent)
 	cs.sub = key != in.SessionID
@@ -535,8 +539,7 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 	case evPostToolBatch:
 		cs.posts = true
 		// Claude Code ran the batch: the step ends here, and calls whose
-		// PostToolUse never came are finished with an error result. The
-		// next inference opens with the next event.
+		// PostToolUse never came are finished with an error result.
 		e, err := c.openRun(ctx, cs)
 		if err != nil || e == nil {
 			return res, err
@@ -544,6 +547,13 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 		if stageOf(e) == run.StageInferred {
 			var closed bool
 			closed, err = c.closeStep(ctx, cs, e, true)
+			if stop := pluginStop(e); err == nil && stop != "" {
+				// A plugin stopped the run as the step ended (say, in the
+				// after_tool_execute of a call that never reported): Claude
+				// is told to stop, as at a PostToolUse.
+				res.stop = stop
+				return res, c.finishRun(ctx, cs, e, &res, false)
+			}
 			if sess := e.Session(); closed && err == nil && sess.Termination() == "" && sess.Status() == run.Running {
 				// Claude infers next: open that inference so the context
 				// messages plugins scheduled reach it now.
@@ -562,10 +572,51 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 		return res, c.finishRun(ctx, cs, e, &res, true)
 	case evSessionEnd:
 		err := c.endOpenRun(ctx, cs)
+		if err == nil {
+			err = c.endSubagents(ctx, cs)
+		}
 		c.forget(cs)
 		return res, err
 	}
 	return res, nil
+}
+
+// endSubagents ends the runs of the session's subagents that are still
+// open (an interrupted or background subagent sends no SubagentStop), at
+// SessionEnd, and forgets their sessions. The session's lock is taken
+// before a subagent's, never the other way.
+func (c *claudeCode) endSubagents(ctx context.Context, cs *ccSession) error {
+	prefix := subagentThread(cs.id, "")
+	c.mu.Lock()
+	var subs []*ccSession
+	for id, sub := range c.sessions {
+		if strings.HasPrefix(id, prefix) {
+			subs = append(subs, sub)
+		}
+	}
+	c.mu.Unlock()
+	for _, sub := range subs {
+		sub.mu.Lock()
+		var err error
+		if !sub.gone {
+			err = c.endOpenRun(ctx, sub)
+			c.forget(sub)
+		}
+		sub.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	// A run a runtime.continue kept open at a SubagentStop.
+	for agentID, id := range cs.subRuns {
+		delete(cs.subRuns, agentID)
+		if e, err := c.lock(ctx, cs, id); err == nil {
+			if err := c.finishRun(ctx, cs, e, &ccResult{}, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // release settles (checkpoints) and unlocks the run an event worked on.

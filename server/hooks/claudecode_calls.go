@@ -7,7 +7,9 @@ package hooks
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/awaken-lua/awaken-lua/engine/gate"
@@ -496,11 +498,16 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 			// reads the changed one (updatedToolOutput, any tool since
 			// Claude Code v2.1.121; updatedMCPToolOutput, MCP tools, for
 			// earlier versions). The transform saw tool_response as Claude
-			// Code sent it, so the output keeps the tool's shape unless the
-			// plugin changed it.
-			if in.HookEventName == evPostToolUse && out.Status == model.StatusSuccess && !reflect.DeepEqual(out.Data, result.Data) {
-				res.toolOutput, res.hasToolOutput = out.Data, true
-				res.mcp = strings.HasPrefix(call.Name, "mcp__")
+			// Code sent it; what a Lua table cannot tell (an empty list
+			// from an empty object, a null member from a missing one) is
+			// put back as it was, so an output a plugin copied unchanged is
+			// no change, and a changed one keeps the tool's shape, the only
+			// one Claude Code takes.
+			if in.HookEventName == evPostToolUse && out.Status == model.StatusSuccess {
+				if data := reshape(result.Data, out.Data); !value.Equal(data, result.Data) {
+					res.toolOutput, res.hasToolOutput = data, true
+					res.mcp = strings.HasPrefix(call.Name, "mcp__")
+				}
 			}
 		}
 	}
@@ -521,4 +528,74 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 		}
 	}
 	return res, c.release(ctx, cs, e, nil)
+}
+
+// reshape returns out, a tool output as a plugin returned it, with what
+// the Lua view of orig (the output as the tool gave it) lost put back: an
+// empty list where orig has one and out an empty object, and orig's null
+// members that out lacks. out is not modified.
+func reshape(orig, out any) any {
+	switch o := orig.(type) {
+	case []any:
+		switch x := out.(type) {
+		case map[string]any:
+			if len(x) == 0 {
+				return []any{}
+			}
+		case []any:
+			var y []any
+			for i := range min(len(o), len(x)) {
+				if v := reshape(o[i], x[i]); !sameRef(v, x[i]) {
+					if y == nil {
+						y = slices.Clone(x)
+					}
+					y[i] = v
+				}
+			}
+			if y != nil {
+				return y
+			}
+		}
+	case map[string]any:
+		x, ok := out.(map[string]any)
+		if !ok {
+			return out
+		}
+		var y map[string]any
+		set := func(k string, v any) {
+			if y == nil {
+				y = maps.Clone(x)
+			}
+			y[k] = v
+		}
+		for k, ov := range o {
+			xv, present := x[k]
+			switch {
+			case !present && (ov == nil || ov == value.Null{}):
+				set(k, ov)
+			case present:
+				if v := reshape(ov, xv); !sameRef(v, xv) {
+					set(k, v)
+				}
+			}
+		}
+		if y != nil {
+			return y
+		}
+	}
+	return out
+}
+
+// sameRef reports whether reshape returned its argument unchanged: the
+// same list or map, or a scalar it passed through.
+func sameRef(a, b any) bool {
+	switch x := a.(type) {
+	case []any:
+		y, ok := b.([]any)
+		return ok && len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	}
+	return true
 }
