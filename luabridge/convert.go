@@ -41,6 +41,12 @@ func toLua(L *lua.LState, null lua.LValue, v any) lua.LValue {
 	case []any:
 		t := L.CreateTable(len(x), 0)
 		for _, e := range x {
+			if e == nil {
+				// A hole would shift the elements after it (and end
+				// ipairs there): a null in a list is awaken.null.
+				t.Append(null)
+				continue
+			}
 			t.Append(toLua(L, null, e))
 		}
 		return t

@@ -162,3 +162,21 @@ func TestGlobNeverPanics(t *testing.T) {
 		_ = Glob(p, p)
 	}
 }
+
+// A null in a list reaches Lua as awaken.null in its place, not as a hole
+// that shifts the elements after it, and comes back the same.
+func TestToLuaKeepsNullsInLists(t *testing.T) {
+	L := newState(Limits{}.withDefaults())
+	defer L.Close()
+	null := L.NewUserData()
+	in := map[string]any{"rows": []any{"a", nil, "b", value.Null{}}}
+	lv := toLua(L, null, in)
+	rows, _ := lv.(*lua.LTable).RawGetString("rows").(*lua.LTable)
+	if rows == nil || rows.Len() != 4 || rows.RawGetInt(2) != null || rows.RawGetInt(3) != lua.LString("b") {
+		t.Fatalf("rows in Lua: %v", rows)
+	}
+	back, err := fromLua(lv, null)
+	if err != nil || !value.Equal(back, in) {
+		t.Fatalf("round trip: %#v (%v)", back, err)
+	}
+}

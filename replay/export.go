@@ -11,6 +11,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/run"
 )
 
 // Export writes a Lua test (a *_test.lua file) that replays one recorded
@@ -72,6 +73,9 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 	}
 	if term == "" {
 		return errs.New(errs.JournalInvalid, "run %s has not ended in the journal; export a run that ended", runID)
+	}
+	if term == run.Abandoned {
+		return errs.New(errs.JournalInvalid, "run %s was abandoned by its host in the middle of a step (deleted, or let go of); export a run that ended", runID)
 	}
 	var plugins []string
 	for _, p := range header.Plugins {

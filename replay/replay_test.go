@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/model"
@@ -355,5 +356,29 @@ func TestReplayOldOrderFlipSkipsNothing(t *testing.T) {
 			t.Errorf("%s: flips %v, %d phase records skipped; want flips and none skipped (every run's header is in the journal)",
 				filepath.Base(p), kinds(rep), rep.Skipped)
 		}
+	}
+}
+
+// A run its host abandoned mid-step has an end record but no ending a
+// test could assert: export refuses it, as a run that did not end.
+func TestExportRefusesAnAbandonedRun(t *testing.T) {
+	recs := []*journal.Record{
+		{Rec: journal.KindRun, RunID: "r1", Format: 1},
+		{Rec: journal.KindPhase, RunID: "r1", Phase: journal.RunStart, Input: &journal.Input{}},
+		{Rec: journal.KindPhase, RunID: "r1", Phase: journal.StepStart, Step: 1},
+		{Rec: journal.KindEnd, RunID: "r1", Termination: run.Abandoned},
+	}
+	src := func(fn func(journal.Pos, *journal.Record) error) ([]journal.Problem, error) {
+		for _, r := range recs {
+			if err := fn(journal.Pos{}, r); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+	var out strings.Builder
+	err := replay.Export(&out, "r1", src, nil)
+	if errs.CodeOf(err) != errs.JournalInvalid || !strings.Contains(err.Error(), "abandoned") {
+		t.Fatalf("Export of an abandoned run: %v, wrote %q", err, out.String())
 	}
 }

@@ -27,8 +27,13 @@ local file_tools = {
 -- (.env, *.pem) names a file in any directory; a relative path glob
 -- matches an absolute path (Claude Code sends those) at any depth.
 local function matches(pattern, path)
-  path = path:gsub("\\", "/") -- a Windows path (C:\Users\...) as a slash path
-  if path:find("^%a:/") then path = path:sub(3) end
+  if path:find("\\", 1, true) or path:find("^%a:") then
+    -- A Windows path names a file in more ways than one: C:\x\.ENV,
+    -- C:x\.env (drive-relative), .env. and .env:stream are .env.
+    path = path:gsub("\\", "/"):gsub("^%a:", ""):lower()
+    path = path:gsub(":[^/]*$", ""):gsub("[%. ]+$", "")
+    pattern = pattern:lower()
+  end
   if not pattern:find("/", 1, true) then
     return awaken.glob(pattern, path:match("[^/]*$"))
   end

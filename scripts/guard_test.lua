@@ -47,6 +47,12 @@ t.test("Windows paths", function()
   t.eq(h:gate { name = "Read", args = { file_path = "C:\\Users\\alice\\project\\.env" } }.decision, "set_result")
   t.eq(h:gate { name = "Read", args = { file_path = "C:\\Users\\alice\\.ssh\\id_rsa" } }.decision, "set_result")
   t.eq(h:gate { name = "Read", args = { file_path = "C:\\Users\\alice\\project\\main.go" } }.decision, "allow")
+  for _, p in ipairs {
+    "C:\\Users\\alice\\project\\.ENV", "C:\\Users\\alice\\project\\.env.", "C:\\Users\\alice\\project\\.env ",
+    "C:\\Users\\alice\\project\\.env::$DATA", "C:.env", "D:\\certs\\Server.PEM",
+  } do
+    t.eq(h:gate { name = "Read", args = { file_path = p } }.decision, "set_result", p)
+  end
 end)
 
 t.test("a relative path glob matches an absolute path at any depth", function()

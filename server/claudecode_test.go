@@ -630,6 +630,9 @@ func TestClaudeCodeScrubbedOutputKeepsItsShape(t *testing.T) {
 	if s := post("toolu_G1", glob()); s != nil && s["updatedToolOutput"] != nil {
 		t.Fatalf("an output copied unchanged is no change: %v", s)
 	}
+	if s := post("toolu_G3", glob("a.go", nil, "b.go")); s != nil && s["updatedToolOutput"] != nil {
+		t.Fatalf("a list with a null copied unchanged is no change: %v", s)
+	}
 	s := post("toolu_G2", glob("ghp_abc.txt", "b.go"))
 	want := `{"appliedLimit":null,"durationMs":3,"filenames":["[REDACTED].txt","b.go"],"numFiles":2,"truncated":false}`
 	if s == nil || mustJSON(s["updatedToolOutput"]) != want {

@@ -78,9 +78,12 @@ func cmdHook(e *env) int {
 		// were not read, and the defaults could take a Gemini or Cursor
 		// tool event for a Claude Code event that goes on. Read them
 		// leniently (hookMisused denies any agent's tool event besides).
-		*agent, *event = lenientFlag(e.args, "agent"), lenientFlag(e.args, "event")
-		if *agent == "" {
-			*agent = "claude-code"
+		// The last value wins, as it would have had parsing gone on.
+		if a := lenientFlag(e.args, "agent"); hookProtocols[a] != nil || a == "gemini-cli" {
+			*agent = a
+		}
+		if v := lenientFlag(e.args, "event"); v != "" {
+			*event = v
 		}
 	}
 	if *agent == "gemini-cli" {
@@ -127,14 +130,21 @@ func cmdHook(e *env) int {
 }
 
 // lenientFlag is the last value given for the flag name in args (-name
-// v, --name v, -name=v, --name=v), or "".
+// v, --name v, -name=v, --name=v) before a "--", or "". A value that
+// looks like a flag is none.
 func lenientFlag(args []string, name string) string {
 	v := ""
 	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
 		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
 		if rest, ok := strings.CutPrefix(a, name+"="); ok {
 			v = rest
-		} else if a == name && i+1 < len(args) {
+		} else if a == name && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 			v = args[i+1]
 		}
 	}

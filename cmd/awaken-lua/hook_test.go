@@ -260,6 +260,7 @@ func TestHookMisconfigured(t *testing.T) {
 		{"Gemini tool, unknown flag before --agent", gemini, []string{"--timout", "5s", "--agent=gemini"}, 2, "not defined", ""},
 		{"Gemini tool, bad flag, no --agent", gemini, []string{"--timout", "5s"}, 2, "not defined", ""},
 		{"PermissionRequest, bad flag", perm, []string{"--timeout", "5x"}, 0, "invalid value", permDeny},
+		{"Cursor shell, --agent read before a bad flag", shell, []string{"--agent", "cursor", "--as", "agent", "--timeout", "5x"}, 0, "invalid value", `{"agent_message":"awaken-lua could not decide`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := runChild(t, "", nil, tc.event, append([]string{"hook"}, tc.args...)...)
@@ -505,6 +506,27 @@ func TestHookSuspendDefer(t *testing.T) {
 	} {
 		if _, errOut, code := runChild(t, "", nil, push, append([]string{"hook", "--url", url}, bad...)...); code != exitUsage || !strings.Contains(errOut, "--suspend") {
 			t.Errorf("%v: exit %d, %s", bad, code, errOut)
+		}
+	}
+}
+
+// lenientFlag reads a flag the flag package did not reach, and nothing
+// that only looks like one.
+func TestLenientFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--timeout", "5x", "--agent", "cursor"}, "cursor"},
+		{[]string{"--timeout", "5x", "-agent=gemini"}, "gemini"},
+		{[]string{"--as", "agent", "--timeout", "5x"}, ""},
+		{[]string{"--timeout", "5x", "agent", "x"}, ""},
+		{[]string{"-agent", "--timeout=5x"}, ""},
+		{[]string{"--", "--agent", "cursor"}, ""},
+		{[]string{"--agent="}, ""},
+	} {
+		if got := lenientFlag(tc.args, "agent"); got != tc.want {
+			t.Errorf("lenientFlag(%q) = %q, want %q", tc.args, got, tc.want)
 		}
 	}
 }

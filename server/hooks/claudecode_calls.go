@@ -564,7 +564,8 @@ func reshape(orig, out any) any {
 		var y map[string]any
 		set := func(k string, v any) {
 			if y == nil {
-				y = maps.Clone(x)
+				y = make(map[string]any, len(x)+1)
+				maps.Copy(y, x)
 			}
 			y[k] = v
 		}

@@ -34,6 +34,10 @@ func TestReshape(t *testing.T) {
 			}
 		})
 	}
+	// A nil object (no Lua conversion makes one, a Go plugin might).
+	if got := reshape(map[string]any{"a": nil}, map[string]any(nil)); !value.Equal(got, map[string]any{"a": nil}) {
+		t.Errorf("reshape into a nil object: %#v", got)
+	}
 	// What only reshape tells apart: unchanged after the round trip.
 	orig := parse(t, `{"filenames":[],"appliedLimit":null,"truncated":false}`)
 	if !value.Equal(reshape(orig, parse(t, `{"filenames":{},"truncated":false}`)), orig) {
