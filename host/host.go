@@ -275,20 +275,21 @@ func Open(ctx context.Context, o Options) (*Host, error) {
 		return nil, err
 	}
 	if o.Run {
+		// What a run needs is checked before anything is opened, so that a
+		// refused run leaves no store, audit file or journal behind: its
+		// model, its agent and its plugins (loading them writes nothing).
 		var list errs.List
 		if _, err := newModel(cfg, o.Model, o.ModelRetry); err != nil {
 			list.Add(placeModel(cfg, o.Model, err))
 		}
 		_, err := run.AgentID(o.Agent, cfg.AgentIDs())
 		list.Add(err)
+		if lg, err := LoadPlugins(ctx, cfg, o); err != nil {
+			list.Add(err)
+		} else {
+			lg.Close()
+		}
 		if len(list) > 0 {
-			// The plugins' problems too, which a start would have reported
-			// first: loading them writes nothing.
-			if lg, err := LoadPlugins(ctx, cfg, o); err != nil {
-				list.Add(err)
-			} else {
-				lg.Close()
-			}
 			list.Sort()
 			return nil, list.Err()
 		}

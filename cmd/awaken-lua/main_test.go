@@ -156,16 +156,26 @@ func TestRunExitCodes(t *testing.T) {
 }
 
 // TestRefusedRunWritesNothing: a run refused for what it needs (no model,
-// a bad --model or --agent) leaves no audit file, store or journal behind.
+// a bad --model or --agent, a plugin directory that is not there) leaves
+// no audit file, store or journal behind.
 func TestRefusedRunWritesNothing(t *testing.T) {
-	toml := "[audit]\npath = \"logs/audit.jsonl\"\n[store]\nkind = \"file\"\n[journal]\npath = \"journal\"\n"
-	for _, args := range [][]string{
-		{"run", "hi"},
-		{"run", "--model", "scripted:nosuch.toml", "hi"},
-		{"run", "--model", "bogus", "hi"},
-		{"run", "--model", "scripted:script.toml", "--agent", "nosuch", "hi"},
+	toml := "[audit]\npath = \"logs/audit.jsonl\"\n[store]\nkind = \"file\"\npath = \"st\"\n[journal]\npath = \"journal\"\n"
+	for _, tc := range []struct {
+		top  string // before toml's tables
+		args []string
+	}{
+		{"", []string{"run", "hi"}},
+		{"", []string{"run", "--model", "scripted:nosuch.toml", "hi"}},
+		{"", []string{"run", "--model", "bogus", "hi"}},
+		{"", []string{"run", "--model", "scripted:script.toml", "--agent", "nosuch", "hi"}},
+		// The model found (a path from here), the plugins not.
+		{"plugin_dir = \"nope\"\n", []string{"run", "--model", "SCRIPT", "hi"}},
 	} {
-		dir := project(t, toml, map[string]string{"script.toml": "[[turns]]\ntext = \"done\"\n"})
+		dir := project(t, tc.top+toml, map[string]string{"script.toml": "[[turns]]\ntext = \"done\"\n"})
+		args := slices.Clone(tc.args)
+		if i := slices.Index(args, "SCRIPT"); i >= 0 {
+			args[i] = "scripted:" + filepath.Join(dir, "script.toml")
+		}
 		code, out, errOut := awaken(t, "", append([]string{"--config", filepath.Join(dir, "awaken.toml")}, args...)...)
 		if code != exitUsage || !strings.Contains(errOut, "config_invalid") {
 			t.Errorf("%v: exit %d, want 2 and the reason\n%s%s", args, code, out, errOut)
