@@ -64,7 +64,7 @@ func Normalize(v any) (any, error) {
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
-			if out == nil && !same(n, e) {
+			if out == nil && !Same(n, e) {
 				out = make([]any, len(x))
 				copy(out, x[:i])
 			}
@@ -83,7 +83,7 @@ func Normalize(v any) (any, error) {
 			if err != nil {
 				return nil, fmt.Errorf(".%s: %w", k, err)
 			}
-			if out == nil && !same(n, e) {
+			if out == nil && !Same(n, e) {
 				out = make(map[string]any, len(x))
 				for k2, e2 := range x {
 					out[k2] = e2
@@ -113,9 +113,10 @@ func Normalize(v any) (any, error) {
 	return normalizeReflect(v)
 }
 
-// same reports whether Normalize left a value unchanged, without comparing
-// containers deeply (a converted container is always a new one).
-func same(a, b any) bool {
+// Same reports whether b is a, unchanged by a function that copies only
+// what it changes (Normalize, a reshaping): the same list or map, or an
+// equal scalar; containers are not compared deeply.
+func Same(a, b any) bool {
 	switch x := a.(type) {
 	case []any:
 		y, ok := b.([]any)

@@ -545,7 +545,7 @@ func reshape(orig, out any) any {
 		case []any:
 			var y []any
 			for i := range min(len(o), len(x)) {
-				if v := reshape(o[i], x[i]); !sameRef(v, x[i]) {
+				if v := reshape(o[i], x[i]); !value.Same(v, x[i]) {
 					if y == nil {
 						y = slices.Clone(x)
 					}
@@ -575,7 +575,7 @@ func reshape(orig, out any) any {
 			case !present && (ov == nil || ov == value.Null{}):
 				set(k, ov)
 			case present:
-				if v := reshape(ov, xv); !sameRef(v, xv) {
+				if v := reshape(ov, xv); !value.Same(v, xv) {
 					set(k, v)
 				}
 			}
@@ -585,18 +585,4 @@ func reshape(orig, out any) any {
 		}
 	}
 	return out
-}
-
-// sameRef reports whether reshape returned its argument unchanged: the
-// same list or map, or a scalar it passed through.
-func sameRef(a, b any) bool {
-	switch x := a.(type) {
-	case []any:
-		y, ok := b.([]any)
-		return ok && len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0])
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		return ok && reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
-	}
-	return true
 }
