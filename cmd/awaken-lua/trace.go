@@ -133,7 +133,12 @@ func (t *trace) Emit(ev event.Event) {
 	case event.TicketExpired:
 		fmt.Fprintf(t.w, "%s %s %s: no decision before %s (%s)\n", label("expired"), e.CallID, e.TicketID, e.ExpiredAt, e.OnTimeout)
 	case event.ToolCallResumed:
-		fmt.Fprintf(t.w, "%s %s resumed %s\n", label("resume"), e.CallID, short(compact(e.Result), 100))
+		if e.Result == nil {
+			// An approval carries no result: the call is gated again.
+			fmt.Fprintf(t.w, "%s %s resumed\n", label("resume"), e.CallID)
+		} else {
+			fmt.Fprintf(t.w, "%s %s resumed %s\n", label("resume"), e.CallID, short(compact(e.Result), 100))
+		}
 	case event.EffectFailed:
 		fmt.Fprintf(t.w, "%s %s %s: %s\n", label("effect"), e.Key, c("31", "failed in "+e.Plugin), e.Error)
 	case event.RunContinued:
