@@ -57,3 +57,61 @@ func parse(t *testing.T, s string) any {
 	}
 	return v
 }
+
+// lossy is what a Lua copy makes of a value: an empty list comes back an
+// empty object, and a null member is dropped (a null in a list stays,
+// as awaken.null).
+func lossy(v any) any {
+	switch x := v.(type) {
+	case []any:
+		if len(x) == 0 {
+			return map[string]any{}
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = lossy(e)
+		}
+		return out
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if e != nil {
+				out[k] = lossy(e)
+			}
+		}
+		return out
+	}
+	return v
+}
+
+// FuzzReshape: whatever the tool output, reshape undoes what a Lua copy
+// loses, and modifies neither of its arguments.
+func FuzzReshape(f *testing.F) {
+	for _, s := range []string{`{"filenames":[],"appliedLimit":null}`, `[[],{},null,[null,[]]]`, `{"a":{"b":[{"c":null,"d":[]}]}}`, `"x"`, `{}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var raw any
+		if json.Unmarshal(b, &raw) != nil {
+			return
+		}
+		v, err := value.Normalize(raw)
+		if err != nil {
+			return
+		}
+		out := lossy(v)
+		before, _ := json.Marshal(out)
+		orig, _ := json.Marshal(v)
+		got := reshape(v, out)
+		if !value.Equal(got, v) {
+			g, _ := json.Marshal(got)
+			t.Fatalf("reshape(%s, its Lua copy) = %s", orig, g)
+		}
+		if a, _ := json.Marshal(out); string(a) != string(before) {
+			t.Fatalf("reshape modified the copy: %s, was %s", a, before)
+		}
+		if a, _ := json.Marshal(v); string(a) != string(orig) {
+			t.Fatalf("reshape modified the original: %s, was %s", a, orig)
+		}
+	})
+}
