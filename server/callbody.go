@@ -36,9 +36,12 @@ func decodeCallBody(r *http.Request, v any) error {
 	if err != nil {
 		return badRequest("the body is not valid JSON for this endpoint: %v", err)
 	}
-	top, err := jsonObject(doc, "the body")
-	if err != nil || top == nil {
-		return err
+	top, ok := doc.(map[string]any)
+	switch {
+	case doc == nil:
+		return nil // null reads as {}
+	case !ok:
+		return bodyNotObject(value.TypeName(doc))
 	}
 	f, err := jsonFields(top, "", "call", "result")
 	if err != nil {
@@ -145,9 +148,6 @@ func jsonObject(v any, what string) (map[string]any, error) {
 		return nil, nil
 	case map[string]any:
 		return x, nil
-	}
-	if what == "the body" {
-		return nil, bodyNotObject(value.TypeName(v))
 	}
 	return nil, badRequest("the body is not valid JSON for this endpoint: %s must be an object, not a JSON %s", what, value.TypeName(v))
 }
