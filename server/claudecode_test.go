@@ -242,6 +242,10 @@ func TestClaudeCodeFailures(t *testing.T) {
 		"deny", "the gate exploded")
 	wantDecision(t, sc.hook(t, `{"hook_event_name": "PreToolUse", "session_id": `, ""), "deny", "not valid JSON")
 	wantEmpty(t, sc.hook(t, `{"hook_event_name": "Stop", `, ""))
+	// A body that names no event: the hook command's --event does.
+	wantDecision(t, sc.hook(t, `not json`, "?event=PreToolUse"), "deny", "not valid JSON")
+	wantDecision(t, sc.hook(t, `{"session_id": "f1"}`, "?event=PreToolUse"), "deny", "tool_name")
+	wantEmpty(t, sc.hook(t, `not json`, "?event=Stop"))
 	big := fixture(t, "pre_tool_use_write", map[string]any{"session_id": "f1",
 		"tool_input": map[string]any{"file_path": "/big", "content": strings.Repeat("x", 4096)}})
 	wantDecision(t, sc.hook(t, big, ""), "deny", "body limit")
@@ -836,5 +840,24 @@ func TestClaudeCodeAdoptsOnlyItsAgentsRun(t *testing.T) {
 	}
 	if got := sc.must(200, "GET", "/v1/runs/"+foreign, nil); got.str("status") != "done" {
 		t.Fatalf("the other agent's run: %s", got.raw)
+	}
+}
+
+// A body that does not decode fails closed on the tool-permission event the
+// hook command's --event (?event=) names, for every agent whose input
+// names its event.
+func TestHookEventFromQuery(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	for _, tc := range []struct{ path, want string }{
+		{"/v1/hooks/claude-code?event=PreToolUse", `"permissionDecision":"deny"`},
+		{"/v1/hooks/codex?event=PreToolUse", `"permissionDecision":"deny"`},
+		{"/v1/hooks/gemini?event=BeforeTool", `"decision":"deny"`},
+		{"/v1/hooks/cursor?event=beforeShellExecution", `"permission":"deny"`},
+		{"/v1/hooks/claude-code?event=Stop", `{}`},
+	} {
+		r := sc.call("POST", tc.path, "not json")
+		if r.status != 200 || !strings.Contains(string(r.raw), tc.want) {
+			t.Errorf("%s: %d %s, want %s", tc.path, r.status, r.raw, tc.want)
+		}
 	}
 }

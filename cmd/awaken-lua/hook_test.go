@@ -414,6 +414,12 @@ func TestHookLocal(t *testing.T) {
 	if runs, err := filepath.Glob(filepath.Join(work, "state", "*", "*")); err != nil || len(runs) == 0 {
 		t.Fatalf("the file store keeps the session where awaken.toml says: %v %v", runs, err)
 	}
+	// An event that does not parse is the one --event names: a
+	// PreToolUse is denied, not let through with {}.
+	out, errOut, code = runChild(t, work, nil, []byte("not json"), "hook", "--local", "--event", "PreToolUse")
+	if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "not valid JSON") {
+		t.Fatalf("not JSON, --event PreToolUse: exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }

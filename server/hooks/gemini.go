@@ -69,14 +69,14 @@ func (cc *claudeCode) handleGemini(w http.ResponseWriter, r *http.Request) error
 
 // geminiEvent names a Gemini CLI event for its failure reply: BeforeTool
 // whenever the body says so.
-func geminiEvent(_ *http.Request, in *geminiInput, body []byte) string {
+func geminiEvent(r *http.Request, in *geminiInput, body []byte) string {
 	if geminiToolPrefix.Match(body) {
 		return "BeforeTool"
 	}
-	if in == nil {
-		return ""
+	if in != nil && in.HookEventName != "" {
+		return in.HookEventName
 	}
-	return in.HookEventName
+	return query(r, "event") // the hook command's --event
 }
 
 func (cc *claudeCode) geminiFailure(event string, err error) geminiOutput {
