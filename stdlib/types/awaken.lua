@@ -75,6 +75,7 @@
 ---@field agent_id string
 ---@field step integer
 ---@field termination? string set once the run is ending (in run_end)
+---@field cwd? string the working directory the agent reported on the event that drives the run (a coding agent's hook event); nil otherwise
 
 ---@class awaken.ToolCallData
 ---@field id string
@@ -345,12 +346,15 @@ local shell = {}
 ---@nodiscard
 function shell.split(cmd) end
 
----Directories that anchor path rules: ./x, /x and bare names under
----project_dir, ~/x under home_dir. Absolute paths; without them such rules
----cannot be judged (deny and ask rules match, allow rules do not).
+---Directories that anchor path rules, as Claude Code anchors them: ./x and
+---bare names under cwd, /x under project_dir (each standing in for the
+---other when only one is given), ~/x under home_dir. Absolute paths;
+---without them such rules cannot be judged (deny and ask rules match,
+---allow rules do not).
 ---@class awaken.RuleDirs
----@field project_dir? string
+---@field project_dir? string the project (Claude Code: the settings file's directory)
 ---@field home_dir? string
+---@field cwd? string the agent's working directory (per call: ctx.run.cwd)
 
 ---A permissions block of Claude Code's settings.json, compiled.
 ---@class awaken.RulesSpec: awaken.RuleDirs
