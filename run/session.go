@@ -299,7 +299,8 @@ func (s *Session) AgentID() string { return s.info.AgentID }
 // SetCwd sets the working directory the agent reported, which hooks read
 // as ctx.run.cwd from the next phase on ("": none). A hook adapter sets it
 // from each event before the phases the event drives; the checkpoint keeps
-// it, so a call resumed later is gated with the directory it was made in.
+// it, so a call resumed later is gated with the directory it was made in,
+// and the journal records it with every phase, so replay reads the same.
 func (s *Session) SetCwd(dir string) {
 	if s.info.Cwd != dir { // an event repeats it: keep the string held already
 		s.info.Cwd = dir
