@@ -17,6 +17,8 @@ type hookCall struct {
 	out  *command.Command // nil where writes are not allowed
 	kind string           // "tool_gate hook", "effect handler", ... for messages
 	ud   *lua.LUserData
+	// ended: the call returned; its ctx, kept past it, is refused.
+	ended bool
 
 	run, config, tool, messages, response, tools lua.LValue
 }

@@ -21,7 +21,7 @@ import (
 //	awaken.shell.split(cmd)            {{argv, literal, text, line, dynamic, unknown, via, parent, env, writes}, ...} | nil, err
 //	awaken.rules.compile{allow, ask, deny, project_dir?, home_dir?, cwd?}
 //	                                   policy | nil, err, problems
-//	policy:decide(call [, dirs])       behavior, rule, reason | nil
+//	policy:decide(call [, dirs | ctx]) behavior, rule, reason | nil
 //	policy:decide(name, args [, dirs])
 //	policy:denies_tool(name)           boolean
 //	awaken.rules.parse(rule [, dirs])  rule | nil, err
@@ -533,10 +533,25 @@ func (mc *matcherCache) matcherFor(L *lua.LState, n int, d dirs, params []string
 }
 
 // dirsOverride reads an optional {project_dir, home_dir, cwd} at argument
-// n; what it sets replaces d's.
+// n; what it sets replaces d's. It may be the hook's ctx instead: its run's
+// working directory (ctx.run.cwd) is cwd when it is an absolute path, read
+// here so that a gate's decision does not build the ctx.run table (a
+// dozen allocations) only to hand one string back.
 func dirsOverride(L *lua.LState, n int, d dirs) dirs {
 	switch t := L.Get(n).(type) {
 	case *lua.LNilType:
+		return d
+	case *lua.LUserData:
+		c, ok := t.Value.(*hookCall)
+		if !ok {
+			break
+		}
+		if c.ended {
+			L.ArgError(n, "this ctx belongs to a call that has ended; use the ctx your function received")
+		}
+		if cwd := c.in.Run.Cwd; path.IsAbs(cwd) {
+			d.work = path.Clean(cwd)
+		}
 		return d
 	case *lua.LTable:
 		o, problems := dirsFrom(viewed(t))
@@ -554,7 +569,7 @@ func dirsOverride(L *lua.LState, n int, d dirs) dirs {
 		}
 		return d
 	}
-	L.ArgError(n, "a table {project_dir, home_dir, cwd} expected")
+	L.ArgError(n, "a table {project_dir, home_dir, cwd} or ctx expected")
 	return d
 }
 

@@ -89,4 +89,4 @@ func TestHarnessPhaseDrivesARun(t *testing.T) { runTestdata(t, "testdata/phase",
 
 // TestHarnessCwd runs testdata/cwd: opts.cwd is what hooks read as
 // ctx.run.cwd, and awaken.rules anchors ./x there.
-func TestHarnessCwd(t *testing.T) { runTestdata(t, "testdata/cwd", 3) }
+func TestHarnessCwd(t *testing.T) { runTestdata(t, "testdata/cwd", 4) }

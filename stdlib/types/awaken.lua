@@ -374,8 +374,8 @@ local Policy = {}
 ---not converted), or a tool name and its arguments. Returns the behavior,
 ---the deciding rule and a reason, or nil when no rule decides.
 ---@param call awaken.ToolCall|string
----@param args_or_dirs? table the arguments after a name; else dirs
----@param dirs? awaken.RuleDirs overrides the policy's
+---@param args_or_dirs? table|awaken.Context the arguments after a name; else dirs
+---@param dirs? awaken.RuleDirs|awaken.Context overrides the policy's; ctx: cwd is ctx.run.cwd (when absolute), read without building ctx.run
 ---@return "deny"|"ask"|"allow"|nil behavior
 ---@return string|nil rule
 ---@return string|nil reason
@@ -399,8 +399,8 @@ local Rule = {}
 ---it gives nil for a tool that has none.
 ---@param behavior "allow"|"ask"|"deny"
 ---@param call awaken.ToolCall|string the gate's call or ctx.tool, or a tool name
----@param args_or_dirs? table the arguments after a name; else dirs
----@param dirs? awaken.RuleDirs
+---@param args_or_dirs? table|awaken.Context the arguments after a name; else dirs
+---@param dirs? awaken.RuleDirs|awaken.Context as in Policy:decide
 ---@return boolean|nil
 function Rule:match(behavior, call, args_or_dirs, dirs) end
 

@@ -10,9 +10,22 @@ local p = awaken.plugin {
 
 local seen = p:key("cwdguard.seen", { scope = "run", schema = { type = "string" }, default = "" })
 
+local kept -- a ctx kept past its call (Stale), which awaken.rules refuses
+
+-- Read calls name the directory in a table, others pass ctx itself.
 p:tool_gate(function(ctx, call)
-  local cwd = ctx.run.cwd
-  local behavior, _, reason = ctx.prepared.policy:decide(call, cwd and { cwd = cwd } or nil)
+  local dirs = ctx
+  if call.name == "Read" then
+    local cwd = ctx.run.cwd
+    dirs = cwd and { cwd = cwd } or nil
+  elseif call.name == "Stale" then
+    if not kept then
+      kept = ctx
+      return nil
+    end
+    dirs = kept
+  end
+  local behavior, _, reason = ctx.prepared.policy:decide(call, dirs)
   if behavior == "deny" then return awaken.block(reason) end
 end)
 
