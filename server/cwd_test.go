@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -65,6 +66,49 @@ func TestHookEventsCarryCwd(t *testing.T) {
 			if r.status != 200 || !strings.Contains(string(r.raw), want) {
 				t.Fatalf("%d %s, want a denial with %q", r.status, r.raw, want)
 			}
+		})
+	}
+}
+
+// A Claude Code user pastes the permissions block of their settings.json
+// without project_dir: Read(./.env) is anchored at the directory each
+// PreToolUse reports, as Claude Code anchors it, so the working
+// directory's .env is denied and every other read goes on; an event
+// without a cwd cannot be judged, and is denied (fail closed) as before.
+func TestClaudeCodePastedBlockAnchorsAtCwd(t *testing.T) {
+	extra := `
+[plugins.permission]
+default = "allow"
+
+[plugins.permission.claude_code]
+deny = ["Read(./.env)"]
+`
+	sc := newSidecar(t, project(t, extra, map[string]string{"noop.lua": `return require("awaken").plugin {}`}), Options{Log: quietLog()})
+	for i, tc := range []struct {
+		name, cwd, file string
+		deny            bool
+	}{
+		{"the cwd's .env", "/home/dev/shop", "/home/dev/shop/.env", true},
+		{"a source file", "/home/dev/shop", "/home/dev/shop/src/a.go", false},
+		{"another directory's .env", "/home/dev/shop/api", "/home/dev/shop/.env", false},
+		{"the .env of a cwd below", "/home/dev/shop/api", "/home/dev/shop/api/.env", true},
+		{"an event without a cwd", "", "/home/dev/shop/src/a.go", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := fixture(t, "pre_tool_use_read_env", map[string]any{"session_id": "pasted",
+				"tool_use_id": fmt.Sprintf("toolu_%d", i), "tool_input": map[string]any{"file_path": tc.file}})
+			if tc.cwd == "" {
+				delete(ev, "cwd")
+			} else {
+				ev["cwd"] = tc.cwd
+			}
+			out := sc.hook(t, ev, "")
+			if !tc.deny {
+				wantEmpty(t, out)
+				return
+			}
+			reason := `Read is denied by the permission rule "Read(./.env)" (claude_code.deny[0])`
+			wantDecision(t, out, "deny", reason)
 		})
 	}
 }
