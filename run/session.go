@@ -135,9 +135,11 @@ type Session struct {
 	status      Status
 	stage       Stage
 	termination string
-	natural     bool
-	expired     []string // calls settled by expiry since the session was made
-	aborted     bool     // a hook error ended the run: run_end does not run
+	// The flags sit together: a Session is a sidecar's largest object per
+	// run, and padding after each would take it past its size class.
+	natural bool
+	aborted bool     // a hook error ended the run: run_end does not run
+	expired []string // calls settled by expiry since the session was made
 
 	messages []model.Message
 	offered  []string         // tool names offered in this step; nil: not restricted
@@ -158,8 +160,8 @@ type Session struct {
 
 	thread     Thread
 	threadSeen bool
-	onEffect   func(key string, payload any)
 	handOff    bool // see SetHandOff
+	onEffect   func(key string, payload any)
 
 	// seq is the Seq of the run's last save (or of the checkpoint it was
 	// restored from); saved tracks what changed since (see SaveRun).

@@ -197,10 +197,6 @@ type ccSession struct {
 	// own would be one more object per session for the collector to mark.
 	held    []Run
 	heldBuf [2]Run
-	// posts: the session sends PostToolUse (or PostToolBatch). Without
-	// them (only PreToolUse installed) no call is ever seen to finish, so a
-	// step holds at most PreOnlyBatch calls instead of growing forever.
-	posts bool
 	// subRuns: a subagent's run (by agent_id) that a runtime.continue
 	// kept open at its SubagentStop.
 	subRuns map[string]string
@@ -214,12 +210,16 @@ type ccSession struct {
 	looked bool
 	// sub: the session is a subagent's (its id is its thread's).
 	sub bool
+	// posts: the session sends PostToolUse (or PostToolBatch). Without
+	// them (only PreToolUse installed) no call is ever seen to finish, so a
+	// step holds at most PreOnlyBatch calls instead of growing forever.
+	posts bool
+	gone  bool // (the flags sit together: no padding after each)
 	// cwd is the working directory the current event reported, which the
 	// runs it locks or starts take (lock, start); "" between events, so a
 	// session holds no string of its own.
 	cwd      string
 	lastUsed atomic.Int64
-	gone     bool
 }
 
 func newClaudeCode(o Options) *claudeCode {
