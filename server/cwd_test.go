@@ -8,13 +8,16 @@ import (
 	"github.com/awaken-lua/awaken-lua/server/hooks"
 )
 
-// cwdProbeLua denies every call with the working directory its gate read,
-// and lists the one each step start read.
+// cwdProbeLua denies every call but Probe's with the working directory its
+// gate read, and notes the one each step start and run end read.
 const cwdProbeLua = `local awaken = require("awaken")
 local p = awaken.plugin { id = "cwdprobe" }
 local steps = p:key("cwdprobe.steps", { scope = "run", reducer = "append", default = {} })
+local ended = p:key("cwdprobe.end", { scope = "run", default = "" })
 p:on("step_start", function(ctx) ctx:update(steps, ctx.run.cwd or "nil") end)
+p:on("run_end", function(ctx) ctx:update(ended, ctx.run.cwd or "nil") end)
 p:tool_gate(function(ctx, call)
+  if call.name == "Probe" then return nil end
   return awaken.block("cwd=" .. tostring(ctx.run.cwd))
 end)
 return p
@@ -44,6 +47,15 @@ func TestHookEventsCarryCwd(t *testing.T) {
 	// PreToolUse starts another, in its own directory).
 	if steps := mustJSON(sc.must(200, "GET", "/v1/runs/"+id, nil).body["state"].(map[string]any)["cwdprobe.steps"]); steps != `["/home/dev/shop"]` {
 		t.Fatalf("the steps of the run of t1 read %s", steps)
+	}
+
+	// A subagent's run that SessionEnd ends reads SessionEnd's directory.
+	sc.hook(t, map[string]any{"session_id": "s2", "hook_event_name": "PreToolUse", "tool_name": "Probe", "tool_input": map[string]any{},
+		"tool_use_id": "p1", "agent_id": "a1", "cwd": "/home/dev/sub"}, "")
+	subRun := sc.ccRunID(t, "s2/subagent/a1")
+	sc.hook(t, map[string]any{"session_id": "s2", "hook_event_name": "SessionEnd", "reason": "exit", "cwd": "/home/dev/end"}, "")
+	if got := sc.must(200, "GET", "/v1/runs/"+subRun, nil).body["state"].(map[string]any)["cwdprobe.end"]; got != "/home/dev/end" {
+		t.Fatalf("the subagent's run ended in %v", got)
 	}
 
 	for _, tc := range []struct {

@@ -612,7 +612,9 @@ func (c *claudeCode) endSubagents(ctx context.Context, cs *ccSession) error {
 		sub.mu.Lock()
 		var err error
 		if !sub.gone {
+			sub.cwd = cs.cwd // the run ends on this event
 			err = c.endOpenRun(ctx, sub)
+			sub.cwd = ""
 			c.forget(sub)
 		}
 		sub.mu.Unlock()
