@@ -190,6 +190,7 @@ func (e *enc) any(k string, v any) {
 func (e *enc) input(in *Input) {
 	e.obj(func() {
 		e.timeOmit("now", in.Now)
+		e.strOmit("cwd", in.Cwd)
 		if len(in.Messages) > 0 {
 			e.key("messages")
 			e.messages(in.Messages)

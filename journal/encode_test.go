@@ -20,7 +20,7 @@ func TestAppendRecordRoundTrips(t *testing.T) {
 	recs := []*Record{
 		{Rec: KindRun, Format: Format, RunID: "r\"1", ThreadID: "t", Agent: "a", Generation: &Generation{ID: "g1", Hash: "h"},
 			Plugins: []string{"p", "q"}, TS: now},
-		{Rec: KindPhase, RunID: "r", Phase: RunStart, Input: &Input{Now: now,
+		{Rec: KindPhase, RunID: "r", Phase: RunStart, Input: &Input{Now: now, Cwd: "/home/u/p \"q\"",
 			Messages: []model.Message{{Role: "user", Content: "hi\n\t\"<&>\u2028\x01 é \xff"}, {Role: "assistant", ToolCalls: []model.ToolCall{{ID: "c", Name: "n", Args: map[string]any{}}}}, {Role: "tool", ToolCallID: "c", Content: "x"}},
 			Thread:   &Thread{Values: map[string]any{"k": []any{1.5, float64(2), nil, true, "s", map[string]any{"n": -3e20}}}},
 			Tools:    []model.ToolSpec{{Name: "fs_read", Parameters: map[string]any{"type": "object"}}}}},

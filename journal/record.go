@@ -110,6 +110,10 @@ type Generation struct {
 type Input struct {
 	// Now is the host clock the phase's hooks read (ctx:now()).
 	Now time.Time `json:"now,omitzero"`
+	// Cwd is the working directory the agent reported, which the phase's
+	// hooks read as ctx.run.cwd (absent: none, as in records written
+	// before it was recorded).
+	Cwd string `json:"cwd,omitempty"`
 	// Messages: run_start's conversation; before_inference's when the host
 	// replaced the conversation.
 	Messages []model.Message `json:"messages,omitempty"`

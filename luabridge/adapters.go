@@ -86,6 +86,9 @@ func (p *luaPlugin) invoke(ctx context.Context, iv invocation) (err error) {
 	}
 	L.SetTop(0)
 	inst.call = nil
+	if c != nil {
+		c.ended = true
+	}
 	p.pool.put(inst, fired)
 	if fired {
 		cause := inst.dl.Err()

@@ -17,6 +17,8 @@ type hookCall struct {
 	out  *command.Command // nil where writes are not allowed
 	kind string           // "tool_gate hook", "effect handler", ... for messages
 	ud   *lua.LUserData
+	// ended: the call returned; its ctx, kept past it, is refused.
+	ended bool
 
 	run, config, tool, messages, response, tools lua.LValue
 }
@@ -114,13 +116,16 @@ func (inst *instance) ctxIndex(L *lua.LState) int {
 		L.Push(lua.LString(in.Phase.String()))
 	case "run":
 		if c.run == nil {
-			t := L.CreateTable(0, 4)
+			t := L.CreateTable(0, 6)
 			t.RawSetString("id", lua.LString(in.Run.ID))
 			t.RawSetString("thread_id", lua.LString(in.Run.ThreadID))
 			t.RawSetString("agent_id", lua.LString(in.Run.AgentID))
 			t.RawSetString("step", lua.LNumber(in.Run.Step))
 			if in.Run.Termination != "" {
 				t.RawSetString("termination", lua.LString(in.Run.Termination))
+			}
+			if in.Run.Cwd != "" {
+				t.RawSetString("cwd", lua.LString(in.Run.Cwd))
 			}
 			c.run = t
 		}

@@ -207,11 +207,12 @@ func (h *harness) self(L *lua.LState) {
 }
 
 // opts reads the optional opts table: state seeds keys, thread names the
-// thread, step the run's step.
+// thread, step the run's step, cwd the agent's working directory.
 type callOpts struct {
 	state  map[string]any
 	thread string
 	step   int
+	cwd    string
 }
 
 func (h *harness) opts(L *lua.LState, n int) callOpts {
@@ -234,8 +235,10 @@ func (h *harness) opts(L *lua.LState, n int) callOpts {
 		case "step":
 			f, _ := v.(float64)
 			o.step = int(f)
+		case "cwd":
+			o.cwd, _ = v.(string)
 		default:
-			L.ArgError(n, fmt.Sprintf("unknown option %q (options: state, thread, step)", k))
+			L.ArgError(n, fmt.Sprintf("unknown option %q (options: state, thread, step, cwd)", k))
 		}
 	}
 	return o
@@ -277,7 +280,7 @@ func (h *harness) checkpoint(L *lua.LState, o callOpts, stage run.Stage, calls .
 	}
 	info := h.info(o)
 	return run.Checkpoint{RunID: info.ID, ThreadID: o.thread, AgentID: h.agent.ID, Status: run.Running, Stage: stage,
-		Step: o.step, Values: runVals, ThreadValues: threadVals, ThreadRevision: th.Revision, Calls: calls}
+		Step: o.step, Cwd: o.cwd, Values: runVals, ThreadValues: threadVals, ThreadRevision: th.Revision, Calls: calls}
 }
 
 func (h *harness) info(o callOpts) plugin.RunInfo {

@@ -52,7 +52,7 @@ func (h *harness) phase(L *lua.LState) int {
 			L.ArgError(4, "run_start begins a run from the thread's saved state: opts.state seeds the keys of a later phase")
 		}
 		sess, _, err = h.rt.Start(ctx, run.StartOptions{Agent: h.agent.ID, ThreadID: o.thread, RunID: h.info(o).ID,
-			Messages: msgs, Tools: in.Tools, OnEffect: onEffect})
+			Messages: msgs, Tools: in.Tools, OnEffect: onEffect, Cwd: o.cwd})
 	case phase.StepStart:
 		stage := run.StageStepEnded
 		if o.step <= 1 {

@@ -19,9 +19,9 @@ import (
 // the Go code does, without a second implementation in Lua.
 //
 //	awaken.shell.split(cmd)            {{argv, literal, text, line, dynamic, unknown, via, parent, env, writes}, ...} | nil, err
-//	awaken.rules.compile{allow, ask, deny, project_dir?, home_dir?}
+//	awaken.rules.compile{allow, ask, deny, project_dir?, home_dir?, cwd?}
 //	                                   policy | nil, err, problems
-//	policy:decide(call [, dirs])       behavior, rule, reason | nil
+//	policy:decide(call [, dirs | ctx]) behavior, rule, reason | nil
 //	policy:decide(name, args [, dirs])
 //	policy:denies_tool(name)           boolean
 //	awaken.rules.parse(rule [, dirs])  rule | nil, err
@@ -54,10 +54,11 @@ const (
 	rulesRuleMetaKey   = "awaken.rules.rule"
 )
 
-// dirs anchor path rules: ./x, /x and bare names under the project, ~/x
-// under the home directory. Empty: such rules cannot be judged, and fail
-// closed.
-type dirs struct{ project, home string }
+// dirs anchor path rules: ./x and bare names under the working directory
+// (cwd), /x under the project, each standing in for the other when unset
+// (toolrules.Call), ~/x under the home directory. Empty: such rules cannot
+// be judged, and fail closed.
+type dirs struct{ project, home, work string }
 
 // rulesPolicy is a compiled permissions block.
 type rulesPolicy struct {
@@ -256,16 +257,16 @@ func rulesFuncs() map[string]lua.LGFunction {
 }
 
 // rulesCompile is awaken.rules.compile{allow, ask, deny, project_dir,
-// home_dir}. Bad rules are the caller's data, not a misuse: they come back
+// home_dir, cwd}. Bad rules are the caller's data, not a misuse: they come back
 // as nil, the message (code config_invalid) and the list of problems, each
 // named by its list and 0-based index as a config error is.
 func rulesCompile(L *lua.LState) int {
 	spec := viewed(L.CheckTable(1))
 	spec.ForEach(func(k, _ lua.LValue) {
 		switch k {
-		case lua.LString("allow"), lua.LString("ask"), lua.LString("deny"), lua.LString("project_dir"), lua.LString("home_dir"):
+		case lua.LString("allow"), lua.LString("ask"), lua.LString("deny"), lua.LString("project_dir"), lua.LString("home_dir"), lua.LString("cwd"):
 		default:
-			L.RaiseError("awaken.rules.compile: unknown field %s (allow, ask, deny, project_dir, home_dir)", truncate(k.String(), 80))
+			L.RaiseError("awaken.rules.compile: unknown field %s (allow, ask, deny, project_dir, home_dir, cwd)", truncate(k.String(), 80))
 		}
 	})
 	var problems []string
@@ -356,14 +357,14 @@ func message(err error) string {
 	return err.Error()
 }
 
-// dirsFrom reads project_dir and home_dir: absolute paths, or absent.
+// dirsFrom reads project_dir, home_dir and cwd: absolute paths, or absent.
 func dirsFrom(t *lua.LTable) (dirs, []string) {
 	var d dirs
 	var problems []string
 	for _, f := range []struct {
 		name string
 		to   *string
-	}{{"project_dir", &d.project}, {"home_dir", &d.home}} {
+	}{{"project_dir", &d.project}, {"home_dir", &d.home}, {"cwd", &d.work}} {
 		switch v := t.RawGetString(f.name).(type) {
 		case *lua.LNilType:
 		case lua.LString:
@@ -400,7 +401,7 @@ func parseRule(L *lua.LState, src string, spec bool) int {
 			return 2
 		}
 	} else if L.Get(2) != lua.LNil {
-		L.ArgError(2, "a table {project_dir, home_dir} expected")
+		L.ArgError(2, "a table {project_dir, home_dir, cwd} expected")
 	}
 	text := src
 	if spec {
@@ -513,7 +514,7 @@ func (mc *matcherCache) matcherFor(L *lua.LState, n int, d dirs, params []string
 			return mc.m, n + 1
 		}
 		m := toolrules.NewMatcher(toolrules.Call{Tool: cv.t.Call.Name, Input: cv.t.Call.Args,
-			ProjectDir: d.project, HomeDir: d.home, Stop: func() bool { return done(L) }})
+			WorkDir: d.work, ProjectDir: d.project, HomeDir: d.home, Stop: func() bool { return done(L) }})
 		*mc = matcherCache{cv: cv, d: d, m: m}
 		return m, n + 1
 	}
@@ -528,14 +529,29 @@ func (mc *matcherCache) matcherFor(L *lua.LState, n int, d dirs, params []string
 	}
 	d = dirsOverride(L, n+2, d)
 	return toolrules.NewMatcher(toolrules.Call{Tool: name, Input: input,
-		ProjectDir: d.project, HomeDir: d.home, Stop: func() bool { return done(L) }}), n + 2
+		WorkDir: d.work, ProjectDir: d.project, HomeDir: d.home, Stop: func() bool { return done(L) }}), n + 2
 }
 
-// dirsOverride reads an optional {project_dir, home_dir} at argument n;
-// what it sets replaces d's.
+// dirsOverride reads an optional {project_dir, home_dir, cwd} at argument
+// n; what it sets replaces d's. It may be the hook's ctx instead: its run's
+// working directory (ctx.run.cwd) is cwd when it is an absolute path, read
+// here so that a gate's decision does not build the ctx.run table (a
+// dozen allocations) only to hand one string back.
 func dirsOverride(L *lua.LState, n int, d dirs) dirs {
 	switch t := L.Get(n).(type) {
 	case *lua.LNilType:
+		return d
+	case *lua.LUserData:
+		c, ok := t.Value.(*hookCall)
+		if !ok {
+			break
+		}
+		if c.ended {
+			L.ArgError(n, "this ctx belongs to a call that has ended; use the ctx your function received")
+		}
+		if cwd := c.in.Run.Cwd; path.IsAbs(cwd) {
+			d.work = path.Clean(cwd)
+		}
 		return d
 	case *lua.LTable:
 		o, problems := dirsFrom(viewed(t))
@@ -548,9 +564,12 @@ func dirsOverride(L *lua.LState, n int, d dirs) dirs {
 		if o.home != "" {
 			d.home = o.home
 		}
+		if o.work != "" {
+			d.work = o.work
+		}
 		return d
 	}
-	L.ArgError(n, "a table {project_dir, home_dir} expected")
+	L.ArgError(n, "a table {project_dir, home_dir, cwd} or ctx expected")
 	return d
 }
 

@@ -279,6 +279,46 @@ func TestRulesDecide(t *testing.T) {
 		t.Errorf("a project given per call: %v, want no decision", out)
 	}
 
+	// The working directory anchors ./x and bare names, the project /x,
+	// each standing in for the other: per call, or compiled in.
+	anchored := map[string]any{"allow": []any{"Read", "Edit(src/**)", "Edit(/docs/**)"}, "deny": []any{"Read(./.env)"}}
+	read := func(p string) map[string]any { return map[string]any{"file_path": p} }
+	for _, tc := range []struct {
+		name       string
+		tool, path string
+		dirs       map[string]any
+		want       any
+	}{
+		{"the cwd's .env", "Read", "/p/api/.env", map[string]any{"cwd": "/p/api"}, "deny"},
+		{"another file in the cwd", "Read", "/p/api/main.go", map[string]any{"cwd": "/p/api"}, "allow"},
+		{"src under the cwd", "Edit", "/p/api/src/a.go", map[string]any{"cwd": "/p/api", "project_dir": "/p"}, "allow"},
+		{"src under the project, not the cwd", "Edit", "/p/src/a.go", map[string]any{"cwd": "/p/api", "project_dir": "/p"}, nil},
+		{"/docs under the project", "Edit", "/p/docs/a.md", map[string]any{"cwd": "/p/api", "project_dir": "/p"}, "allow"},
+		{"/docs under the cwd without a project", "Edit", "/p/api/docs/a.md", map[string]any{"cwd": "/p/api"}, "allow"},
+		{"/docs under the cwd with a project", "Edit", "/p/api/docs/a.md", map[string]any{"cwd": "/p/api", "project_dir": "/p"}, nil},
+		{"the project's .env without a cwd", "Read", "/p/.env", map[string]any{"project_dir": "/p"}, "deny"},
+	} {
+		if out := call(t, m, "decide", anchored, tc.tool, read(tc.path), tc.dirs); out[0] != tc.want {
+			t.Errorf("%s: decide per call = %v, want %v", tc.name, out[0], tc.want)
+		}
+		spec := map[string]any{}
+		for k, v := range anchored {
+			spec[k] = v
+		}
+		for k, v := range tc.dirs {
+			spec[k] = v
+		}
+		if out := call(t, m, "decide", spec, tc.tool, read(tc.path)); out[0] != tc.want {
+			t.Errorf("%s: decide compiled = %v, want %v", tc.name, out[0], tc.want)
+		}
+	}
+	if out := call(t, m, "match", "Read(./.env)", "deny", "Read", read("/w/.env"), map[string]any{"cwd": "/w"}); out[0] != true {
+		t.Errorf("a rule parsed with a cwd: %v, want a match", out)
+	}
+	if out, err := m.Call("decide", anchored, "Read", read("/w/.env"), map[string]any{"cwd": "w"}); err == nil || !strings.Contains(err.Error(), `cwd: "w" is not an absolute path`) {
+		t.Errorf("a relative cwd: %v %v, want an error", out, err)
+	}
+
 	// an unparsable command is never allowed, even with no deny rule
 	allowNpm := map[string]any{"allow": []any{"Bash(npm *)"}}
 	if out := call(t, m, "decide", allowNpm, "Bash", bashArgs("npm test")); out[0] != "allow" {

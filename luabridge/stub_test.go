@@ -10,6 +10,7 @@ import (
 	"testing/fstest"
 
 	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -73,6 +74,14 @@ func TestStubMatchesAPI(t *testing.T) {
 	sort.Strings(methods)
 	compare(t, "ctx methods", methods, stubNames(src, `(?m)^function Context:(\w+)\(`))
 	compare(t, "ctx fields", append([]string(nil), ctxFields[:]...), classFields(src, "awaken.Context"))
+
+	// ctx.run of a run with every field set.
+	c := inst.newCall(&plugin.Input{Run: plugin.RunInfo{ID: "r", ThreadID: "t", AgentID: "a", Step: 1,
+		Termination: "natural", Cwd: "/w"}}, nil, "test")
+	inst.call = c
+	runTable := inst.L.GetField(c.ud, "run").(*lua.LTable)
+	inst.call = nil
+	compare(t, "ctx.run fields", keys(runTable), classFields(src, "awaken.Run"))
 
 	var pm []string
 	for k := range (&instance{}).pluginFuncs() {

@@ -86,3 +86,7 @@ func TestHarnessGateDefaultReason(t *testing.T) {
 // the stage before the phase, refuses what no run reaches, and saves the
 // thread as a run does.
 func TestHarnessPhaseDrivesARun(t *testing.T) { runTestdata(t, "testdata/phase", 4) }
+
+// TestHarnessCwd runs testdata/cwd: opts.cwd is what hooks read as
+// ctx.run.cwd, and awaken.rules anchors ./x there.
+func TestHarnessCwd(t *testing.T) { runTestdata(t, "testdata/cwd", 4) }

@@ -54,6 +54,10 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 		if in == nil {
 			in = &journal.Input{}
 		}
+		if in.Cwd != "" {
+			// The harness's run has no working directory to give hooks.
+			return hostDriven(runID)
+		}
 		switch {
 		case r.Rec == journal.KindEnd:
 			term = r.Termination
@@ -68,7 +72,7 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 		case r.Phase == journal.AfterToolExecute && in.Call != nil && in.Result != nil && allowed[in.Call.ID]:
 			results[in.Call.Name] = append(results[in.Call.Name], lua(in.Result.Value(), 3))
 		case r.Phase == journal.Resume || r.Phase == journal.Announce:
-			return errs.New(errs.JournalInvalid, "run %s was driven by a host one call at a time (a sidecar or an agent's hooks); export writes tests for runs the loop drove (awaken-lua run, dev); replay it with awaken-lua replay", runID)
+			return hostDriven(runID)
 		}
 	}
 	if term == "" {
@@ -133,6 +137,12 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 	fmt.Fprintf(&b, "  t.eq(r.termination, %s)\nend)\n", luaString(term))
 	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// hostDriven is the refusal of a run the loop did not drive, which the
+// harness's h:run cannot play again.
+func hostDriven(runID string) error {
+	return errs.New(errs.JournalInvalid, "run %s was driven by a host one call at a time (a sidecar or an agent's hooks); export writes tests for runs the loop drove (awaken-lua run, dev); replay it with awaken-lua replay", runID)
 }
 
 func genID(h *journal.Record) string {

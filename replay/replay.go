@@ -166,6 +166,7 @@ func (r *Replayer) drive(ctx context.Context, st *runState, rec *journal.Record)
 	}
 	if s != nil {
 		s.SetNow(in.Now)
+		s.SetCwd(in.Cwd)
 	}
 	switch rec.Phase {
 	case journal.RunStart:
@@ -174,7 +175,7 @@ func (r *Replayer) drive(ctx context.Context, st *runState, rec *journal.Record)
 			return nil, err
 		}
 		st.s, _, err = r.rt.Start(ctx, run.StartOptions{Agent: h.Agent, ThreadID: h.ThreadID, RunID: h.RunID,
-			Messages: in.Messages, Tools: in.Tools, Now: in.Now})
+			Messages: in.Messages, Tools: in.Tools, Now: in.Now, Cwd: in.Cwd})
 		if st.s == nil {
 			return r.failed(rec, err), nil
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -380,5 +381,146 @@ func TestExportRefusesAnAbandonedRun(t *testing.T) {
 	err := replay.Export(&out, "r1", src, nil)
 	if errs.CodeOf(err) != errs.JournalInvalid || !strings.Contains(err.Error(), "abandoned") {
 		t.Fatalf("Export of an abandoned run: %v, wrote %q", err, out.String())
+	}
+}
+
+// A decision that depends on the working directory an agent reported
+// (ctx.run.cwd, which a hook adapter sets per event) replays the same:
+// every phase record carries the directory its hooks read. The same read
+// of /work/a/.env is allowed from /work/b and blocked from /work/a, and
+// the directory changes between the start of a run and its gates, and
+// between two gates of one step.
+func TestReplayReadsTheRecordedCwd(t *testing.T) {
+	cfg, jdir := project(t, "cwd", "")
+	ctx := context.Background()
+	h, err := host.Open(ctx, host.Options{ConfigPath: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(id, path string) model.ToolCall {
+		return model.ToolCall{ID: id, Name: "fs_read", Args: map[string]any{"path": path}}
+	}
+	type gated struct {
+		cwd  string
+		call model.ToolCall
+		want string
+	}
+	runs := []struct {
+		start string // the directory of the event that starts the run
+		calls []gated
+	}{
+		{"/work/b", []gated{{"/work/b", read("c1", "/work/a/.env"), "allow"}, {"/work/a", read("c2", "/work/a/.env"), "block"}}},
+		{"/work/a", []gated{{"/work/b", read("c1", "/work/a/.env"), "allow"}, {"/work/b", read("c2", "src/x.go"), "allow"}}},
+		{"/work/a", []gated{{"/work/a", read("c1", ".env"), "block"}}},
+	}
+	for i, r := range runs {
+		calls := r.calls
+		g := h.Acquire()
+		tools := []model.ToolSpec{{Name: "fs_read"}}
+		s, _, err := g.Runtime.Start(ctx, run.StartOptions{Tools: tools, Cwd: r.start,
+			Messages: []model.Message{{Role: model.RoleUser, Content: "read"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp model.Response
+		for _, c := range calls {
+			resp.ToolCalls = append(resp.ToolCalls, c.call)
+		}
+		if _, err := s.StepStart(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.BeforeInference(ctx, model.Request{Tools: s.HostTools()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AfterInference(ctx, resp); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range calls {
+			s.SetCwd(c.cwd) // the call's own event
+			d, _, err := s.ToolGate(ctx, c.call)
+			if err != nil || d.Decision.String() != c.want {
+				t.Fatalf("run %d, %s in %s: %s %v, want %s", i, c.call.Args["path"], c.cwd, d.Decision, err, c.want)
+			}
+			if c.want == "allow" {
+				if _, err := s.BeforeToolExecute(ctx, c.call); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The host's result; a blocked call gets the gate's.
+			if _, _, err := s.AfterToolExecute(ctx, c.call, model.Success("x")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s.Termination() == "" { // a step that answers, then the end
+			_, err := s.StepEnd(ctx)
+			if err == nil {
+				_, err = s.StepStart(ctx)
+			}
+			if err == nil {
+				_, _, err = s.BeforeInference(ctx, model.Request{Tools: s.HostTools()})
+			}
+			if err == nil {
+				_, err = s.AfterInference(ctx, model.Response{Text: "read"})
+			}
+			if err == nil {
+				_, err = s.StepEnd(ctx)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.RunEnd(ctx); err != nil {
+			t.Fatal(err)
+		}
+		g.Release()
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep := replayWith(t, cfg, "cwd", jdir)
+	if len(rep.Flips) != 0 || rep.Runs != 3 || rep.Phases < 15 {
+		t.Fatalf("replay: runs %d phases %d flips %v", rep.Runs, rep.Phases, kinds(rep))
+	}
+	var gates []string
+	if _, err := journal.Read([]string{jdir}, func(_ journal.Pos, r *journal.Record) error {
+		if r.Phase == journal.ToolGate {
+			gates = append(gates, r.Input.Cwd+" "+r.Decisions[0].Decision.String())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/work/b allow", "/work/a block", "/work/b allow", "/work/b allow", "/work/a block"}
+	if !slices.Equal(gates, want) {
+		t.Fatalf("the journal's gates: %q, want %q", gates, want)
+	}
+}
+
+// A run an agent's hooks drove carries the agent's working directory,
+// which the harness's h:run cannot give its hooks: export refuses it, as
+// it refuses other runs a host drove one call at a time.
+func TestExportRefusesARunWithACwd(t *testing.T) {
+	recs := []*journal.Record{
+		{Rec: journal.KindRun, RunID: "r1", Format: 1},
+		{Rec: journal.KindPhase, RunID: "r1", Phase: journal.RunStart, Input: &journal.Input{Cwd: "/w"}},
+		{Rec: journal.KindPhase, RunID: "r1", Phase: journal.RunEnd, Input: &journal.Input{Cwd: "/w"}},
+		{Rec: journal.KindEnd, RunID: "r1", Termination: "natural"},
+	}
+	src := func(fn func(journal.Pos, *journal.Record) error) ([]journal.Problem, error) {
+		for _, r := range recs {
+			if err := fn(journal.Pos{}, r); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+	var out strings.Builder
+	err := replay.Export(&out, "r1", src, nil)
+	if errs.CodeOf(err) != errs.JournalInvalid || !strings.Contains(err.Error(), "agent's hooks") {
+		t.Fatalf("Export of a run with a cwd: %v, wrote %q", err, out.String())
+	}
+	recs[1].Input.Cwd, recs[2].Input.Cwd = "", ""
+	if err := replay.Export(&out, "r1", src, nil); err != nil {
+		t.Fatalf("Export of the run without one: %v", err)
 	}
 }

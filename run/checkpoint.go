@@ -19,7 +19,7 @@ func (s *Session) Checkpoint() Checkpoint {
 	cp := Checkpoint{
 		RunID: s.info.ID, ThreadID: s.info.ThreadID, AgentID: s.info.AgentID,
 		Generation: s.rt.generation, Bundle: s.rt.bundle, Status: s.status, Stage: s.stage, Step: s.info.Step,
-		Termination: s.termination, Natural: s.natural,
+		Termination: s.termination, Natural: s.natural, Cwd: s.info.Cwd,
 		Values:         snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeRun && !k.Transient }),
 		ThreadValues:   snap.Values(func(k *state.Key) bool { return k.Scope == state.ScopeThread && !k.Transient }),
 		Messages:       cloneMessages(s.messages),
@@ -242,7 +242,7 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 	if len(onEffect) > 0 {
 		s.onEffect = onEffect[0]
 	}
-	s.info.ID, s.info.ThreadID, s.info.AgentID, s.info.Step = cp.RunID, cp.ThreadID, cp.AgentID, cp.Step
+	s.info.ID, s.info.ThreadID, s.info.AgentID, s.info.Step, s.info.Cwd = cp.RunID, cp.ThreadID, cp.AgentID, cp.Step, cp.Cwd
 	th, ok, err := r.store.Thread(ctx, cp.ThreadID)
 	if err != nil {
 		return nil, &LoadError{Op: fmt.Sprintf("load thread %q", cp.ThreadID), Err: err}

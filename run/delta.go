@@ -47,6 +47,7 @@ type Delta struct {
 	Step           int    `json:"step"`
 	Termination    string `json:"termination,omitempty"`
 	Natural        bool   `json:"natural,omitempty"`
+	Cwd            string `json:"cwd,omitempty"`
 	Revision       uint64 `json:"revision"`
 	ThreadRevision uint64 `json:"thread_revision,omitempty"`
 
@@ -141,7 +142,7 @@ func (cp *Checkpoint) Apply(d Delta) error {
 
 	cp.Seq = d.Base + 1
 	cp.Generation, cp.Bundle, cp.Status, cp.Stage, cp.Step = d.Generation, d.Bundle, d.Status, d.Stage, d.Step
-	cp.Termination, cp.Natural = d.Termination, d.Natural
+	cp.Termination, cp.Natural, cp.Cwd = d.Termination, d.Natural, d.Cwd
 	cp.Revision, cp.ThreadRevision = d.Revision, d.ThreadRevision
 	if len(d.Values) > 0 && cp.Values == nil {
 		cp.Values = map[string]any{}
@@ -295,7 +296,7 @@ func (s *Session) delta() (Delta, bool) {
 	snap := s.store.Snapshot()
 	d := Delta{RunID: s.info.ID, Base: s.seq,
 		Generation: s.rt.generation, Bundle: s.rt.bundle, Status: s.status, Stage: s.stage, Step: s.info.Step,
-		Termination: s.termination, Natural: s.natural,
+		Termination: s.termination, Natural: s.natural, Cwd: s.info.Cwd,
 		Revision: snap.Revision(), ThreadRevision: s.thread.Revision}
 	for _, k := range s.rt.set.Registry().Keys() {
 		if k.Transient || (k.Scope != state.ScopeRun && k.Scope != state.ScopeThread) {

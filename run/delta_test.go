@@ -266,6 +266,9 @@ func (m *modelDriver) start() {
 func (m *modelDriver) step() string {
 	ctx, s, rng := m.ctx, m.s, m.rng
 	tools := []model.ToolSpec{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	if rng.IntN(4) == 0 {
+		s.SetCwd([]string{"", "/w/a", "/w/b"}[rng.IntN(3)]) // as an agent's event reports it
+	}
 	op := rng.IntN(15)
 	switch op {
 	case 0:

@@ -77,7 +77,7 @@ func (s *Session) journalPhase(p string, err error, fill func(*journal.Slot)) {
 	r := &sl.Rec
 	r.Rec, r.RunID, r.Phase, r.Step, r.Termination = journal.KindPhase, s.info.ID, p, s.info.Step, s.termination
 	r.Save = s.seq
-	sl.In.Now = s.now
+	sl.In.Now, sl.In.Cwd = s.now, s.info.Cwd
 	if err != nil {
 		r.Failed = err.Error()
 	}

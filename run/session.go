@@ -135,9 +135,11 @@ type Session struct {
 	status      Status
 	stage       Stage
 	termination string
-	natural     bool
-	expired     []string // calls settled by expiry since the session was made
-	aborted     bool     // a hook error ended the run: run_end does not run
+	// The flags sit together: a Session is a sidecar's largest object per
+	// run, and padding after each would take it past its size class.
+	natural bool
+	aborted bool     // a hook error ended the run: run_end does not run
+	expired []string // calls settled by expiry since the session was made
 
 	messages []model.Message
 	offered  []string         // tool names offered in this step; nil: not restricted
@@ -158,8 +160,8 @@ type Session struct {
 
 	thread     Thread
 	threadSeen bool
-	onEffect   func(key string, payload any)
 	handOff    bool // see SetHandOff
+	onEffect   func(key string, payload any)
 
 	// seq is the Seq of the run's last save (or of the checkpoint it was
 	// restored from); saved tracks what changed since (see SaveRun).
@@ -191,6 +193,8 @@ type StartOptions struct {
 	OnEffect func(key string, payload any)
 	// Now, when set, is the clock the run reads (see SetNow).
 	Now time.Time
+	// Cwd is the agent's working directory, as SetCwd sets it.
+	Cwd string
 }
 
 // HostTools returns the tools given in StartOptions.Tools. The caller must
@@ -207,7 +211,7 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 	if s.events == nil {
 		s.events = event.Discard{}
 	}
-	s.info = plugin.RunInfo{ID: o.RunID, ThreadID: o.ThreadID, AgentID: a.ID}
+	s.info = plugin.RunInfo{ID: o.RunID, ThreadID: o.ThreadID, AgentID: a.ID, Cwd: o.Cwd}
 	s.fixedNow = o.Now
 	s.stamp()
 	if s.info.ID == "" {
@@ -293,6 +297,20 @@ func (s *Session) ThreadID() string { return s.info.ThreadID }
 
 // AgentID returns the agent's id.
 func (s *Session) AgentID() string { return s.info.AgentID }
+
+// SetCwd sets the working directory the agent reported, which hooks read
+// as ctx.run.cwd from the next phase on ("": none). A hook adapter sets it
+// from each event before the phases the event drives; the checkpoint keeps
+// it, so a call resumed later is gated with the directory it was made in,
+// and the journal records it with every phase, so replay reads the same.
+func (s *Session) SetCwd(dir string) {
+	if s.info.Cwd != dir { // an event repeats it: keep the string held already
+		s.info.Cwd = dir
+	}
+}
+
+// Cwd returns the working directory SetCwd set.
+func (s *Session) Cwd() string { return s.info.Cwd }
 
 // Step returns the current step number (0 before the first step).
 func (s *Session) Step() int { return s.info.Step }

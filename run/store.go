@@ -61,6 +61,9 @@ type Checkpoint struct {
 	Step        int    `json:"step"`
 	Termination string `json:"termination,omitempty"`
 	Natural     bool   `json:"natural,omitempty"`
+	// Cwd is the working directory the agent last reported (Session.SetCwd);
+	// absent in a checkpoint written before it was kept.
+	Cwd string `json:"cwd,omitempty"`
 	// Values are the run-scoped values.
 	Values map[string]any `json:"values"`
 	// ThreadValues are the thread-scoped values as the run has them (null

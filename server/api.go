@@ -36,6 +36,8 @@ type (
 		// bare starts the conversation with Messages alone (the Claude
 		// Code adapter: Claude Code keeps its own conversation).
 		bare bool
+		// cwd is the working directory a hook event reported.
+		cwd string
 	}
 	createReply struct {
 		RunID       string `json:"run_id"`
@@ -362,7 +364,7 @@ func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
 	e.sink = runSink{log: s.log, expired: &s.metrics.ticketsExpired}
 	start := time.Now()
 	sess, _, err := g.Runtime.Start(ctx, run.StartOptions{Agent: req.Agent, ThreadID: req.ThreadID,
-		Messages: msgs, Tools: req.Tools, Events: &e.sink})
+		Messages: msgs, Tools: req.Tools, Events: &e.sink, Cwd: req.cwd})
 	s.metrics.phase(phase.RunStart.String(), time.Since(start))
 	if sess == nil {
 		g.Release()

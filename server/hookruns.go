@@ -21,8 +21,8 @@ func (e *entry) Done() bool            { return e.done.Load() }
 
 type hookRuns struct{ s *Server }
 
-func (h hookRuns) Start(ctx context.Context, agent, threadID string, msgs []model.Message) (hooks.Run, error) {
-	e, err := h.s.start(ctx, createRequest{Agent: agent, ThreadID: threadID, Messages: msgs, bare: true})
+func (h hookRuns) Start(ctx context.Context, agent, threadID string, msgs []model.Message, cwd string) (hooks.Run, error) {
+	e, err := h.s.start(ctx, createRequest{Agent: agent, ThreadID: threadID, Messages: msgs, bare: true, cwd: cwd})
 	if err != nil {
 		return nil, err
 	}

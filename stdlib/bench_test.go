@@ -268,9 +268,11 @@ func BenchmarkPermissionGate(b *testing.B) {
 	for _, c := range []struct {
 		name   string
 		config map[string]any
+		cwd    string // the working directory the call's event reported
 	}{
-		{"rules", allSix["permission"].(map[string]any)},
-		{"claude_code", map[string]any{"default": "ask", "claude_code": pasted, "project_dir": "/home/dev/shop"}},
+		{"rules", allSix["permission"].(map[string]any), ""},
+		{"claude_code", map[string]any{"default": "ask", "claude_code": pasted, "project_dir": "/home/dev/shop"}, ""},
+		{"claude_code_cwd", map[string]any{"default": "ask", "claude_code": pasted}, "/home/dev/shop"},
 	} {
 		for _, cmd := range []string{"npm run test -- --watch=false", "npm run build && rm -rf dist"} {
 			b.Run(c.name+"/"+strings.Fields(cmd)[2], func(b *testing.B) {
@@ -290,7 +292,7 @@ func BenchmarkPermissionGate(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				in := plugin.Input{Configs: configs, Tool: &plugin.ToolInfo{Call: model.ToolCall{ID: "c1", Name: "Bash",
+				in := plugin.Input{Configs: configs, Run: plugin.RunInfo{Cwd: c.cwd}, Tool: &plugin.ToolInfo{Call: model.ToolCall{ID: "c1", Name: "Bash",
 					Args: map[string]any{"command": cmd, "description": "runs it"}}}}
 				ctx := context.Background()
 				if _, err := x.Gate(ctx, in); err != nil {

@@ -91,24 +91,32 @@ func (c command) viable(prefix string) bool {
 	return false
 }
 
+// The directories a path pattern is anchored at.
+const (
+	anchorWork    = '.' // ./x and bare names: the working directory
+	anchorProject = 'p' // /x: the project (the settings file's directory)
+	anchorRoot    = '/' // //x: the file system root
+	anchorHome    = '~' // ~/x: the home directory
+)
+
 // pathPattern is a file-tool specifier, gitignore-style.
 type pathPattern struct {
-	anchor    byte   // '/' the file system root (//x), '~' the home directory (~/x), '.' the project (x, ./x, /x)
+	anchor    byte   // one of the anchor constants
 	rest      string // the pattern below the anchor, without a final /
 	anyDepth  bool   // a bare name (.env, *.key): at any depth under the anchor
 	singleDir bool   // a bare name/**: at any depth for deny and ask rules, at the top for allow rules
 }
 
 func compilePath(spec string) (*pathPattern, error) {
-	p := &pathPattern{anchor: '.'}
+	p := &pathPattern{anchor: anchorWork}
 	rest := spec
 	switch {
 	case strings.HasPrefix(spec, "//"):
-		p.anchor, rest = '/', spec[2:]
+		p.anchor, rest = anchorRoot, spec[2:]
 	case spec == "~" || strings.HasPrefix(spec, "~/"):
-		p.anchor, rest = '~', strings.TrimPrefix(strings.TrimPrefix(spec, "~"), "/")
+		p.anchor, rest = anchorHome, strings.TrimPrefix(strings.TrimPrefix(spec, "~"), "/")
 	case strings.HasPrefix(spec, "/"):
-		rest = spec[1:]
+		p.anchor, rest = anchorProject, spec[1:]
 	case strings.HasPrefix(spec, "./"):
 		rest = spec[2:]
 	default:
@@ -130,18 +138,9 @@ func compilePath(spec string) (*pathPattern, error) {
 }
 
 // match reports whether the absolute, cleaned file path p is the pattern
-// or under it. home and project resolve the anchors; anyDepth widens a
-// bare single-directory pattern (deny and ask rules).
-func (pp *pathPattern) match(p, home, project string, widen bool) bool {
-	var dir string
-	switch pp.anchor {
-	case '/':
-		dir = "/"
-	case '~':
-		dir = home
-	default:
-		dir = project
-	}
+// or under it; dir is the directory of the pattern's anchor. widen widens
+// a bare single-directory pattern (deny and ask rules).
+func (pp *pathPattern) match(p, dir string, widen bool) bool {
 	pat := escapeGlob(dir)
 	if pp.anyDepth || pp.singleDir && widen {
 		pat = path.Join(pat, "**")

@@ -19,9 +19,14 @@ type Call struct {
 	// them (Claude Code's tool_name and tool_input).
 	Tool  string
 	Input map[string]any
-	// ProjectDir anchors relative path patterns (src/**, ./.env, /src) and
-	// relative paths in Input; HomeDir anchors ~/ patterns.
-	ProjectDir, HomeDir string
+	// WorkDir is the agent's working directory: it anchors ./x and bare
+	// path patterns (./.env, src/**, .env) and relative paths in Input, as
+	// Claude Code anchors them at its current directory. ProjectDir anchors
+	// /x patterns (/src/**), which Claude Code anchors at the directory of
+	// the settings file (the project root for project settings). Each
+	// stands in for the other when empty; with neither, such patterns
+	// cannot be judged. HomeDir anchors ~/ patterns.
+	WorkDir, ProjectDir, HomeDir string
 	// Tools says how rules see each tool; nil means the built-in table.
 	Tools Tools
 	// Stop, when set, is asked between rules and between the simple
@@ -311,14 +316,42 @@ func (m *matcher) path(r *Rule, p string) bool {
 	if !ok {
 		return unsure
 	}
-	if r.path.anchor == '~' && m.c.HomeDir == "" || r.path.anchor == '.' && m.c.ProjectDir == "" {
+	var dir string
+	switch r.path.anchor {
+	case anchorRoot:
+		dir = "/"
+	case anchorHome:
+		dir = m.c.HomeDir
+	case anchorWork:
+		dir = m.workDir()
+	case anchorProject:
+		dir = m.projectDir()
+	}
+	if dir == "" {
 		return unsure
 	}
-	return r.path.match(abs, path.Clean(m.c.HomeDir), path.Clean(m.c.ProjectDir), m.b != Allow)
+	return r.path.match(abs, path.Clean(dir), m.b != Allow)
 }
 
-// resolve makes a path absolute and clean: relative to the project, ~/
-// to the home directory.
+// workDir anchors ./x, bare names and relative input paths: the working
+// directory, else the project.
+func (m *matcher) workDir() string {
+	if m.c.WorkDir != "" {
+		return m.c.WorkDir
+	}
+	return m.c.ProjectDir
+}
+
+// projectDir anchors /x: the project, else the working directory.
+func (m *matcher) projectDir() string {
+	if m.c.ProjectDir != "" {
+		return m.c.ProjectDir
+	}
+	return m.c.WorkDir
+}
+
+// resolve makes a path absolute and clean: relative to the working
+// directory, ~/ to the home directory.
 func (m *matcher) resolve(p string) (string, bool) {
 	switch {
 	case p == "~" || strings.HasPrefix(p, "~/"):
@@ -327,10 +360,11 @@ func (m *matcher) resolve(p string) (string, bool) {
 		}
 		p = path.Join(m.c.HomeDir, p[1:])
 	case !path.IsAbs(p):
-		if m.c.ProjectDir == "" {
+		dir := m.workDir()
+		if dir == "" {
 			return "", false
 		}
-		p = path.Join(m.c.ProjectDir, p)
+		p = path.Join(dir, p)
 	}
 	return path.Clean(p), true
 }

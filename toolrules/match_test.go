@@ -239,6 +239,96 @@ func TestMatchPaths(t *testing.T) {
 	})
 }
 
+// Claude Code anchors ./x and bare names at the current directory, /x at
+// the settings file's directory (the project root for project settings),
+// ~/x at home and //x at the root: WorkDir and ProjectDir are those two,
+// and each stands in for the other when only one is known.
+func TestMatchAnchors(t *testing.T) {
+	const work = project + "/pkg/api" // Claude Code started in a subdirectory
+	both := func(tool, p string) Call {
+		return Call{Tool: tool, Input: map[string]any{"file_path": p}, WorkDir: work, ProjectDir: project, HomeDir: home}
+	}
+	workOnly := func(tool, p string) Call {
+		return Call{Tool: tool, Input: map[string]any{"file_path": p}, WorkDir: work, HomeDir: home}
+	}
+	none := func(tool, p string) Call {
+		return Call{Tool: tool, Input: map[string]any{"file_path": p}, HomeDir: home}
+	}
+	tests := []struct {
+		name string
+		matchCase
+	}{
+		{"./x at the working directory", matchCase{"Read(./.env)", Deny, both("Read", work+"/.env"), true}},
+		{"./x not at the project root", matchCase{"Read(./.env)", Deny, both("Read", project+"/.env"), false}},
+		{"a bare name at any depth under the working directory", matchCase{"Read(.env)", Deny, both("Read", work+"/a/.env"), true}},
+		{"a bare name not above the working directory", matchCase{"Read(.env)", Deny, both("Read", project+"/.env"), false}},
+		{"dir/** allowed under the working directory", matchCase{"Edit(src/**)", Allow, both("Edit", work+"/src/a.go"), true}},
+		{"dir/** not allowed under the project root", matchCase{"Edit(src/**)", Allow, both("Edit", project+"/src/a.go"), false}},
+		{"/x at the project root", matchCase{"Edit(/src/**)", Allow, both("Edit", project+"/src/a.go"), true}},
+		{"/x not at the working directory", matchCase{"Edit(/src/**)", Allow, both("Edit", work+"/src/a.go"), false}},
+		{"//x at the root", matchCase{"Read(//etc/**)", Deny, both("Read", "/etc/hosts"), true}},
+		{"~/x at home", matchCase{"Read(~/.ssh/**)", Deny, both("Read", home+"/.ssh/id"), true}},
+		{"a relative input path is the working directory's", matchCase{"Read(./.env)", Deny, both("Read", ".env"), true}},
+		{"a relative input path is not the project's", matchCase{"Edit(/src/**)", Allow, both("Edit", "src/a.go"), false}},
+		{"a search's relative path is the working directory's", matchCase{"Read(./secrets/**)", Deny,
+			Call{Tool: "Grep", Input: map[string]any{"pattern": "x", "path": "secrets"}, WorkDir: work, ProjectDir: project}, true}},
+		{"a search without a path searches the working directory", matchCase{"Read(/pkg/**)", Deny,
+			Call{Tool: "Grep", Input: map[string]any{"pattern": "x"}, WorkDir: work, ProjectDir: project}, true}},
+		{"a search without a path at the project root", matchCase{"Read(/pkg/**)", Deny,
+			Call{Tool: "Grep", Input: map[string]any{"pattern": "x"}, WorkDir: project, ProjectDir: project}, false}},
+		// Without a project, /x is anchored at the working directory.
+		{"/x at the working directory without a project", matchCase{"Edit(/src/**)", Allow, workOnly("Edit", work+"/src/a.go"), true}},
+		{"./x without a project", matchCase{"Read(./.env)", Deny, workOnly("Read", work+"/.env"), true}},
+		{"./x without a project, elsewhere", matchCase{"Read(./.env)", Deny, workOnly("Read", work+"/src/a.go"), false}},
+		{"./x allowed without a project", matchCase{"Read(./src/**)", Allow, workOnly("Read", work+"/src/a.go"), true}},
+		// Without a working directory, both are anchored at the project
+		// (Call{ProjectDir} as before WorkDir).
+		{"./x at the project without a working directory", matchCase{"Read(./.env)", Deny, file("Read", project+"/.env"), true}},
+		// Neither: cannot be judged, so deny and ask rules match and allow
+		// rules do not.
+		{"./x without either: deny", matchCase{"Read(./.env)", Deny, none("Read", "/srv/a.go"), true}},
+		{"/x without either: ask", matchCase{"Edit(/src/**)", Ask, none("Edit", "/srv/a.go"), true}},
+		{"a bare name without either: allow", matchCase{"Read(*.md)", Allow, none("Read", "/srv/a.md"), false}},
+		{"//x without either", matchCase{"Read(//etc/**)", Deny, none("Read", "/srv/a.go"), false}},
+		{"~/x without either", matchCase{"Read(~/.ssh/**)", Deny, none("Read", "/srv/a.go"), false}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { runMatches(t, []matchCase{tc.matchCase}) })
+	}
+}
+
+func TestDecideAnchors(t *testing.T) {
+	// A pasted block without project_dir, on calls that carry the
+	// working directory: decided as Claude Code does in that directory.
+	p, err := ParsePolicy([]string{"Read", "Edit(src/**)", "Bash(echo *)"}, nil, []string{"Read(./.env)", "Edit(/.git/**)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const work = "/srv/shop"
+	at := func(tool string, in map[string]any) Call { return Call{Tool: tool, Input: in, WorkDir: work} }
+	tests := []struct {
+		name string
+		call Call
+		want Behavior
+	}{
+		{"the working directory's .env", at("Read", map[string]any{"file_path": work + "/.env"}), Deny},
+		{"another file there", at("Read", map[string]any{"file_path": work + "/src/a.go"}), Allow},
+		{"an edit under src", at("Edit", map[string]any{"file_path": work + "/src/a.go"}), Allow},
+		{"an edit elsewhere", at("Edit", map[string]any{"file_path": work + "/README.md"}), ""},
+		{"an edit of .git", at("Edit", map[string]any{"file_path": work + "/.git/config"}), Deny},
+		{"a relative write target", at("Bash", map[string]any{"command": "echo x > src/out.txt"}), Allow},
+		{"a write into .git", at("Bash", map[string]any{"command": "echo x > .git/HEAD"}), Deny},
+		{"without the working directory", Call{Tool: "Read", Input: map[string]any{"file_path": work + "/src/a.go"}}, Deny},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if d := p.Decide(tc.call); d.Behavior != tc.want {
+				t.Errorf("Decide = %q (%s), want %q", d.Behavior, d.Reason, tc.want)
+			}
+		})
+	}
+}
+
 func TestMatchWeb(t *testing.T) {
 	fetch := func(u string) Call { return call("WebFetch", map[string]any{"url": u, "prompt": "p"}) }
 	runMatches(t, []matchCase{

@@ -13,12 +13,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/server"
 )
 
@@ -534,5 +536,67 @@ func TestLenientFlag(t *testing.T) {
 		if got := lenientFlag(tc.args, "agent"); got != tc.want {
 			t.Errorf("lenientFlag(%q) = %q, want %q", tc.args, got, tc.want)
 		}
+	}
+}
+
+// A pasted permissions block without project_dir decides each hook event
+// in its own process (hook --local, the file store between them) at the
+// directory the event reports, and the journal replays to the same
+// decisions: Read(./.env) is the cwd's .env, and an event without a cwd
+// is denied, closed.
+func TestHookLocalAnchorsAtCwd(t *testing.T) {
+	const cfg = `plugin_dir = "scripts"
+[store]
+kind = "file"
+path = "state"
+[audit]
+path = ""
+[journal]
+path = "journal"
+[agents.default]
+plugins = ["permission"]
+tools = []
+[plugins.permission]
+default = "allow"
+[plugins.permission.claude_code]
+deny = ["Read(./.env)"]
+`
+	work := project(t, cfg, map[string]string{"scripts/noop.lua": `return require("awaken").plugin {}`})
+	for i, tc := range []struct {
+		cwd, file string
+		deny      bool
+	}{
+		{"/home/dev/shop", "/home/dev/shop/.env", true},
+		{"/home/dev/shop", "/home/dev/shop/src/a.go", false},
+		{"/home/dev/shop/api", "/home/dev/shop/.env", false},
+		{"", "/home/dev/shop/src/a.go", true},
+	} {
+		ev := map[string]any{"session_id": "local", "hook_event_name": "PreToolUse", "tool_name": "Read",
+			"tool_input": map[string]any{"file_path": tc.file}, "tool_use_id": "toolu_" + itoa(i)}
+		if tc.cwd != "" {
+			ev["cwd"] = tc.cwd
+		}
+		body, _ := json.Marshal(ev)
+		out, errOut, code := runChild(t, work, nil, body, "hook", "--local")
+		denied := strings.Contains(out, `"permissionDecision":"deny"`)
+		if code != 0 || denied != tc.deny || (denied && !strings.Contains(out, `Read(./.env)`)) {
+			t.Fatalf("%s in %q: exit %d, stdout %s, stderr %s; want deny %v", tc.file, tc.cwd, code, out, errOut, tc.deny)
+		}
+	}
+	var gates []string
+	if _, err := journal.Read([]string{filepath.Join(work, "journal")}, func(_ journal.Pos, r *journal.Record) error {
+		if r.Phase == journal.ToolGate {
+			gates = append(gates, r.Input.Cwd+" "+r.Decisions[0].Decision.String())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/home/dev/shop block", "/home/dev/shop allow", "/home/dev/shop/api allow", " block"}; !slices.Equal(gates, want) {
+		t.Fatalf("the journal's gates: %q, want %q", gates, want)
+	}
+	code, out, errOut := awaken(t, "", "--config", filepath.Join(work, "awaken.toml"), "replay")
+	if code != exitOK || !strings.Contains(out, "no flips: ") {
+		t.Fatalf("replay: exit %d: %s %s", code, out, errOut)
 	}
 }

@@ -39,6 +39,10 @@ type RunInfo struct {
 	Step     int    `json:"step"`
 	// Termination is set once the run is ending (in run_end, say).
 	Termination string `json:"termination,omitempty"`
+	// Cwd is the working directory the agent reported on the event that
+	// drives the run ("" when none did: a run of the sidecar's API or of
+	// awaken-lua run).
+	Cwd string `json:"cwd,omitempty"`
 }
 
 // ToolInfo is the tool call a per-call phase is about.

@@ -131,6 +131,10 @@ const (
 	maxGateMoves   = 8
 )
 
+// MaxCwd bounds the working directory an event reports (Linux's PATH_MAX):
+// it is kept with the run and journaled with every phase.
+const MaxCwd = 4096
+
 // PreOnlyBatch bounds the calls of one step while the session sends no
 // PostToolUse: more than Claude Code runs in parallel, few enough that an
 // event's cost does not grow with the session.
@@ -193,10 +197,6 @@ type ccSession struct {
 	// own would be one more object per session for the collector to mark.
 	held    []Run
 	heldBuf [2]Run
-	// posts: the session sends PostToolUse (or PostToolBatch). Without
-	// them (only PreToolUse installed) no call is ever seen to finish, so a
-	// step holds at most PreOnlyBatch calls instead of growing forever.
-	posts bool
 	// subRuns: a subagent's run (by agent_id) that a runtime.continue
 	// kept open at its SubagentStop.
 	subRuns map[string]string
@@ -209,9 +209,17 @@ type ccSession struct {
 	// looked: the session looked for a run it lost track of (openRun).
 	looked bool
 	// sub: the session is a subagent's (its id is its thread's).
-	sub      bool
+	sub bool
+	// posts: the session sends PostToolUse (or PostToolBatch). Without
+	// them (only PreToolUse installed) no call is ever seen to finish, so a
+	// step holds at most PreOnlyBatch calls instead of growing forever.
+	posts bool
+	gone  bool // (the flags sit together: no padding after each)
+	// cwd is the working directory the current event reported, which the
+	// runs it locks or starts take (lock, start); "" between events, so a
+	// session holds no string of its own.
+	cwd      string
 	lastUsed atomic.Int64
-	gone     bool
 }
 
 func newClaudeCode(o Options) *claudeCode {
@@ -413,6 +421,9 @@ func (c *claudeCode) dispatch(ctx context.Context, in ccInput, agent string) ccO
 	if in.SessionID == "" || len(in.SessionID) > c.o.MaxIDLen || !utf8.ValidString(in.SessionID) {
 		return c.failure(in.HookEventName, fmt.Errorf("session_id must be a non-empty UTF-8 string of at most %d bytes", c.o.MaxIDLen))
 	}
+	if len(in.Cwd) > MaxCwd {
+		return c.failure(in.HookEventName, fmt.Errorf("cwd must be a path of at most %d bytes, not %d", MaxCwd, len(in.Cwd)))
+	}
 	key := in.SessionID
 	if in.AgentID != "" && subagentEvents[in.HookEventName] {
 		// A subagent's tool calls are its own run's, on its thread, which
@@ -429,7 +440,9 @@ func (c *claudeCode) dispatch(ctx context.Context, in ccInput, agent string) ccO
 	}
 	cs := c.session(key, agent)
 	cs.sub = key != in.SessionID
+	cs.cwd = in.Cwd
 	defer func() {
+		cs.cwd = ""
 		cs.lastUsed.Store(time.Now().UnixNano())
 		cs.mu.Unlock()
 	}()
@@ -610,7 +623,9 @@ func (c *claudeCode) endSubagents(ctx context.Context, cs *ccSession) error {
 		sub.mu.Lock()
 		var err error
 		if !sub.gone {
+			sub.cwd = cs.cwd // the run ends on this event
 			err = c.endOpenRun(ctx, sub)
+			sub.cwd = ""
 			c.forget(sub)
 		}
 		sub.mu.Unlock()
@@ -644,17 +659,22 @@ func (c *claudeCode) release(ctx context.Context, cs *ccSession, e Run, err erro
 
 // lock, start and unlock take and give back a run's lock for an event of
 // cs, noting what it holds: an event that panics leaves no run locked
-// (releaseHeld), or the session's next event would wait for ever.
+// (releaseHeld), or the session's next event would wait for ever. A run
+// an event locks or starts takes the event's working directory, so every
+// phase the event drives (the gate of its call above all) reads it.
 func (c *claudeCode) lock(ctx context.Context, cs *ccSession, id string) (Run, error) {
 	e, err := c.o.Runs.Lock(ctx, id)
 	if err == nil {
+		if !e.Done() {
+			e.Session().SetCwd(cs.cwd)
+		}
 		cs.hold(e)
 	}
 	return e, err
 }
 
 func (c *claudeCode) start(ctx context.Context, cs *ccSession, agent, thread string, msgs []model.Message) (Run, error) {
-	e, err := c.o.Runs.Start(ctx, agent, thread, msgs)
+	e, err := c.o.Runs.Start(ctx, agent, thread, msgs, cs.cwd)
 	if err == nil {
 		cs.hold(e)
 	}

@@ -37,8 +37,8 @@ var ErrNoRun = errors.New("no such run")
 type Runs interface {
 	// Start starts a run of agent on threadID with msgs as its whole
 	// conversation (an agent keeps its own; the run sees what the events
-	// tell), locked.
-	Start(ctx context.Context, agent, threadID string, msgs []model.Message) (Run, error)
+	// tell), locked; cwd is the agent's working directory (run.StartOptions).
+	Start(ctx context.Context, agent, threadID string, msgs []model.Message, cwd string) (Run, error)
 	// Lock locks a run by id (ErrNoRun when there is none).
 	Lock(ctx context.Context, id string) (Run, error)
 	// Settle checkpoints a run an event worked on; it stays locked.

@@ -14,8 +14,16 @@
 --   ]
 --   # Claude Code's permissions block, pasted as it is (awaken.rules)
 --   claude_code = { allow = ["Bash(npm run test:*)"], ask = ["Bash(git push *)"], deny = ["Read(./.env)"] }
---   project_dir = "/home/me/shop"   # anchors ./x, /x and bare path rules
+--   project_dir = "/home/me/shop"   # anchors /x path rules (and ./x and bare ones
+--                                   # when the agent reports no working directory)
 --   home_dir = "/home/me"           # anchors ~/x
+--
+-- Path rules are anchored as Claude Code anchors them: ./x and bare names
+-- at the working directory the agent reported on the call's event
+-- (ctx.run.cwd), else at project_dir; /x at project_dir, else at the
+-- working directory; ~/x at home_dir. Without either, such rules cannot be
+-- judged: deny and ask rules match every call of their tools, allow rules
+-- none.
 --
 -- The rule syntax is described in rules.lua. Deny beats allow beats ask;
 -- among the rules of the winning behaviour the most specific one names the
@@ -155,10 +163,14 @@ local STRICTNESS = { deny = 3, ask = 2, allow = 1 }
 -- allow, as Claude Code), the stricter decision wins, and the default
 -- applies when neither decides. call is the gate's call or ctx.tool; args
 -- its arguments when Lua has them (or NO_ARGS when no rule reads them).
-local function decide(cfg, default, name, args, call, candidates)
-  local behavior, winner = rules.decide(cfg, name, args, nil, candidates, call, cfg.specs)
+-- Path rules are anchored at the working directory of ctx's run: given
+-- ctx as its directories, awaken.rules reads ctx.run.cwd in Go (when it is
+-- an absolute path, not a Windows one) without building the ctx.run table
+-- on every call.
+local function decide(ctx, cfg, default, name, args, call, candidates)
+  local behavior, winner = rules.decide(cfg, name, args, nil, candidates, call, cfg.specs, ctx)
   if cfg.cc then
-    local b, rule, reason = cfg.cc:decide(call)
+    local b, rule, reason = cfg.cc:decide(call, ctx)
     if b and (not behavior or STRICTNESS[b] > STRICTNESS[behavior]) then
       behavior, winner = b, { cc = b, rule = rule, reason = reason }
     end
@@ -178,7 +190,7 @@ end
 
 -- The configured decision for ctx.tool (thread answers not included).
 local function configured(ctx, tool)
-  return (decide(ctx.prepared, ctx.config.default or "ask", tool.name, tool.args, tool))
+  return (decide(ctx, ctx.prepared, ctx.config.default or "ask", tool.name, tool.args, tool))
 end
 
 local NO_ARGS = {} -- what decide gets when no rule reads the arguments (never written)
@@ -192,7 +204,7 @@ p:tool_gate(function(ctx, call)
   local args = nil
   local candidates = rules.candidates(cfg, name)
   if candidates.args == "lua" then args = call.args end
-  local behavior, winner = decide(cfg, config.default or "ask", name, args or NO_ARGS, call, candidates)
+  local behavior, winner = decide(ctx, cfg, config.default or "ask", name, args or NO_ARGS, call, candidates)
 
   if behavior == "deny" then
     local reason = name .. " is denied by " .. describe(winner, cfg)

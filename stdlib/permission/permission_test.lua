@@ -394,6 +394,65 @@ t.test("a pasted block decides as Claude Code does", function()
   t.eq(gate({ name = "mcp__prod__drop_table", args = {} }), "block")
 end)
 
+t.test("a pasted block anchors ./x at the agent's working directory", function()
+  local cc = { allow = { "Read", "Edit(src/**)", "Edit(/docs/**)" }, deny = { "Read(./.env)" } }
+  -- without project_dir: the event's cwd anchors ./x, bare names and /x
+  local h = harness { claude_code = cc }
+  local function gate(tool, path, cwd)
+    return h:gate({ name = tool, args = { file_path = path } }, { cwd = cwd }).decision
+  end
+  t.eq(gate("Read", "/home/dev/shop/.env", "/home/dev/shop"), "block")
+  t.eq(gate("Read", ".env", "/home/dev/shop"), "block") -- a relative path is the cwd's
+  t.eq(gate("Read", "/home/dev/shop/src/a.go", "/home/dev/shop"), "allow")
+  t.eq(gate("Read", "/home/dev/shop/api/.env", "/home/dev/shop"), "allow") -- ./.env: the cwd's only
+  t.eq(gate("Read", "/home/dev/shop/.env", "/home/dev/shop/api"), "allow")
+  t.eq(gate("Edit", "/home/dev/shop/src/a.go", "/home/dev/shop"), "allow")
+  t.eq(gate("Edit", "/home/dev/shop/docs/a.md", "/home/dev/shop"), "allow")
+  t.eq(gate("Edit", "/home/dev/shop/lib/a.go", "/home/dev/shop"), "suspend")
+  -- no working directory, or one that is not an absolute path: the deny
+  -- rule cannot be judged and denies every read, as before
+  t.eq(gate("Read", "/home/dev/shop/src/a.go", nil), "block")
+  t.eq(gate("Read", "/home/dev/shop/src/a.go", "C:\\Users\\dev\\shop"), "block")
+  t.eq(gate("Edit", "/home/dev/shop/src/a.go", nil), "block") -- Read deny rules cover Edit
+
+  -- with project_dir: /x at the project, ./x and bare names at the cwd
+  local hp = harness { claude_code = cc, project_dir = "/home/dev/shop" }
+  local function gatep(tool, path, cwd)
+    return hp:gate({ name = tool, args = { file_path = path } }, { cwd = cwd }).decision
+  end
+  t.eq(gatep("Read", "/home/dev/shop/api/.env", "/home/dev/shop/api"), "block")
+  t.eq(gatep("Read", "/home/dev/shop/.env", "/home/dev/shop/api"), "allow")
+  t.eq(gatep("Edit", "/home/dev/shop/api/src/a.go", "/home/dev/shop/api"), "allow")
+  t.eq(gatep("Edit", "/home/dev/shop/src/a.go", "/home/dev/shop/api"), "suspend")
+  t.eq(gatep("Edit", "/home/dev/shop/docs/a.md", "/home/dev/shop/api"), "allow")
+  t.eq(gatep("Edit", "/home/dev/shop/api/docs/a.md", "/home/dev/shop/api"), "suspend")
+  -- without a cwd, project_dir anchors all of them, as before
+  t.eq(gatep("Read", "/home/dev/shop/.env", nil), "block")
+  t.eq(gatep("Edit", "/home/dev/shop/src/a.go", nil), "allow")
+end)
+
+t.test("rules anchor ./x at the agent's working directory too", function()
+  local h = harness { default = "allow", rules = { rule("Read(./.env)", "deny"), rule("Edit(./secrets/**)", "ask") } }
+  local function gate(tool, path, cwd)
+    return h:gate({ name = tool, args = { file_path = path } }, { cwd = cwd }).decision
+  end
+  t.eq(gate("Read", "/w/.env", "/w"), "block")
+  t.eq(gate("Read", "/v/.env", "/w"), "allow")
+  t.eq(gate("Edit", "/w/secrets/k", "/w"), "suspend")
+  t.eq(gate("Edit", "/v/secrets/k", "/w"), "allow")
+  t.eq(gate("Read", "/v/README.md", nil), "block") -- no directory: fails closed
+  -- allow_always is recorded only for a call the configuration asks about,
+  -- which it judges in the call's directory
+  local resume = { action = "resume", result = { option = "allow_always" } }
+  local function after(path, cwd)
+    local r = h:phase("after_tool_execute", { tool = { name = "Edit", args = { file_path = path }, resume = resume,
+      result = awaken.success("x") } }, { cwd = cwd, thread = path })
+    return r.state["permission.thread_rules"] or {}
+  end
+  t.eq(after("/w/secrets/k", "/w"), { ['Edit\n{"file_path":"/w/secrets/k"}'] = "allow" })
+  t.eq(after("/v/secrets/k", "/w"), {})
+end)
+
 t.test("Bash(rm *) denies rm -rf / sent with a description", function()
   -- the rules list and the pasted block alike
   for _, config in ipairs({ { rules = { rule("Bash(rm *)", "deny") } }, { claude_code = { deny = { "Bash(rm *)" } } } }) do

@@ -495,19 +495,22 @@ end
 -- specifierMatch matches a glob rule on the call's primary argument, as a
 -- rule of behavior b: true or false, or nil when the call's tool has none.
 -- call is the gate's call (read in Go) or nil, then name and args are.
-local function specifierMatch(rule, b, name, args, call, specs)
+-- dirs (a table or ctx), when set, override the directories the spec was
+-- compiled with.
+local function specifierMatch(rule, b, name, args, call, specs, dirs)
   local spec = specs and specs[rule.glob]
   if not spec then spec = assert(toolRules.specifier(rule.glob)) end
-  if call then return spec:match(b, call) end
-  return spec:match(b, name, args)
+  if call then return spec:match(b, call, dirs) end
+  return spec:match(b, name, args, dirs)
 end
 
 -- argsMatch reports whether the argument part of a rule holds for a rule of
--- behavior b (where: the call and the compiled specifiers, see M.decide).
-local function argsMatch(rule, args, budget, cache, b, where)
+-- behavior b (where: the call and the compiled specifiers, see M.decide;
+-- dirs: the directories that override the specifiers', or nil).
+local function argsMatch(rule, args, budget, cache, b, where, dirs)
   local mode = rule.mode
   if mode == "glob" then
-    local m = specifierMatch(rule, b, where.name, args, where.call, where.specs)
+    local m = specifierMatch(rule, b, where.name, args, where.call, where.specs, dirs)
     if m ~= nil then return m end
     return awaken.glob(rule.glob, onlyArgument(args, cache))
   elseif mode == "conds" then
@@ -684,8 +687,10 @@ end
 -- within the budget counts for deny and ask, never for allow (fail closed).
 -- c is M.candidates(cfg, name) when the caller has it; call is the gate's
 -- call (or ctx.tool) and specs M.specifiers(cfg), when the caller has
--- them: a pattern on a primary argument then reads the call in Go.
-function M.decide(cfg, name, args, default, c, call, specs)
+-- them: a pattern on a primary argument then reads the call in Go. dirs
+-- ({cwd = ...}, or a hook's ctx: its run's cwd), when set, override the
+-- directories specs anchor paths at.
+function M.decide(cfg, name, args, default, c, call, specs, dirs)
   if type(name) ~= "string" then return default, nil end
   if type(args) ~= "table" then args = {} end
   c = c or M.candidates(cfg, name)
@@ -715,7 +720,7 @@ function M.decide(cfg, name, args, default, c, call, specs)
           budget, cache = { left = M.DECISION_BUDGET }, {}
           where = { name = name, call = call, specs = specs }
         end
-        m = argsMatch(e.rule, args, budget, cache, b, where)
+        m = argsMatch(e.rule, args, budget, cache, b, where, dirs)
       end
       if m == true or (m == nil and b ~= "allow") then
         if b == "deny" then

@@ -75,6 +75,7 @@
 ---@field agent_id string
 ---@field step integer
 ---@field termination? string set once the run is ending (in run_end)
+---@field cwd? string the working directory the agent reported on the event that drives the run (a coding agent's hook event); nil otherwise
 
 ---@class awaken.ToolCallData
 ---@field id string
@@ -345,12 +346,15 @@ local shell = {}
 ---@nodiscard
 function shell.split(cmd) end
 
----Directories that anchor path rules: ./x, /x and bare names under
----project_dir, ~/x under home_dir. Absolute paths; without them such rules
----cannot be judged (deny and ask rules match, allow rules do not).
+---Directories that anchor path rules, as Claude Code anchors them: ./x and
+---bare names under cwd, /x under project_dir (each standing in for the
+---other when only one is given), ~/x under home_dir. Absolute paths;
+---without them such rules cannot be judged (deny and ask rules match,
+---allow rules do not).
 ---@class awaken.RuleDirs
----@field project_dir? string
+---@field project_dir? string the project (Claude Code: the settings file's directory)
 ---@field home_dir? string
+---@field cwd? string the agent's working directory (per call: ctx.run.cwd)
 
 ---A permissions block of Claude Code's settings.json, compiled.
 ---@class awaken.RulesSpec: awaken.RuleDirs
@@ -370,8 +374,8 @@ local Policy = {}
 ---not converted), or a tool name and its arguments. Returns the behavior,
 ---the deciding rule and a reason, or nil when no rule decides.
 ---@param call awaken.ToolCall|string
----@param args_or_dirs? table the arguments after a name; else dirs
----@param dirs? awaken.RuleDirs overrides the policy's
+---@param args_or_dirs? table|awaken.Context the arguments after a name; else dirs
+---@param dirs? awaken.RuleDirs|awaken.Context overrides the policy's; ctx: cwd is ctx.run.cwd (when absolute), read without building ctx.run
 ---@return "deny"|"ask"|"allow"|nil behavior
 ---@return string|nil rule
 ---@return string|nil reason
@@ -395,8 +399,8 @@ local Rule = {}
 ---it gives nil for a tool that has none.
 ---@param behavior "allow"|"ask"|"deny"
 ---@param call awaken.ToolCall|string the gate's call or ctx.tool, or a tool name
----@param args_or_dirs? table the arguments after a name; else dirs
----@param dirs? awaken.RuleDirs
+---@param args_or_dirs? table|awaken.Context the arguments after a name; else dirs
+---@param dirs? awaken.RuleDirs|awaken.Context as in Policy:decide
 ---@return boolean|nil
 function Rule:match(behavior, call, args_or_dirs, dirs) end
 

@@ -19,6 +19,7 @@
 ---@field state? table<string, any> key values to seed before the call
 ---@field thread? string the thread (default "main"); thread state carries over between calls
 ---@field step? integer the run's step number (default 1)
+---@field cwd? string the agent's working directory, which hooks read as ctx.run.cwd (default: none)
 
 ---@class awaken.testing.GateResult
 ---@field decision "allow"|"block"|"suspend"|"set_result"

@@ -201,3 +201,42 @@ func TestRunLog(t *testing.T) {
 		t.Fatalf("after a whole save: seq %d step %d", again.Seq, again.Step)
 	}
 }
+
+// A run keeps the working directory its agent reported, whole and through
+// its changes; a run saved without one (as before it was kept) reads back
+// without one.
+func TestRunKeepsCwd(t *testing.T) {
+	s, ctx := open(t), context.Background()
+	cp := run.Checkpoint{RunID: "r", ThreadID: "t", Status: run.Running, Stage: run.StageInferred, Seq: 1,
+		Values: map[string]any{}, Cwd: "/w/a"}
+	if err := s.PutRun(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		t.Helper()
+		got, ok, err := s.Run(ctx, "r")
+		if !ok || err != nil {
+			t.Fatalf("read back: %v %v", ok, err)
+		}
+		return got.Cwd
+	}
+	if got := read(); got != "/w/a" {
+		t.Fatalf("whole: cwd %q", got)
+	}
+	for i, cwd := range []string{"/w/b", "", "/w/c"} {
+		d := run.Delta{RunID: "r", Base: uint64(i + 1), Status: run.Running, Stage: run.StageInferred, Cwd: cwd}
+		if err := s.AppendRun(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(); got != cwd {
+			t.Fatalf("change %d: cwd %q, want %q", i, got, cwd)
+		}
+	}
+	cp.Cwd, cp.Seq = "", 5
+	if err := s.PutRun(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != "" {
+		t.Fatalf("saved without one: cwd %q", got)
+	}
+}

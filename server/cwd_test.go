@@ -1,0 +1,126 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/awaken-lua/awaken-lua/server/hooks"
+)
+
+// cwdProbeLua denies every call but Probe's with the working directory its
+// gate read, and notes the one each step start and run end read.
+const cwdProbeLua = `local awaken = require("awaken")
+local p = awaken.plugin { id = "cwdprobe" }
+local steps = p:key("cwdprobe.steps", { scope = "run", reducer = "append", default = {} })
+local ended = p:key("cwdprobe.end", { scope = "run", default = "" })
+p:on("step_start", function(ctx) ctx:update(steps, ctx.run.cwd or "nil") end)
+p:on("run_end", function(ctx) ctx:update(ended, ctx.run.cwd or "nil") end)
+p:tool_gate(function(ctx, call)
+  if call.name == "Probe" then return nil end
+  return awaken.block("cwd=" .. tostring(ctx.run.cwd))
+end)
+return p
+`
+
+// Every agent's hook events hand their cwd to the run: the gate of an
+// event's call reads that event's directory, an event without one gives
+// none, and a cwd past hooks.MaxCwd fails the event closed.
+func TestHookEventsCarryCwd(t *testing.T) {
+	sc := newSidecar(t, project(t, "", map[string]string{"cwdprobe.lua": cwdProbeLua}), Options{Log: quietLog()})
+	pre := func(session, id, cwd string) map[string]any {
+		ev := map[string]any{"session_id": session, "hook_event_name": "PreToolUse", "tool_name": "Read",
+			"tool_input": map[string]any{"file_path": "/x"}, "tool_use_id": id}
+		if cwd != "" {
+			ev["cwd"] = cwd
+		}
+		return ev
+	}
+	sc.hook(t, map[string]any{"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "hi", "cwd": "/home/dev/shop"}, "")
+	id := sc.ccRunID(t, "s1")
+	wantDecision(t, sc.hook(t, pre("s1", "t1", "/home/dev/shop/api"), ""), "deny", "cwd=/home/dev/shop/api")
+	wantDecision(t, sc.hook(t, pre("s1", "t2", "/home/dev/shop"), ""), "deny", "cwd=/home/dev/shop")
+	wantDecision(t, sc.hook(t, pre("s1", "t3", ""), ""), "deny", "cwd=nil")
+	wantDecision(t, sc.hook(t, pre("s1", "t4", "/"+strings.Repeat("d", hooks.MaxCwd)), ""), "deny", "cwd must be a path of at most 4096 bytes")
+	// The prompt's step started in its event's directory, and the gate of
+	// t1, in that step, read t1's (a block ends the run; each later
+	// PreToolUse starts another, in its own directory).
+	if steps := mustJSON(sc.must(200, "GET", "/v1/runs/"+id, nil).body["state"].(map[string]any)["cwdprobe.steps"]); steps != `["/home/dev/shop"]` {
+		t.Fatalf("the steps of the run of t1 read %s", steps)
+	}
+
+	// A subagent's run that SessionEnd ends reads SessionEnd's directory.
+	sc.hook(t, map[string]any{"session_id": "s2", "hook_event_name": "PreToolUse", "tool_name": "Probe", "tool_input": map[string]any{},
+		"tool_use_id": "p1", "agent_id": "a1", "cwd": "/home/dev/sub"}, "")
+	subRun := sc.ccRunID(t, "s2/subagent/a1")
+	sc.hook(t, map[string]any{"session_id": "s2", "hook_event_name": "SessionEnd", "reason": "exit", "cwd": "/home/dev/end"}, "")
+	if got := sc.must(200, "GET", "/v1/runs/"+subRun, nil).body["state"].(map[string]any)["cwdprobe.end"]; got != "/home/dev/end" {
+		t.Fatalf("the subagent's run ended in %v", got)
+	}
+
+	for _, tc := range []struct {
+		agent, path string
+		event       map[string]any
+	}{
+		{"codex", "/v1/hooks/codex", map[string]any{"session_id": "c1", "cwd": "/home/dev/codex", "hook_event_name": "PreToolUse",
+			"turn_id": "turn-1", "model": "gpt-5-codex", "tool_name": "shell", "tool_use_id": "call_1",
+			"tool_input": map[string]any{"command": []any{"bash", "-lc", "ls"}}}},
+		{"gemini", "/v1/hooks/gemini", map[string]any{"session_id": "g1", "cwd": "/home/dev/gemini", "hook_event_name": "BeforeTool",
+			"tool_name": "read_file", "tool_input": map[string]any{"absolute_path": "/home/dev/gemini/a.ts"}}},
+		{"copilot", "/v1/hooks/copilot?event=preToolUse", map[string]any{"timestamp": 1764000002000, "cwd": "/home/dev/copilot",
+			"toolName": "view", "toolArgs": `{"path": "/home/dev/copilot/a.ts"}`}},
+		{"cursor", "/v1/hooks/cursor", map[string]any{"conversation_id": "u1", "generation_id": "g-1", "hook_event_name": "beforeShellExecution",
+			"command": "npm test", "cwd": "/home/dev/cursor"}},
+	} {
+		t.Run(tc.agent, func(t *testing.T) {
+			r := sc.call("POST", tc.path, tc.event)
+			want := "cwd=" + tc.event["cwd"].(string)
+			if r.status != 200 || !strings.Contains(string(r.raw), want) {
+				t.Fatalf("%d %s, want a denial with %q", r.status, r.raw, want)
+			}
+		})
+	}
+}
+
+// A Claude Code user pastes the permissions block of their settings.json
+// without project_dir: Read(./.env) is anchored at the directory each
+// PreToolUse reports, as Claude Code anchors it, so the working
+// directory's .env is denied and every other read goes on; an event
+// without a cwd cannot be judged, and is denied (fail closed) as before.
+func TestClaudeCodePastedBlockAnchorsAtCwd(t *testing.T) {
+	extra := `
+[plugins.permission]
+default = "allow"
+
+[plugins.permission.claude_code]
+deny = ["Read(./.env)"]
+`
+	sc := newSidecar(t, project(t, extra, map[string]string{"noop.lua": `return require("awaken").plugin {}`}), Options{Log: quietLog()})
+	for i, tc := range []struct {
+		name, cwd, file string
+		deny            bool
+	}{
+		{"the cwd's .env", "/home/dev/shop", "/home/dev/shop/.env", true},
+		{"a source file", "/home/dev/shop", "/home/dev/shop/src/a.go", false},
+		{"another directory's .env", "/home/dev/shop/api", "/home/dev/shop/.env", false},
+		{"the .env of a cwd below", "/home/dev/shop/api", "/home/dev/shop/api/.env", true},
+		{"an event without a cwd", "", "/home/dev/shop/src/a.go", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := fixture(t, "pre_tool_use_read_env", map[string]any{"session_id": "pasted",
+				"tool_use_id": fmt.Sprintf("toolu_%d", i), "tool_input": map[string]any{"file_path": tc.file}})
+			if tc.cwd == "" {
+				delete(ev, "cwd")
+			} else {
+				ev["cwd"] = tc.cwd
+			}
+			out := sc.hook(t, ev, "")
+			if !tc.deny {
+				wantEmpty(t, out)
+				return
+			}
+			reason := `Read is denied by the permission rule "Read(./.env)" (claude_code.deny[0])`
+			wantDecision(t, out, "deny", reason)
+		})
+	}
+}
