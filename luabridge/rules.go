@@ -56,8 +56,9 @@ const (
 
 // dirs anchor path rules: ./x and bare names under the working directory
 // (cwd), /x under the project, each standing in for the other when unset
-// (toolrules.Call), ~/x under the home directory. Empty: such rules cannot
-// be judged, and fail closed.
+// (toolrules.Call; deny and ask /x rules are tried above the cwd too), ~/x
+// under the home directory. Empty: such rules cannot be judged, and fail
+// closed.
 type dirs struct{ project, home, work string }
 
 // rulesPolicy is a compiled permissions block.

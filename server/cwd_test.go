@@ -124,3 +124,31 @@ deny = ["Read(./.env)"]
 		})
 	}
 }
+
+// A headless Claude Code's host reads the session (GET
+// /v1/hooks/claude-code/sessions/{id}) and decides the deferred call
+// through the API: neither is an event of the agent's, so the run keeps
+// the directory the call was made in, in memory and in what it saves.
+func TestClaudeCodeSessionViewKeepsCwd(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	ev := func(name string) map[string]any {
+		return sc.hook(t, fixture(t, name, map[string]any{"session_id": "headless", "cwd": "/home/dev/a"}), "?suspend=defer")
+	}
+	ev("user_prompt_submit")
+	wantDecision(t, ev("pre_tool_use_git_push"), "defer", "Push to the remote?")
+	id := sc.must(200, "GET", "/v1/hooks/claude-code/sessions/headless", nil).str("run_id")
+	sc.must(200, "POST", "/v1/runs/"+id+"/resume", map[string]any{"decisions": []any{
+		map[string]any{"target": "toolu_01PUSH", "action": "resume"}}})
+	sc.srv.mu.Lock()
+	e := sc.srv.runs[id]
+	sc.srv.mu.Unlock()
+	if e == nil {
+		t.Fatalf("run %s is not in memory", id)
+	}
+	if got := e.sess.Cwd(); got != "/home/dev/a" {
+		t.Fatalf("after the session view and the resume the run's cwd is %q, want /home/dev/a", got)
+	}
+	if got := e.sess.Checkpoint().Cwd; got != "/home/dev/a" {
+		t.Fatalf("the checkpoint's cwd is %q", got)
+	}
+}

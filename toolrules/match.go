@@ -24,7 +24,9 @@ type Call struct {
 	// Claude Code anchors them at its current directory. ProjectDir anchors
 	// /x patterns (/src/**), which Claude Code anchors at the directory of
 	// the settings file (the project root for project settings). Each
-	// stands in for the other when empty; with neither, such patterns
+	// stands in for the other when empty, but for a deny or ask /x
+	// pattern the working directory stands in with every directory above
+	// it (the project root is one of them); with neither, such patterns
 	// cannot be judged. HomeDir anchors ~/ patterns.
 	WorkDir, ProjectDir, HomeDir string
 	// Tools says how rules see each tool; nil means the built-in table.
@@ -325,12 +327,41 @@ func (m *matcher) path(r *Rule, p string) bool {
 	case anchorWork:
 		dir = m.workDir()
 	case anchorProject:
-		dir = m.projectDir()
+		dir = m.c.ProjectDir
+		if dir == "" && m.c.WorkDir != "" {
+			if unsure {
+				return m.aboveWork(r, abs)
+			}
+			dir = m.c.WorkDir
+		}
 	}
 	if dir == "" {
 		return unsure
 	}
 	return r.path.match(abs, path.Clean(dir), m.b != Allow)
+}
+
+// aboveWork matches a deny or ask /x pattern when only the working
+// directory is known. Claude Code anchors /x at the project root, which is
+// the working directory only until the agent changes directory (a cd in a
+// Bash call persists); while it stays in the project, the root is the
+// working directory or a directory above it. Anchored at the working
+// directory alone, a deny rule such as Edit(/.git/**) would stop applying
+// once the agent is in a subdirectory, so it is tried at each of them: a
+// deny or ask rule may only be stricter than Claude Code's.
+func (m *matcher) aboveWork(r *Rule, abs string) bool {
+	for d := path.Clean(m.c.WorkDir); ; d = path.Dir(d) {
+		// A pattern anchored at d matches only what is under d.
+		if (d == "/" || abs == d || strings.HasPrefix(abs, d+"/")) && r.path.match(abs, d, true) {
+			return true
+		}
+		if m.stopped() {
+			return true // not judged: deny and ask rules match
+		}
+		if up := path.Dir(d); up == d {
+			return false
+		}
+	}
 }
 
 // workDir anchors ./x, bare names and relative input paths: the working
@@ -340,14 +371,6 @@ func (m *matcher) workDir() string {
 		return m.c.WorkDir
 	}
 	return m.c.ProjectDir
-}
-
-// projectDir anchors /x: the project, else the working directory.
-func (m *matcher) projectDir() string {
-	if m.c.ProjectDir != "" {
-		return m.c.ProjectDir
-	}
-	return m.c.WorkDir
 }
 
 // resolve makes a path absolute and clean: relative to the working

@@ -281,6 +281,16 @@ func TestMatchAnchors(t *testing.T) {
 		{"./x without a project", matchCase{"Read(./.env)", Deny, workOnly("Read", work+"/.env"), true}},
 		{"./x without a project, elsewhere", matchCase{"Read(./.env)", Deny, workOnly("Read", work+"/src/a.go"), false}},
 		{"./x allowed without a project", matchCase{"Read(./src/**)", Allow, workOnly("Read", work+"/src/a.go"), true}},
+		// The project root is the working directory or above it (the agent
+		// changed directory): a deny or ask /x rule is tried at each, so it
+		// is never weaker than Claude Code's at the root.
+		{"/x deny at the project root from a subdirectory", matchCase{"Edit(/.git/**)", Deny, workOnly("Edit", project+"/.git/config"), true}},
+		{"/x ask at the root from a subdirectory", matchCase{"Edit(/.git/**)", Ask, workOnly("Edit", project+"/.git/config"), true}},
+		{"/x deny not beside the working directory", matchCase{"Edit(/.git/**)", Deny, workOnly("Edit", project+"/pkg/web/.git/config"), false}},
+		{"/x deny not below it elsewhere", matchCase{"Edit(/.git/**)", Deny, workOnly("Edit", work+"/src/.git/config"), false}},
+		{"/x allow only at the working directory", matchCase{"Edit(/src/**)", Allow, workOnly("Edit", project+"/pkg/src/a.go"), false}},
+		{"/x deny with a relative working directory", matchCase{"Edit(/.git/**)", Deny,
+			Call{Tool: "Edit", Input: map[string]any{"file_path": "/x/.git/config"}, WorkDir: "a/b"}, false}},
 		// Without a working directory, both are anchored at the project
 		// (Call{ProjectDir} as before WorkDir).
 		{"./x at the project without a working directory", matchCase{"Read(./.env)", Deny, file("Read", project+"/.env"), true}},
@@ -318,6 +328,8 @@ func TestDecideAnchors(t *testing.T) {
 		{"an edit of .git", at("Edit", map[string]any{"file_path": work + "/.git/config"}), Deny},
 		{"a relative write target", at("Bash", map[string]any{"command": "echo x > src/out.txt"}), Allow},
 		{"a write into .git", at("Bash", map[string]any{"command": "echo x > .git/HEAD"}), Deny},
+		{"an edit of .git from a subdirectory", Call{Tool: "Edit", Input: map[string]any{"file_path": work + "/.git/config"}, WorkDir: work + "/api"}, Deny},
+		{"a write into .git from a subdirectory", Call{Tool: "Bash", Input: map[string]any{"command": "echo x > ../.git/HEAD"}, WorkDir: work + "/api"}, Deny},
 		{"without the working directory", Call{Tool: "Read", Input: map[string]any{"file_path": work + "/src/a.go"}}, Deny},
 	}
 	for _, tc := range tests {

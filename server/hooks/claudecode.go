@@ -215,6 +215,10 @@ type ccSession struct {
 	// step holds at most PreOnlyBatch calls instead of growing forever.
 	posts bool
 	gone  bool // (the flags sit together: no padding after each)
+	// inEvent: an event holds the session, and the runs it locks take its
+	// cwd. A run locked outside one (the session view) keeps its own, the
+	// directory its waiting call was made in.
+	inEvent bool
 	// cwd is the working directory the current event reported, which the
 	// runs it locks or starts take (lock, start); "" between events, so a
 	// session holds no string of its own.
@@ -440,9 +444,9 @@ func (c *claudeCode) dispatch(ctx context.Context, in ccInput, agent string) ccO
 	}
 	cs := c.session(key, agent)
 	cs.sub = key != in.SessionID
-	cs.cwd = in.Cwd
+	cs.cwd, cs.inEvent = in.Cwd, true
 	defer func() {
-		cs.cwd = ""
+		cs.cwd, cs.inEvent = "", false
 		cs.lastUsed.Store(time.Now().UnixNano())
 		cs.mu.Unlock()
 	}()
@@ -623,9 +627,9 @@ func (c *claudeCode) endSubagents(ctx context.Context, cs *ccSession) error {
 		sub.mu.Lock()
 		var err error
 		if !sub.gone {
-			sub.cwd = cs.cwd // the run ends on this event
+			sub.cwd, sub.inEvent = cs.cwd, true // the run ends on this event
 			err = c.endOpenRun(ctx, sub)
-			sub.cwd = ""
+			sub.cwd, sub.inEvent = "", false
 			c.forget(sub)
 		}
 		sub.mu.Unlock()
@@ -661,11 +665,12 @@ func (c *claudeCode) release(ctx context.Context, cs *ccSession, e Run, err erro
 // cs, noting what it holds: an event that panics leaves no run locked
 // (releaseHeld), or the session's next event would wait for ever. A run
 // an event locks or starts takes the event's working directory, so every
-// phase the event drives (the gate of its call above all) reads it.
+// phase the event drives (the gate of its call above all) reads it; one
+// locked between events (the session view) keeps its own.
 func (c *claudeCode) lock(ctx context.Context, cs *ccSession, id string) (Run, error) {
 	e, err := c.o.Runs.Lock(ctx, id)
 	if err == nil {
-		if !e.Done() {
+		if cs.inEvent && !e.Done() {
 			e.Session().SetCwd(cs.cwd)
 		}
 		cs.hold(e)

@@ -21,7 +21,8 @@
 -- Path rules are anchored as Claude Code anchors them: ./x and bare names
 -- at the working directory the agent reported on the call's event
 -- (ctx.run.cwd), else at project_dir; /x at project_dir, else at the
--- working directory; ~/x at home_dir. Without either, such rules cannot be
+-- working directory (deny and ask rules at each directory above it too);
+-- ~/x at home_dir. Without either, such rules cannot be
 -- judged: deny and ask rules match every call of their tools, allow rules
 -- none.
 --

@@ -348,7 +348,8 @@ function shell.split(cmd) end
 
 ---Directories that anchor path rules, as Claude Code anchors them: ./x and
 ---bare names under cwd, /x under project_dir (each standing in for the
----other when only one is given), ~/x under home_dir. Absolute paths;
+---other when only one is given; a deny or ask /x rule without project_dir
+---is tried at cwd and each directory above it), ~/x under home_dir. Absolute paths;
 ---without them such rules cannot be judged (deny and ask rules match,
 ---allow rules do not).
 ---@class awaken.RuleDirs
