@@ -152,3 +152,45 @@ func TestClaudeCodeSessionViewKeepsCwd(t *testing.T) {
 		t.Fatalf("the checkpoint's cwd is %q", got)
 	}
 }
+
+// Codex runs a shell call in the directory its workdir names (Gemini CLI
+// in its dir_path): a pasted
+// Edit(./.env) deny holds for a write there to ../.env, which from the
+// session's cwd alone would look like a write outside it.
+func TestCodexWorkdirAnchorsWrites(t *testing.T) {
+	extra := `
+[plugins.permission]
+default = "allow"
+
+[plugins.permission.claude_code]
+deny = ["Edit(./.env)"]
+`
+	sc := newSidecar(t, project(t, extra, map[string]string{"noop.lua": `return require("awaken").plugin {}`}), Options{Log: quietLog()})
+	for i, tc := range []struct {
+		name, workdir, script string
+		deny                  bool
+	}{
+		{"a write to the project's .env from a subdirectory", "/home/dev/shop/api", "echo x > ../.env", true},
+		{"a write to the subdirectory's own file", "/home/dev/shop/api", "echo x > notes.txt", false},
+		{"a relative workdir", "api", "echo x > ../.env", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := map[string]any{"session_id": "codex-wd", "cwd": "/home/dev/shop", "hook_event_name": "PreToolUse",
+				"turn_id": "turn-1", "model": "gpt-5-codex", "tool_name": "shell", "tool_use_id": fmt.Sprintf("call_%d", i),
+				"tool_input": map[string]any{"command": []any{"bash", "-lc", tc.script}, "workdir": tc.workdir}}
+			r := sc.call("POST", "/v1/hooks/codex", ev)
+			denied := strings.Contains(string(r.raw), `"permissionDecision":"deny"`)
+			if r.status != 200 || denied != tc.deny {
+				t.Fatalf("%d %s, want denied=%v", r.status, r.raw, tc.deny)
+			}
+			// Gemini CLI's run_shell_command names it dir_path.
+			gev := map[string]any{"session_id": "gemini-wd", "cwd": "/home/dev/shop", "hook_event_name": "BeforeTool",
+				"tool_name": "run_shell_command", "tool_input": map[string]any{"command": tc.script, "dir_path": tc.workdir}}
+			r = sc.call("POST", "/v1/hooks/gemini", gev)
+			denied = strings.Contains(string(r.raw), `"decision":"deny"`)
+			if r.status != 200 || denied != tc.deny {
+				t.Fatalf("gemini: %d %s, want denied=%v", r.status, r.raw, tc.deny)
+			}
+		})
+	}
+}

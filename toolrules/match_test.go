@@ -331,6 +331,15 @@ func TestDecideAnchors(t *testing.T) {
 		{"an edit of .git from a subdirectory", Call{Tool: "Edit", Input: map[string]any{"file_path": work + "/.git/config"}, WorkDir: work + "/api"}, Deny},
 		{"a write into .git from a subdirectory", Call{Tool: "Bash", Input: map[string]any{"command": "echo x > ../.git/HEAD"}, WorkDir: work + "/api"}, Deny},
 		{"without the working directory", Call{Tool: "Read", Input: map[string]any{"file_path": work + "/src/a.go"}}, Deny},
+		// A shell call that runs in a directory of its own (Codex's
+		// workdir, Gemini CLI's dir_path): its relative targets are there.
+		{"a write from a workdir into .git", at("Bash", map[string]any{"command": "echo x > ../.git/HEAD", "workdir": work + "/api"}), Deny},
+		{"a write from a relative workdir into .git", at("Bash", map[string]any{"command": "echo x > ../.git/HEAD", "workdir": "api"}), Deny},
+		{"a write from a workdir under src", at("Bash", map[string]any{"command": "echo x > out.txt", "workdir": work + "/src"}), Allow},
+		{"a write from Gemini's dir_path into .git", at("run_shell_command", map[string]any{"command": "echo x > HEAD", "dir_path": ".git"}), Deny},
+		{"a write from Gemini's older directory into .git", at("run_shell_command", map[string]any{"command": "echo x > HEAD", "directory": work + "/.git"}), Deny},
+		{"a workdir that is not a string", at("Bash", map[string]any{"command": "echo x > out.txt", "workdir": 5.0}), Deny},
+		{"a workdir that is empty", at("Bash", map[string]any{"command": "echo x > src/out.txt", "workdir": ""}), Deny},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

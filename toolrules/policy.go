@@ -2,6 +2,8 @@ package toolrules
 
 import (
 	"fmt"
+	"path"
+	"strings"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 )
@@ -171,12 +173,13 @@ func (m *matcher) writes(rules []Rule) (*Rule, string, bool) {
 			if w.Literal && w.Value == "/dev/null" {
 				continue
 			}
+			target, known := m.writeTarget(w.Value, w.Literal)
 			for j := range rules {
 				r := &rules[j]
 				if r.Tool != "Edit" || !r.HasSpecifier {
 					continue
 				}
-				if !w.Literal || m.path(r, w.Value) {
+				if !known || m.path(r, target) {
 					return r, w.Source, true
 				}
 			}
@@ -217,12 +220,44 @@ func (m *matcher) allowShell(rules []Rule, s string) Decision {
 			if w.Literal && w.Value == "/dev/null" {
 				continue
 			}
-			if !w.Literal || !m.editAllowed(rules, w.Value) {
+			if target, known := m.writeTarget(w.Value, w.Literal); !known || !m.editAllowed(rules, target) {
 				return Decision{}
 			}
 		}
 	}
 	return Decision{Behavior: Allow, Rule: *used, Reason: reason(m.c.Tool, Allow, used, "")}
+}
+
+// writeTarget is a shell call's write target as path rules see it: a
+// relative one is in the directory the command runs in (the tool's Dirs),
+// which is itself relative to the working directory. known is false when
+// the target or that directory cannot be told before the command runs.
+func (m *matcher) writeTarget(v string, literal bool) (target string, known bool) {
+	if !literal {
+		return "", false
+	}
+	if path.IsAbs(v) || v == "~" || strings.HasPrefix(v, "~/") {
+		return v, true
+	}
+	for _, f := range m.tools[m.c.Tool].Dirs {
+		raw, ok := m.c.Input[f]
+		if !ok {
+			continue
+		}
+		d, ok := raw.(string)
+		switch {
+		case !ok || d == "" || len(d) > MaxPath:
+			return "", false
+		case path.IsAbs(d):
+			return path.Join(d, v), true
+		}
+		base := m.workDir()
+		if base == "" {
+			return "", false
+		}
+		return path.Join(base, d, v), true
+	}
+	return v, true // the path rules resolve it at the working directory
 }
 
 // shellRule reports whether a rule names the call's shell tool (Bash(x) for

@@ -56,6 +56,11 @@ type Tool struct {
 	// Params are the input fields, other than Arg, that deny and ask rules
 	// may name as Tool(param:value).
 	Params []string
+	// Dirs are the input fields that name the directory a shell command
+	// runs in (Codex's workdir, Gemini CLI's dir_path), the first one
+	// present: its relative write targets are that directory's, and it is
+	// itself relative to the working directory.
+	Dirs []string
 }
 
 // Tools maps a tool name to how rules see it.
@@ -67,7 +72,10 @@ type Tools map[string]Tool
 // written after initialization; DefaultTools hands out copies.
 var defaultTools = table(
 	// Claude Code (hooks reference and permissions docs).
-	Tool{Name: "Bash", Kind: Command, Arg: "command", Params: []string{"description", "timeout", "run_in_background"}},
+	// Codex's and Gemini CLI's shell calls reach rules as Bash, with their
+	// own directory fields (Claude Code's Bash has none).
+	Tool{Name: "Bash", Kind: Command, Arg: "command", Params: []string{"description", "timeout", "run_in_background"},
+		Dirs: []string{"workdir", "dir_path", "directory"}},
 	Tool{Name: "Read", Kind: Path, Arg: "file_path", AllowFamily: "Edit"},
 	Tool{Name: "Write", Kind: Path, Arg: "file_path", Family: "Edit", DenyFamily: "Read"},
 	Tool{Name: "Edit", Kind: Path, Arg: "file_path", DenyFamily: "Read"},
@@ -80,10 +88,10 @@ var defaultTools = table(
 	Tool{Name: "Agent", Kind: Text, Arg: "subagent_type", Params: []string{"model", "isolation"}},
 	Tool{Name: "Task", Kind: Text, Arg: "prompt"},
 	// OpenAI Codex (codex-rs/core/src/tools/handlers/shell_spec.rs).
-	Tool{Name: "exec_command", Kind: Command, Arg: "cmd", Family: "Bash"},
-	Tool{Name: "shell_command", Kind: Command, Arg: "command", Family: "Bash"},
+	Tool{Name: "exec_command", Kind: Command, Arg: "cmd", Family: "Bash", Dirs: []string{"workdir"}},
+	Tool{Name: "shell_command", Kind: Command, Arg: "command", Family: "Bash", Dirs: []string{"workdir"}},
 	// Gemini CLI (packages/core/src/tools/definitions/base-declarations.ts).
-	Tool{Name: "run_shell_command", Kind: Command, Arg: "command", Family: "Bash"},
+	Tool{Name: "run_shell_command", Kind: Command, Arg: "command", Family: "Bash", Dirs: []string{"dir_path", "directory"}},
 	Tool{Name: "read_file", Kind: Path, Arg: "file_path", Family: "Read"},
 	Tool{Name: "write_file", Kind: Path, Arg: "file_path", Family: "Edit", DenyFamily: "Read"},
 	Tool{Name: "replace", Kind: Path, Arg: "file_path", Family: "Edit", DenyFamily: "Read"},
