@@ -71,3 +71,44 @@ func FuzzMatchBash(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMatchPath checks, for any path rule, file path and anchoring
+// directories, that an allow rule never covers more than the same deny
+// rule (the anchors a deny rule tries, the working directory and those
+// above it, include the allow rule's), that ask and deny agree, and that
+// a rule on Edit covers a shell write to the same path the same way.
+func FuzzMatchPath(f *testing.F) {
+	f.Add("./.env", ".env", "/srv/shop", "")
+	f.Add("/.git/**", "../.git/config", "/srv/shop/api", "")
+	f.Add("src/**", "/srv/shop/src/a.go", "/srv/shop", "/srv/shop")
+	f.Add("~/.ssh/**", "~/.ssh/id_rsa", "", "/srv/shop")
+	f.Add("//etc/**", "/etc/passwd", "/", "")
+	f.Add("*.md", "a/b/c.md", "/srv/shop/", "/srv")
+	f.Fuzz(func(t *testing.T, spec, p, work, proj string) {
+		r, err := ParseRule("Edit(" + spec + ")")
+		if err != nil {
+			return
+		}
+		c := Call{Tool: "Edit", Input: map[string]any{"file_path": p}, WorkDir: work, ProjectDir: proj, HomeDir: "/home/u"}
+		allow, ask, deny := r.Match(Allow, c), r.Match(Ask, c), r.Match(Deny, c)
+		if allow && !deny {
+			t.Fatalf("Edit(%s) allows %q (work %q, project %q) but does not deny it", spec, p, work, proj)
+		}
+		if ask != deny {
+			t.Fatalf("Edit(%s) asks and denies %q differently (work %q, project %q)", spec, p, work, proj)
+		}
+		// The same path written by a shell command, from the working
+		// directory and from a workdir of its own.
+		if p == "" || strings.ContainsAny(p, "'\x00\n") {
+			return
+		}
+		echo, _ := ParseRule("Bash(echo *)")
+		allows, denies := Policy{Allow: []Rule{r, echo}}, Policy{Deny: []Rule{r}}
+		for _, in := range []map[string]any{{"command": "echo x > '" + p + "'"}, {"command": "echo x > '" + p + "'", "workdir": work + "/sub"}} {
+			sh := Call{Tool: "Bash", Input: in, WorkDir: work, ProjectDir: proj, HomeDir: "/home/u"}
+			if allows.Decide(sh).Behavior == Allow && denies.Decide(sh).Behavior != Deny {
+				t.Fatalf("Edit(%s) allows the write in %v (work %q, project %q) but does not deny it", spec, in, work, proj)
+			}
+		}
+	})
+}

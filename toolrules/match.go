@@ -27,7 +27,8 @@ type Call struct {
 	// stands in for the other when empty, but for a deny or ask /x
 	// pattern the working directory stands in with every directory above
 	// it (the project root is one of them); with neither, such patterns
-	// cannot be judged. HomeDir anchors ~/ patterns.
+	// cannot be judged. HomeDir anchors ~/ patterns. Each must be an
+	// absolute path; a relative one counts as unset.
 	WorkDir, ProjectDir, HomeDir string
 	// Tools says how rules see each tool; nil means the built-in table.
 	Tools Tools
@@ -137,6 +138,14 @@ func newMatcher(b Behavior, c Call) *matcher {
 	tools := c.Tools
 	if tools == nil {
 		tools = defaultTools
+	}
+	// Only an absolute directory anchors anything: a relative one (or a
+	// Windows path) would anchor a rule at whatever it is taken against,
+	// so it counts as unknown, and such rules cannot be judged.
+	for _, d := range []*string{&c.WorkDir, &c.ProjectDir, &c.HomeDir} {
+		if !path.IsAbs(*d) {
+			*d = ""
+		}
 	}
 	return &matcher{b: b, c: c, tools: tools}
 }

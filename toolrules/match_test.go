@@ -289,8 +289,14 @@ func TestMatchAnchors(t *testing.T) {
 		{"/x deny not beside the working directory", matchCase{"Edit(/.git/**)", Deny, workOnly("Edit", project+"/pkg/web/.git/config"), false}},
 		{"/x deny not below it elsewhere", matchCase{"Edit(/.git/**)", Deny, workOnly("Edit", work+"/src/.git/config"), false}},
 		{"/x allow only at the working directory", matchCase{"Edit(/src/**)", Allow, workOnly("Edit", project+"/pkg/src/a.go"), false}},
+		// A relative working directory anchors nothing: such rules cannot
+		// be judged (deny and ask match, allow does not).
 		{"/x deny with a relative working directory", matchCase{"Edit(/.git/**)", Deny,
-			Call{Tool: "Edit", Input: map[string]any{"file_path": "/x/.git/config"}, WorkDir: "a/b"}, false}},
+			Call{Tool: "Edit", Input: map[string]any{"file_path": "/x/.git/config"}, WorkDir: "a/b"}, true}},
+		{"/x allow with a relative working directory", matchCase{"Edit(/0)", Allow,
+			Call{Tool: "Edit", Input: map[string]any{"file_path": "0"}, WorkDir: "."}, false}},
+		{"./x deny with a relative project", matchCase{"Read(./.env)", Deny,
+			Call{Tool: "Read", Input: map[string]any{"file_path": "/srv/a.go"}, ProjectDir: "srv"}, true}},
 		// Without a working directory, both are anchored at the project
 		// (Call{ProjectDir} as before WorkDir).
 		{"./x at the project without a working directory", matchCase{"Read(./.env)", Deny, file("Read", project+"/.env"), true}},
