@@ -194,3 +194,43 @@ deny = ["Edit(./.env)"]
 		})
 	}
 }
+
+// Cursor's file events carry no cwd: the workspace root that holds the
+// file stands in, so a pasted Read(./.env) denies the workspace's .env
+// and lets its other files be read.
+func TestCursorWorkspaceRootAnchors(t *testing.T) {
+	extra := `
+[plugins.permission]
+default = "allow"
+
+[plugins.permission.claude_code]
+deny = ["Read(./.env)"]
+`
+	sc := newSidecar(t, project(t, extra, map[string]string{"noop.lua": `return require("awaken").plugin {}`}), Options{Log: quietLog()})
+	for _, tc := range []struct {
+		name  string
+		roots any
+		file  string
+		deny  bool
+	}{
+		{"the workspace's .env", []any{"/home/dev/shop"}, "/home/dev/shop/.env", true},
+		{"a source file", []any{"/home/dev/shop"}, "/home/dev/shop/src/a.ts", false},
+		{"the .env of the root that holds it", []any{"/home/dev/shop", "/home/dev/lib/"}, "/home/dev/lib/.env", true},
+		{"another root's source file", []any{"/home/dev/shop", "/home/dev/lib"}, "/home/dev/lib/src/a.ts", false},
+		{"no roots: cannot be judged", nil, "/home/dev/shop/src/a.ts", true},
+		{"roots of the wrong type: cannot be judged", "/home/dev/shop", "/home/dev/shop/src/a.ts", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := map[string]any{"conversation_id": "cur-roots", "generation_id": "g-1", "hook_event_name": "beforeReadFile",
+				"file_path": tc.file, "content": "x"}
+			if tc.roots != nil {
+				ev["workspace_roots"] = tc.roots
+			}
+			r := sc.call("POST", "/v1/hooks/cursor", ev)
+			denied := strings.Contains(string(r.raw), `"permission":"deny"`)
+			if r.status != 200 || denied != tc.deny {
+				t.Fatalf("%d %s, want denied=%v", r.status, r.raw, tc.deny)
+			}
+		})
+	}
+}

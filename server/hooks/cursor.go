@@ -34,6 +34,9 @@ type cursorInput struct {
 	HookEventName  string          `json:"hook_event_name"`
 	Command        string          `json:"command"`
 	Cwd            string          `json:"cwd"`
+	// WorkspaceRoots stands in for cwd on the events without one
+	// (cursorCwd); read leniently, as nothing else depends on it.
+	WorkspaceRoots json.RawMessage `json:"workspace_roots"`
 	ToolName       string          `json:"tool_name"`
 	ToolInput      json.RawMessage `json:"tool_input"` // beforeMCPExecution: a JSON string; preToolUse: an object
 	FilePath       string          `json:"file_path"`
@@ -129,13 +132,39 @@ func (cu *cursor) failure(event string, err error) cursorOutput {
 	return cursorOutput{}
 }
 
+// cursorCwd is the working directory of a Cursor event: its cwd (shell
+// events), else the workspace root that holds the event's file, else the
+// first root. Cursor runs the agent in its workspace, so that is where
+// ./x and bare path rules anchor; without a root, none (such rules then
+// cannot be judged and deny).
+func cursorCwd(in cursorInput) string {
+	if in.Cwd != "" || len(in.WorkspaceRoots) == 0 {
+		return in.Cwd
+	}
+	var roots []string
+	if json.Unmarshal(in.WorkspaceRoots, &roots) != nil || len(roots) == 0 {
+		return ""
+	}
+	best := ""
+	for _, r := range roots {
+		r = strings.TrimSuffix(r, "/")
+		if r != "" && len(r) > len(best) && strings.HasPrefix(in.FilePath, r+"/") {
+			best = r
+		}
+	}
+	if best == "" {
+		best = roots[0]
+	}
+	return best
+}
+
 // event translates one Cursor event, has the Claude Code adapter decide
 // it, and translates the answer back.
 func (cu *cursor) event(ctx context.Context, in cursorInput, agent string) cursorOutput {
 	if in.ConversationID == "" {
 		return cu.failure(in.HookEventName, errors.New("conversation_id must be a non-empty string"))
 	}
-	cc := ccInput{SessionID: in.ConversationID, Cwd: in.Cwd}
+	cc := ccInput{SessionID: in.ConversationID, Cwd: cursorCwd(in)}
 	switch in.HookEventName {
 	case cuSessionStart:
 		cc.HookEventName = evSessionStart
