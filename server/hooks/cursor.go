@@ -29,11 +29,11 @@ import (
 
 // cursorInput is a Cursor hook event (the fields the adapter reads).
 type cursorInput struct {
-	ConversationID string          `json:"conversation_id"`
-	GenerationID   string          `json:"generation_id"`
-	HookEventName  string          `json:"hook_event_name"`
-	Command        string          `json:"command"`
-	Cwd            string          `json:"cwd"`
+	ConversationID string `json:"conversation_id"`
+	GenerationID   string `json:"generation_id"`
+	HookEventName  string `json:"hook_event_name"`
+	Command        string `json:"command"`
+	Cwd            string `json:"cwd"`
 	// WorkspaceRoots stands in for cwd on the events without one
 	// (cursorCwd); read leniently, as nothing else depends on it.
 	WorkspaceRoots json.RawMessage `json:"workspace_roots"`
