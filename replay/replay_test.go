@@ -360,6 +360,18 @@ func TestReplayOldOrderFlipSkipsNothing(t *testing.T) {
 	}
 }
 
+// records is a journal source that holds recs.
+func records(recs []*journal.Record) journal.Source {
+	return func(fn func(journal.Pos, *journal.Record) error) ([]journal.Problem, error) {
+		for _, r := range recs {
+			if err := fn(journal.Pos{}, r); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+}
+
 // A run its host abandoned mid-step has an end record but no ending a
 // test could assert: export refuses it, as a run that did not end.
 func TestExportRefusesAnAbandonedRun(t *testing.T) {
@@ -369,14 +381,7 @@ func TestExportRefusesAnAbandonedRun(t *testing.T) {
 		{Rec: journal.KindPhase, RunID: "r1", Phase: journal.StepStart, Step: 1},
 		{Rec: journal.KindEnd, RunID: "r1", Termination: run.Abandoned},
 	}
-	src := func(fn func(journal.Pos, *journal.Record) error) ([]journal.Problem, error) {
-		for _, r := range recs {
-			if err := fn(journal.Pos{}, r); err != nil {
-				return nil, err
-			}
-		}
-		return nil, nil
-	}
+	src := records(recs)
 	var out strings.Builder
 	err := replay.Export(&out, "r1", src, nil)
 	if errs.CodeOf(err) != errs.JournalInvalid || !strings.Contains(err.Error(), "abandoned") {
@@ -506,14 +511,7 @@ func TestExportRefusesARunWithACwd(t *testing.T) {
 		{Rec: journal.KindPhase, RunID: "r1", Phase: journal.RunEnd, Input: &journal.Input{Cwd: "/w"}},
 		{Rec: journal.KindEnd, RunID: "r1", Termination: "natural"},
 	}
-	src := func(fn func(journal.Pos, *journal.Record) error) ([]journal.Problem, error) {
-		for _, r := range recs {
-			if err := fn(journal.Pos{}, r); err != nil {
-				return nil, err
-			}
-		}
-		return nil, nil
-	}
+	src := records(recs)
 	var out strings.Builder
 	err := replay.Export(&out, "r1", src, nil)
 	if errs.CodeOf(err) != errs.JournalInvalid || !strings.Contains(err.Error(), "agent's hooks") {

@@ -82,20 +82,27 @@ func TestHookEventsCarryCwd(t *testing.T) {
 	}
 }
 
+// pastedSidecar is a sidecar whose permission plugin has one pasted
+// Claude Code deny rule and no project_dir, and allows everything else.
+func pastedSidecar(t *testing.T, deny string) *sidecar {
+	t.Helper()
+	extra := fmt.Sprintf(`
+[plugins.permission]
+default = "allow"
+
+[plugins.permission.claude_code]
+deny = [%q]
+`, deny)
+	return newSidecar(t, project(t, extra, map[string]string{"noop.lua": `return require("awaken").plugin {}`}), Options{Log: quietLog()})
+}
+
 // A Claude Code user pastes the permissions block of their settings.json
 // without project_dir: Read(./.env) is anchored at the directory each
 // PreToolUse reports, as Claude Code anchors it, so the working
 // directory's .env is denied and every other read goes on; an event
 // without a cwd cannot be judged, and is denied (fail closed) as before.
 func TestClaudeCodePastedBlockAnchorsAtCwd(t *testing.T) {
-	extra := `
-[plugins.permission]
-default = "allow"
-
-[plugins.permission.claude_code]
-deny = ["Read(./.env)"]
-`
-	sc := newSidecar(t, project(t, extra, map[string]string{"noop.lua": `return require("awaken").plugin {}`}), Options{Log: quietLog()})
+	sc := pastedSidecar(t, "Read(./.env)")
 	for i, tc := range []struct {
 		name, cwd, file string
 		deny            bool
@@ -158,14 +165,7 @@ func TestClaudeCodeSessionViewKeepsCwd(t *testing.T) {
 // Edit(./.env) deny holds for a write there to ../.env, which from the
 // session's cwd alone would look like a write outside it.
 func TestCodexWorkdirAnchorsWrites(t *testing.T) {
-	extra := `
-[plugins.permission]
-default = "allow"
-
-[plugins.permission.claude_code]
-deny = ["Edit(./.env)"]
-`
-	sc := newSidecar(t, project(t, extra, map[string]string{"noop.lua": `return require("awaken").plugin {}`}), Options{Log: quietLog()})
+	sc := pastedSidecar(t, "Edit(./.env)")
 	for i, tc := range []struct {
 		name, workdir, script string
 		deny                  bool
@@ -199,14 +199,7 @@ deny = ["Edit(./.env)"]
 // file stands in, so a pasted Read(./.env) denies the workspace's .env
 // and lets its other files be read.
 func TestCursorWorkspaceRootAnchors(t *testing.T) {
-	extra := `
-[plugins.permission]
-default = "allow"
-
-[plugins.permission.claude_code]
-deny = ["Read(./.env)"]
-`
-	sc := newSidecar(t, project(t, extra, map[string]string{"noop.lua": `return require("awaken").plugin {}`}), Options{Log: quietLog()})
+	sc := pastedSidecar(t, "Read(./.env)")
 	for _, tc := range []struct {
 		name  string
 		roots any

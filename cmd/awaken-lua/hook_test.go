@@ -142,6 +142,11 @@ func hookSession(t *testing.T, agent string) {
 	}
 }
 
+// permDeny starts the hook's fail-closed answer to a PermissionRequest:
+// Claude Code does not honour exit 2 on that event, so the deny is the
+// decision object, on exit 0.
+const permDeny = `{"hookSpecificOutput":{"decision":{"behavior":"deny","message":"awaken-lua could not decide`
+
 // TestHookFailsClosed: when no decision comes, a PreToolUse is denied
 // (exit 2, the reason on stderr) and other events go on (exit 0, no
 // output), unless --fail says otherwise.
@@ -169,9 +174,6 @@ func TestHookFailsClosed(t *testing.T) {
 	defer close(stop) // before Close, which waits for the handler
 	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) }))
 	defer broken.Close()
-	// Claude Code does not honour exit 2 on a PermissionRequest: the deny
-	// is the decision object, on exit 0.
-	permDeny := `{"hookSpecificOutput":{"decision":{"behavior":"deny","message":"awaken-lua could not decide`
 	tests := []struct {
 		name   string
 		event  []byte
@@ -238,7 +240,6 @@ func TestHookMisconfigured(t *testing.T) {
 	shell := read(cdir, "06.before_shell_execution.rm.json")
 	gdir, _ := agentEvents(t, "gemini")
 	gemini := read(gdir, "05.before_tool.shell_rm.json")
-	permDeny := `{"hookSpecificOutput":{"decision":{"behavior":"deny","message":"awaken-lua could not decide`
 	for _, tc := range []struct {
 		name   string
 		event  []byte

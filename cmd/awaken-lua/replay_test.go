@@ -53,16 +53,29 @@ return p
 
 var policyV2 = strings.Replace(policyV1, `if call.args.path == d then`, `if call.args.path == d or call.args.path == "notes.txt" then`, 1)
 
-// The loop a README promises: record, edit, replay, export, verify.
-func TestRecordReplayExportVerify(t *testing.T) {
-	dir := project(t, journalToml, map[string]string{
+// journalProject is a project that journals its runs, with policyV1 and
+// the scenario that reads both files of ws/.
+func journalProject(t *testing.T) (dir, cfg string) {
+	t.Helper()
+	dir = project(t, journalToml, map[string]string{
 		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
 		"ws/README.md": "readme", "ws/notes.txt": "notes",
 	})
-	cfg := filepath.Join(dir, "awaken.toml")
-	if code, _, errOut := awaken(t, "", "--config", cfg, "run", "read both"); code != exitOK {
+	return dir, filepath.Join(dir, "awaken.toml")
+}
+
+// record runs the scripted model once on cfg, which journals the run.
+func record(t *testing.T, cfg, prompt string) {
+	t.Helper()
+	if code, _, errOut := awaken(t, "", "--config", cfg, "run", prompt); code != exitOK {
 		t.Fatalf("run: exit %d: %s", code, errOut)
 	}
+}
+
+// The loop a README promises: record, edit, replay, export, verify.
+func TestRecordReplayExportVerify(t *testing.T) {
+	dir, cfg := journalProject(t)
+	record(t, cfg, "read both")
 	jdir := filepath.Join(dir, "journal")
 
 	code, out, errOut := awaken(t, "", "--config", cfg, "journal", "verify")
@@ -119,15 +132,9 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // export of a run the journal does not hold points at replay --json, and
 // replay --json lists the run ids export takes.
 func TestExportHintListsTheRuns(t *testing.T) {
-	dir := project(t, journalToml, map[string]string{
-		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
-		"ws/README.md": "readme", "ws/notes.txt": "notes",
-	})
-	cfg := filepath.Join(dir, "awaken.toml")
+	dir, cfg := journalProject(t)
 	for _, prompt := range []string{"read both", "read both again"} {
-		if code, _, errOut := awaken(t, "", "--config", cfg, "run", prompt); code != exitOK {
-			t.Fatalf("run: exit %d: %s", code, errOut)
-		}
+		record(t, cfg, prompt)
 	}
 	code, _, errOut := awaken(t, "", "--config", cfg, "journal", "export", "run_0000000000000000")
 	if code != exitUsage || !strings.Contains(errOut, "`awaken-lua replay --json` lists the journal's runs (run_ids)") {
@@ -159,14 +166,8 @@ func TestExportHintListsTheRuns(t *testing.T) {
 // --fail-on with a kind no flip has is a usage error: a misspelt kind
 // never matches, so the gate would pass a change that flips decisions.
 func TestReplayFailOnRefusesUnknownKinds(t *testing.T) {
-	dir := project(t, journalToml, map[string]string{
-		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
-		"ws/README.md": "readme", "ws/notes.txt": "notes",
-	})
-	cfg := filepath.Join(dir, "awaken.toml")
-	if code, _, errOut := awaken(t, "", "--config", cfg, "run", "read both"); code != exitOK {
-		t.Fatalf("run: exit %d: %s", code, errOut)
-	}
+	dir, cfg := journalProject(t)
+	record(t, cfg, "read both")
 	// The candidate flips allow->block on notes.txt.
 	os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), []byte(policyV2), 0o644)
 	for _, tc := range []struct {
@@ -199,14 +200,8 @@ func TestReplayFailOnRefusesUnknownKinds(t *testing.T) {
 
 // dev replays the journal on each save and puts the flips on its line.
 func TestDevReplaysTheJournalOnSave(t *testing.T) {
-	dir := project(t, journalToml, map[string]string{
-		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
-		"ws/README.md": "readme", "ws/notes.txt": "notes",
-	})
-	cfg := filepath.Join(dir, "awaken.toml")
-	if code, _, errOut := awaken(t, "", "--config", cfg, "run", "read both"); code != exitOK {
-		t.Fatalf("run: exit %d: %s", code, errOut)
-	}
+	dir, cfg := journalProject(t)
+	record(t, cfg, "read both")
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncBuffer{}
 	done := make(chan int, 1)
@@ -298,11 +293,7 @@ func TestJournalUnknownSubcommand(t *testing.T) {
 // leaves no file, where each start used to leave an empty one. A run
 // afterwards still records, and dev still replays what it recorded.
 func TestDevLeavesNoEmptyJournalFile(t *testing.T) {
-	dir := project(t, journalToml, map[string]string{
-		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
-		"ws/README.md": "readme", "ws/notes.txt": "notes",
-	})
-	cfg := filepath.Join(dir, "awaken.toml")
+	dir, cfg := journalProject(t)
 	jdir := filepath.Join(dir, "journal")
 	dev := func(want string) {
 		t.Helper()
@@ -328,9 +319,7 @@ func TestDevLeavesNoEmptyJournalFile(t *testing.T) {
 			t.Fatalf("dev left journal files %v", files)
 		}
 	}
-	if code, _, errOut := awaken(t, "", "--config", cfg, "run", "read both"); code != exitOK {
-		t.Fatalf("run: exit %d: %s", code, errOut)
-	}
+	record(t, cfg, "read both")
 	files, _ := journal.Files(jdir)
 	if len(files) != 1 {
 		t.Fatalf("a run recorded into %v, want one file", files)

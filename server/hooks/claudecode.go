@@ -228,15 +228,13 @@ type ccSession struct {
 
 func newClaudeCode(o Options) *claudeCode {
 	c := &claudeCode{o: o, sessions: map[string]*ccSession{}, builtin: makeOffer(ccBuiltinTools, nil, "")}
-	c.proto = &hookProtocol[ccInput, ccOutput]{agent: "Claude Code", event: ccEvent, failure: c.failure, serve: c.serve,
-		decode: decodeCCInput}
-	c.codexProto = &hookProtocol[ccInput, ccOutput]{agent: "Codex", event: ccEvent, failure: c.failure, serve: c.serveCodex,
-		decode: decodeCCInput}
+	c.proto = &hookProtocol[ccInput, ccOutput]{agent: "Claude Code", event: ccEvent, name: ccName, failure: c.failure,
+		serve: c.serve, decode: decodeCCInput}
+	c.codexProto = &hookProtocol[ccInput, ccOutput]{agent: "Codex", event: ccEvent, name: ccName, failure: c.failure,
+		serve: c.serveCodex, decode: decodeCCInput}
 	c.geminiProto = &hookProtocol[geminiInput, geminiOutput]{agent: "Gemini CLI", event: geminiEvent, failure: c.geminiFailure,
-		serve: func(ctx context.Context, r *http.Request, in *geminiInput, agent string) geminiOutput {
-			if in.HookEventName == "" {
-				in.HookEventName = query(r, "event") // the hook command's --event
-			}
+		name: func(in *geminiInput) *string { return &in.HookEventName },
+		serve: func(ctx context.Context, _ *http.Request, in *geminiInput, agent string) geminiOutput {
 			return c.gemini(ctx, *in, agent)
 		}}
 	c.copilotProto = &hookProtocol[copilotInput, copilotOutput]{agent: "Copilot CLI", event: copilotEvent, failure: c.copilotFailure,
@@ -345,24 +343,19 @@ func (c *claudeCode) handle(w http.ResponseWriter, r *http.Request) error {
 // ccEvent names a Claude Code event for its failure reply: PreToolUse
 // whenever the body says so (whichever name a duplicate key left decoded),
 // so a call that cannot be evaluated is denied.
-func ccEvent(r *http.Request, in *ccInput, body []byte) string {
-	if g := guessEvent(body); g == evPreToolUse {
+func ccEvent(_ *http.Request, in *ccInput, body []byte) string {
+	if g := guessEvent(body); g == evPreToolUse || in == nil {
 		return g
 	}
-	if in != nil && in.HookEventName != "" {
-		return in.HookEventName
-	}
-	// A body that names no event, or does not decode: the hook command's
-	// --event (?event=) names it, so a PreToolUse still fails closed.
-	return query(r, "event")
+	return in.HookEventName
 }
+
+// ccName is where a Claude Code (or Codex) event names itself.
+func ccName(in *ccInput) *string { return &in.HookEventName }
 
 // serve answers a decoded Claude Code event (?suspend= says how a
 // suspended call is answered).
 func (c *claudeCode) serve(ctx context.Context, r *http.Request, in *ccInput, agent string) ccOutput {
-	if in.HookEventName == "" {
-		in.HookEventName = query(r, "event") // the hook command's --event
-	}
 	switch in.suspend = query(r, "suspend"); in.suspend {
 	case "", suspendAsk, suspendDefer:
 	default:

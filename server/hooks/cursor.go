@@ -97,10 +97,8 @@ type cursorCall struct {
 func newCursor(cc *claudeCode) *cursor {
 	cu := &cursor{cc: cc, pending: map[string][]cursorCall{}}
 	cu.proto = &hookProtocol[cursorInput, cursorOutput]{agent: "Cursor", event: cursorEvent, failure: cu.failure,
-		serve: func(ctx context.Context, r *http.Request, in *cursorInput, agent string) cursorOutput {
-			if in.HookEventName == "" {
-				in.HookEventName = query(r, "event") // the hook command's --event
-			}
+		name: func(in *cursorInput) *string { return &in.HookEventName },
+		serve: func(ctx context.Context, _ *http.Request, in *cursorInput, agent string) cursorOutput {
 			return cu.event(ctx, *in, agent)
 		}}
 	return cu
@@ -112,14 +110,14 @@ func (cu *cursor) handle(w http.ResponseWriter, r *http.Request) error {
 
 // cursorEvent names a Cursor event for its failure reply: a permission
 // event whenever the body names one.
-func cursorEvent(r *http.Request, in *cursorInput, body []byte) string {
+func cursorEvent(_ *http.Request, in *cursorInput, body []byte) string {
 	if m := cursorPermissionPrefix.FindSubmatch(body); m != nil {
 		return string(m[1])
 	}
-	if in != nil && in.HookEventName != "" {
-		return in.HookEventName
+	if in == nil {
+		return ""
 	}
-	return query(r, "event") // the hook command's --event
+	return in.HookEventName
 }
 
 // failure denies a tool-permission event (fail closed) and lets the rest

@@ -69,14 +69,14 @@ func (cc *claudeCode) handleGemini(w http.ResponseWriter, r *http.Request) error
 
 // geminiEvent names a Gemini CLI event for its failure reply: BeforeTool
 // whenever the body says so.
-func geminiEvent(r *http.Request, in *geminiInput, body []byte) string {
+func geminiEvent(_ *http.Request, in *geminiInput, body []byte) string {
 	if geminiToolPrefix.Match(body) {
 		return "BeforeTool"
 	}
-	if in != nil && in.HookEventName != "" {
-		return in.HookEventName
+	if in == nil {
+		return ""
 	}
-	return query(r, "event") // the hook command's --event
+	return in.HookEventName
 }
 
 func (cc *claudeCode) geminiFailure(event string, err error) geminiOutput {

@@ -25,8 +25,13 @@ type hookProtocol[In, Out any] struct {
 	agent string // for the log: "Claude Code", "Codex", ...
 	// event names the event a failure answers. in is nil when the body
 	// did not decode: a tool-permission event must then be recognised in
-	// the raw body, so that it fails closed.
+	// the raw body, so that it fails closed. When it names none, the
+	// request's ?event= (the hook command's --event) does.
 	event func(r *http.Request, in *In, body []byte) string
+	// name is where a decoded body names its event, which ?event= fills
+	// when the body leaves it empty; nil for a protocol whose input names
+	// no event.
+	name func(in *In) *string
 	// failure is the reply when the adapter could not do its work.
 	failure func(event string, err error) Out
 	// serve answers a decoded event, holding a concurrency slot.
@@ -42,10 +47,16 @@ func serveHook[In, Out any](o *Options, w http.ResponseWriter, r *http.Request, 
 	var in In
 	decoded := false
 	event := func() string {
+		e := ""
 		if decoded {
-			return p.event(r, &in, body)
+			e = p.event(r, &in, body)
+		} else {
+			e = p.event(r, nil, body)
 		}
-		return p.event(r, nil, body)
+		if e == "" {
+			e = query(r, "event") // the hook command's --event
+		}
+		return e
 	}
 	var out Out
 	defer func() {
@@ -71,6 +82,11 @@ func serveHook[In, Out any](o *Options, w http.ResponseWriter, r *http.Request, 
 			break
 		}
 		decoded = true
+		if p.name != nil {
+			if n := p.name(&in); *n == "" {
+				*n = query(r, "event") // the hook command's --event
+			}
+		}
 		if derr := o.CheckBody(body); derr != nil {
 			out = p.failure(event(), derr)
 			break
