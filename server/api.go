@@ -20,6 +20,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/phase"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
+	"github.com/awaken-lua/awaken-lua/server/hooks"
 )
 
 // maxIDLen bounds thread ids a client chooses (they name files in the file
@@ -33,11 +34,12 @@ type (
 		ThreadID string           `json:"thread_id"`
 		Messages []model.Message  `json:"messages"`
 		Tools    []model.ToolSpec `json:"tools"`
+		// Cwd is the agent's working directory (ctx.run.cwd), as a hook
+		// event reports it.
+		Cwd string `json:"cwd"`
 		// bare starts the conversation with Messages alone (the Claude
 		// Code adapter: Claude Code keeps its own conversation).
 		bare bool
-		// cwd is the working directory a hook event reported.
-		cwd string
 	}
 	createReply struct {
 		RunID       string `json:"run_id"`
@@ -319,6 +321,9 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) error {
 	if len(req.ThreadID) > maxIDLen || !utf8.ValidString(req.ThreadID) {
 		return badRequest("thread_id must be valid UTF-8 of at most %d bytes", maxIDLen)
 	}
+	if len(req.Cwd) > hooks.MaxCwd {
+		return badRequest("cwd must be a path of at most %d bytes, not %d (the agent's working directory)", hooks.MaxCwd, len(req.Cwd))
+	}
 	if err := validMessages(req.Messages); err != nil {
 		return err
 	}
@@ -364,7 +369,7 @@ func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
 	e.sink = runSink{log: s.log, expired: &s.metrics.ticketsExpired}
 	start := time.Now()
 	sess, _, err := g.Runtime.Start(ctx, run.StartOptions{Agent: req.Agent, ThreadID: req.ThreadID,
-		Messages: msgs, Tools: req.Tools, Events: &e.sink, Cwd: req.cwd})
+		Messages: msgs, Tools: req.Tools, Events: &e.sink, Cwd: req.Cwd})
 	s.metrics.phase(phase.RunStart.String(), time.Since(start))
 	if sess == nil {
 		g.Release()

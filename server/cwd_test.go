@@ -2,8 +2,10 @@ package server
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/server/hooks"
 )
@@ -225,5 +227,57 @@ func TestCursorWorkspaceRootAnchors(t *testing.T) {
 				t.Fatalf("%d %s, want denied=%v", r.status, r.raw, tc.deny)
 			}
 		})
+	}
+}
+
+// A client of the phase API names its working directory when it creates
+// the run: the gate reads it as ctx.run.cwd, a pasted Read(./.env) is
+// anchored there, a restored run keeps it, and a cwd past hooks.MaxCwd is
+// refused before anything starts.
+func TestCreateRunCwd(t *testing.T) {
+	sc := newSidecar(t, project(t, "", map[string]string{"cwdprobe.lua": cwdProbeLua}), Options{Log: quietLog()})
+	gate := func(body map[string]any) string {
+		t.Helper()
+		body["tools"] = []any{map[string]any{"name": "shell"}}
+		id := sc.must(201, "POST", "/v1/runs", body).str("run_id")
+		sc.must(200, "POST", "/v1/runs/"+id+"/phases/step_start", map[string]any{})
+		sc.must(200, "POST", "/v1/runs/"+id+"/phases/before_inference", map[string]any{"request": map[string]any{}})
+		sc.must(200, "POST", "/v1/runs/"+id+"/phases/after_inference", map[string]any{"response": map[string]any{
+			"tool_calls": []any{map[string]any{"id": "c1", "name": "shell", "args": map[string]any{}}}}})
+		return sc.must(200, "POST", "/v1/runs/"+id+"/phases/tool_gate", map[string]any{"call": map[string]any{"id": "c1", "name": "shell"}}).str("reason")
+	}
+	if got := gate(map[string]any{"cwd": "/home/dev/shop"}); got != "cwd=/home/dev/shop" {
+		t.Fatalf("the gate read %q", got)
+	}
+	if got := gate(map[string]any{}); got != "cwd=nil" {
+		t.Fatalf("without a cwd the gate read %q", got)
+	}
+	if r := sc.call("POST", "/v1/runs", map[string]any{"cwd": "/" + strings.Repeat("d", hooks.MaxCwd)}); r.status != 400 ||
+		!strings.Contains(string(r.raw), "cwd must be a path of at most 4096 bytes") {
+		t.Fatalf("a cwd past the bound: %d %s", r.status, r.raw)
+	}
+
+	pasted := pastedSidecar(t, "Read(./.env)")
+	id := pasted.must(201, "POST", "/v1/runs", map[string]any{"cwd": "/home/dev/shop", "thread_id": "api-cwd",
+		"tools": []any{map[string]any{"name": "Read"}}}).str("run_id")
+	pasted.must(200, "POST", "/v1/runs/"+id+"/phases/step_start", map[string]any{})
+	pasted.must(200, "POST", "/v1/runs/"+id+"/phases/before_inference", map[string]any{"request": map[string]any{}})
+	pasted.must(200, "POST", "/v1/runs/"+id+"/phases/after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{
+		map[string]any{"id": "r1", "name": "Read", "args": map[string]any{"file_path": "/home/dev/shop/.env"}},
+		map[string]any{"id": "r2", "name": "Read", "args": map[string]any{"file_path": "/home/dev/shop/src/a.go"}}}}})
+	// Out of memory and back: the restored run keeps its directory.
+	pasted.srv.mu.Lock()
+	e := pasted.srv.runs[id]
+	pasted.srv.mu.Unlock()
+	e.mu.Lock()
+	if !pasted.srv.leave(e, time.Now(), slog.LevelInfo, "test") {
+		t.Fatal("the run did not leave memory")
+	}
+	e.mu.Unlock()
+	for call, want := range map[string]string{"r1": "block", "r2": "allow"} {
+		d := pasted.must(200, "POST", "/v1/runs/"+id+"/phases/tool_gate", map[string]any{"call": map[string]any{"id": call, "name": "Read"}}).str("decision")
+		if d != want {
+			t.Fatalf("%s: %s, want %s", call, d, want)
+		}
 	}
 }

@@ -22,7 +22,7 @@ func (e *entry) Done() bool            { return e.done.Load() }
 type hookRuns struct{ s *Server }
 
 func (h hookRuns) Start(ctx context.Context, agent, threadID string, msgs []model.Message, cwd string) (hooks.Run, error) {
-	e, err := h.s.start(ctx, createRequest{Agent: agent, ThreadID: threadID, Messages: msgs, bare: true, cwd: cwd})
+	e, err := h.s.start(ctx, createRequest{Agent: agent, ThreadID: threadID, Messages: msgs, bare: true, Cwd: cwd})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -25,12 +26,13 @@ func cmdEval(e *env) int {
 	agent := fs.String("agent", "", "the agent whose plugins decide (default: the only or \"default\" agent)")
 	thread := fs.String("thread", "", "read this thread's state (with [store] kind = \"file\", across invocations)")
 	asJSON := fs.Bool("json", false, "print the decision as JSON")
+	cwd := fs.String("cwd", "", "the agent's working directory, ctx.run.cwd, where path rules such as Read(./.env) are anchored (default: none; --cwd . for this one)")
 	args, err := parse(fs, e.args)
 	if err != nil {
 		return exitUsage
 	}
 	if len(args) < 1 || len(args) > 2 {
-		fmt.Fprintln(e.stderr, `usage: awaken-lua eval [--agent ID] [--thread ID] [--json] TOOL [ARGS-JSON], such as: awaken-lua eval fs_read '{"path": ".env"}'`)
+		fmt.Fprintln(e.stderr, `usage: awaken-lua eval [--agent ID] [--thread ID] [--cwd DIR] [--json] TOOL [ARGS-JSON], such as: awaken-lua eval fs_read '{"path": ".env"}'`)
 		return exitUsage
 	}
 	call := model.ToolCall{ID: "eval_1", Name: args[0], Args: map[string]any{}}
@@ -48,6 +50,15 @@ func cmdEval(e *env) int {
 		}
 		call.Args = m
 	}
+	if *cwd != "" {
+		// As an agent reports it: absolute, so a relative one names a
+		// directory from here.
+		abs, err := filepath.Abs(*cwd)
+		if err != nil {
+			return e.fail(errs.New(errs.ConfigInvalid, "--cwd %s: %v; give the agent's working directory as a path", *cwd, err), exitUsage)
+		}
+		*cwd = abs
+	}
 	cleanup, err := e.useDefault("eval")
 	if err != nil {
 		fmt.Fprintf(e.stderr, "awaken-lua eval: %v\n", err)
@@ -61,7 +72,7 @@ func cmdEval(e *env) int {
 	defer h.Close()
 	g := h.Acquire()
 	defer g.Release()
-	d, err := evalCall(e, g.Runtime, *agent, *thread, call)
+	d, err := evalCall(e, g.Runtime, run.StartOptions{Agent: *agent, ThreadID: *thread, Cwd: *cwd}, call)
 	if err != nil {
 		return e.fail(err, configCode(err))
 	}
@@ -97,8 +108,9 @@ func cmdEval(e *env) int {
 
 // evalCall runs one step up to the gate: the call is the model's answer,
 // offered as a tool of that step. The session is dropped, never saved.
-func evalCall(e *env, rt *run.Runtime, agent, thread string, call model.ToolCall) (run.Decision, error) {
-	s, o, err := rt.Start(e.ctx, run.StartOptions{Agent: agent, ThreadID: thread, Events: event.Discard{}})
+func evalCall(e *env, rt *run.Runtime, opts run.StartOptions, call model.ToolCall) (run.Decision, error) {
+	opts.Events = event.Discard{}
+	s, o, err := rt.Start(e.ctx, opts)
 	if err != nil {
 		return run.Decision{}, err
 	}

@@ -654,3 +654,31 @@ func TestPluginThatDoesNotLoad(t *testing.T) {
 		t.Error("the README's exit codes do not say a plugin that does not load is exit 1 for run")
 	}
 }
+
+// eval --cwd runs the call in the agent's working directory: a pasted
+// Claude Code Read(./.env) denies that directory's .env and no other,
+// and a relative --cwd names a directory from where eval runs.
+func TestEvalCwd(t *testing.T) {
+	dir := project(t, "[agents.default]\ntools = []\n[plugins.permission]\ndefault = \"allow\"\n[plugins.permission.claude_code]\ndeny = [\"Read(./.env)\"]\n", nil)
+	cfg := filepath.Join(dir, "awaken.toml")
+	env := `{"file_path": "` + filepath.Join(dir, ".env") + `"}`
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"--cwd", dir, "Read", env}, exitFailed, `block by permission: Read is denied by the permission rule "Read(./.env)"`},
+		{[]string{"--cwd", filepath.Join(dir, "api"), "Read", env}, exitOK, "allow\n"},
+		// From dir (t.Chdir below): dir/api, whose own .env alone is denied.
+		{[]string{"--cwd", "api", "Read", env}, exitOK, "allow\n"},
+		{[]string{"--cwd", "api", "Read", `{"file_path": "` + filepath.Join(dir, "api", ".env") + `"}`}, exitFailed, "block by permission"},
+	} {
+		if !filepath.IsAbs(tc.args[1]) {
+			t.Chdir(dir)
+		}
+		code, out, errOut := awaken(t, "", append([]string{"--config", cfg, "eval"}, tc.args...)...)
+		if code != tc.code || !strings.HasPrefix(out, tc.out) {
+			t.Errorf("eval %v: exit %d (want %d), stdout %q, stderr %q", tc.args, code, tc.code, out, errOut)
+		}
+	}
+}

@@ -146,6 +146,7 @@ def main():
     sidecar = Sidecar(opts.url, opts.token)
     created = sidecar.request("POST", "/v1/runs", {
         "thread_id": opts.thread or "",
+        "cwd": os.getcwd(),  # what path rules such as Read(./.env) are anchored at
         "messages": [{"role": "user", "content": "How many words are in 'the quick brown fox'? Also show me .env."}],
         "tools": TOOLS,
     })

@@ -170,6 +170,25 @@ t.test("run_end sweeps up the calls cancelled with the run", function()
   t.eq(recs[3].steps, 3)
 end)
 
+t.test("every record names the run's working directory when it has one", function()
+  local h = harness {}
+  local calls = {
+    c1 = call_record("c1", { status = "cancelled", decision = "suspend", plugin = "guard", ticket = "ticket_c1",
+      result = { status = "error", message = "the call was cancelled: run cancelled" } }),
+  }
+  local recs = records(h:phase("run_end", {}, { state = { ["__runtime.tool_calls"] = calls }, cwd = "/home/dev/shop" }))
+  t.eq(#recs, 3)
+  for _, rec in ipairs(recs) do t.eq(rec.cwd, "/home/dev/shop", rec.event) end
+  recs = records(h:phase("after_tool_execute",
+    { tool = { id = "c2", name = "shell", args = { cmd = "rm -rf /" }, decision = "block", decided_by = "guard",
+      reason = "no", result = { status = "error", message = "no", data = { rejected = true } } } },
+    { cwd = "/home/dev/shop/api" }))
+  t.eq(#recs, 2)
+  for _, rec in ipairs(recs) do t.eq(rec.cwd, "/home/dev/shop/api", rec.event) end
+  recs = records(h:phase("run_end", {}, {}))
+  t.eq(recs[1].cwd, nil)
+end)
+
 -- Whole runs: the runtime.audit records of r.effects, with the ids checked
 -- and left out; the other fields of interest as given.
 local OK = function() return awaken.success("ok") end

@@ -76,6 +76,7 @@ local function emit(ctx, event, fields)
   local run = ctx.run
   fields.event = event
   fields.run_id, fields.thread_id, fields.agent_id, fields.step = run.id, run.thread_id, run.agent_id, run.step
+  fields.cwd = run.cwd
   ctx:emit("runtime.audit", fields)
 end
 
@@ -109,24 +110,24 @@ local EMPTY = {} -- a missing record or result (never written)
 local function audit_call(ctx, name, id, decision, plugin, reason, ticket, rewritten_by, status, rstatus, message, args,
                           resume)
   local run = ctx.run
-  local run_id, thread_id, agent_id, step = run.id, run.thread_id, run.agent_id, run.step
+  local run_id, thread_id, agent_id, step, cwd = run.id, run.thread_id, run.agent_id, run.step, run.cwd
   if resume then
     -- the call was suspended for a decision, and is now resumed
     ctx:emit("runtime.audit", {
-      event = "gate_decision", run_id = run_id, thread_id = thread_id, agent_id = agent_id, step = step,
+      event = "gate_decision", run_id = run_id, thread_id = thread_id, agent_id = agent_id, step = step, cwd = cwd,
       tool = name, call_id = id, decision = "suspend", args = args,
       resume = { action = resume.action, reason = resume.reason },
     })
   end
   if rewritten_by then
     ctx:emit("runtime.audit", {
-      event = "gate_decision", run_id = run_id, thread_id = thread_id, agent_id = agent_id, step = step,
+      event = "gate_decision", run_id = run_id, thread_id = thread_id, agent_id = agent_id, step = step, cwd = cwd,
       tool = name, call_id = id, decision = "rewrite", plugin = rewritten_by, args = args,
     })
   end
   if decision ~= nil and decision ~= "allow" then
     ctx:emit("runtime.audit", {
-      event = "gate_decision", run_id = run_id, thread_id = thread_id, agent_id = agent_id, step = step,
+      event = "gate_decision", run_id = run_id, thread_id = thread_id, agent_id = agent_id, step = step, cwd = cwd,
       tool = name, call_id = id, decision = decision, plugin = plugin,
       reason = reason_of(decision, reason, rstatus, message), ticket = ticket, args = args,
     })
@@ -134,7 +135,7 @@ local function audit_call(ctx, name, id, decision, plugin, reason, ticket, rewri
     plugin = nil
   end
   ctx:emit("runtime.audit", {
-    event = "tool_call", run_id = run_id, thread_id = thread_id, agent_id = agent_id, step = step,
+    event = "tool_call", run_id = run_id, thread_id = thread_id, agent_id = agent_id, step = step, cwd = cwd,
     tool = name, call_id = id, decision = decision, plugin = plugin, status = status,
     reason = rstatus == "error" and message or nil, rewritten_by = rewritten_by, args = args,
   })

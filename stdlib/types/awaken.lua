@@ -75,7 +75,7 @@
 ---@field agent_id string
 ---@field step integer
 ---@field termination? string set once the run is ending (in run_end)
----@field cwd? string the working directory the agent reported on the event that drives the run (a coding agent's hook event); nil otherwise
+---@field cwd? string the agent's working directory: what the event that drives the run reported (a coding agent's hook event), or what a /v1/runs client or `awaken-lua eval --cwd` gave; nil otherwise
 
 ---@class awaken.ToolCallData
 ---@field id string
