@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -267,7 +268,7 @@ func (o Options) handler(event string) *node {
 	h := object()
 	if o.HTTP && !commandOnly[event] {
 		h.set("type", str("http"))
-		h.set("url", str(o.URL))
+		h.set("url", str(eventURL(o.URL, event)))
 		if o.TokenEnv != "-" {
 			headers := object()
 			headers.set("Authorization", str("Bearer $"+o.TokenEnv))
@@ -276,10 +277,38 @@ func (o Options) handler(event string) *node {
 		}
 	} else {
 		h.set("type", str("command"))
-		h.set("command", str(o.Command))
+		h.set("command", str(eventCommand(o.Command, event)))
 	}
 	h.set("timeout", number(o.Timeout))
 	return h
+}
+
+// eventCommand is the command hook for one event: it names the event
+// (--event), so that input the hook cannot parse, which names no event,
+// is answered as that event's failure: a tool event's call is denied
+// rather than let through with an empty reply. A command that names one
+// already is kept.
+func eventCommand(cmd, event string) string {
+	if slices.ContainsFunc(strings.Fields(cmd), func(f string) bool { return f == "--event" || strings.HasPrefix(f, "--event=") }) {
+		return cmd
+	}
+	return cmd + " --event " + event
+}
+
+// eventURL is the HTTP hook's address for one event (?event=, as
+// eventCommand's --event); an address that names one already is kept.
+func eventURL(raw, event string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw // check refused it already
+	}
+	q := u.Query()
+	if q.Has("event") {
+		return raw
+	}
+	q.Set("event", event)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // merge installs or removes awaken-lua's handlers in the settings tree.

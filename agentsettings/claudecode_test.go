@@ -98,7 +98,7 @@ func TestInstallIntoEmptyProject(t *testing.T) {
 			t.Fatalf("%s: %+v", event, groups)
 		}
 		h := groups[0].Hooks[0]
-		if h["type"] != "command" || h["command"] != DefaultCommand || h["timeout"] != float64(DefaultTimeout) {
+		if h["type"] != "command" || h["command"] != DefaultCommand+" --event "+event || h["timeout"] != float64(DefaultTimeout) {
 			t.Errorf("%s handler %v", event, h)
 		}
 		if m := groups[0].Matcher; toolEvents[event] != (m != nil && *m == "*") {
@@ -231,7 +231,7 @@ func TestInstallHTTP(t *testing.T) {
 		}
 		headers, _ := h["headers"].(map[string]any)
 		env, _ := h["allowedEnvVars"].([]any)
-		if h["type"] != "http" || h["url"] != DefaultURL || headers["Authorization"] != "Bearer $AWAKEN_TOKEN" ||
+		if h["type"] != "http" || h["url"] != DefaultURL+"?event="+event || headers["Authorization"] != "Bearer $AWAKEN_TOKEN" ||
 			len(env) != 1 || env[0] != "AWAKEN_TOKEN" {
 			t.Errorf("%s handler %v", event, h)
 		}
@@ -267,7 +267,7 @@ func TestInstallNormalizesOurEntries(t *testing.T) {
 	// Both copies go; the user's guard.sh stays in its group; ours gets
 	// a group of its own that fires on every tool.
 	if len(pre) != 2 || len(pre[0].Hooks) != 1 || pre[0].Hooks[0]["command"] != "guard.sh" ||
-		*pre[1].Matcher != "*" || pre[1].Hooks[0]["command"] != DefaultCommand {
+		*pre[1].Matcher != "*" || pre[1].Hooks[0]["command"] != DefaultCommand+" --event PreToolUse" {
 		t.Errorf("PreToolUse: %+v", pre)
 	}
 	// An entry alone in a group that fires every time is updated in place.
@@ -397,4 +397,29 @@ func TestInstallEmptyFileAndWarnings(t *testing.T) {
 		t.Errorf("disableAllHooks: %+v, %v", res, err)
 	}
 	_ = p
+}
+
+// Each handler names its event, unless the command or URL the user gave
+// names one already.
+func TestHandlersNameTheirEvent(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"awaken-lua hook", "awaken-lua hook --event Stop"},
+		{"awaken-lua hook --suspend defer", "awaken-lua hook --suspend defer --event Stop"},
+		{"awaken-lua hook --event PreToolUse", "awaken-lua hook --event PreToolUse"},
+		{"awaken-lua hook --event=PreToolUse", "awaken-lua hook --event=PreToolUse"},
+		{"awaken-lua hook --events-log x", "awaken-lua hook --events-log x --event Stop"},
+	} {
+		if got := eventCommand(tc.in, "Stop"); got != tc.want {
+			t.Errorf("eventCommand(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"http://h/v1/hooks/claude-code", "http://h/v1/hooks/claude-code?event=Stop"},
+		{"http://h/v1/hooks/claude-code?suspend=defer", "http://h/v1/hooks/claude-code?event=Stop&suspend=defer"},
+		{"http://h/v1/hooks/claude-code?event=PreToolUse", "http://h/v1/hooks/claude-code?event=PreToolUse"},
+	} {
+		if got := eventURL(tc.in, "Stop"); got != tc.want {
+			t.Errorf("eventURL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
 }

@@ -134,7 +134,7 @@ func (o Options) mergeCursor(root *node, res *Result) error {
 	}
 	for _, event := range CursorEvents {
 		want := object()
-		want.set("command", str(o.Command))
+		want.set("command", str(eventCommand(o.Command, event)))
 		list, _ := hooks.get(event)
 		if list == nil {
 			list = array()

@@ -33,7 +33,7 @@ func TestInstallCursor(t *testing.T) {
 		t.Fatalf("the user's hooks changed:\n%s", b)
 	}
 	shell := got.Hooks["beforeShellExecution"]
-	if len(shell) != 2 || shell[0]["command"] != "./audit.sh" || shell[1]["command"] != CursorCommand {
+	if len(shell) != 2 || shell[0]["command"] != "./audit.sh" || shell[1]["command"] != CursorCommand+" --event beforeShellExecution" {
 		t.Fatalf("beforeShellExecution: %v", shell)
 	}
 	// A second install changes nothing.
@@ -94,7 +94,7 @@ func TestReadmeCursorSnippet(t *testing.T) {
 		t.Fatalf("snippet: %+v", got)
 	}
 	for event, hooks := range got.Hooks {
-		if !known[event] || len(hooks) != 1 || hooks[0]["command"] != CursorCommand {
+		if !known[event] || len(hooks) != 1 || hooks[0]["command"] != CursorCommand+" --event "+event {
 			t.Errorf("snippet event %s: %v", event, hooks)
 		}
 	}
@@ -118,7 +118,7 @@ func TestInstallCodex(t *testing.T) {
 		t.Fatal(err)
 	}
 	pre := got.Hooks["PreToolUse"]
-	if len(got.Hooks) != len(CodexEvents) || len(pre) != 1 || pre[0].Hooks[0]["command"] != CodexCommand || pre[0].Hooks[0]["type"] != "command" {
+	if len(got.Hooks) != len(CodexEvents) || len(pre) != 1 || pre[0].Hooks[0]["command"] != CodexCommand+" --event PreToolUse" || pre[0].Hooks[0]["type"] != "command" {
 		t.Fatalf("hooks.json:\n%s", b)
 	}
 	if res, err := InstallCodex(o); err != nil || res.Changed {
@@ -154,7 +154,7 @@ func TestInstallGemini(t *testing.T) {
 	}
 	json.Unmarshal(got.Hooks["BeforeTool"], &before)
 	if got.Theme != "Dracula" || string(got.Hooks["enabled"]) != "true" || !strings.Contains(string(got.Hooks["AfterTool"]), "./lint.sh") ||
-		len(before) != 1 || before[0].Hooks[0]["command"] != GeminiCommand || before[0].Hooks[0]["timeout"] != 30000.0 {
+		len(before) != 1 || before[0].Hooks[0]["command"] != GeminiCommand+" --event BeforeTool" || before[0].Hooks[0]["timeout"] != 30000.0 {
 		t.Fatalf("settings.json:\n%s", b)
 	}
 	if res, err := InstallGemini(o); err != nil || res.Changed {
@@ -249,7 +249,7 @@ func TestReadmeAgentSnippets(t *testing.T) {
 				continue
 			}
 			var groups []struct{ Hooks []map[string]any }
-			if err := json.Unmarshal(raw, &groups); err != nil || !in(c.events, event) || groups[0].Hooks[0]["command"] != c.command {
+			if err := json.Unmarshal(raw, &groups); err != nil || !in(c.events, event) || groups[0].Hooks[0]["command"] != c.command+" --event "+event {
 				t.Errorf("%s snippet, %s: %s (%v)", c.section, event, raw, err)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -94,15 +95,22 @@ func cmdHook(e *env) int {
 		Event string `json:"hook_event_name"`
 	}
 	_ = json.Unmarshal(body, &name) // a bad event is the sidecar's to answer
-	if *event != "" {
+	// The input's own name wins, as the sidecar has it.
+	if name.Event == "" {
 		name.Event = *event
+	}
+	if name.Event == "" {
+		// Cut at the size limit, or otherwise broken: the name can
+		// still be read where it comes before the break.
+		name.Event = sniffEvent(body)
 	}
 	if misuse != nil {
 		return hookMisused(e, *agent, name.Event, misuse)
 	}
 	if *event == "" && *agent == "copilot" {
-		fmt.Fprintln(e.stderr, "awaken-lua hook: --agent copilot needs --event NAME (Copilot's input does not name its event)")
-		return exitUsage
+		// Copilot CLI skips a hook that fails, so the deny goes on
+		// stdout: on an event other than preToolUse it is not read.
+		return hookFailed(e, *agent, name.Event, true, errors.New("--agent copilot needs --event NAME (Copilot's input does not name its event); fix the hook command (awaken-lua install copilot writes it)"))
 	}
 	closed := *fail == "closed" || (*fail == "" && hookProtocols[*agent][name.Event])
 	if err == nil && len(body) > maxHookEvent {
@@ -183,6 +191,11 @@ func hookMisuse(parseErr error, args []string, agent, suspend, fail, event strin
 // told keeps exit 2.
 func hookMisused(e *env, agent, event string, misuse error) int {
 	err := fmt.Errorf("the hook command is wrong: %w; fix it in the agent's hook settings (awaken-lua help hook)", misuse)
+	if event == "" && (agent == "copilot" || agent == "cursor") {
+		// These agents read a deny only on stdout (a failed hook is
+		// skipped), and ignore it on events that decide nothing.
+		return hookFailed(e, agent, event, true, err)
+	}
 	if event == "" {
 		fmt.Fprintf(e.stderr, "awaken-lua hook: %v\n", err)
 		return exitUsage
@@ -196,6 +209,21 @@ func hookMisused(e *env, agent, event string, misuse error) int {
 	}
 	fmt.Fprintf(e.stderr, "awaken-lua hook: %v; the event goes on without a decision\n", err)
 	return exitFailed
+}
+
+// eventName is how an event names itself in the input of every agent
+// that names it (Copilot's does not).
+var eventName = regexp.MustCompile(`"hook_event_name"\s*:\s*"([A-Za-z_]+)"`)
+
+// sniffEvent is the event a body that does not parse names before it
+// breaks, or "": the first "hook_event_name" key (agents send it near the
+// start; in a string value its quotes would be escaped). --event, which
+// every installed hook command passes, is read before it.
+func sniffEvent(body []byte) string {
+	if m := eventName.FindSubmatch(body); m != nil {
+		return string(m[1])
+	}
+	return ""
 }
 
 // hookFailed answers when no decision came. Claude Code, Codex and Gemini

@@ -240,6 +240,8 @@ func TestHookMisconfigured(t *testing.T) {
 	shell := read(cdir, "06.before_shell_execution.rm.json")
 	gdir, _ := agentEvents(t, "gemini")
 	gemini := read(gdir, "05.before_tool.shell_rm.json")
+	pdir, _ := agentEvents(t, "copilot")
+	copilot := read(pdir, "05.preToolUse.bash_rm.json")
 	for _, tc := range []struct {
 		name   string
 		event  []byte
@@ -264,6 +266,9 @@ func TestHookMisconfigured(t *testing.T) {
 		{"Gemini tool, bad flag, no --agent", gemini, []string{"--timout", "5s"}, 2, "not defined", ""},
 		{"PermissionRequest, bad flag", perm, []string{"--timeout", "5x"}, 0, "invalid value", permDeny},
 		{"Cursor shell, --agent read before a bad flag", shell, []string{"--agent", "cursor", "--as", "agent", "--timeout", "5x"}, 0, "invalid value", `{"agent_message":"awaken-lua could not decide`},
+		// Copilot's input names no event, and Copilot skips a hook that
+		// fails: the deny goes on stdout.
+		{"Copilot, bad flag", copilot, []string{"--agent", "copilot", "--timeout", "5x"}, 0, "invalid value", `{"permissionDecision":"deny"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := runChild(t, "", nil, tc.event, append([]string{"hook"}, tc.args...)...)
@@ -386,9 +391,26 @@ func TestHookFailsClosedForEveryAgent(t *testing.T) {
 	if out, errOut, code := runChild(t, "", nil, read("gemini", "05.before_tool.shell_rm.json"), "hook", "--agent", "gemini-cli", "--url", refused); code != 2 || out != "" || !strings.Contains(errOut, "fail closed") {
 		t.Errorf("gemini-cli: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	_, errOut, code := runChild(t, "", nil, read("copilot", "05.preToolUse.bash_rm.json"), "hook", "--agent", "copilot", "--url", refused)
-	if code != exitUsage || !strings.Contains(errOut, "--event") {
-		t.Errorf("copilot without --event: exit %d, %s", code, errOut)
+	// Copilot CLI skips a hook that fails: a hook command without the
+	// --event it needs denies on stdout.
+	out, errOut, code := runChild(t, "", nil, read("copilot", "05.preToolUse.bash_rm.json"), "hook", "--agent", "copilot", "--url", refused)
+	if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(errOut, "--event") {
+		t.Errorf("copilot without --event: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// The input's own event name wins over --event, as in the sidecar.
+	pre := read("claude-code", "06.pre_tool_use.bash_rm.json")
+	if out, errOut, code := runChild(t, "", nil, pre, "hook", "--event", "Notification", "--url", refused); code != 2 || !strings.Contains(errOut, "fail closed") {
+		t.Errorf("a PreToolUse under --event Notification: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// Past the hook's size limit the input does not parse: --event names
+	// it, else the name read before the cut does.
+	big, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": "/tmp", "hook_event_name": "PreToolUse", "tool_name": "Write",
+		"tool_use_id": "t1", "tool_input": map[string]any{"file_path": "/tmp/big", "content": strings.Repeat("x", maxHookEvent)}})
+	for _, extra := range [][]string{nil, {"--event", "PreToolUse"}} {
+		args := append([]string{"hook", "--url", refused}, extra...)
+		if out, errOut, code := runChild(t, "", nil, big, args...); code != 2 || !strings.Contains(errOut, "fail closed") {
+			t.Errorf("a PreToolUse over %d bytes %v: exit %d, stdout %q, stderr %q", maxHookEvent, extra, code, out, errOut)
+		}
 	}
 }
 
