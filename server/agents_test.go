@@ -65,6 +65,43 @@ func TestGeminiRecordedSession(t *testing.T) { recordedSession(t, "gemini") }
 // through POST /v1/hooks/copilot?event=<event> (the file names the event).
 func TestCopilotRecordedSession(t *testing.T) { recordedSession(t, "copilot") }
 
+// Copilot CLI sends hooks configured under PascalCase event names its VS
+// Code compatible format (snake_case fields): decided the same, the
+// decision given where either format reads it. An event without a session
+// id is its working directory's session however deep the directory.
+func TestCopilotVSCodeFormat(t *testing.T) {
+	sc := newSidecar(t, filepath.Join("..", "testdata", "agents", "claude-code", "policy"), Options{Log: quietLog()})
+	pre := func(session, cwd, command string) map[string]any {
+		return map[string]any{"hook_event_name": "PreToolUse", "session_id": session, "timestamp": 1764000004000, "cwd": cwd,
+			"tool_name": "bash", "tool_input": map[string]any{"command": command, "description": "x"}}
+	}
+	reason := "Bash(rm *) denies this command: rm -rf dist"
+	for _, path := range []string{"/v1/hooks/copilot", "/v1/hooks/copilot?event=PreToolUse"} {
+		r := sc.must(200, "POST", path, pre("vs-1", "/home/dev/shop", "rm -rf dist"))
+		spec, _ := r.body["hookSpecificOutput"].(map[string]any)
+		if r.str("permissionDecision") != "deny" || r.str("permissionDecisionReason") != reason ||
+			spec["permissionDecision"] != "deny" || spec["permissionDecisionReason"] != reason || spec["hookEventName"] != "PreToolUse" {
+			t.Errorf("%s: %s", path, r.raw)
+		}
+	}
+	if r := sc.must(200, "POST", "/v1/hooks/copilot", pre("vs-1", "/home/dev/shop", "npm test")); string(r.raw) != "{}\n" {
+		t.Errorf("an allowed command: %q", r.raw)
+	}
+	// A body that does not decode fails as the event ?event= names.
+	if r := sc.must(200, "POST", "/v1/hooks/copilot?event=PreToolUse", `{"tool_name":`); !strings.Contains(string(r.raw), `"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny"`) {
+		t.Errorf("not JSON: %s", r.raw)
+	}
+	deep := "/home/dev/" + strings.Repeat("d", 300)
+	for _, body := range []map[string]any{
+		{"timestamp": 1, "cwd": deep, "toolName": "view", "toolArgs": `{"path": "` + deep + `/README.md"}`},
+		pre("", deep, "ls"),
+	} {
+		if r := sc.must(200, "POST", "/v1/hooks/copilot?event=preToolUse", body); strings.Contains(string(r.raw), "deny") {
+			t.Errorf("a harmless call in a %d-byte cwd: %s", len(deep), r.raw)
+		}
+	}
+}
+
 // Gemini CLI's endpoint answers under the CLI's own name too.
 func TestGeminiCLIRecordedSession(t *testing.T) { recordedSessionAt(t, "gemini", "gemini-cli") }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 )
@@ -149,7 +152,11 @@ func duplicateKey(data []byte) error {
 			if len(stack) >= maxScanDepth {
 				return nil // deeper than the decoders accept: they refused it already
 			}
-			stack = append(stack, dupFrame{first: len(keys)})
+			// The decoders match a struct's fields case-insensitively, and
+			// a body's top level is always a struct: "Cmd" there is a
+			// second "cmd". Deeper objects may be maps (a call's args),
+			// where both are keys of their own.
+			stack = append(stack, dupFrame{first: len(keys), fold: len(stack) == 0})
 			expectKey = true
 		case '[':
 			if len(stack) >= maxScanDepth {
@@ -182,7 +189,7 @@ func duplicateKey(data []byte) error {
 			}
 			if expectKey && len(stack) > 0 {
 				key := data[i+1 : end]
-				if escaped {
+				if escaped || !utf8.Valid(key) { // as the decoders read it: invalid UTF-8 becomes U+FFFD
 					var s string
 					if json.Unmarshal(data[i:end+1], &s) != nil {
 						return nil
@@ -213,6 +220,7 @@ const linearKeys = 16
 
 type dupFrame struct {
 	array bool
+	fold  bool   // object: keys compare case-insensitively
 	index int    // array: the element being read
 	key   []byte // object: the member being read
 	first int    // object: where its keys start in the shared slice
@@ -222,11 +230,11 @@ type dupFrame struct {
 
 func (f *dupFrame) has(keys [][]byte, key []byte) bool {
 	if f.many != nil {
-		_, ok := f.many[string(key)]
+		_, ok := f.many[f.mapKey(key)]
 		return ok
 	}
 	for _, k := range keys[f.first:] {
-		if string(k) == string(key) {
+		if string(k) == string(key) || (f.fold && bytes.EqualFold(k, key)) {
 			return true
 		}
 	}
@@ -236,7 +244,7 @@ func (f *dupFrame) has(keys [][]byte, key []byte) bool {
 func (f *dupFrame) add(keys [][]byte, key []byte) [][]byte {
 	f.n++
 	if f.many != nil {
-		f.many[string(key)] = struct{}{}
+		f.many[f.mapKey(key)] = struct{}{}
 		return keys
 	}
 	if f.n <= linearKeys {
@@ -244,10 +252,34 @@ func (f *dupFrame) add(keys [][]byte, key []byte) [][]byte {
 	}
 	f.many = make(map[string]struct{}, 2*linearKeys)
 	for _, k := range keys[f.first:] {
-		f.many[string(k)] = struct{}{}
+		f.many[f.mapKey(k)] = struct{}{}
 	}
-	f.many[string(key)] = struct{}{}
+	f.many[f.mapKey(key)] = struct{}{}
 	return keys[:f.first]
+}
+
+// mapKey is key as the frame's map holds it: folded, so that two keys
+// bytes.EqualFold calls equal are one entry, in a frame that folds.
+func (f *dupFrame) mapKey(key []byte) string {
+	if !f.fold {
+		return string(key)
+	}
+	return foldKey(key)
+}
+
+// foldKey maps each rune of key to the least rune of its simple case
+// folding orbit (the equivalence bytes.EqualFold uses), so that keys
+// EqualFold calls equal, and only those, map to the same string.
+func foldKey(key []byte) string {
+	b := make([]byte, 0, len(key))
+	for _, r := range string(key) {
+		least := r
+		for o := unicode.SimpleFold(r); o != r; o = unicode.SimpleFold(o) {
+			least = min(least, o)
+		}
+		b = utf8.AppendRune(b, least)
+	}
+	return string(b)
 }
 
 // stringEnd returns the index of the quote that ends the string starting

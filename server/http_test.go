@@ -205,6 +205,21 @@ func TestDuplicateKeysAreRefused(t *testing.T) {
 	if out["permissionDecision"] != "deny" || !strings.Contains(fmt.Sprint(out["permissionDecisionReason"]), "tool_input.command is given twice") {
 		t.Fatalf("Claude Code with a key given twice: %s", r.raw)
 	}
+	// A top-level key in another case is the same field to the decoders
+	// (the last one wins): it cannot turn a tool event into another.
+	for _, tc := range []struct{ path, body, deny string }{
+		{"/v1/hooks/claude-code", `{"session_id":"s2","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"t1",` +
+			`"tool_input":{"command":"rm -rf /"},"Hook_Event_Name":"Notification"}`, `"permissionDecision":"deny"`},
+		{"/v1/hooks/gemini", `{"session_id":"g2","hook_event_name":"BeforeTool","tool_name":"run_shell_command",` +
+			`"tool_input":{"command":"rm -rf /"},"HOOK_EVENT_NAME":"Notification"}`, `"decision":"deny"`},
+		{"/v1/hooks/cursor", `{"HOOK_EVENT_NAME":"afterFileEdit","conversation_id":"c2","hook_event_name":"beforeShellExecution",` +
+			`"command":"rm -rf /","cwd":"/tmp"}`, `"permission":"deny"`},
+	} {
+		r := sc.must(200, "POST", tc.path, tc.body)
+		if !strings.Contains(string(r.raw), tc.deny) || !strings.Contains(string(r.raw), "given twice") {
+			t.Errorf("%s: %s", tc.path, r.raw)
+		}
+	}
 }
 
 func TestDuplicateKey(t *testing.T) {
@@ -215,6 +230,15 @@ func TestDuplicateKey(t *testing.T) {
 			fmt.Fprintf(&b, `"k%d":%d,`, i, i)
 		}
 		b.WriteString(dup + `}}`)
+		return b.String()
+	}
+	manyTop := func(n int, dup string) string {
+		var b strings.Builder
+		b.WriteString(`{`)
+		for i := range n {
+			fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+		}
+		b.WriteString(dup + `}`)
 		return b.String()
 	}
 	for _, tc := range []struct{ body, path string }{
@@ -228,7 +252,14 @@ func TestDuplicateKey(t *testing.T) {
 		{`{"a":"\"b\":1,\"b\":2","b":1}`, ""},
 		{`{"\u0061":1,"a":2}`, "a"},
 		{`{"a\\b":1,"a\\b":2}`, `a\b`},
-		{`{"A":1,"a":2}`, ""},
+		// The top level is a struct, whose fields match in any case; a
+		// nested object may be a map, whose keys do not.
+		{`{"A":1,"a":2}`, "a"},
+		{`{"hook_event_name":"PreToolUse","Hook_Event_Name":"Stop"}`, "Hook_Event_Name"},
+		{`{"x":{"A":1,"a":2}}`, ""},
+		{`{"\u212a":1,"k":2}`, "k"}, // KELVIN SIGN folds to k
+		{many(100, `"K5":1`), ""},
+		{manyTop(100, `"K5":1`), "K5"},
 		{`{"x":{"a":1},"a":{"a":1}}`, ""},
 		{many(100, `"k5":1`), "args.k5"},
 		{many(100, `"k99":1`), "args.k99"},
@@ -273,7 +304,8 @@ func FuzzDuplicateKey(f *testing.F) {
 }
 
 // refDuplicate finds the first key an object repeats with encoding/json's
-// tokenizer, and its path as duplicateKey names it.
+// tokenizer (at the top level, in any case), and its path as
+// duplicateKey names it.
 func refDuplicate(data []byte) string {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	type frame struct {
@@ -336,7 +368,13 @@ func refDuplicate(data []byte) string {
 			}
 		case string:
 			if top != nil && !top.array && top.inKey {
-				if top.seen[v] {
+				dup := top.seen[v]
+				if len(stack) == 1 { // the top level's keys match in any case
+					for k := range top.seen {
+						dup = dup || strings.EqualFold(k, v)
+					}
+				}
+				if dup {
 					return path(v)
 				}
 				top.seen[v] = true

@@ -39,7 +39,7 @@ var hookProtocols = map[string]map[string]bool{
 	"claude-code": {"PreToolUse": true, "PermissionRequest": true},
 	"codex":       {"PreToolUse": true, "PermissionRequest": true},
 	"gemini":      {"BeforeTool": true},
-	"copilot":     {"preToolUse": true},
+	"copilot":     {"preToolUse": true, "PreToolUse": true}, // camelCase and VS Code compatible formats
 	"cursor":      {"preToolUse": true, "beforeShellExecution": true, "beforeMCPExecution": true, "beforeReadFile": true},
 }
 
@@ -243,7 +243,11 @@ func hookFailed(e *env, agent, event string, closed bool, err error) int {
 	case agent == "cursor":
 		deny = map[string]string{"permission": "deny", "user_message": msg, "agent_message": msg}
 	case agent == "copilot":
-		deny = map[string]string{"permissionDecision": "deny", "permissionDecisionReason": msg}
+		d := map[string]any{"permissionDecision": "deny", "permissionDecisionReason": msg}
+		if event != "preToolUse" { // also where the VS Code compatible format reads it
+			d["hookSpecificOutput"] = map[string]string{"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": msg}
+		}
+		deny = d
 	case event == "PermissionRequest" && (agent == "claude-code" || agent == "codex"):
 		deny = map[string]any{"hookSpecificOutput": map[string]any{
 			"hookEventName": "PermissionRequest",

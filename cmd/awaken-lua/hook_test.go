@@ -267,8 +267,9 @@ func TestHookMisconfigured(t *testing.T) {
 		{"PermissionRequest, bad flag", perm, []string{"--timeout", "5x"}, 0, "invalid value", permDeny},
 		{"Cursor shell, --agent read before a bad flag", shell, []string{"--agent", "cursor", "--as", "agent", "--timeout", "5x"}, 0, "invalid value", `{"agent_message":"awaken-lua could not decide`},
 		// Copilot's input names no event, and Copilot skips a hook that
-		// fails: the deny goes on stdout.
-		{"Copilot, bad flag", copilot, []string{"--agent", "copilot", "--timeout", "5x"}, 0, "invalid value", `{"permissionDecision":"deny"`},
+		// fails: the deny goes on stdout, in both of its formats.
+		{"Copilot, bad flag", copilot, []string{"--agent", "copilot", "--timeout", "5x"}, 0, "invalid value",
+			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := runChild(t, "", nil, tc.event, append([]string{"hook"}, tc.args...)...)

@@ -2,6 +2,8 @@ package hooks
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +19,10 @@ import (
 // unless the input carries a sessionId. Copilot's preToolUse allows or
 // denies: an ask is a deny that says a person must approve.
 
-// copilotInput is a Copilot CLI hook event (the fields the adapter reads).
+// copilotInput is a Copilot CLI hook event (the fields the adapter reads),
+// in either of its formats: camelCase (event names such as preToolUse),
+// or the VS Code compatible one (PascalCase event names, snake_case
+// fields), which Copilot sends to hooks configured under PascalCase names.
 type copilotInput struct {
 	HookEventName string          `json:"hook_event_name"`
 	SessionID     string          `json:"sessionId"`
@@ -29,15 +34,56 @@ type copilotInput struct {
 	Prompt        string          `json:"prompt"`
 	Source        string          `json:"source"`
 	Reason        string          `json:"reason"`
+	// The VS Code compatible format's names for the same.
+	SessionIDVS    string          `json:"session_id"`
+	ToolNameVS     string          `json:"tool_name"`
+	ToolInputVS    json.RawMessage `json:"tool_input"`
+	ToolResponseVS any             `json:"tool_response"`
 }
 
-// copilotOutput is a Copilot CLI hook reply.
+// copilotOutput is a Copilot CLI hook reply. HookSpecificOutput carries
+// the same decision for a hook of the VS Code compatible format, which
+// reads it where Claude Code does.
 type copilotOutput struct {
 	PermissionDecision       string         `json:"permissionDecision,omitempty"`
 	PermissionDecisionReason string         `json:"permissionDecisionReason,omitempty"`
 	ModifiedArgs             map[string]any `json:"modifiedArgs,omitempty"`
 	Decision                 string         `json:"decision,omitempty"`
 	Reason                   string         `json:"reason,omitempty"`
+	HookSpecificOutput       *ccSpecific    `json:"hookSpecificOutput,omitempty"`
+}
+
+// copilotVSEvents are the VS Code compatible format's event names, with
+// their camelCase names.
+var copilotVSEvents = map[string]string{
+	"SessionStart": "sessionStart", "SessionEnd": "sessionEnd", "UserPromptSubmit": "userPromptSubmitted",
+	"PreToolUse": "preToolUse", "PostToolUse": "postToolUse", "Stop": "agentStop", "SubagentStop": "subagentStop",
+	"ErrorOccurred": "errorOccurred",
+}
+
+// normalize puts an event of the VS Code compatible format into the
+// camelCase one: its event name, and its fields where the camelCase ones
+// are empty. It reports whether the event came in that format (by the
+// name it was given or the one it gives itself).
+func (in *copilotInput) normalize(event string) (string, bool) {
+	camel, vs := copilotVSEvents[event]
+	if !vs {
+		camel = event
+		_, vs = copilotVSEvents[in.HookEventName]
+	}
+	if in.SessionID == "" {
+		in.SessionID = in.SessionIDVS
+	}
+	if in.ToolName == "" {
+		in.ToolName = in.ToolNameVS
+	}
+	if len(in.ToolArgs) == 0 {
+		in.ToolArgs = in.ToolInputVS
+	}
+	if in.ToolResult == nil {
+		in.ToolResult = in.ToolResponseVS
+	}
+	return camel, vs
 }
 
 // copilotTools maps Copilot CLI's built-in tools to Claude Code's, with
@@ -68,19 +114,24 @@ func copilotEvent(r *http.Request, in *copilotInput, _ []byte) string {
 
 func (cc *claudeCode) copilotFailure(event string, err error) copilotOutput {
 	reason := cc.failClosed("Copilot CLI", event, err)
-	if event == "preToolUse" {
+	switch event {
+	case "preToolUse":
 		return copilotOutput{PermissionDecision: "deny", PermissionDecisionReason: reason}
+	case "PreToolUse":
+		return copilotOutput{PermissionDecision: "deny", PermissionDecisionReason: reason,
+			HookSpecificOutput: &ccSpecific{HookEventName: evPreToolUse, PermissionDecision: "deny", PermissionDecisionReason: reason}}
 	}
 	return copilotOutput{}
 }
 
 func (cc *claudeCode) copilot(ctx context.Context, event string, in copilotInput, agent string) copilotOutput {
+	event, vs := in.normalize(event)
 	session := in.SessionID
 	if session == "" {
 		if in.Cwd == "" {
 			return cc.copilotFailure(event, errors.New("the event has neither sessionId nor cwd, so it belongs to no session"))
 		}
-		session = "copilot:" + in.Cwd
+		session = copilotSession(in.Cwd, cc.o.MaxIDLen)
 	}
 	c := ccInput{SessionID: session, Cwd: in.Cwd}
 	var back map[string]string
@@ -112,7 +163,23 @@ func (cc *claudeCode) copilot(ctx context.Context, event string, in copilotInput
 		return copilotOutput{} // errorOccurred, subagentStop, ...: nothing to decide
 	}
 	out := cc.dispatch(ctx, c, agent)
-	return copilotReply(event, out, back)
+	r := copilotReply(event, out, back)
+	if vs && event == "preToolUse" && r.PermissionDecision != "" {
+		r.HookSpecificOutput = &ccSpecific{HookEventName: evPreToolUse, PermissionDecision: r.PermissionDecision,
+			PermissionDecisionReason: r.PermissionDecisionReason, UpdatedInput: r.ModifiedArgs}
+	}
+	return r
+}
+
+// copilotSession is the session of a Copilot CLI event without a session
+// id: its working directory's, within maxLen bytes (a deep directory's is
+// named by its hash instead).
+func copilotSession(cwd string, maxLen int) string {
+	if s := "copilot:" + cwd; len(s) <= maxLen {
+		return s
+	}
+	sum := sha256.Sum256([]byte(cwd))
+	return "copilot:sha256:" + hex.EncodeToString(sum[:])
 }
 
 // copilotArgs decodes toolArgs: a JSON string of an object, or the object.

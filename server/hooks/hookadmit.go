@@ -46,17 +46,20 @@ func serveHook[In, Out any](o *Options, w http.ResponseWriter, r *http.Request, 
 	body, rerr := readBody(r.Body, o.BodyLimit)
 	var in In
 	decoded := false
+	// The event a failure answers: the one the decoded body names, else
+	// the request's ?event= (the hook command's --event), else the one a
+	// body that did not decode names before it breaks.
 	event := func() string {
-		e := ""
 		if decoded {
-			e = p.event(r, &in, body)
-		} else {
-			e = p.event(r, nil, body)
+			if e := p.event(r, &in, body); e != "" {
+				return e
+			}
+			return query(r, "event")
 		}
-		if e == "" {
-			e = query(r, "event") // the hook command's --event
+		if e := query(r, "event"); e != "" {
+			return e
 		}
-		return e
+		return p.event(r, nil, body)
 	}
 	var out Out
 	defer func() {
@@ -73,6 +76,13 @@ func serveHook[In, Out any](o *Options, w http.ResponseWriter, r *http.Request, 
 	case int64(len(body)) > o.BodyLimit:
 		out = p.failure(event(), fmt.Errorf("the hook input is larger than the sidecar's body limit (%d bytes); raise [server] body_limit", o.BodyLimit))
 	default:
+		// Before decoding: a body that names a key twice (in any case,
+		// at the top level) decodes to whichever came last, so its
+		// event is read from the body as it first names it.
+		if derr := o.CheckBody(body); derr != nil {
+			out = p.failure(event(), derr)
+			break
+		}
 		decode := p.decode
 		if decode == nil {
 			decode = func(body []byte, in *In) error { return json.Unmarshal(body, in) }
@@ -86,10 +96,6 @@ func serveHook[In, Out any](o *Options, w http.ResponseWriter, r *http.Request, 
 			if n := p.name(&in); *n == "" {
 				*n = query(r, "event") // the hook command's --event
 			}
-		}
-		if derr := o.CheckBody(body); derr != nil {
-			out = p.failure(event(), derr)
-			break
 		}
 		select {
 		case o.Slots <- struct{}{}:

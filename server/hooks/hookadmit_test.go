@@ -21,7 +21,8 @@ type probeOut struct {
 }
 
 // The shared admission answers every failure with the protocol's own
-// reply, naming the event from the body when it does not decode, and a
+// reply, naming the event from the body when it does not decode (after
+// the ?event= the hook command sends, when the body names none), and a
 // panicking adapter neither escapes nor keeps its concurrency slot.
 func TestServeHookAdmission(t *testing.T) {
 	o := &Options{BodyLimit: 1 << 20, Slots: make(chan struct{}, 1), Log: slog.New(slog.DiscardHandler),
@@ -49,10 +50,11 @@ func TestServeHookAdmission(t *testing.T) {
 			return probeOut{Event: in.HookEventName}
 		},
 	}
+	query := ""
 	post := func(body string) string {
 		t.Helper()
 		w := httptest.NewRecorder()
-		r := httptest.NewRequest("POST", "/v1/hooks/probe", strings.NewReader(body))
+		r := httptest.NewRequest("POST", "/v1/hooks/probe"+query, strings.NewReader(body))
 		if err := serveHook(o, w, r, p); err != nil || w.Code != http.StatusOK {
 			t.Fatalf("%s: %d %v", body, w.Code, err)
 		}
@@ -61,7 +63,9 @@ func TestServeHookAdmission(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{`{"hook_event_name":"Stop"}`, `{"event":"Stop"}`},
 		{`{"hook_event_name":"Gate"`, `"event":"Gate","error":"the hook input is not valid JSON`},
-		{`{"hook_event_name":"Gate","hook_event_name":"Stop"}`, `"event":"Stop","error":"hook_event_name is given twice"`},
+		// A key given twice is refused before decoding: the event is the
+		// one the body names first, not the one a decoder keeps last.
+		{`{"hook_event_name":"Gate","hook_event_name":"Stop"}`, `"event":"Gate","error":"hook_event_name is given twice"`},
 		{`{"hook_event_name":"Panic"}`, `{"event":"Panic","error":"internal error in the sidecar"}`},
 		{`{"hook_event_name":"Panic"}`, `{"event":"Panic","error":"internal error in the sidecar"}`},
 		{`{"hook_event_name":"Stop"}`, `{"event":"Stop"}`}, // the slot came back after the panics
@@ -69,6 +73,12 @@ func TestServeHookAdmission(t *testing.T) {
 		if got := post(tc.body); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: got %s, want %s", tc.body, got, tc.want)
 		}
+	}
+	// The hook command's --event names the event of a body that does not
+	// decode before the body's own broken text does.
+	query = "?event=Probe"
+	if got, want := post(`{"hook_event_name":"Gate"`), `"event":"Probe","error":"the hook input is not valid JSON`; !strings.Contains(got, want) {
+		t.Errorf("with ?event=: got %s, want %s", got, want)
 	}
 }
 
