@@ -144,3 +144,33 @@ func TestHookAgent(t *testing.T) {
 	rm["session_id"] = "another"
 	wantDecision(t, sc.hook(t, rm, "?agent=default"), "deny", "rm is not allowed")
 }
+
+// A Cursor command the user declined never runs and gets no after event;
+// asked again and approved, the command's result is the second call's,
+// which reaches after_tool_execute, while the first ends cancelled.
+func TestCursorDeclinedThenApproved(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	ev := func(event string, extra map[string]any) string {
+		t.Helper()
+		m := map[string]any{"conversation_id": "cu-again", "generation_id": "g", "hook_event_name": event, "workspace_roots": []string{"/home/dev/shop"}}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return string(sc.must(200, "POST", "/v1/hooks/cursor", m).raw)
+	}
+	ev("beforeSubmitPrompt", map[string]any{"prompt": "push it"})
+	push := map[string]any{"command": "git push origin main", "cwd": "/home/dev/shop"}
+	for i := range 2 {
+		if got := ev("beforeShellExecution", push); !strings.Contains(got, `"permission":"ask"`) {
+			t.Fatalf("ask %d: %s", i+1, got)
+		}
+	}
+	ev("afterShellExecution", map[string]any{"command": "git push origin main", "cwd": "/home/dev/shop", "output": "pushed"})
+	id := sc.ccRunID(t, "cu-again")
+	ev("stop", map[string]any{"status": "completed", "loop_count": 1})
+	st := sc.must(200, "GET", "/v1/runs/"+id, nil).body["state"].(map[string]any)
+	if seen, ended := mustJSON(st["ccpolicy.seen"]), mustJSON(st["ccpolicy.ended"]); !strings.Contains(seen, "Bash:success") ||
+		!strings.Contains(ended, "cursor_2:succeeded") {
+		t.Fatalf("the approved push: seen %s, ended %s", seen, ended)
+	}
+}

@@ -200,7 +200,12 @@ func (cu *cursor) event(ctx context.Context, in cursorInput, agent string) curso
 		return cursorOutput{} // afterFileEdit, afterAgentResponse, ...: nothing to decide
 	}
 	out := cu.cc.dispatch(ctx, cc, agent)
-	return cursorReply(in.HookEventName, out)
+	r := cursorReply(in.HookEventName, out)
+	if r.Permission == "deny" && cc.HookEventName == evPreToolUse {
+		// Cursor does not run it: no after event is coming for it.
+		cu.forget(in.ConversationID, cc.ToolUseID)
+	}
+	return r
 }
 
 // cursorCallOf is the tool call a Cursor event is about, named as Claude
@@ -269,23 +274,44 @@ func (cu *cursor) begin(conv, name string, args map[string]any) string {
 	return id
 }
 
-// end finds the oldest call of the conversation with this tool and
-// arguments, and forgets it.
+// end finds the latest call of the conversation with this tool and
+// arguments, and forgets it. The latest: Cursor runs a conversation's
+// calls one at a time, so an earlier one with the same arguments is one
+// it never ran (the user declined it, and the agent asked again).
 func (cu *cursor) end(conv, name string, args map[string]any) string {
 	cu.mu.Lock()
 	defer cu.mu.Unlock()
 	key := callKey(name, args)
 	list := cu.pending[conv]
-	for i, c := range list {
-		if c.key == key {
-			cu.pending[conv] = append(list[:i:i], list[i+1:]...)
-			if len(cu.pending[conv]) == 0 {
-				delete(cu.pending, conv)
-			}
-			return c.id
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].key == key {
+			id := list[i].id
+			cu.drop(conv, i)
+			return id
 		}
 	}
 	return ""
+}
+
+// forget drops the pending call id of a conversation.
+func (cu *cursor) forget(conv, id string) {
+	cu.mu.Lock()
+	defer cu.mu.Unlock()
+	for i, c := range cu.pending[conv] {
+		if c.id == id {
+			cu.drop(conv, i)
+			return
+		}
+	}
+}
+
+// drop removes the i-th pending call of conv (cu.mu held).
+func (cu *cursor) drop(conv string, i int) {
+	list := cu.pending[conv]
+	cu.pending[conv] = append(list[:i:i], list[i+1:]...)
+	if len(cu.pending[conv]) == 0 {
+		delete(cu.pending, conv)
+	}
 }
 
 // cursorReply puts the Claude Code adapter's answer into Cursor's fields.

@@ -25,3 +25,21 @@ func TestCursorPendingIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// An after event goes to the latest call with its tool and arguments (an
+// earlier one is one Cursor never ran), and a call forgotten (denied)
+// is not found again.
+func TestCursorEndTakesTheLatest(t *testing.T) {
+	cu := newCursor(newClaudeCode(Options{}))
+	push := map[string]any{"command": "git push"}
+	declined := cu.begin("c", "Shell", push)
+	approved := cu.begin("c", "Shell", push)
+	if id := cu.end("c", "Shell", push); id != approved {
+		t.Fatalf("the after event went to %s, want %s (not the declined %s)", id, approved, declined)
+	}
+	denied := cu.begin("c", "Shell", map[string]any{"command": "rm -rf /"})
+	cu.forget("c", denied)
+	if id := cu.end("c", "Shell", map[string]any{"command": "rm -rf /"}); id != "" {
+		t.Fatalf("a forgotten call was found: %s", id)
+	}
+}
