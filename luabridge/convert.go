@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -171,7 +172,7 @@ func (c *converter) convert(v lua.LValue, depth int) (any, error) {
 		if err := c.addBytes(len(x)); err != nil {
 			return nil, err
 		}
-		return string(x), nil
+		return validUTF8(string(x)), nil
 	case *lua.LTable:
 		return c.table(viewed(x), depth)
 	case *lua.LUserData:
@@ -195,6 +196,28 @@ func (c *converter) convert(v lua.LValue, depth int) (any, error) {
 		return nil, failf("a %s cannot be stored; use tables, strings, numbers and booleans", describe(x))
 	}
 	return nil, failf("a %s cannot be stored; use tables, strings, numbers and booleans", v.Type().String())
+}
+
+// validUTF8 is s with each byte that is not part of valid UTF-8 replaced
+// by U+FFFD, as encoding/json writes it: a value Lua made (a string cut
+// mid-character by sub) is then the same in memory, in every store and in
+// the journal, rather than changed by the first that encodes it.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 func describe(u *lua.LUserData) string {
@@ -271,8 +294,12 @@ func (c *converter) table(t *lua.LTable, depth int) (any, error) {
 		if err != nil {
 			return
 		}
-		key := string(k.(lua.LString))
+		key := validUTF8(string(k.(lua.LString)))
 		if err = c.addBytes(len(key)); err != nil {
+			return
+		}
+		if _, twice := out[key]; twice {
+			err = failf("two keys are %q once their bytes that are not UTF-8 are replaced; use keys of valid UTF-8 text", key)
 			return
 		}
 		var conv any

@@ -54,6 +54,13 @@ func TestFromLua(t *testing.T) {
 		{`function() end`, nil, "function cannot be stored"},
 		{`0/0`, nil, "finite"},
 		{`{list = {1, {2, {3, function() end}}}}`, nil, "$.list[1][1][1]"},
+		// Bytes that are not UTF-8 become U+FFFD one by one, as JSON
+		// writes them, so every store keeps what memory holds.
+		{`"\255\254"`, "\uFFFD\uFFFD", ""},
+		{`("héllo"):sub(1, 2)`, "h\uFFFD", ""},
+		{`{["k\255"] = ("é"):sub(1, 1)}`, map[string]any{"k\uFFFD": "\uFFFD"}, ""},
+		{`{["\255"] = 1, ["\254"] = 2}`, nil, "once their bytes that are not UTF-8 are replaced"},
+		{`"añb✓"`, "añb✓", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.src, func(t *testing.T) {
