@@ -42,6 +42,7 @@ func (s *Session) Checkpoint() Checkpoint {
 		cp.Offered = append([]string{}, s.offered...)
 	}
 	cp.Tools = s.hostTools
+	cp.StepTools = encodeStepTools(s.tools, s.offered, s.hostTools)
 	for _, c := range s.calls {
 		cp.Calls = append(cp.Calls, *c)
 	}
@@ -281,6 +282,9 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 	s.messages, s.hostTools = cp.Messages, cp.Tools
 	if cp.Offered != nil {
 		s.offered = cp.Offered
+	}
+	if s.tools, err = decodeStepTools(&cp); err != nil {
+		return nil, err
 	}
 	for i := range cp.Calls {
 		c := cp.Calls[i]

@@ -71,6 +71,11 @@ type Delta struct {
 
 	// Offered, when set, replaces the tools offered in the step.
 	Offered *ToolNames `json:"offered,omitempty"`
+	// StepTools, when set, replaces the checkpoint's StepTools. It is set
+	// whenever Offered is: a delta that changes Offered alone (written
+	// before step tools were kept) drops StepTools, which then follow
+	// Offered.
+	StepTools *StepToolList `json:"step_tools,omitempty"`
 
 	// CallCount is the number of the step's calls; Calls are the calls that
 	// changed or are new, by position (every position past the old count
@@ -172,6 +177,10 @@ func (cp *Checkpoint) Apply(d Delta) error {
 	cp.Messages = append(cp.Messages[:d.MessagesFrom], d.Messages...)
 	if d.Offered != nil {
 		cp.Offered = d.Offered.Names
+		cp.StepTools = nil
+	}
+	if d.StepTools != nil {
+		cp.StepTools = d.StepTools.Tools
 	}
 	switch {
 	case d.CallCount == 0:
@@ -200,6 +209,7 @@ type savedRun struct {
 	calls     map[*CallRecord]struct{}
 	allCalls  bool
 	offered   []string
+	tools     []model.ToolSpec
 	hostTools []model.ToolSpec
 }
 
@@ -238,7 +248,7 @@ func (s *Session) synced() {
 		s.saved = &savedRun{calls: map[*CallRecord]struct{}{}}
 	}
 	sv := s.saved
-	sv.snap, sv.messages, sv.offered, sv.hostTools = s.store.Snapshot(), len(s.messages), s.offered, s.hostTools
+	sv.snap, sv.messages, sv.offered, sv.tools, sv.hostTools = s.store.Snapshot(), len(s.messages), s.offered, s.tools, s.hostTools
 	sv.allCalls = false
 	clear(sv.calls)
 }
@@ -331,6 +341,11 @@ func (s *Session) delta() (Delta, bool) {
 	}
 	if !sameValue(sv.offered, s.offered) || (sv.offered == nil) != (s.offered == nil) {
 		d.Offered = &ToolNames{Names: s.offered}
+	}
+	// The step's tools change with a step's before_inference: once a
+	// step, encoded as a whole save would (a host tool is its index).
+	if d.Offered != nil || !sameValue(sv.tools, s.tools) {
+		d.StepTools = &StepToolList{Tools: encodeStepTools(s.tools, s.offered, s.hostTools)}
 	}
 	d.CallCount = len(s.calls)
 	if sv.allCalls {

@@ -250,7 +250,8 @@ func answered(c run.CallRecord) bool {
 }
 
 func (m *modelDriver) start() {
-	s, _, err := m.rt.Start(m.ctx, run.StartOptions{ThreadID: "T", Tools: []model.ToolSpec{{Name: "a"}, {Name: "b"}},
+	host := []model.ToolSpec{{Name: "a", Parameters: map[string]any{"type": "object"}}, {Name: "b"}}
+	s, _, err := m.rt.Start(m.ctx, run.StartOptions{ThreadID: "T", Tools: host,
 		Messages: []model.Message{{Role: model.RoleUser, Content: "go"}}})
 	if err != nil {
 		m.t.Fatal(err)
@@ -265,7 +266,10 @@ func (m *modelDriver) start() {
 // step makes one random call on the session and returns its name.
 func (m *modelDriver) step() string {
 	ctx, s, rng := m.ctx, m.s, m.rng
-	tools := []model.ToolSpec{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	// The host's a, a b that is not the host's, and a tool of the step's
+	// own: each way a checkpoint keeps a step tool.
+	tools := []model.ToolSpec{s.HostTools()[0], {Name: "b", Description: "not the host's b"},
+		{Name: "c", Parameters: map[string]any{"type": "object"}}}
 	if rng.IntN(4) == 0 {
 		s.SetCwd([]string{"", "/w/a", "/w/b"}[rng.IntN(3)]) // as an agent's event reports it
 	}
@@ -343,6 +347,15 @@ func (m *modelDriver) step() string {
 		r, err := m.rt.Restore(ctx, s.RunID(), nil)
 		if err != nil {
 			m.t.Fatalf("restore: %v", err)
+		}
+		// The restored session is the run as saved, what a session
+		// holds besides its state (the step's tools) included.
+		saved, _, err := m.st.Run(ctx, s.RunID())
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		if a, b := normal(m.t, saved), normal(m.t, r.Checkpoint()); a != b {
+			m.t.Fatalf("the restored session differs from its save: %s", firstDiff(a, b))
 		}
 		m.s = r
 		m.whole++

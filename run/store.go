@@ -81,9 +81,15 @@ type Checkpoint struct {
 	// for none (which omitempty would turn into every tool).
 	Offered []string `json:"offered"`
 	// Tools are the host's tools (StartOptions.Tools).
-	Tools    []model.ToolSpec `json:"tools,omitempty"`
-	Calls    []CallRecord     `json:"calls,omitempty"`
-	Revision uint64           `json:"revision"`
+	Tools []model.ToolSpec `json:"tools,omitempty"`
+	// StepTools are the step's tools, which hooks read (ctx.tools) from
+	// before_inference's transforms to step_end, when they are not the
+	// host tools that Offered names (see derivedStepTools): a restored run
+	// must decide as the saved one would. Absent in a checkpoint written
+	// before they were kept, which restores that guess.
+	StepTools []StepTool   `json:"step_tools,omitempty"`
+	Calls     []CallRecord `json:"calls,omitempty"`
+	Revision  uint64       `json:"revision"`
 	// Seq counts the run's saves: a Delta applies on the checkpoint whose
 	// Seq is its Base (see RunLog).
 	Seq uint64 `json:"seq,omitempty"`
@@ -429,6 +435,7 @@ func cloneCheckpoint(cp Checkpoint) Checkpoint {
 		cp.Offered = append([]string{}, cp.Offered...)
 	}
 	cp.Tools = cloneTools(cp.Tools)
+	cp.StepTools = cloneStepTools(cp.StepTools)
 	if cp.Calls != nil {
 		calls := make([]CallRecord, len(cp.Calls))
 		for i, c := range cp.Calls {
