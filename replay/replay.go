@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/journal"
@@ -59,6 +60,8 @@ type runState struct {
 	// run, as journals written before end was a run's last record have it;
 	// the run is forgotten after that phase.
 	ended bool
+	// last is the run's phase record driven last (see retried).
+	last *journal.Record
 }
 
 // New makes a Replayer over the candidate runtime; its runs keep their
@@ -118,6 +121,10 @@ func (r *Replayer) Apply(ctx context.Context, rec *journal.Record) (*journal.Fli
 	if st == nil || st.done {
 		return nil, nil
 	}
+	if retried(st.last, rec) {
+		return nil, nil
+	}
+	st.last = rec
 	flip, err := r.drive(ctx, st, rec)
 	if flip != nil || err != nil {
 		st.done = true
@@ -228,6 +235,29 @@ func (r *Replayer) drive(ctx context.Context, st *runState, rec *journal.Record)
 		return r.failed(rec, err), nil
 	}
 	return r.compare(ctx, st, rec, got), nil
+}
+
+// retried reports whether rec is a host's retry of prev, the run's phase
+// record before it: the same phase of the same step with the same input,
+// from the same save. A sidecar whose checkpoint failed after a phase
+// (the phase was journaled) restores the run from its last save and runs
+// the client's retry of that phase again; the run went through it once,
+// so the candidate, which did, must not be driven through it twice (it
+// would refuse it as out of order). A pure retry (a tool_gate gated
+// again) compares nothing new either.
+func retried(prev, rec *journal.Record) bool {
+	if prev == nil || prev.Phase != rec.Phase || prev.Step != rec.Step || prev.Save != rec.Save {
+		return false
+	}
+	a, b := journal.Input{}, journal.Input{}
+	if prev.Input != nil {
+		a = *prev.Input
+	}
+	if rec.Input != nil {
+		b = *rec.Input
+	}
+	a.Now, b.Now = time.Time{}, time.Time{} // a retry reads the clock again
+	return reflect.DeepEqual(a, b)
 }
 
 func call(in *journal.Input) model.ToolCall {
