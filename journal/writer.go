@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -66,7 +67,8 @@ type Writer struct {
 	closed   bool
 
 	errMu sync.Mutex
-	err   error // the first write error, reported by Close
+	err   error        // the first write error, reported by Close
+	lost  atomic.Int64 // records not written (see Lost)
 
 	// owned by the goroutine
 	f       *os.File
@@ -173,6 +175,19 @@ func (w *Writer) Close() error {
 	return w.firstErr()
 }
 
+// Lost is how many records were not written since Open.
+func (w *Writer) Lost() int64 { return w.lost.Load() }
+
+// lose counts n records that were not written, for err.
+func (w *Writer) lose(n int, err error) {
+	w.lost.Add(int64(n))
+	w.errMu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.errMu.Unlock()
+}
+
 func (w *Writer) firstErr() error {
 	w.errMu.Lock()
 	defer w.errMu.Unlock()
@@ -203,8 +218,9 @@ func (w *Writer) loop() {
 		w.notFull.Broadcast()
 		w.mu.Unlock()
 		for i, rec := range batch {
-			w.enc = appendRecord(w.enc[:0], w.mask.apply(rec))
-			w.write(w.enc)
+			if w.encode(rec) {
+				w.write(w.enc)
+			}
 			recycle(rec)
 			batch[i] = nil
 		}
@@ -227,6 +243,75 @@ func (w *Writer) loop() {
 			w.fail(fmt.Errorf("journal: %w", err))
 		}
 	}
+}
+
+// sealSize is what sealing adds to a record's body (a prev and a sum, less
+// the brace they follow); maxBody is the longest body whose line, with its
+// newline, a reader takes (maxLine).
+const (
+	sealSize = len(sealHead) + 2*sha256.Size + len(sealMid) + 2*sha256.Size + len(sealTail) - 1
+	maxBody  = maxLine - 1 - sealSize
+)
+
+// encode masks and encodes rec into w.enc. A record whose line would pass
+// maxLine is shortened, since a line the reader refuses costs the audit
+// more than part of one record: its input is left out, or, when that is
+// not enough, all but its identity, and Omitted lists what was. A record
+// too long even so (an identity field that long) is not written. Either is
+// logged, once per record.
+func (w *Writer) encode(rec *Record) bool {
+	m := w.mask.apply(rec)
+	w.enc = appendRecord(w.enc[:0], m)
+	if len(w.enc) <= maxBody {
+		return true
+	}
+	size := len(w.enc)
+	cp := *m
+	cp.slot, cp.Input, cp.Omitted = nil, nil, []string{"input"}
+	w.enc = appendRecord(w.enc[:0], &cp)
+	if len(w.enc) > maxBody {
+		id := Record{Rec: m.Rec, Format: m.Format, RunID: m.RunID, ThreadID: m.ThreadID, Agent: m.Agent, Generation: m.Generation,
+			ConfigHash: m.ConfigHash, TS: m.TS, Save: m.Save, Phase: m.Phase, Step: m.Step, Continued: m.Continued,
+			Termination: m.Termination, Steps: m.Steps, Omitted: omittable(m)}
+		w.enc = appendRecord(w.enc[:0], &id)
+		cp = id
+	}
+	attrs := []any{"run_id", clip(m.RunID), "rec", m.Rec, "phase", m.Phase, "step", m.Step, "bytes", size + sealSize + 1, "limit", maxLine}
+	if len(w.enc) > maxBody {
+		w.lose(1, errors.New("journal: a record too large for a reader was not written"))
+		w.o.Log.Error("a journal record is too large for a reader even without its input and was not written", attrs...)
+		return false
+	}
+	w.o.Log.Warn("a journal record is too large for a reader; written without the fields listed in its \"omitted\"",
+		append(attrs, "omitted", strings.Join(cp.Omitted, ","))...)
+	return true
+}
+
+// omittable lists the fields of r, by their JSON names, that a record
+// shortened to its identity leaves out.
+func omittable(r *Record) []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"plugins", len(r.Plugins) > 0}, {"input", r.Input != nil}, {"decisions", len(r.Decisions) > 0},
+		{"context", len(r.Context) > 0}, {"request", r.Request != nil}, {"failed", r.Failed != ""},
+		{"expired", len(r.Expired) > 0}, {"masked", len(r.Masked) > 0}, {"shadow", r.Shadow != nil},
+	} {
+		if f.set {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// clip bounds a value written to the log.
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
 }
 
 // sink hands the batch's lines to the Sink (and ages it out now and then).
