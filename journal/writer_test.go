@@ -2,11 +2,14 @@ package journal
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/model"
@@ -116,5 +119,125 @@ func TestWriterBoundIsTheReadersToTheByte(t *testing.T) {
 	if len(got) != 3 || len(problems) != 0 || len(got[1].Input.Reason) != fit || got[1].Omitted != nil ||
 		got[2].Input != nil || strings.Join(got[2].Omitted, ",") != "input" {
 		t.Fatalf("read %d records, problems %v", len(got), problems)
+	}
+}
+
+// clock is a writer's Options.Now that a test moves.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// wholeLines counts the lines of the journal files that end in a newline.
+func wholeLines(t *testing.T, dir string) int {
+	t.Helper()
+	files, _ := Files(dir)
+	n := 0
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		n += bytes.Count(b, []byte("\n"))
+	}
+	return n
+}
+
+// sinkFunc is a LineSink that keeps the lines it takes, and refuses
+// batches while fail is set.
+type sinkFunc struct {
+	mu    sync.Mutex
+	fail  bool
+	lines []Line
+	n     map[string]int
+}
+
+func (s *sinkFunc) WriteLines(_ context.Context, stream string, lines [][]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail {
+		return errors.New("the database is down")
+	}
+	if s.n == nil {
+		s.n = map[string]int{}
+	}
+	for _, l := range lines {
+		s.n[stream]++
+		s.lines = append(s.lines, Line{Stream: stream, N: s.n[stream], Data: l})
+	}
+	return nil
+}
+
+func (s *sinkFunc) AgeOut(context.Context, time.Time) error { return nil }
+
+func (s *sinkFunc) set(fail bool) {
+	s.mu.Lock()
+	s.fail = fail
+	s.mu.Unlock()
+}
+
+// A batch the sink refuses is counted lost, and the writer goes on with
+// a stream of its own once the retry is due, so that every stream's chain
+// holds (no line names one that was never stored) and records made after
+// the sink recovered are stored.
+func TestWriterRecoversAfterASinkError(t *testing.T) {
+	clk := &clock{now: time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)}
+	sink := &sinkFunc{}
+	w, err := Open(Options{Sink: sink, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle := func(want int64) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			sink.mu.Lock()
+			n := int64(len(sink.lines))
+			sink.mu.Unlock()
+			if n+w.Lost() == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d lines stored, %d lost, want %d in all", n, w.Lost(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	w.Record(&Record{Rec: KindRun, Format: Format, RunID: "r1"})
+	settle(1)
+	sink.set(true)
+	w.Record(&Record{Rec: KindEnd, RunID: "r1"})
+	settle(2)
+	sink.set(false)
+	clk.add(retryMax)
+	w.Record(&Record{Rec: KindRun, Format: Format, RunID: "r2"})
+	w.Record(&Record{Rec: KindEnd, RunID: "r2"})
+	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "(1 records lost)") {
+		t.Errorf("Close = %v", err)
+	}
+	if len(sink.lines) != 3 {
+		t.Fatalf("stored %d lines, want r1's header and r2's two", len(sink.lines))
+	}
+	if sink.lines[1].Stream == sink.lines[0].Stream {
+		t.Fatal("the lines after the error went on in the stream whose chain names the lost line")
+	}
+	each := func(yield func(Line) error) error {
+		for _, l := range sink.lines {
+			if err := yield(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if n, err := VerifyLines(each); err != nil || n != 3 {
+		t.Fatalf("verify: %d %v", n, err)
 	}
 }
