@@ -44,28 +44,38 @@ func (s *sealer) seal(dst, prev, b []byte) []byte {
 
 // unseal checks a line's own sum and returns its prev and sum.
 func unseal(line []byte) (prev, sum string, err error) {
-	rest, ok := bytes.CutPrefix(line, []byte(sealHead))
-	if !ok {
-		return "", "", errors.New("the line does not start with its prev and sum")
+	prev, sum, body, err := parseSeal(line)
+	if err != nil {
+		return "", "", err
 	}
-	i := bytes.Index(rest, []byte(sealMid))
-	if i != 0 && i != 2*sha256.Size {
-		return "", "", errors.New("the line's prev is not a SHA-256")
-	}
-	prev = string(rest[:i])
-	rest = rest[i+len(sealMid):]
-	if len(rest) < 2*sha256.Size+len(sealTail) || string(rest[2*sha256.Size:2*sha256.Size+len(sealTail)]) != sealTail {
-		return "", "", errors.New("the line's sum is not a SHA-256")
-	}
-	sum = string(rest[:2*sha256.Size])
-	body := rest[2*sha256.Size+len(sealTail):]
 	h := sha256.New()
 	h.Write([]byte(sealHead))
 	h.Write([]byte(prev))
 	h.Write([]byte(sealTail))
 	h.Write(body)
 	if hex.EncodeToString(h.Sum(nil)) != sum {
-		return prev, sum, errors.New("the line does not match its sum: it was edited")
+		return prev, sum, errEdited
 	}
 	return prev, sum, nil
+}
+
+var errEdited = errors.New("the line does not match its sum: it was edited")
+
+// parseSeal splits a line (or the start of one, at least its prev and
+// sum) into its prev, its sum and the body after them.
+func parseSeal(line []byte) (prev, sum string, body []byte, err error) {
+	rest, ok := bytes.CutPrefix(line, []byte(sealHead))
+	if !ok {
+		return "", "", nil, errors.New("the line does not start with its prev and sum")
+	}
+	i := bytes.Index(rest, []byte(sealMid))
+	if i != 0 && i != 2*sha256.Size {
+		return "", "", nil, errors.New("the line's prev is not a SHA-256")
+	}
+	prev = string(rest[:i])
+	rest = rest[i+len(sealMid):]
+	if len(rest) < 2*sha256.Size+len(sealTail) || string(rest[2*sha256.Size:2*sha256.Size+len(sealTail)]) != sealTail {
+		return "", "", nil, errors.New("the line's sum is not a SHA-256")
+	}
+	return prev, string(rest[:2*sha256.Size]), rest[2*sha256.Size+len(sealTail):], nil
 }

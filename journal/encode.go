@@ -112,6 +112,10 @@ func appendRecord(b []byte, r *Record) []byte {
 		e.key("masked")
 		e.strings(r.Masked)
 	}
+	if len(r.Omitted) > 0 {
+		e.key("omitted")
+		e.strings(r.Omitted)
+	}
 	e.intOmit("steps", r.Steps)
 	if r.Shadow != nil {
 		e.any("shadow", r.Shadow)

@@ -29,7 +29,7 @@ func TestAppendRecordRoundTrips(t *testing.T) {
 		{Rec: KindPhase, RunID: "r", Phase: AfterInference, Input: &Input{Response: &model.Response{Text: "t", Usage: &model.Usage{TotalTokens: 3}}}},
 		{Rec: KindPhase, RunID: "r", Phase: ToolGate, Input: &Input{Call: &model.ToolCall{ID: "c", Name: "shell", Args: map[string]any{"cmd": "rm"}}},
 			Decisions:   []Decision{{CallID: "c", Tool: "shell", Decision: gate.Block, Plugin: "p", Reason: "no", Args: map[string]any{"x": 1.0}}},
-			Termination: "blocked:no", Failed: "oops", Masked: []string{"call.args.password"}},
+			Termination: "blocked:no", Failed: "oops", Masked: []string{"call.args.password"}, Omitted: []string{"input"}},
 		{Rec: KindPhase, RunID: "r", Phase: AfterToolExecute, Input: &Input{Call: &model.ToolCall{ID: "c", Name: "n"}, Result: &model.ToolResult{Status: "success", Data: map[string]any{"a": "b"}, Message: "m"}}},
 		{Rec: KindPhase, RunID: "r", Phase: Resume, Input: &Input{Resume: []gate.Resume{{Target: "c", Action: "resume", Result: "yes", Reason: "r"}}, Reason: "why"}, Continued: 2,
 			Expired: []string{"c2"}},

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -244,5 +245,83 @@ func TestWriterMakesNoFileUntilARecord(t *testing.T) {
 	os.WriteFile(file, nil, 0o644)
 	if _, err := Open(Options{Dir: file}); err == nil {
 		t.Fatal("Open of a file as the directory succeeded")
+	}
+}
+
+// sealedFile writes a journal file of the record bodies, chained as the
+// writer chains them, and returns its path.
+func sealedFile(t *testing.T, dir string, bodies ...[]byte) string {
+	t.Helper()
+	var b []byte
+	prev := ""
+	for _, body := range bodies {
+		line := seal(prev, body)
+		_, sum, _, err := parseSeal(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev = sum
+		b = append(append(b, line...), '\n')
+	}
+	path := filepath.Join(dir, "journal-20260101T000000.000Z-1-0001.ndjson")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A line longer than a reader takes (maxLine; this version's writer never
+// writes one) does not stop the journal: Read reports it as a Problem at
+// its file:line, saying what to do, and reads the lines after it (other
+// runs included). Verify still checks its link, hashing it as it reads,
+// so an edit inside it is found at its line; torn, it is an incomplete
+// last line.
+func TestOverLongLineIsSkippedAndTheRestRead(t *testing.T) {
+	dir := t.TempDir()
+	huge := append([]byte(`{"rec":"phase","run_id":"big","phase":"run_start","input":{"reason":"`), bytes.Repeat([]byte("x"), maxLine)...)
+	huge = append(huge, `"}}`...)
+	path := sealedFile(t, dir,
+		[]byte(`{"rec":"run","format":1,"run_id":"big"}`), huge, []byte(`{"rec":"end","run_id":"big"}`),
+		[]byte(`{"rec":"run","format":1,"run_id":"small"}`), []byte(`{"rec":"end","run_id":"small"}`))
+	huge = nil
+	names := func(recs []*Record) string {
+		var out []string
+		for _, r := range recs {
+			out = append(out, r.Rec+":"+r.RunID)
+		}
+		return strings.Join(out, " ")
+	}
+	recs, problems := readAll(t, dir)
+	if got := names(recs); got != "run:big end:big run:small end:small" {
+		t.Fatalf("read %s, problems %v", got, problems)
+	}
+	if len(problems) != 1 || problems[0].Line != 2 || !strings.Contains(problems[0].String(), path+":2: a line of") ||
+		!strings.Contains(problems[0].Msg, "the lines after it are read") || !strings.Contains(problems[0].Msg, "sed -n 2p "+path) {
+		t.Fatalf("problems %v", problems)
+	}
+	n, problems, err := Verify([]string{dir})
+	if err != nil || n != 5 || len(problems) != 1 || problems[0].Line != 2 || !strings.Contains(problems[0].Msg, "its link holds") {
+		t.Fatalf("verify: %d %v %v", n, problems, err)
+	}
+
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := bytes.Index(b, []byte("xxxx")) + maxLine/2
+	b[mid] = 'y'
+	os.WriteFile(path, b, 0o644)
+	if _, _, err := Verify([]string{dir}); !errors.Is(err, errs.JournalTampered) || !strings.Contains(err.Error(), path+":2:") {
+		t.Fatalf("an edit inside the long line: verify = %v", err)
+	}
+
+	os.WriteFile(path, b[:mid], 0o644)
+	recs, problems = readAll(t, dir)
+	if got := names(recs); got != "run:big" || len(problems) != 1 || problems[0].Line != 2 || !strings.Contains(problems[0].Msg, "incomplete") {
+		t.Fatalf("torn: read %s, problems %v", got, problems)
+	}
+	n, problems, err = Verify([]string{dir})
+	if err != nil || n != 1 || len(problems) != 1 || !strings.Contains(problems[0].Msg, "incomplete") {
+		t.Fatalf("torn: verify: %d %v %v", n, problems, err)
 	}
 }

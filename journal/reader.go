@@ -3,6 +3,8 @@ package journal
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,8 +14,10 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 )
 
-// maxLine bounds one record: a phase record carries a model response or a
-// run's starting conversation, which the sidecar bounds well below this.
+// maxLine bounds one line, its newline included: a phase record carries a
+// model response or a run's starting conversation, which the sidecar
+// bounds well below this. The writer never writes a longer line, and a
+// reader skips one (see overLong) rather than hold it.
 const maxLine = 64 << 20
 
 // Pos is where a record is: file and 1-based line.
@@ -56,9 +60,10 @@ func Expand(paths []string) ([]string, error) {
 
 // Read calls fn for each record of the files (see Expand), in order. A
 // torn last line of a file (a crash while writing) is reported as a
-// Problem and skipped, and so is a line that is not a record; every other
-// record stays usable. A run header of another format is an error
-// (journal_invalid): its records cannot be read as this version's.
+// Problem and skipped, and so are a line that is not a record and a line
+// longer than a reader takes (maxLine); every other record stays usable.
+// A run header of another format is an error (journal_invalid): its
+// records cannot be read as this version's.
 func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
 	files, err := Expand(paths)
 	if err != nil {
@@ -66,7 +71,11 @@ func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
 	}
 	var problems []Problem
 	for _, file := range files {
-		err := eachLine(file, func(pos Pos, line []byte, last bool) error {
+		err := eachLine(file, func(pos Pos, line []byte, long *overLong, last bool) error {
+			if long != nil {
+				problems = append(problems, Problem{pos, long.problem(pos, last)})
+				return nil
+			}
 			var rec Record
 			if err := json.Unmarshal(line, &rec); err != nil {
 				msg := "not a journal record: " + err.Error()
@@ -89,9 +98,32 @@ func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
 	return problems, nil
 }
 
-// eachLine calls fn for each line of a file; last is set for a final line
-// without its newline.
-func eachLine(file string, fn func(pos Pos, line []byte, last bool) error) error {
+// overLong is a line longer than maxLine. It is not held: it is read
+// through, keeping its prev and sum and hashing what its sum covers, so
+// that Verify still checks its link and the lines after it are read.
+type overLong struct {
+	size    int64
+	prev    string
+	sum     string
+	got     string // the hex SHA-256 of what the sum covers
+	headErr error  // the line does not start as a sealed line
+}
+
+// problem is what Read reports for the line, with what to do.
+func (l *overLong) problem(pos Pos, last bool) string {
+	what := fmt.Sprintf("a line of %d bytes,", l.size)
+	if last {
+		what = fmt.Sprintf("the last line is incomplete (the writer stopped while writing it), %d bytes,", l.size)
+	}
+	return fmt.Sprintf("%s longer than the %d bytes a journal reader takes; its record is skipped and the lines after it are read. "+
+		"This version's writer never writes one (it leaves out a record's input instead, listed in \"omitted\"); "+
+		"to look at it, take the line out with another tool (sed -n %dp %s)", what, maxLine, pos.Line, pos.File)
+}
+
+// eachLine calls fn for each line of a file, or for a line longer than
+// maxLine with long set instead; last is set for a final line without its
+// newline.
+func eachLine(file string, fn func(pos Pos, line []byte, long *overLong, last bool) error) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return errs.Wrap(errs.JournalInvalid, err, "cannot read the journal file %s", file)
@@ -99,10 +131,10 @@ func eachLine(file string, fn func(pos Pos, line []byte, last bool) error) error
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 256<<10)
 	for n := 1; ; n++ {
-		line, err := readLine(r)
-		if len(line) > 0 {
+		line, long, err := readLine(r)
+		if len(line) > 0 || long != nil {
 			torn := errors.Is(err, io.EOF)
-			if ferr := fn(Pos{file, n}, line, torn); ferr != nil {
+			if ferr := fn(Pos{file, n}, line, long, torn); ferr != nil {
 				return ferr
 			}
 		}
@@ -116,32 +148,67 @@ func eachLine(file string, fn func(pos Pos, line []byte, last bool) error) error
 }
 
 // readLine returns a line without its newline; io.EOF with the bytes of a
-// last line that has none.
-func readLine(r *bufio.Reader) ([]byte, error) {
+// last line that has none. A line longer than maxLine is read through and
+// returned as long, not as bytes.
+func readLine(r *bufio.Reader) (line []byte, long *overLong, err error) {
 	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(buf)+len(chunk) > maxLine {
-			return nil, fmt.Errorf("a line longer than %d bytes", maxLine)
+			return readLong(r, buf, chunk, err)
 		}
 		if err == nil {
 			if buf == nil {
-				return bytes.TrimSuffix(chunk, []byte{'\n'}), nil
+				return bytes.TrimSuffix(chunk, []byte{'\n'}), nil, nil
 			}
-			return append(buf, chunk[:len(chunk)-1]...), nil
+			return append(buf, chunk[:len(chunk)-1]...), nil, nil
 		}
 		buf = append(buf, chunk...)
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return buf, err
+			return buf, nil, err
 		}
 	}
+}
+
+// readLong reads the rest of a line that passed maxLine: head is its
+// start (far longer than a prev and a sum), chunk and err what the reader
+// returned last.
+func readLong(r *bufio.Reader, head, chunk []byte, err error) ([]byte, *overLong, error) {
+	l := &overLong{size: int64(len(head))}
+	prev, sum, body, herr := parseSeal(head)
+	h := sha256.New()
+	if herr != nil {
+		l.headErr = herr
+	} else {
+		l.prev, l.sum = prev, sum
+		h.Write([]byte(sealHead))
+		h.Write([]byte(prev))
+		h.Write([]byte(sealTail))
+		h.Write(body)
+	}
+	for {
+		data := chunk
+		if err == nil {
+			data = chunk[:len(chunk)-1] // its newline
+		}
+		l.size += int64(len(data))
+		h.Write(data)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			break
+		}
+		chunk, err = r.ReadSlice('\n')
+	}
+	l.got = hex.EncodeToString(h.Sum(nil))
+	return nil, l, err
 }
 
 // Verify checks the files' chains: each line must match its own sum, and
 // name the sum of the line before it in its file as prev (none for a
 // file's first line). It returns how many lines it checked, and for the
 // first broken link an error (journal_tampered) naming its file:line. A
-// torn last line is not a broken link; it is returned as a Problem.
+// torn last line is not a broken link; it is returned as a Problem. A line
+// longer than a reader takes is checked all the same (it is hashed as it
+// is read, not held) and returned as a Problem too, since Read skips it.
 func Verify(paths []string) (int, []Problem, error) {
 	files, err := Expand(paths)
 	if err != nil {
@@ -151,10 +218,19 @@ func Verify(paths []string) (int, []Problem, error) {
 	var problems []Problem
 	for _, file := range files {
 		want := ""
-		err := eachLine(file, func(pos Pos, line []byte, last bool) error {
-			prev, sum, err := unseal(line)
+		err := eachLine(file, func(pos Pos, line []byte, long *overLong, last bool) error {
+			var prev, sum string
+			var err error
+			if long != nil {
+				prev, sum, err = long.prev, long.sum, long.headErr
+				if err == nil && long.got != sum {
+					err = errEdited
+				}
+			} else {
+				prev, sum, err = unseal(line)
+			}
 			if err != nil {
-				if last && !json.Valid(line) {
+				if last && (long != nil || !json.Valid(line)) {
 					problems = append(problems, Problem{pos, "the last line is incomplete (the writer stopped while writing it)"})
 					return nil
 				}
@@ -165,6 +241,10 @@ func Verify(paths []string) (int, []Problem, error) {
 				return errs.New(errs.JournalTampered, "%s: the first line of the file names a previous line: lines before it were removed", pos)
 			case want != "" && prev != want:
 				return errs.New(errs.JournalTampered, "%s: prev does not match the line before it: lines were removed, added or reordered before this one", pos)
+			}
+			if long != nil {
+				problems = append(problems, Problem{pos, fmt.Sprintf("a line of %d bytes, longer than the %d bytes a journal reader takes: its link holds, but replay and export skip its record",
+					long.size, maxLine)})
 			}
 			want = sum
 			lines++

@@ -4,6 +4,8 @@
 // clock hooks read) and what the plugins decided. Records are hash-chained
 // (each carries the SHA-256 of the previous line of its file), so an edit
 // is found by Verify; configured fields are masked before they are written.
+// No line is longer than a reader takes (64 MiB): a record that would be is
+// written without its input, the fields left out listed in Record.Omitted.
 //
 // The journal is the input of replay (package replay), which re-drives the
 // recorded runs through a candidate plugin generation and reports the
@@ -90,6 +92,12 @@ type Record struct {
 	Expired []string `json:"expired,omitempty"`
 	// Masked lists the fields the writer masked, as paths from the input.
 	Masked []string `json:"masked,omitempty"`
+	// Omitted lists the fields the writer left out because the record's
+	// line would have passed what a reader takes (64 MiB): "input", or,
+	// when that was not enough, every field but the record's identity
+	// (kind, run, thread, agent, generation, phase, step, save, time,
+	// termination). Replay stops following a run at such a record.
+	Omitted []string `json:"omitted,omitempty"`
 
 	// End record.
 	Steps int `json:"steps,omitempty"`

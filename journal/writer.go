@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,6 +39,18 @@ type Options struct {
 // waits rather than drop one.
 const maxQueued = 8192
 
+// bufSize is how many bytes of lines the writer gathers before it writes
+// them; a longer line is written by itself.
+const bufSize = 64 << 10
+
+// retryMin and retryMax bound how long the writer waits after a failed
+// write before it tries a new file: a full disk is not cleaned up in
+// milliseconds, and each try costs a file (removed if it stays empty).
+const (
+	retryMin = 100 * time.Millisecond
+	retryMax = 30 * time.Second
+)
+
 // linger is how long the writer lets records gather after writing a
 // batch: one wake-up and one write per batch, not per record, at the cost
 // of reaching the file up to this much later.
@@ -49,6 +61,14 @@ const linger = time.Millisecond
 // rotates, in batches, so a run waits for neither the encoder nor the disk
 // nor another run; the queue is bounded, and a full queue makes Record
 // wait rather than drop a record. Close writes what is queued.
+//
+// A failed write (a full disk) does not end the journal: the lines that
+// did not reach the file whole are dropped, and the records made until a
+// retry is due (backing off from retryMin to retryMax); the retry starts
+// a new file, so a torn line stays the last of its file. Every record not
+// written is counted (Lost, Close's error) and logged: when the failures
+// start, then at most once a minute, and with the count when writes
+// succeed again.
 //
 // Because encoding happens later, the values a record references (maps,
 // slices) must not change after Record returns: the runtime records the
@@ -66,12 +86,15 @@ type Writer struct {
 	closed   bool
 
 	errMu sync.Mutex
-	err   error // the first write error, reported by Close
+	err   error        // the first write error, reported by Close
+	lost  atomic.Int64 // records not written (see Lost)
 
 	// owned by the goroutine
 	f       *os.File
-	buf     *bufio.Writer
-	size    int64
+	out     []byte                // lines not yet written to f
+	ends    []int                 // where each line of out ends, its newline included
+	written int                   // lines of f that reached it whole
+	size    int64                 // bytes of f, out included
 	prevHex [2 * sha256.Size]byte // the previous line's sum, in hex
 	sealer  sealer
 	n       int // lines in the current file
@@ -84,6 +107,16 @@ type Writer struct {
 	stream string
 	batch  [][]byte
 	sunk   int // lines given to the sink since the last age-out
+	// down: a write failed, and records are dropped (and counted) until
+	// retryAt, when a new file (or stream) is tried; closing: the last
+	// batch, which is tried whatever retryAt says.
+	down      bool
+	downSince time.Time
+	downLost  int64 // records lost since downSince
+	retryAt   time.Time
+	backoff   time.Duration
+	lastLog   time.Time
+	closing   bool
 
 	slots sync.Pool // of *Slot (see Slot)
 }
@@ -159,7 +192,8 @@ func (w *Writer) Record(rec *Record) {
 	w.mu.Unlock()
 }
 
-// Close writes the queued records and closes the file.
+// Close writes the queued records and closes the file. Its error is the
+// first write error, with how many records were not written.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	already := w.closed
@@ -173,22 +207,80 @@ func (w *Writer) Close() error {
 	return w.firstErr()
 }
 
-func (w *Writer) firstErr() error {
-	w.errMu.Lock()
-	defer w.errMu.Unlock()
-	return w.err
-}
+// Lost is how many records were not written since Open.
+func (w *Writer) Lost() int64 { return w.lost.Load() }
 
-func (w *Writer) fail(err error) {
+// lose counts n records that were not written, for err.
+func (w *Writer) lose(n int, err error) {
+	w.lost.Add(int64(n))
 	w.errMu.Lock()
-	first := w.err == nil
-	if first {
+	if w.err == nil {
 		w.err = err
 	}
 	w.errMu.Unlock()
-	if first {
-		w.o.Log.Error("the journal could not write a record; later failures are not logged", "error", err.Error())
+}
+
+// firstErr is the first write error, with how many records were lost.
+func (w *Writer) firstErr() error {
+	w.errMu.Lock()
+	err := w.err
+	w.errMu.Unlock()
+	if n := w.lost.Load(); err != nil && n > 0 {
+		return fmt.Errorf("%w (%d records lost)", err, n)
 	}
+	return err
+}
+
+// note keeps err for Close when it is the first, and logs it: a failure
+// that loses no record (closing a file whose lines were written).
+func (w *Writer) note(err error) {
+	w.errMu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.errMu.Unlock()
+	w.o.Log.Error("the journal could not close a file", "error", err.Error())
+}
+
+// failed counts n records lost to err and stops writing until retryAt,
+// backing off while the failures go on. The first failure of an outage
+// is logged, then at most one a minute, and its end with the count (see
+// recovered), so that no record is dropped silently nor the log flooded.
+func (w *Writer) failed(err error, n int) {
+	w.lose(n, err)
+	w.downLost += int64(n)
+	w.closing = false // Close's one more try was this one
+	now := w.o.Now()
+	if !w.down {
+		w.down, w.downSince, w.backoff, w.lastLog = true, now, retryMin, now
+		w.o.Log.Error("the journal cannot write; records are dropped, and counted, until a write succeeds on a new file",
+			"error", err.Error(), "lost", n)
+	} else {
+		w.backoff = min(2*w.backoff, retryMax)
+		if now.Sub(w.lastLog) >= time.Minute {
+			w.lastLog = now
+			w.o.Log.Error("the journal still cannot write", "error", err.Error(), "lost", w.downLost, "since", w.downSince.Format(time.RFC3339))
+		}
+	}
+	w.retryAt = now.Add(w.backoff)
+}
+
+// waiting reports whether a record must be dropped rather than written:
+// the last write failed and the next try is not due.
+func (w *Writer) waiting() bool {
+	return w.down && !w.closing && w.o.Now().Before(w.retryAt)
+}
+
+// drop counts a record not written while waiting.
+func (w *Writer) drop() {
+	w.lost.Add(1)
+	w.downLost++
+}
+
+// recovered logs the end of an outage: a write succeeded again.
+func (w *Writer) recovered(where string) {
+	w.o.Log.Warn("the journal writes again", "lost", w.downLost, "since", w.downSince.Format(time.RFC3339), "to", where)
+	w.down, w.downLost = false, 0
 }
 
 func (w *Writer) loop() {
@@ -202,19 +294,17 @@ func (w *Writer) loop() {
 		w.queue = w.spare[:0]
 		w.notFull.Broadcast()
 		w.mu.Unlock()
+		w.closing = closed
 		for i, rec := range batch {
-			w.enc = appendRecord(w.enc[:0], w.mask.apply(rec))
-			w.write(w.enc)
+			if w.encode(rec) {
+				w.write(w.enc)
+			}
 			recycle(rec)
 			batch[i] = nil
 		}
 		w.spare = batch[:0]
 		w.sink()
-		if w.f != nil {
-			if err := w.buf.Flush(); err != nil {
-				w.fail(fmt.Errorf("journal: %w", err))
-			}
-		}
+		w.flush()
 		if closed && len(batch) == 0 {
 			break
 		}
@@ -222,14 +312,85 @@ func (w *Writer) loop() {
 			time.Sleep(linger)
 		}
 	}
-	if w.f != nil {
-		if err := w.f.Close(); err != nil {
-			w.fail(fmt.Errorf("journal: %w", err))
-		}
+	w.closeFile()
+	if w.down {
+		w.o.Log.Error("the journal closes unable to write", "lost", w.downLost, "since", w.downSince.Format(time.RFC3339))
 	}
 }
 
+// sealSize is what sealing adds to a record's body (a prev and a sum, less
+// the brace they follow); maxBody is the longest body whose line, with its
+// newline, a reader takes (maxLine).
+const (
+	sealSize = len(sealHead) + 2*sha256.Size + len(sealMid) + 2*sha256.Size + len(sealTail) - 1
+	maxBody  = maxLine - 1 - sealSize
+)
+
+// encode masks and encodes rec into w.enc. A record whose line would pass
+// maxLine is shortened, since a line the reader refuses costs the audit
+// more than part of one record: its input is left out, or, when that is
+// not enough, all but its identity, and Omitted lists what was. A record
+// too long even so (an identity field that long) is not written. Either is
+// logged, once per record.
+func (w *Writer) encode(rec *Record) bool {
+	m := w.mask.apply(rec)
+	w.enc = appendRecord(w.enc[:0], m)
+	if len(w.enc) <= maxBody {
+		return true
+	}
+	size := len(w.enc)
+	cp := *m
+	cp.slot, cp.Input, cp.Omitted = nil, nil, []string{"input"}
+	w.enc = appendRecord(w.enc[:0], &cp)
+	if len(w.enc) > maxBody {
+		id := Record{Rec: m.Rec, Format: m.Format, RunID: m.RunID, ThreadID: m.ThreadID, Agent: m.Agent, Generation: m.Generation,
+			ConfigHash: m.ConfigHash, TS: m.TS, Save: m.Save, Phase: m.Phase, Step: m.Step, Continued: m.Continued,
+			Termination: m.Termination, Steps: m.Steps, Omitted: omittable(m)}
+		w.enc = appendRecord(w.enc[:0], &id)
+		cp = id
+	}
+	attrs := []any{"run_id", clip(m.RunID), "rec", m.Rec, "phase", m.Phase, "step", m.Step, "bytes", size + sealSize + 1, "limit", maxLine}
+	if len(w.enc) > maxBody {
+		w.lose(1, errors.New("journal: a record too large for a reader was not written"))
+		w.o.Log.Error("a journal record is too large for a reader even without its input and was not written", attrs...)
+		return false
+	}
+	w.o.Log.Warn("a journal record is too large for a reader; written without the fields listed in its \"omitted\"",
+		append(attrs, "omitted", strings.Join(cp.Omitted, ","))...)
+	return true
+}
+
+// omittable lists the fields of r, by their JSON names, that a record
+// shortened to its identity leaves out.
+func omittable(r *Record) []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"plugins", len(r.Plugins) > 0}, {"input", r.Input != nil}, {"decisions", len(r.Decisions) > 0},
+		{"context", len(r.Context) > 0}, {"request", r.Request != nil}, {"failed", r.Failed != ""},
+		{"expired", len(r.Expired) > 0}, {"masked", len(r.Masked) > 0}, {"shadow", r.Shadow != nil},
+	} {
+		if f.set {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// clip bounds a value written to the log.
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
 // sink hands the batch's lines to the Sink (and ages it out now and then).
+// A batch the sink refuses is lost (and counted), and the next one starts a
+// stream of its own, as a file does after a failed write, so that no chain
+// names a line that is not there.
 func (w *Writer) sink() {
 	if w.o.Sink == nil || len(w.batch) == 0 {
 		return
@@ -237,7 +398,10 @@ func (w *Writer) sink() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := w.o.Sink.WriteLines(ctx, w.stream, w.batch); err != nil {
-		w.fail(fmt.Errorf("journal: %w", err))
+		w.failed(fmt.Errorf("journal: %w", err), len(w.batch))
+		w.stream, w.n = streamName(w.o.Now()), 0
+	} else if w.down {
+		w.recovered(w.stream)
 	}
 	w.sunk += len(w.batch)
 	w.batch = w.batch[:0]
@@ -247,9 +411,15 @@ func (w *Writer) sink() {
 	}
 }
 
-// write chains b to the previous line and appends it.
+// write chains b to the previous line and appends it. After a failed
+// write, records are dropped (and counted) until the retry is due; then a
+// new file is started, and with it a new chain.
 func (w *Writer) write(b []byte) {
 	if w.o.Sink != nil {
+		if w.waiting() {
+			w.drop()
+			return
+		}
 		var prev []byte
 		if w.n > 0 {
 			prev = w.prevHex[:]
@@ -261,10 +431,17 @@ func (w *Writer) write(b []byte) {
 		w.n++
 		return
 	}
+	if len(w.out) > 0 && len(w.out)+len(b)+sealSize+1 > bufSize {
+		w.flush()
+	}
 	if w.f == nil {
-		// The first record (or a rotation that failed): start a file.
-		if err := w.rotate(); err != nil {
-			w.fail(err)
+		// The first record, one after a rotation, or after a failed write.
+		if w.waiting() {
+			w.drop()
+			return
+		}
+		if err := w.open(); err != nil {
+			w.failed(err, 1)
 			return
 		}
 	}
@@ -273,45 +450,79 @@ func (w *Writer) write(b []byte) {
 		prev = w.prevHex[:]
 	}
 	w.line = w.sealer.seal(w.line[:0], prev, b)
-	line := w.line
 	at := len(sealHead) + len(prev) + len(sealMid)
-	copy(w.prevHex[:], line[at:at+2*sha256.Size])
-	if _, err := w.buf.Write(line); err != nil {
-		w.fail(fmt.Errorf("journal: %w", err))
-		return
-	}
-	if err := w.buf.WriteByte('\n'); err != nil {
-		w.fail(fmt.Errorf("journal: %w", err))
-		return
-	}
+	copy(w.prevHex[:], w.line[at:at+2*sha256.Size])
+	w.line = append(w.line, '\n')
 	w.n++
-	w.size += int64(len(line) + 1)
-	if w.size >= w.o.MaxFileSize {
-		if err := w.rotate(); err != nil {
-			w.fail(err)
-		}
+	w.size += int64(len(w.line))
+	if len(w.line) > bufSize {
+		w.put(w.line, []int{len(w.line)}) // not copied into out
+	} else {
+		w.out = append(w.out, w.line...)
+		w.ends = append(w.ends, len(w.out))
+	}
+	if w.f != nil && w.size >= w.o.MaxFileSize {
+		w.closeFile()
 		w.ageOut()
 	}
 }
 
-// rotate closes the current file and starts the next one.
-func (w *Writer) rotate() error {
-	if w.f != nil {
-		if err := w.buf.Flush(); err != nil {
-			return fmt.Errorf("journal: %w", err)
-		}
-		if err := w.f.Close(); err != nil {
-			return fmt.Errorf("journal: %w", err)
-		}
-		w.f = nil
+// flush writes the gathered lines.
+func (w *Writer) flush() {
+	if w.f != nil && len(w.out) > 0 {
+		w.put(w.out, w.ends)
 	}
+	w.out, w.ends = w.out[:0], w.ends[:0]
+}
+
+// put writes p, whose lines end at ends, to the file. When the write
+// fails the file is given up, and the lines that did not reach it whole
+// are counted lost: a torn line stays the last line of its file, which a
+// reader reports and skips, and the next record starts a new file (and
+// chain), since appending after a torn line would corrupt the next line.
+func (w *Writer) put(p []byte, ends []int) {
+	n, err := w.f.Write(p)
+	kept := sort.SearchInts(ends, n+1) // the lines that ended within n
+	w.written += kept
+	if err == nil {
+		if w.down {
+			w.recovered(w.f.Name())
+		}
+		return
+	}
+	w.f.Close()
+	if w.written == 0 {
+		// Nothing readable reached it: retries on a disk that stays full
+		// leave no files behind.
+		os.Remove(w.f.Name())
+	}
+	w.f = nil
+	w.out, w.ends = w.out[:0], w.ends[:0]
+	w.failed(fmt.Errorf("journal: %w", err), len(ends)-kept)
+}
+
+// closeFile writes the gathered lines and closes the file; the next record
+// starts a new one.
+func (w *Writer) closeFile() {
+	w.flush()
+	if w.f == nil {
+		return
+	}
+	if err := w.f.Close(); err != nil {
+		w.note(fmt.Errorf("journal: %w", err))
+	}
+	w.f = nil
+}
+
+// open starts the next file.
+func (w *Writer) open() error {
 	w.seq++
 	name := fmt.Sprintf("journal-%s-%d-%04d.ndjson", w.o.Now().UTC().Format("20060102T150405.000Z"), os.Getpid(), w.seq)
 	f, err := os.OpenFile(filepath.Join(w.o.Dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	w.f, w.buf, w.size, w.n = f, bufio.NewWriterSize(f, 64<<10), 0, 0
+	w.f, w.size, w.n, w.written = f, 0, 0, 0
 	return nil
 }
 

@@ -49,6 +49,16 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 		term      string
 		allowed   = map[string]bool{}
 	)
+	for _, r := range append([]*journal.Record{header}, recs...) {
+		if len(r.Omitted) > 0 {
+			what := r.Phase
+			if what == "" {
+				what = r.Rec
+			}
+			return errs.New(errs.JournalInvalid, "run %s: the journal left out the %s of its %s record (too large to write whole); a run whose recording is not all there cannot be exported",
+				runID, strings.Join(r.Omitted, ", "), what)
+		}
+	}
 	for _, r := range recs {
 		in := r.Input
 		if in == nil {

@@ -95,7 +95,8 @@ func (c recorder) Record(rec *journal.Record) {
 // Apply drives one recorded record through the candidate and returns the
 // flip it found, if any. Records of one run must come in order and not
 // concurrently; records of runs without their header are ignored (their
-// start was not recorded, or aged out).
+// start was not recorded, or aged out). A phase record the writer
+// shortened (Record.Omitted) ends the replay of its run.
 func (r *Replayer) Apply(ctx context.Context, rec *journal.Record) (*journal.Flip, error) {
 	switch rec.Rec {
 	case journal.KindRun:
@@ -119,6 +120,12 @@ func (r *Replayer) Apply(ctx context.Context, rec *journal.Record) (*journal.Fli
 	st := r.runs[rec.RunID]
 	r.mu.Unlock()
 	if st == nil || st.done {
+		return nil, nil
+	}
+	if len(rec.Omitted) > 0 {
+		// The writer left out part of the record (it was too large for a
+		// reader): the phase cannot be driven as it ran, nor the run after it.
+		st.done = true
 		return nil, nil
 	}
 	if retried(st.last, rec) {

@@ -87,6 +87,11 @@ func recordRuns(t *testing.T, cfg string) {
 
 func replayWith(t *testing.T, cfg, plugins string, paths ...string) *replay.Report {
 	t.Helper()
+	return replaySource(t, cfg, plugins, journal.FileSource(paths...))
+}
+
+func replaySource(t *testing.T, cfg, plugins string, src journal.Source) *replay.Report {
+	t.Helper()
 	ctx := context.Background()
 	abs, _ := filepath.Abs(filepath.Join("testdata", plugins))
 	h, err := host.Open(ctx, host.Options{ConfigPath: cfg, PluginDir: abs, Candidate: true})
@@ -96,7 +101,7 @@ func replayWith(t *testing.T, cfg, plugins string, paths ...string) *replay.Repo
 	defer h.Close()
 	g := h.Acquire()
 	defer g.Release()
-	rep, err := replay.Run(ctx, g.Runtime, paths, replay.Options{})
+	rep, err := replay.RunSource(ctx, g.Runtime, src, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,5 +525,60 @@ func TestExportRefusesARunWithACwd(t *testing.T) {
 	recs[1].Input.Cwd, recs[2].Input.Cwd = "", ""
 	if err := replay.Export(&out, "r1", src, nil); err != nil {
 		t.Fatalf("Export of the run without one: %v", err)
+	}
+}
+
+// A record the writer shortened (too large for a reader: its input left
+// out, listed in "omitted") cannot be driven as it ran: replay reports it
+// as a problem at its place and stops following its run there, rather
+// than drive the candidate with an input that is not all there; the other
+// runs are replayed. Export refuses the run.
+func TestReplayStopsAtARecordTheWriterShortened(t *testing.T) {
+	cfg, jdir := project(t, "v1", "")
+	recordRuns(t, cfg)
+	full := replayWith(t, cfg, "v1", jdir)
+	type item struct {
+		pos journal.Pos
+		rec *journal.Record
+	}
+	var items []item
+	if _, err := journal.Read([]string{jdir}, func(p journal.Pos, r *journal.Record) error {
+		items = append(items, item{p, r})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var cut item
+	for _, it := range items {
+		if it.rec.Phase == journal.AfterInference {
+			cut = it
+			break
+		}
+	}
+	cut.rec.Input, cut.rec.Omitted = nil, []string{"input"}
+	src := func(fn func(journal.Pos, *journal.Record) error) ([]journal.Problem, error) {
+		for _, it := range items {
+			if err := fn(it.pos, it.rec); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+	rep := replaySource(t, cfg, "v1", src)
+	if len(rep.Flips) != 0 || rep.Runs != full.Runs || rep.Phases >= full.Phases {
+		t.Fatalf("flips %v, runs %d phases %d (all of them: %d %d)", kinds(rep), rep.Runs, rep.Phases, full.Runs, full.Phases)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].Pos != cut.pos || !strings.Contains(rep.Problems[0].Msg, "left out this record's input") {
+		t.Fatalf("problems %v, want one at %s", rep.Problems, cut.pos)
+	}
+	var text strings.Builder
+	rep.WriteText(&text)
+	if !strings.Contains(text.String(), "warning: "+cut.pos.String()) {
+		t.Errorf("the report does not warn of the shortened record:\n%s", text.String())
+	}
+	var out strings.Builder
+	err := replay.Export(&out, cut.rec.RunID, src, nil)
+	if errs.CodeOf(err) != errs.JournalInvalid || !strings.Contains(err.Error(), "left out the input of its after_inference record") {
+		t.Fatalf("Export of the run: %v, wrote %q", err, out.String())
 	}
 }

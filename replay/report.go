@@ -23,7 +23,7 @@ type Report struct {
 	Steps    int               `json:"steps"`   // steps replayed
 	Phases   int               `json:"phases"`
 	Flips    []journal.Flip    `json:"flips"`
-	Problems []journal.Problem `json:"-"`
+	Problems []journal.Problem `json:"-"`       // lines not read; records the writer shortened, where their run stops
 	Skipped  int               `json:"skipped"` // phase records of runs whose start is not in the journal
 }
 
@@ -53,7 +53,8 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 	// that flipped before its end is forgotten there, and its trailing
 	// phase is not one whose start is missing.
 	ended := map[string]bool{}
-	problems, err := src(func(_ journal.Pos, rec *journal.Record) error {
+	var shortened []journal.Problem
+	problems, err := src(func(pos journal.Pos, rec *journal.Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -83,6 +84,12 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 			if st.done {
 				return nil
 			}
+			if len(rec.Omitted) > 0 {
+				shortened = append(shortened, journal.Problem{Pos: pos, Msg: fmt.Sprintf(
+					"run %s step %d %s: the journal left out this record's %s (too large to write whole); the run is not replayed from here",
+					rec.RunID, rec.Step, rec.Phase, strings.Join(rec.Omitted, ", "))})
+				break
+			}
 			rep.Phases++
 			if rec.Phase == journal.StepStart {
 				rep.Steps++
@@ -97,7 +104,7 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 		}
 		return nil
 	})
-	rep.Problems = problems
+	rep.Problems = append(problems, shortened...)
 	return rep, err
 }
 
