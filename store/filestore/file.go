@@ -62,6 +62,9 @@ type Store struct {
 	mu       sync.Mutex
 	problems []Problem
 	logs     map[string]*logState // by base path: see AppendRun
+	// held is, by base path, the length a read of the run's log stops
+	// at: past it is a failed save that could not be cut off (takeBack).
+	held map[string]int64
 	// compactAt is the log size below which a log is never compacted
 	// (compactMin; tests lower it).
 	compactAt int64
@@ -275,6 +278,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	defer s.locks.lock(path)()
 	s.forget(path)
 	if err := s.fs.Remove(path); err == nil {
+		s.release(path) // a log without a base is never read
 		// Synced like a save, so a crash cannot bring back a finished run.
 		if err := s.fs.SyncDir(filepath.Dir(path)); err != nil {
 			return fmt.Errorf("delete run %q: %w", id, err)

@@ -22,6 +22,9 @@ type fileSystem interface {
 	OpenAppend(path string) (tempFile, error)
 	Rename(from, to string) error
 	Remove(path string) error
+	// Truncate cuts the file at path to size bytes and fsyncs it, so the
+	// cut survives a crash.
+	Truncate(path string, size int64) error
 	// SyncDir fsyncs a directory, making renames and removals in it durable.
 	SyncDir(dir string) error
 }
@@ -59,6 +62,21 @@ func (osFS) OpenAppend(path string) (tempFile, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+func (osFS) Truncate(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(size)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // SyncDir fsyncs a directory. Windows cannot fsync a directory opened this

@@ -22,8 +22,9 @@ type recFS struct {
 	mu   sync.Mutex
 	ops  []string
 	temp map[string]string // temp file path -> "<tmpN>"
-	// fail makes the next step of this kind fail (then it is cleared).
-	fail string
+	// fail makes the next step of each of these kinds fail (then that
+	// kind is cleared).
+	fail map[string]bool
 	// written holds what was written to each temp file.
 	written map[string][]byte
 	// crashIn, when set, counts the steps left before a crash: the step
@@ -61,8 +62,8 @@ func (r *recFS) step(op string, paths ...string) error {
 			return fmt.Errorf("%s: %w", op, errCrashing)
 		}
 	}
-	if r.fail == op {
-		r.fail = ""
+	if r.fail[op] {
+		delete(r.fail, op)
 		return fmt.Errorf("%s: %w", op, errInjected)
 	}
 	return nil
@@ -88,9 +89,14 @@ func (r *recFS) take() []string {
 	return ops
 }
 
-func (r *recFS) arm(op string) {
+// arm makes the next step of each kind in ops fail once, replacing what
+// was armed before; arm("") disarms.
+func (r *recFS) arm(ops ...string) {
 	r.mu.Lock()
-	r.fail = op
+	r.fail = map[string]bool{}
+	for _, op := range ops {
+		r.fail[op] = true
+	}
 	r.mu.Unlock()
 }
 
@@ -155,6 +161,13 @@ func (r *recFS) Remove(path string) error {
 		return err
 	}
 	return osFS{}.Remove(path)
+}
+
+func (r *recFS) Truncate(path string, size int64) error {
+	if err := r.step("truncate", path); err != nil {
+		return err
+	}
+	return osFS{}.Truncate(path, size)
 }
 
 func (r *recFS) SyncDir(dir string) error {
