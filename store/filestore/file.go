@@ -31,6 +31,9 @@ const (
 	// interrupted from a record; a leading dot also keeps it out of plain ls.
 	tempPrefix    = ".tmp-"
 	corruptSuffix = ".corrupt-"
+	// prevSuffix makes, from a save's temp name, the second name of the
+	// record it replaces while it may be taken back (see write).
+	prevSuffix = "-prev"
 )
 
 var (
@@ -48,7 +51,8 @@ var (
 //
 // Every save writes a temp file in the same directory, fsyncs it, renames it
 // over the record and fsyncs the directory: after a crash the record is
-// either the old or the new one, never a mix.
+// either the old or the new one, never a mix. A save that returns an error
+// leaves the old record (see write).
 //
 // Operations on one record are serialized; different records proceed in
 // parallel. The revision compare-and-swap holds within one process, so one
@@ -65,6 +69,8 @@ type Store struct {
 	// held is, by base path, the length a read of the run's log stops
 	// at: past it is a failed save that could not be cut off (takeBack).
 	held map[string]int64
+	// noLinks warns once that saves cannot be taken back (see write).
+	noLinks sync.Once
 	// compactAt is the log size below which a log is never compacted
 	// (compactMin; tests lower it).
 	compactAt int64
@@ -373,8 +379,15 @@ func (s *Store) setAside(ctx context.Context, path string, cause error) error {
 // write saves v at path atomically and durably: temp file in the same
 // directory (so the rename cannot cross file systems), fsync, close, rename
 // over the target, fsync the directory (so the rename itself survives a
-// crash). If only the last fsync fails the new record is in place but may
-// not survive a crash; the error says so and a retry sees the new revision.
+// crash).
+//
+// A save that returns an error must leave the old record in place: the
+// sidecar restores a run whose save failed from the store and the client
+// retries the call, which the new record would refuse. So before the
+// rename the old record gets a second name (a temp name, which Open
+// removes after a crash), and if the directory's fsync fails the old
+// record is renamed back (a new record is removed). After a crash then
+// either may be there, as after any save that did not return.
 func (s *Store) write(path string, v any) (n int, err error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -402,12 +415,41 @@ func (s *Store) write(path string, v any) (n int, err error) {
 		s.fs.Remove(tmp)
 		return 0, err
 	}
+	prev, undoable := tmp+prevSuffix, true
+	if err := s.fs.Link(path, prev); errors.Is(err, fs.ErrNotExist) {
+		prev = "" // a new record: undone by removing it
+	} else if err != nil {
+		// A file system without hard links: saves work, but one whose
+		// directory fsync fails cannot be taken back.
+		prev, undoable = "", false
+		s.noLinks.Do(func() {
+			s.log.Warn("the store's file system refuses hard links; a save whose directory fsync fails is kept although it reports an error",
+				"dir", dir, "err", err)
+		})
+	}
 	if err := s.fs.Rename(tmp, path); err != nil {
 		s.fs.Remove(tmp)
+		if prev != "" {
+			s.fs.Remove(prev)
+		}
 		return 0, err
 	}
 	if err := s.fs.SyncDir(dir); err != nil {
-		return 0, fmt.Errorf("written but not synced: %w", err)
+		if !undoable {
+			return 0, fmt.Errorf("written but not synced: %w", err)
+		}
+		undo := func() error { return s.fs.Remove(path) }
+		if prev != "" {
+			undo = func() error { return s.fs.Rename(prev, path) }
+		}
+		if uerr := undo(); uerr != nil {
+			return 0, fmt.Errorf("written but not synced, and the record before could not be put back (%v): %w", uerr, err)
+		}
+		return 0, fmt.Errorf("not saved, the directory's fsync failed: %w", err)
+	}
+	if prev != "" {
+		// Open removes it if this fails: it has a temp name.
+		s.fs.Remove(prev)
 	}
 	return buf.Len(), nil
 }

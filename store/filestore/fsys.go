@@ -22,6 +22,8 @@ type fileSystem interface {
 	OpenAppend(path string) (tempFile, error)
 	Rename(from, to string) error
 	Remove(path string) error
+	// Link gives the file at from a second name, to.
+	Link(from, to string) error
 	// Truncate cuts the file at path to size bytes and fsyncs it, so the
 	// cut survives a crash.
 	Truncate(path string, size int64) error
@@ -47,6 +49,7 @@ func (osFS) ReadFile(path string) ([]byte, error)         { return os.ReadFile(p
 func (osFS) Lstat(path string) (fs.FileInfo, error)       { return os.Lstat(path) }
 func (osFS) Rename(from, to string) error                 { return os.Rename(from, to) }
 func (osFS) Remove(path string) error                     { return os.Remove(path) }
+func (osFS) Link(from, to string) error                   { return os.Link(from, to) }
 
 func (osFS) CreateTemp(dir, pattern string) (tempFile, error) {
 	f, err := os.CreateTemp(dir, pattern)

@@ -121,7 +121,9 @@ func logOf(t testing.TB, dir, id string) []byte {
 
 // A change is one line appended to the run's log and fsynced; the first
 // line of a log also fsyncs the directory (the new file's entry). PutRun
-// over a log writes the base as any record, then removes the log;
+// over a log writes the base as any record (the old base's second name,
+// kept in case the directory's fsync fails, goes after it), then removes
+// the log;
 // DeleteRun removes the base before the log. Skipping an fsync, writing
 // the base in place or removing the log first changes the sequence.
 func TestAppendRunSteps(t *testing.T) {
@@ -153,7 +155,8 @@ func TestAppendRunSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = []string{"create-temp runs", "write runs/<tmp2>", "sync runs/<tmp2>", "close runs/<tmp2>",
-		"rename runs/<tmp2> runs/r.json", "sync-dir runs", "remove runs/r.log", "sync-dir runs"}
+		"link runs/r.json runs/<tmp2>-prev", "rename runs/<tmp2> runs/r.json", "sync-dir runs",
+		"remove runs/<tmp2>-prev", "remove runs/r.log", "sync-dir runs"}
 	if got := rec.take(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("PutRun over a log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
