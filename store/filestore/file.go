@@ -37,8 +37,9 @@ const (
 )
 
 var (
-	_ run.Store  = (*Store)(nil)
-	_ run.Prober = (*Store)(nil)
+	_ run.Store     = (*Store)(nil)
+	_ run.Prober    = (*Store)(nil)
+	_ run.SetAsider = (*Store)(nil)
 )
 
 // Store is a run.Store that keeps threads and runs as JSON files under
@@ -374,6 +375,37 @@ func (s *Store) setAside(ctx context.Context, path string, cause error) error {
 	s.problems = append(s.problems, Problem{Path: path, SetAsidePath: aside, Err: cause.Error(), At: at})
 	s.mu.Unlock()
 	return nil
+}
+
+// SetAsideRun implements run.SetAsider: the latest file a run's corrupt
+// base was set aside as (with its log, if it had one: see setAsideRun).
+// It reads the directory, which only a lost run makes worth it.
+func (s *Store) SetAsideRun(ctx context.Context, id string) (string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return "", false, err
+	}
+	if !utf8.ValidString(id) {
+		return "", false, nil
+	}
+	path := s.path(runsDir, id)
+	entries, err := s.fs.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return "", false, err
+	}
+	prefix, latest, at := filepath.Base(path)+corruptSuffix, "", int64(-1)
+	for _, e := range entries {
+		n, isAside := strings.CutPrefix(e.Name(), prefix)
+		if !isAside {
+			continue
+		}
+		if t, err := strconv.ParseInt(n, 10, 64); err == nil && t > at {
+			latest, at = e.Name(), t
+		}
+	}
+	if latest == "" {
+		return "", false, nil
+	}
+	return filepath.Join(filepath.Dir(path), latest), true, nil
 }
 
 // write saves v at path atomically and durably: temp file in the same
