@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/awaken-lua/awaken-lua/engine/command"
@@ -319,5 +320,127 @@ func TestRestoredRunDoesNotWriteOverANewerThread(t *testing.T) {
 	}
 	if now, _, _ := st2.Thread(ctx, "T"); !reflect.DeepEqual(now, saved) {
 		t.Fatalf("the thread changed:\n%+v\nwas\n%+v", now, saved)
+	}
+}
+
+// A thread waiting on a run the store no longer has (its checkpoint was
+// torn and set aside as corrupt, or deleted by hand) is not wedged: Start
+// on it fails once with run_lost, naming the run and what was set aside,
+// and releases the thread, so the next Start on it runs. A run the store
+// still has, or cannot read now, keeps its thread waiting: a decision
+// that may still be made is never dropped.
+func TestStartReleasesAThreadWhoseWaitingRunIsLost(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		// lose does something to the run's checkpoint file.
+		lose         func(t *testing.T, path string)
+		restoreFirst bool // a Restore of the run comes before the Start
+		code         errs.Code
+		msg          string // in the error
+	}{
+		{name: "torn checkpoint", lose: tear, code: errs.RunLost, msg: ".json.corrupt-"},
+		{name: "torn checkpoint, restored first", lose: tear, restoreFirst: true, code: errs.RunLost, msg: ".json.corrupt-"},
+		{name: "checkpoint deleted", lose: func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}, code: errs.RunLost, msg: "no longer in the store"},
+		{name: "run still saved", lose: func(*testing.T, string) {}, code: errs.InvalidTransition, msg: "resume it or cancel it"},
+		{name: "checkpoint unreadable", lose: func(t *testing.T, path string) {
+			// A directory in its place: reading it fails, which says
+			// nothing about the run.
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(path, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, msg: "is a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			waiting := waitingRun(t, dir)
+			tc.lose(t, filepath.Join(dir, "runs", waiting+".json"))
+			// Another process: the sidecar restarted.
+			st := fileStore(t, dir)
+			rt := newRuntime(t, []run.Option{run.WithStore(st)}, append(counting(phase.StepStart), approver("ask"))...)
+			if tc.restoreFirst {
+				if _, err := rt.Restore(ctx, waiting, nil); errs.CodeOf(err) != errs.RunNotFound {
+					t.Fatalf("restore: %v, want run_not_found", err)
+				}
+			}
+			_, _, err := rt.Start(ctx, run.StartOptions{ThreadID: "T"})
+			if err == nil || errs.CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.msg) || !strings.Contains(err.Error(), waiting) {
+				t.Fatalf("start on the thread: %v, want %q naming %s and %q", err, tc.code, waiting, tc.msg)
+			}
+			var le *run.LoadError
+			if tc.code == "" && !errors.As(err, &le) {
+				t.Fatalf("start with the run unreadable: %v, want a LoadError", err)
+			}
+			th, _, terr := st.Thread(ctx, "T")
+			if terr != nil {
+				t.Fatal(terr)
+			}
+			if tc.code != errs.RunLost {
+				if th.Waiting != waiting {
+					t.Fatalf("the thread no longer names its waiting run: %+v", th)
+				}
+				return
+			}
+			if th.Waiting != "" || th.Values["c.thread"] == nil {
+				t.Fatalf("the thread was not released as it was: %+v", th)
+			}
+			s, _, err := rt.Start(ctx, run.StartOptions{ThreadID: "T"})
+			if err != nil {
+				t.Fatalf("start after the thread was released: %v", err)
+			}
+			toEnd(t, s)
+			if _, err := s.RunEnd(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// waitingRun makes, in a file store in dir, a run on thread T that waits
+// for a decision on a call, and returns its id.
+func waitingRun(t *testing.T, dir string) string {
+	t.Helper()
+	ctx := context.Background()
+	plugins := append(counting(phase.StepStart), approver("ask"))
+	rt := newRuntime(t, []run.Option{run.WithStore(fileStore(t, dir))}, plugins...)
+	s, _, err := rt.Start(ctx, run.StartOptions{ThreadID: "T"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy := model.ToolCall{ID: "d1", Name: "deploy", Args: map[string]any{}}
+	if _, err := s.StepStart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "deploy"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{deploy}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.ToolGate(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StepEnd(ctx); err != nil || s.Status() != run.Waiting {
+		t.Fatalf("step_end: %v %s", err, s.Status())
+	}
+	return s.RunID()
+}
+
+// tear cuts a file in half, as a disk error or a bad edit might.
+func tear(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b[:len(b)/2], 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -225,8 +225,7 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 		return nil, Outcome{}, &LoadError{Op: fmt.Sprintf("load thread %q", s.info.ThreadID), Err: err}
 	}
 	if ok && th.Waiting != "" {
-		return nil, Outcome{}, errs.New(errs.InvalidTransition,
-			"thread %q has run %s waiting for decisions; resume it or cancel it before starting another", th.ID, th.Waiting)
+		return nil, Outcome{}, r.waitingOn(ctx, th)
 	}
 	if !ok {
 		th = Thread{ID: s.info.ThreadID}
@@ -251,6 +250,47 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 	}
 	s.journalStart(o, err)
 	return s, s.outcome(), err
+}
+
+// waitingOn is why a run cannot start on th, which names a run waiting
+// for decisions: invalid_transition while the store has that run, and
+// run_lost once it does not. A waiting run is saved before its thread
+// names it and forgotten only after its thread stops naming it, so a
+// thread naming a run the store lacks can only mean the run was lost (a
+// checkpoint set aside as corrupt does not come back): nothing can resume
+// or cancel it any more, and the thread is released (a save on the
+// revision read, so a run that changed the thread since wins), so the
+// next Start runs. The error says so once, since the run's pending
+// decisions are gone.
+func (r *Runtime) waitingOn(ctx context.Context, th Thread) error {
+	id := th.Waiting
+	_, ok, err := r.store.Run(ctx, id)
+	if err != nil {
+		return &LoadError{Op: fmt.Sprintf("load run %s, which thread %q waits on", id, th.ID), Err: err}
+	}
+	if ok {
+		return errs.New(errs.InvalidTransition,
+			"thread %q has run %s waiting for decisions; resume it or cancel it before starting another", th.ID, id)
+	}
+	what := "which is no longer in the store (deleted outside awaken-lua?)"
+	if sa, ok := r.store.(SetAsider); ok {
+		where, found, err := sa.SetAsideRun(ctx, id)
+		if err != nil {
+			return &LoadError{Op: fmt.Sprintf("look for run %s, which thread %q waits on", id, th.ID), Err: err}
+		}
+		if found {
+			what = fmt.Sprintf("whose checkpoint the store found corrupt and set aside as %s (kept for repair)", where)
+		}
+	}
+	released := th
+	released.Waiting = ""
+	if _, err := r.store.PutThread(ctx, released); err != nil {
+		return &SaveError{Op: fmt.Sprintf("release thread %q from lost run %s", th.ID, id), Err: err}
+	}
+	r.log.Warn("a thread waited on a run the store no longer has; the thread is released and the run's pending decisions are lost",
+		"thread_id", th.ID, "run_id", id, "run", what)
+	return errs.New(errs.RunLost, "thread %q was waiting for decisions on run %s, %s: its pending decisions are lost; "+
+		"the thread is released, start the run again", th.ID, id, what)
 }
 
 // open makes the run's store at revision rev from thread values

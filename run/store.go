@@ -145,6 +145,16 @@ type Volatile interface {
 	Volatile() bool
 }
 
+// SetAsider is a Store that sets a corrupt run aside rather than dropping
+// it (then Run reports the run as missing), and can tell where it went, so
+// an error about the lost run can name the file (Start on a thread that
+// waited on it).
+type SetAsider interface {
+	// SetAsideRun returns where run id's corrupt checkpoint was set
+	// aside, and false if it never was.
+	SetAsideRun(ctx context.Context, id string) (string, bool, error)
+}
+
 // Kinded is a store that names its kind, as [store] kind does ("memory",
 // "file", "postgres"), for the reports a host makes.
 type Kinded interface {

@@ -65,7 +65,7 @@ var knownCodes = map[string]int{
 	"hook_failed": 500, "hook_timeout": 500, "phase_run_loop_exceeded": 500, "unknown_key": 500,
 	"unknown_action_handler": 500, "unknown_effect_handler": 500,
 	"unsupported_media_type": 415, "host_not_allowed": 403, "origin_not_allowed": 403, "request_timeout": 408,
-	"store_unavailable": 503,
+	"store_unavailable": 503, "run_lost": 409,
 }
 
 // FuzzSidecarBody posts arbitrary bytes to every endpoint that reads a

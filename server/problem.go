@@ -31,7 +31,9 @@ const (
 // and 404 stays reserved for the run in the URL, so a client can tell
 // "wrong run" (404 run_not_found) from "wrong ticket" (400).
 // invalid_transition never reaches the table: the session's code for a
-// phase called out of order is reported as phase_out_of_order.
+// phase called out of order is reported as phase_out_of_order. run_lost
+// is 409 like a busy thread: the thread is released, and the same POST
+// again starts the run.
 var statusOf = map[errs.Code]int{
 	errs.BadRequest:          http.StatusBadRequest,
 	errs.SchemaViolation:     http.StatusBadRequest,
@@ -41,6 +43,7 @@ var statusOf = map[errs.Code]int{
 	errs.PhaseOutOfOrder:     http.StatusConflict,
 	errs.InvalidTransition:   http.StatusConflict,
 	errs.RevisionConflict:    http.StatusConflict,
+	errs.RunLost:             http.StatusConflict,
 	errs.PayloadTooLarge:     http.StatusRequestEntityTooLarge,
 	errs.Overloaded:          http.StatusTooManyRequests,
 	errs.NotReady:            http.StatusServiceUnavailable,

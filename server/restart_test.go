@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -114,6 +115,39 @@ func TestRestartMidStep(t *testing.T) {
 	b.phase(id, "before_tool_execute", map[string]any{"call": call("c1", "add", nil)})
 	b.phase(id, "after_tool_execute", map[string]any{"call": call("c1", "add", nil), "result": map[string]any{"status": "success", "data": 0}})
 	b.phase(id, "step_end", nil)
+}
+
+// A waiting run whose checkpoint was torn while the sidecar was down is
+// set aside; its thread is not left refusing every new run: the first
+// POST /v1/runs on it answers 409 run_lost naming the set-aside file (the
+// run's pending decisions are gone), and the next one starts.
+func TestRestartWithALostWaitingRun(t *testing.T) {
+	dir := project(t, fileStore, nil)
+	a := newSidecar(t, dir, Options{Log: quietLog()})
+	id := a.startRun(map[string]any{"thread_id": "ops", "tools": []any{map[string]any{"name": "deploy"}}})
+	a.phase(id, "step_start", nil)
+	a.phase(id, "before_inference", map[string]any{"request": map[string]any{}})
+	a.phase(id, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{call("d1", "deploy", nil)}}})
+	a.phase(id, "tool_gate", map[string]any{"call": call("d1", "deploy", nil)})
+	if se := a.phase(id, "step_end", nil); se.str("termination") != "suspended" {
+		t.Fatalf("step_end: %s", se.raw)
+	}
+	a.close()
+	path := filepath.Join(dir, "store", "runs", id+".json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b[:len(b)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c := newSidecar(t, dir, Options{Log: quietLog()})
+	lost := c.must(409, "POST", "/v1/runs", map[string]any{"thread_id": "ops"})
+	if lost.str("code") != "run_lost" || !strings.Contains(lost.str("detail"), id+".json.corrupt-") {
+		t.Fatalf("a run on the thread of a lost run: %s", lost.raw)
+	}
+	c.startRun(map[string]any{"thread_id": "ops"})
 }
 
 // Many runs at once, and many calls on one run at once: the race detector

@@ -60,6 +60,12 @@ const (
 	PayloadTooLarge Code = "payload_too_large"
 	Overloaded      Code = "overloaded"
 	NotReady        Code = "not_ready"
+
+	// RunLost: a thread was waiting for decisions on a run the store no
+	// longer has (its checkpoint was set aside as corrupt, or deleted).
+	// The run's pending decisions are lost; the thread is released, and
+	// starting a run on it again works.
+	RunLost Code = "run_lost"
 )
 
 // Pos is a position in a user's file. String gives "file:line:col" like

@@ -31,11 +31,15 @@ const (
 	// interrupted from a record; a leading dot also keeps it out of plain ls.
 	tempPrefix    = ".tmp-"
 	corruptSuffix = ".corrupt-"
+	// prevSuffix makes, from a save's temp name, the second name of the
+	// record it replaces while it may be taken back (see write).
+	prevSuffix = "-prev"
 )
 
 var (
-	_ run.Store  = (*Store)(nil)
-	_ run.Prober = (*Store)(nil)
+	_ run.Store     = (*Store)(nil)
+	_ run.Prober    = (*Store)(nil)
+	_ run.SetAsider = (*Store)(nil)
 )
 
 // Store is a run.Store that keeps threads and runs as JSON files under
@@ -48,7 +52,8 @@ var (
 //
 // Every save writes a temp file in the same directory, fsyncs it, renames it
 // over the record and fsyncs the directory: after a crash the record is
-// either the old or the new one, never a mix.
+// either the old or the new one, never a mix. A save that returns an error
+// leaves the old record (see write).
 //
 // Operations on one record are serialized; different records proceed in
 // parallel. The revision compare-and-swap holds within one process, so one
@@ -62,6 +67,11 @@ type Store struct {
 	mu       sync.Mutex
 	problems []Problem
 	logs     map[string]*logState // by base path: see AppendRun
+	// held is, by base path, the length a read of the run's log stops
+	// at: past it is a failed save that could not be cut off (takeBack).
+	held map[string]int64
+	// noLinks warns once that saves cannot be taken back (see write).
+	noLinks sync.Once
 	// compactAt is the log size below which a log is never compacted
 	// (compactMin; tests lower it).
 	compactAt int64
@@ -275,6 +285,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	defer s.locks.lock(path)()
 	s.forget(path)
 	if err := s.fs.Remove(path); err == nil {
+		s.release(path) // a log without a base is never read
 		// Synced like a save, so a crash cannot bring back a finished run.
 		if err := s.fs.SyncDir(filepath.Dir(path)); err != nil {
 			return fmt.Errorf("delete run %q: %w", id, err)
@@ -366,11 +377,49 @@ func (s *Store) setAside(ctx context.Context, path string, cause error) error {
 	return nil
 }
 
+// SetAsideRun implements run.SetAsider: the latest file a run's corrupt
+// base was set aside as (with its log, if it had one: see setAsideRun).
+// It reads the directory, which only a lost run makes worth it.
+func (s *Store) SetAsideRun(ctx context.Context, id string) (string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return "", false, err
+	}
+	if !utf8.ValidString(id) {
+		return "", false, nil
+	}
+	path := s.path(runsDir, id)
+	entries, err := s.fs.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return "", false, err
+	}
+	prefix, latest, at := filepath.Base(path)+corruptSuffix, "", int64(-1)
+	for _, e := range entries {
+		n, isAside := strings.CutPrefix(e.Name(), prefix)
+		if !isAside {
+			continue
+		}
+		if t, err := strconv.ParseInt(n, 10, 64); err == nil && t > at {
+			latest, at = e.Name(), t
+		}
+	}
+	if latest == "" {
+		return "", false, nil
+	}
+	return filepath.Join(filepath.Dir(path), latest), true, nil
+}
+
 // write saves v at path atomically and durably: temp file in the same
 // directory (so the rename cannot cross file systems), fsync, close, rename
 // over the target, fsync the directory (so the rename itself survives a
-// crash). If only the last fsync fails the new record is in place but may
-// not survive a crash; the error says so and a retry sees the new revision.
+// crash).
+//
+// A save that returns an error must leave the old record in place: the
+// sidecar restores a run whose save failed from the store and the client
+// retries the call, which the new record would refuse. So before the
+// rename the old record gets a second name (a temp name, which Open
+// removes after a crash), and if the directory's fsync fails the old
+// record is renamed back (a new record is removed). After a crash then
+// either may be there, as after any save that did not return.
 func (s *Store) write(path string, v any) (n int, err error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -398,12 +447,41 @@ func (s *Store) write(path string, v any) (n int, err error) {
 		s.fs.Remove(tmp)
 		return 0, err
 	}
+	prev, undoable := tmp+prevSuffix, true
+	if err := s.fs.Link(path, prev); errors.Is(err, fs.ErrNotExist) {
+		prev = "" // a new record: undone by removing it
+	} else if err != nil {
+		// A file system without hard links: saves work, but one whose
+		// directory fsync fails cannot be taken back.
+		prev, undoable = "", false
+		s.noLinks.Do(func() {
+			s.log.Warn("the store's file system refuses hard links; a save whose directory fsync fails is kept although it reports an error",
+				"dir", dir, "err", err)
+		})
+	}
 	if err := s.fs.Rename(tmp, path); err != nil {
 		s.fs.Remove(tmp)
+		if prev != "" {
+			s.fs.Remove(prev)
+		}
 		return 0, err
 	}
 	if err := s.fs.SyncDir(dir); err != nil {
-		return 0, fmt.Errorf("written but not synced: %w", err)
+		if !undoable {
+			return 0, fmt.Errorf("written but not synced: %w", err)
+		}
+		undo := func() error { return s.fs.Remove(path) }
+		if prev != "" {
+			undo = func() error { return s.fs.Rename(prev, path) }
+		}
+		if uerr := undo(); uerr != nil {
+			return 0, fmt.Errorf("written but not synced, and the record before could not be put back (%v): %w", uerr, err)
+		}
+		return 0, fmt.Errorf("not saved, the directory's fsync failed: %w", err)
+	}
+	if prev != "" {
+		// Open removes it if this fails: it has a temp name.
+		s.fs.Remove(prev)
 	}
 	return buf.Len(), nil
 }

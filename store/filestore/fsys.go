@@ -22,6 +22,11 @@ type fileSystem interface {
 	OpenAppend(path string) (tempFile, error)
 	Rename(from, to string) error
 	Remove(path string) error
+	// Link gives the file at from a second name, to.
+	Link(from, to string) error
+	// Truncate cuts the file at path to size bytes and fsyncs it, so the
+	// cut survives a crash.
+	Truncate(path string, size int64) error
 	// SyncDir fsyncs a directory, making renames and removals in it durable.
 	SyncDir(dir string) error
 }
@@ -44,6 +49,7 @@ func (osFS) ReadFile(path string) ([]byte, error)         { return os.ReadFile(p
 func (osFS) Lstat(path string) (fs.FileInfo, error)       { return os.Lstat(path) }
 func (osFS) Rename(from, to string) error                 { return os.Rename(from, to) }
 func (osFS) Remove(path string) error                     { return os.Remove(path) }
+func (osFS) Link(from, to string) error                   { return os.Link(from, to) }
 
 func (osFS) CreateTemp(dir, pattern string) (tempFile, error) {
 	f, err := os.CreateTemp(dir, pattern)
@@ -59,6 +65,21 @@ func (osFS) OpenAppend(path string) (tempFile, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+func (osFS) Truncate(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(size)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // SyncDir fsyncs a directory. Windows cannot fsync a directory opened this

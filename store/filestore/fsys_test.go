@@ -22,8 +22,9 @@ type recFS struct {
 	mu   sync.Mutex
 	ops  []string
 	temp map[string]string // temp file path -> "<tmpN>"
-	// fail makes the next step of this kind fail (then it is cleared).
-	fail string
+	// fail makes the next step of each of these kinds fail (then that
+	// kind is cleared).
+	fail map[string]bool
 	// written holds what was written to each temp file.
 	written map[string][]byte
 	// crashIn, when set, counts the steps left before a crash: the step
@@ -61,8 +62,8 @@ func (r *recFS) step(op string, paths ...string) error {
 			return fmt.Errorf("%s: %w", op, errCrashing)
 		}
 	}
-	if r.fail == op {
-		r.fail = ""
+	if r.fail[op] {
+		delete(r.fail, op)
 		return fmt.Errorf("%s: %w", op, errInjected)
 	}
 	return nil
@@ -73,6 +74,9 @@ func (r *recFS) step(op string, paths ...string) error {
 func (r *recFS) rel(p string) string {
 	if t, ok := r.temp[p]; ok {
 		return t
+	}
+	if t, ok := r.temp[strings.TrimSuffix(p, prevSuffix)]; ok {
+		return t + prevSuffix
 	}
 	if rel, err := filepath.Rel(r.root, p); err == nil && !strings.HasPrefix(rel, "..") {
 		return filepath.ToSlash(rel)
@@ -88,9 +92,14 @@ func (r *recFS) take() []string {
 	return ops
 }
 
-func (r *recFS) arm(op string) {
+// arm makes the next step of each kind in ops fail once, replacing what
+// was armed before; arm("") disarms.
+func (r *recFS) arm(ops ...string) {
 	r.mu.Lock()
-	r.fail = op
+	r.fail = map[string]bool{}
+	for _, op := range ops {
+		r.fail[op] = true
+	}
 	r.mu.Unlock()
 }
 
@@ -157,6 +166,20 @@ func (r *recFS) Remove(path string) error {
 	return osFS{}.Remove(path)
 }
 
+func (r *recFS) Link(from, to string) error {
+	if err := r.step("link", from, to); err != nil {
+		return err
+	}
+	return osFS{}.Link(from, to)
+}
+
+func (r *recFS) Truncate(path string, size int64) error {
+	if err := r.step("truncate", path); err != nil {
+		return err
+	}
+	return osFS{}.Truncate(path, size)
+}
+
 func (r *recFS) SyncDir(dir string) error {
 	if err := r.step("sync-dir", dir); err != nil {
 		return err
@@ -213,10 +236,12 @@ func openRec(t *testing.T) (*Store, *recFS, string) {
 }
 
 // Every save is: a temp file in the record's own directory, the whole
-// record written to it, fsync, close, rename over the record, fsync of the
-// directory; in that order. Writing in place, skipping either fsync,
-// renaming before the fsync or making the temp file in another directory
-// changes the sequence.
+// record written to it, fsync, close, a second name for the record it
+// replaces (so a failed directory fsync can put it back; for a new record
+// the link finds none), rename over the record, fsync of the directory;
+// in that order. Writing in place, skipping either fsync, renaming before
+// the fsync or making the temp file in another directory changes the
+// sequence.
 func TestSaveSteps(t *testing.T) {
 	ctx := context.Background()
 	s, rec, dir := openRec(t)
@@ -230,6 +255,7 @@ func TestSaveSteps(t *testing.T) {
 		"write threads/<tmp1>",
 		"sync threads/<tmp1>",
 		"close threads/<tmp1>",
+		"link threads/t.json threads/<tmp1>-prev",
 		"rename threads/<tmp1> threads/t.json",
 		"sync-dir threads",
 	}
@@ -255,6 +281,7 @@ func TestSaveSteps(t *testing.T) {
 		"write runs/<tmp2>",
 		"sync runs/<tmp2>",
 		"close runs/<tmp2>",
+		"link runs/r.json runs/<tmp2>-prev",
 		"rename runs/<tmp2> runs/r.json",
 		"sync-dir runs",
 	}
@@ -271,45 +298,119 @@ func TestSaveSteps(t *testing.T) {
 	}
 }
 
-// A save that fails at any step before the rename leaves the old record as
-// it was and no temp file behind; one that fails at the directory's fsync
-// says so (the new record is in place but may not survive a crash).
+// A save that fails at any step, the directory's fsync after the rename
+// included, leaves the old record as it was (or no record, for a new one)
+// and no temp file behind: a save that returned an error is not read back,
+// so the sidecar's retry of the call runs it again. This holds for threads
+// and for runs (PutRun, and the base a compaction writes).
 func TestSaveFailsAtEachStep(t *testing.T) {
 	ctx := context.Background()
-	for _, step := range []string{"create-temp", "write", "sync", "close", "rename", "sync-dir"} {
-		t.Run(step, func(t *testing.T) {
-			s, rec, dir := openRec(t)
-			old := run.Thread{ID: "t", Values: map[string]any{"v": "old"}}
-			rev, err := s.PutThread(ctx, old)
+	type record struct {
+		name string
+		// put saves the record, new or over the one saved before.
+		put  func(s *Store, new bool) error
+		read func(s *Store) (string, bool)
+	}
+	records := []record{
+		{"thread", func(s *Store, new bool) error {
+			th := run.Thread{ID: "t", Values: map[string]any{"v": "old"}}
+			if new {
+				th.Values["v"] = "new"
+				if cur, ok, err := s.Thread(ctx, "t"); err != nil {
+					return err
+				} else if ok {
+					th.Revision = cur.Revision
+				}
+			}
+			_, err := s.PutThread(ctx, th)
+			return err
+		}, func(s *Store) (string, bool) {
+			th, ok, err := s.Thread(ctx, "t")
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec.arm(step)
-			_, perr := s.PutThread(ctx, run.Thread{ID: "t", Values: map[string]any{"v": "new"}, Revision: rev})
-			if !errors.Is(perr, errInjected) {
-				t.Fatalf("PutThread with %s failing: %v", step, perr)
+			return fmt.Sprint(th.Values["v"], "@", th.Revision), ok
+		}},
+		{"run", func(s *Store, new bool) error {
+			cp := sampleCheckpoint("r", "t")
+			cp.Step, cp.Seq = 2, 9
+			if new {
+				return s.PutRun(ctx, cp)
 			}
-			got, ok, err := s.Thread(ctx, "t")
-			if err != nil || !ok {
-				t.Fatalf("Thread: %v %v", ok, err)
+			// A base and a log: PutRun replaces both.
+			cp.Step, cp.Seq = 1, 1
+			if err := s.PutRun(ctx, cp); err != nil {
+				return err
 			}
-			if step == "sync-dir" {
-				if !strings.Contains(perr.Error(), "not synced") || got.Values["v"] != "new" {
-					t.Fatalf("a failed directory fsync: %v; the renamed record is read: %+v", perr, got)
-				}
-			} else if got.Revision != rev || got.Values["v"] != "old" {
-				t.Fatalf("a save that failed at %s changed the record: %+v", step, got)
+			d, _ := change(t, cp, 10)
+			return s.AppendRun(ctx, d)
+		}, func(s *Store) (string, bool) {
+			cp, ok := readRun(t, s, "r")
+			return fmt.Sprint(cp.Step, "@", cp.Seq), ok
+		}},
+	}
+	for _, r := range records {
+		for _, over := range []bool{true, false} {
+			for _, step := range []string{"create-temp", "write", "sync", "close", "rename", "sync-dir"} {
+				t.Run(fmt.Sprintf("%s/over %v/%s", r.name, over, step), func(t *testing.T) {
+					s, rec, dir := openRec(t)
+					if over {
+						if err := r.put(s, false); err != nil {
+							t.Fatal(err)
+						}
+					}
+					old, had := r.read(s)
+					rec.arm(step)
+					if err := r.put(s, true); !errors.Is(err, errInjected) {
+						t.Fatalf("a save with %s failing: %v", step, err)
+					}
+					rec.arm("")
+					for _, st := range []*Store{s, open(t, dir)} {
+						if got, ok := r.read(st); ok != had || got != old {
+							t.Fatalf("a save that failed at %s changed the record: %v %s, before %v %s", step, ok, got, had, old)
+						}
+					}
+					for _, sub := range []string{threadsDir, runsDir} {
+						entries, err := os.ReadDir(filepath.Join(dir, sub))
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, e := range entries {
+							if strings.HasPrefix(e.Name(), tempPrefix) {
+								t.Fatalf("a save that failed at %s left %s behind", step, e.Name())
+							}
+						}
+					}
+					if err := r.put(s, true); err != nil {
+						t.Fatalf("the retried save: %v", err)
+					}
+				})
 			}
-			entries, err := os.ReadDir(filepath.Join(dir, "threads"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range entries {
-				if strings.HasPrefix(e.Name(), tempPrefix) {
-					t.Fatalf("a save that failed at %s left %s behind", step, e.Name())
-				}
-			}
-		})
+		}
+	}
+}
+
+// On a file system that refuses hard links a save still works; only a
+// failed directory fsync then cannot be taken back, and its error says
+// the record was written.
+func TestSaveWithoutHardLinks(t *testing.T) {
+	ctx := context.Background()
+	s, rec, _ := openRec(t)
+	rev, err := s.PutThread(ctx, run.Thread{ID: "t", Values: map[string]any{"v": "old"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.arm("link")
+	if rev, err = s.PutThread(ctx, run.Thread{ID: "t", Values: map[string]any{"v": "new"}, Revision: rev}); err != nil {
+		t.Fatalf("a save without a hard link: %v", err)
+	}
+	rec.arm("link", "sync-dir")
+	_, err = s.PutThread(ctx, run.Thread{ID: "t", Values: map[string]any{"v": "newer"}, Revision: rev})
+	if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "written but not synced") {
+		t.Fatalf("a failed directory fsync without a hard link: %v", err)
+	}
+	if th, _, _ := s.Thread(ctx, "t"); th.Values["v"] != "newer" {
+		t.Fatalf("read %v", th.Values["v"])
 	}
 }
 

@@ -36,7 +36,9 @@ import (
 // the new base already, and are skipped. A line is "<crc32c> <json>": the
 // last line cut short (or garbled) by a crash while it was appended was
 // never acknowledged and is dropped; a bad line before a good one is
-// corruption, reported and set aside with its base (see setAside).
+// corruption, reported and set aside with its base (see setAside). An
+// append that fails after writing is cut off again (see takeBack): a save
+// that returned an error is never read back.
 const (
 	logExt = ".log"
 	// compactMin is the log size below which a run's log is never
@@ -136,10 +138,22 @@ func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
 		return fmt.Errorf("save run %q: %w", d.RunID, err)
 	}
 	logPath := s.logPath(d.RunID)
-	if err := s.appendLine(logPath, line, st.logSize <= 0); err != nil {
-		// The log may end with part of the line: the next save reads the
-		// files again, and compacts them first.
+	size := st.logSize
+	if size < 0 { // putBase could not remove the old log: its length is not known
+		if size, err = s.logLen(logPath); err != nil {
+			s.forget(path)
+			return fmt.Errorf("save run %q: %w", d.RunID, err)
+		}
+	}
+	if opened, err := s.appendLine(logPath, line, size == 0); err != nil {
+		// A save that returns an error must change nothing: the sidecar
+		// restores the run from the store and the client retries the
+		// call, which the line would make a call out of order. The next
+		// save reads the files again.
 		s.forget(path)
+		if opened {
+			s.takeBack(ctx, d.RunID, path, logPath, size, err)
+		}
 		return fmt.Errorf("save run %q: %w", d.RunID, err)
 	}
 	st.seq = d.Base + 1
@@ -154,6 +168,72 @@ func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
 		}
 	}
 	return nil
+}
+
+// logLen is the length of a run's log, 0 when there is none.
+func (s *Store) logLen(logPath string) (int64, error) {
+	fi, err := s.fs.Lstat(logPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// takeBack removes from a run's log what an append that failed may have
+// left (all of its line, or part of it), so no read applies a save that
+// returned an error. The log is cut back to size and fsynced, which a
+// crash cannot undo. If the disk refuses the cut, reads in this process
+// stop at size (see held) and the run is rewritten from them as a new
+// base, whose epoch the line does not carry; if that fails too, the line
+// stays held off until a save of the run rewrites it (openLog does, since
+// a log with held bytes is not clean). Only a restart before that save
+// could read the line, which a disk that fails every write allows nothing
+// better against.
+func (s *Store) takeBack(ctx context.Context, id, path, logPath string, size int64, cause error) {
+	err := s.fs.Truncate(logPath, size)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	s.hold(path, size)
+	_, cerr := s.compact(ctx, id, path)
+	if cerr == nil {
+		return
+	}
+	err = errors.Join(err, cerr)
+	s.log.LogAttrs(ctx, slog.LevelError, "cannot take a failed save back from a run's log; "+
+		"this process reads the run without it, and the run's next save rewrites it",
+		slog.String("run_id", id), slog.String("path", logPath), slog.String("save_err", cause.Error()),
+		slog.String("err", err.Error()))
+}
+
+// hold makes reads of a run's log stop at size bytes: what follows is a
+// failed save that could not be cut off (see takeBack).
+func (s *Store) hold(path string, size int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == nil {
+		s.held = map[string]int64{}
+	}
+	s.held[path] = size
+}
+
+// heldAt is the length reads of a run's log stop at, if one is held.
+func (s *Store) heldAt(path string) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.held[path]
+	return n, ok
+}
+
+// release ends a hold: the run's base was replaced or removed, and the
+// log's lines no longer follow it.
+func (s *Store) release(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.held, path)
 }
 
 // openLog reads a run's files for appending: when the log is not clean
@@ -193,6 +273,7 @@ func (s *Store) putBase(ctx context.Context, path, logPath string, cp run.Checkp
 	if err != nil {
 		return nil, err
 	}
+	s.release(path) // the log's lines are of another epoch now
 	if err := s.removeLog(logPath); err != nil {
 		// The base is saved; the log's lines are of another epoch, skipped
 		// when read, and removed by the next save that reads them.
@@ -218,26 +299,27 @@ func (s *Store) removeLog(logPath string) error {
 
 // appendLine appends line to the log and fsyncs it; a line that starts
 // the log also fsyncs the directory, so the file itself survives a crash.
-func (s *Store) appendLine(logPath string, line []byte, starts bool) error {
+// opened is false when it failed before it could write anything.
+func (s *Store) appendLine(logPath string, line []byte, starts bool) (opened bool, err error) {
 	f, err := s.fs.OpenAppend(logPath)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if _, err := f.Write(line); err != nil {
 		f.Close()
-		return err
+		return true, err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return err
+		return true, err
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return true, err
 	}
 	if starts {
-		return s.fs.SyncDir(filepath.Dir(logPath))
+		return true, s.fs.SyncDir(filepath.Dir(logPath))
 	}
-	return nil
+	return true, nil
 }
 
 // readRun reads a run's base and applies its log. ok is false for a run
@@ -266,12 +348,16 @@ func (s *Store) readRun(ctx context.Context, id, path string) (cp run.Checkpoint
 		return run.Checkpoint{}, st, false, false, fmt.Errorf("read %s: %w", logPath, err)
 	}
 	st.logSize = int64(len(log))
+	cut := false
+	if n, ok := s.heldAt(path); ok && n < int64(len(log)) {
+		log, cut = log[:n], true
+	}
 	clean, perr := replay(&cp, f.Epoch, log)
 	if perr != nil {
 		return run.Checkpoint{}, st, false, false, s.setAsideRun(ctx, logPath, path, fmt.Errorf("corrupt log: %w", perr))
 	}
 	st.seq = cp.Seq
-	return cp, st, clean, true, nil
+	return cp, st, clean && !cut, true, nil
 }
 
 // replay applies to cp, a run's base, the lines of its log that follow it

@@ -121,7 +121,9 @@ func logOf(t testing.TB, dir, id string) []byte {
 
 // A change is one line appended to the run's log and fsynced; the first
 // line of a log also fsyncs the directory (the new file's entry). PutRun
-// over a log writes the base as any record, then removes the log;
+// over a log writes the base as any record (the old base's second name,
+// kept in case the directory's fsync fails, goes after it), then removes
+// the log;
 // DeleteRun removes the base before the log. Skipping an fsync, writing
 // the base in place or removing the log first changes the sequence.
 func TestAppendRunSteps(t *testing.T) {
@@ -153,7 +155,8 @@ func TestAppendRunSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = []string{"create-temp runs", "write runs/<tmp2>", "sync runs/<tmp2>", "close runs/<tmp2>",
-		"rename runs/<tmp2> runs/r.json", "sync-dir runs", "remove runs/r.log", "sync-dir runs"}
+		"link runs/r.json runs/<tmp2>-prev", "rename runs/<tmp2> runs/r.json", "sync-dir runs",
+		"remove runs/<tmp2>-prev", "remove runs/r.log", "sync-dir runs"}
 	if got := rec.take(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("PutRun over a log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -275,6 +278,65 @@ func TestAppendRunWrongBase(t *testing.T) {
 	}
 	if got, _ := readRun(t, s, "r"); jsonOf(t, got) != jsonOf(t, runs[3]) {
 		t.Fatal("a refused change changed the run")
+	}
+}
+
+// A change whose AppendRun returned an error is not in the store: the
+// line written before the failing step is taken back, so the run reads as
+// before the save in this process and after a restart (a sidecar drops a
+// run whose save failed and restores it, then the client retries the
+// call). When the log cannot be cut, the run is rewritten as before the
+// save; when that fails too, this process reads the log only up to the
+// line, and the next save rewrites the run. Either way the retried change
+// then saves and reads back.
+func TestFailedAppendIsNotApplied(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		fail []string // the steps that fail, once each
+		k    int      // changes saved before (0: the line starts the log)
+		// held: the line is kept out of reads in this process only (the
+		// disk refused every write that would take it back).
+		held bool
+	}{
+		{name: "open", fail: []string{"open-append"}, k: 2},
+		{name: "write", fail: []string{"write"}, k: 2},
+		{name: "sync", fail: []string{"sync"}, k: 2},
+		{name: "close", fail: []string{"close"}, k: 2},
+		{name: "sync of the new log's directory", fail: []string{"sync-dir"}, k: 0},
+		{name: "sync, log not cut", fail: []string{"sync", "truncate"}, k: 2},
+		{name: "close, log not cut, run not rewritten", fail: []string{"close", "truncate", "rename"}, k: 2, held: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, rec, dir := openRec(t)
+			runs := saved(t, s, "r", tc.k, 10)
+			before := runs[tc.k]
+			d, after := change(t, before, 10)
+			rec.arm(tc.fail...)
+			if err := s.AppendRun(ctx, d); !errors.Is(err, errInjected) {
+				t.Fatalf("AppendRun with %v failing: %v", tc.fail, err)
+			}
+			rec.arm("")
+			if got, ok := readRun(t, s, "r"); !ok || jsonOf(t, got) != jsonOf(t, before) {
+				t.Fatalf("a failed AppendRun is read back: %v seq %d, before the save %d", ok, got.Seq, before.Seq)
+			}
+			if !tc.held {
+				if got, ok := readRun(t, open(t, dir), "r"); !ok || jsonOf(t, got) != jsonOf(t, before) {
+					t.Fatalf("after a restart a failed AppendRun is read back: %v seq %d, before the save %d", ok, got.Seq, before.Seq)
+				}
+			}
+			if p := s.Problems(); len(p) != 0 {
+				t.Fatalf("a failed save reported as corruption: %+v", p)
+			}
+			if err := s.AppendRun(ctx, d); err != nil {
+				t.Fatalf("the retried change: %v", err)
+			}
+			for _, st := range []*Store{s, open(t, dir)} {
+				if got, ok := readRun(t, st, "r"); !ok || jsonOf(t, got) != jsonOf(t, after) {
+					t.Fatalf("the retried change reads back %v: seq %d, want %d", ok, got.Seq, after.Seq)
+				}
+			}
+		})
 	}
 }
 
