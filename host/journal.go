@@ -22,6 +22,22 @@ type journalSink struct {
 	mu  sync.RWMutex
 	key string // the options the writer was opened with
 	w   *journal.Writer
+	// lost counts the records the writers a reload closed did not write.
+	lost int64
+}
+
+// JournalLost is how many journal records were not written (a full disk,
+// a record too large even without its input) since the host opened.
+func (h *Host) JournalLost() int64 { return h.journal.lostRecords() }
+
+func (j *journalSink) lostRecords() int64 {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	n := j.lost
+	if j.w != nil {
+		n += j.w.Lost()
+	}
+	return n
 }
 
 // option is the runtime option that records into the sink, or none when
@@ -93,6 +109,7 @@ func (j *journalSink) open(cfg *config.Config, store run.Store) error {
 	j.w, j.key = nil, ""
 	if old != nil {
 		old.Close()
+		j.lost += old.Lost()
 	}
 	if key == "" {
 		return nil
@@ -114,8 +131,12 @@ func (j *journalSink) close() error {
 	w := j.w
 	j.w, j.key = nil, ""
 	j.mu.Unlock()
-	if w != nil {
-		return w.Close()
+	if w == nil {
+		return nil
 	}
-	return nil
+	err := w.Close()
+	j.mu.Lock()
+	j.lost += w.Lost()
+	j.mu.Unlock()
+	return err
 }

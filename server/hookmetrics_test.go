@@ -4,11 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/host"
 )
@@ -60,5 +62,39 @@ func TestMetricsGoRuntime(t *testing.T) {
 	if after["go_cpu_classes_gc_total_cpu_seconds_total"] <= before["go_cpu_classes_gc_total_cpu_seconds_total"] || after["go_gc_heap_live_bytes"] <= 0 ||
 		after["go_goroutines"] < 2 {
 		t.Fatalf("before %v, after %v", before, after)
+	}
+}
+
+// Journal records the writer could not write are counted on /metrics: here
+// the journal's directory is a file by the time the first record comes.
+func TestMetricsJournalRecordsLost(t *testing.T) {
+	dir := project(t, "\n[journal]\npath = \"journal\"\n", nil)
+	sc := newSidecar(t, dir, Options{Log: quietLog()})
+	lost := func() string {
+		for _, line := range strings.Split(string(sc.must(http.StatusOK, "GET", "/metrics", nil).raw), "\n") {
+			if v, ok := strings.CutPrefix(line, "awaken_journal_records_lost_total "); ok {
+				return v
+			}
+		}
+		t.Fatal("no awaken_journal_records_lost_total")
+		return ""
+	}
+	if got := lost(); got != "0" {
+		t.Fatalf("before any record: %s lost", got)
+	}
+	jdir := filepath.Join(dir, "journal")
+	if err := os.RemoveAll(jdir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(jdir, []byte("in the way"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc.must(http.StatusCreated, "POST", "/v1/runs", map[string]any{})
+	deadline := time.Now().Add(10 * time.Second)
+	for lost() == "0" {
+		if time.Now().After(deadline) {
+			t.Fatal("a record the journal could not write was not counted")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -247,6 +247,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 			fmt.Fprintf(bw, "awaken_lua_states%s %d\n", labelSet([]string{"plugin", "state"}, []string{id, "free"}), stats[id][1])
 		}
 	}
+	counter(bw, "awaken_journal_records_lost_total", "Decision journal records not written ([journal]: a full disk, a record too large even without its input).", s.h.JournalLost())
 	if p, ok := s.h.Store().(storeProblems); ok {
 		gauge(bw, "awaken_store_corrupt_files", "Corrupt store files set aside since the start (GET /v1/plugins lists them).", int64(len(p.Problems())))
 	}
