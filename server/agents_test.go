@@ -174,3 +174,33 @@ func TestCursorDeclinedThenApproved(t *testing.T) {
 		t.Fatalf("the approved push: seen %s, ended %s", seen, ended)
 	}
 }
+
+// Cursor's beforeReadFile carries the file's content, which the adapter
+// never reads: a file larger than the body limit is decided by its path
+// (read or denied by the policy, not denied as too large), wherever the
+// content comes in the event.
+func TestCursorReadsLargeFiles(t *testing.T) {
+	sc := pastedSidecar(t, "Read(./.env)")
+	content := strings.Repeat("x", 2*DefaultBodyLimit)
+	for _, tc := range []struct {
+		name, body string
+		deny       bool
+	}{
+		{"content last", `{"conversation_id":"cu-big","generation_id":"g","hook_event_name":"beforeReadFile","workspace_roots":["/home/dev/shop"],` +
+			`"file_path":"/home/dev/shop/package-lock.json","content":"` + content + `"}`, false},
+		{"content first", `{"content":"` + content + `","conversation_id":"cu-big","generation_id":"g","hook_event_name":"beforeReadFile",` +
+			`"workspace_roots":["/home/dev/shop"],"file_path":"/home/dev/shop/data.csv"}`, false},
+		{"a denied file", `{"conversation_id":"cu-big","generation_id":"g","content":"` + content + `","hook_event_name":"beforeReadFile",` +
+			`"workspace_roots":["/home/dev/shop"],"file_path":"/home/dev/shop/.env"}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sc.must(200, "POST", "/v1/hooks/cursor", tc.body)
+			if denied := strings.Contains(string(r.raw), `"permission":"deny"`); denied != tc.deny {
+				t.Fatalf("denied=%v, want %v: %s", denied, tc.deny, r.raw)
+			}
+			if tc.deny && !strings.Contains(string(r.raw), "Read(./.env)") {
+				t.Fatalf("denied for another reason: %s", r.raw)
+			}
+		})
+	}
+}

@@ -75,9 +75,14 @@ func (s *Server) readRequestBody(w http.ResponseWriter, r *http.Request) (*bodyB
 // connection to hold). After a failed read the deadline stays: net/http
 // drains what is left of a body before it answers, and must not wait.
 func (s *Server) readWithin(w http.ResponseWriter, body io.Reader, n int64) ([]byte, error) {
+	return s.readWithinFunc(w, func() ([]byte, error) { return readAllBody(body, n) })
+}
+
+// readWithinFunc is readWithin with the read that read does.
+func (s *Server) readWithinFunc(w http.ResponseWriter, read func() ([]byte, error)) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	deadline := rc.SetReadDeadline(time.Now().Add(s.bodyWait)) == nil
-	data, err := readAllBody(body, n)
+	data, err := read()
 	if err == nil && deadline {
 		_ = rc.SetReadDeadline(time.Time{})
 	}

@@ -375,7 +375,17 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, a access, fn hand
 		// malformed, and takes a slot after reading it: it gets the body
 		// read the same way, with what went wrong, and one byte over the
 		// limit to tell a body that is too large.
-		data, err := s.readWithin(w, io.LimitReader(r.Body, s.bodyLimit+1), min(r.ContentLength, s.bodyLimit+1))
+		var data []byte
+		var err error
+		if unread := hooks.Unread(r.URL.Path); unread != nil {
+			// Members the adapter never reads (a file's content) count
+			// against no limit but MaxUnread, and are not kept.
+			data, err = s.readWithinFunc(w, func() ([]byte, error) {
+				return hooks.ReadWithout(r.Body, s.bodyLimit+1, hooks.MaxUnread, unread...)
+			})
+		} else {
+			data, err = s.readWithin(w, io.LimitReader(r.Body, s.bodyLimit+1), min(r.ContentLength, s.bodyLimit+1))
+		}
 		r.Body = &bodyBytes{data: data, err: err}
 		return fn(w, r)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/config"
 	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/server"
+	"github.com/awaken-lua/awaken-lua/server/hooks"
 	"github.com/awaken-lua/awaken-lua/store/filestore"
 )
 
@@ -90,7 +91,14 @@ func cmdHook(e *env) int {
 	if *agent == "gemini-cli" {
 		*agent = "gemini" // the CLI's own name
 	}
-	body, err := io.ReadAll(io.LimitReader(e.stdin, maxHookEvent+1))
+	var body []byte
+	if unread := hooks.Unread("/v1/hooks/" + *agent); unread != nil {
+		// A member the adapter never reads (Cursor's file content) is
+		// left out here, so that a large file is no event over the limit.
+		body, err = hooks.ReadWithout(e.stdin, maxHookEvent+1, hooks.MaxUnread, unread...)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(e.stdin, maxHookEvent+1))
+	}
 	var name struct {
 		Event string `json:"hook_event_name"`
 	}

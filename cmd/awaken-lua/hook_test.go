@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -622,5 +623,29 @@ deny = ["Read(./.env)"]
 	code, out, errOut := awaken(t, "", "--config", filepath.Join(work, "awaken.toml"), "replay")
 	if code != exitOK || !strings.Contains(out, "no flips: ") {
 		t.Fatalf("replay: exit %d: %s %s", code, out, errOut)
+	}
+}
+
+// Cursor's beforeReadFile carries the file's content: the hook leaves it
+// out (the adapter never reads it), so a file past the hook's size limit
+// is still decided by its path rather than failing as too large.
+func TestHookCursorLeavesContentOut(t *testing.T) {
+	got := make(chan []byte, 1)
+	sidecar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- b
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"permission":"allow"}`))
+	}))
+	defer sidecar.Close()
+	ev, _ := json.Marshal(map[string]any{"conversation_id": "c", "generation_id": "g", "hook_event_name": "beforeReadFile",
+		"workspace_roots": []string{"/home/dev/shop"}, "file_path": "/home/dev/shop/package-lock.json",
+		"content": strings.Repeat("x", maxHookEvent+1)})
+	out, errOut, code := runChild(t, "", nil, ev, "hook", "--agent", "cursor", "--url", sidecar.URL)
+	if code != 0 || !strings.Contains(out, `"permission":"allow"`) {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if b := <-got; bytes.Contains(b, []byte(`"content"`)) || !bytes.Contains(b, []byte(`"file_path":"/home/dev/shop/package-lock.json"`)) {
+		t.Fatalf("the sidecar got %.300s", b)
 	}
 }
