@@ -211,7 +211,7 @@ func TestExpiryIsJournaled(t *testing.T) {
 // that is not a ticket fails the call, saying why.
 func TestToolPendingTicket(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)}
-	pending := map[string]any{"message": "approve the deploy", "action": "approve", "timeout": "10m", "on_timeout": "resume"}
+	var pending any = map[string]any{"message": "approve the deploy", "action": "approve", "timeout": "10m", "on_timeout": "resume"}
 	deploy := newTool("deploy", func(map[string]any) (model.ToolResult, error) {
 		return model.ToolResult{Status: model.StatusPending, Data: pending}, nil
 	})
@@ -233,18 +233,27 @@ func TestToolPendingTicket(t *testing.T) {
 		t.Fatalf("suspended: %+v", tk)
 	}
 
-	pending = map[string]any{"resume_mode": "sideways"}
-	res, err = rt.Run(context.Background(), run.Request{Model: turns(calls(call("deploy", nil)), text("done")), Tools: []plugin.Tool{deploy}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var answer string
-	for _, m := range res.Session.Messages() {
-		if m.Role == model.RoleTool {
-			answer = m.Content
+	for _, tc := range []struct {
+		data any
+		want string
+	}{
+		{map[string]any{"resume_mode": "sideways"}, "not a ticket: resume_mode \"sideways\""},
+		{42.0, "not a ticket: a ticket is an object of fields"},
+		{[]any{"approve"}, "not a ticket: a ticket is an object of fields"},
+	} {
+		pending = tc.data
+		res, err = rt.Run(context.Background(), run.Request{Model: turns(calls(call("deploy", nil)), text("done")), Tools: []plugin.Tool{deploy}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if res.Session.SuspendedCount() != 0 || res.Termination != "natural" || !strings.Contains(answer, "not a ticket: resume_mode \"sideways\"") {
-		t.Fatalf("a pending answer that is no ticket: %s, the model read %q", res.Termination, answer)
+		var answer string
+		for _, m := range res.Session.Messages() {
+			if m.Role == model.RoleTool {
+				answer = m.Content
+			}
+		}
+		if res.Session.SuspendedCount() != 0 || res.Termination != "natural" || !strings.Contains(answer, tc.want) {
+			t.Fatalf("%v: a pending answer that is no ticket: %s, the model read %q", tc.data, res.Termination, answer)
+		}
 	}
 }

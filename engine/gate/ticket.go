@@ -21,11 +21,15 @@ func TicketFields() []string { return slices.Collect(maps.Keys(ticketFields)) }
 // TicketFromValue reads a ticket as a plugin writes it (awaken.suspend's
 // table, awaken.pending's data): {id?, action?, message?, parameters?,
 // response_schema?, options?, resume_mode?, timeout?, on_timeout?}. A nil
-// value is the empty ticket; an unknown field or a field of the wrong type
-// is an error that names it. The runtime fills what is left empty.
+// value is the empty ticket; a value that is not an object, an unknown
+// field or a field of the wrong type is an error that names it. The
+// runtime fills what is left empty.
 func TicketFromValue(v any) (Ticket, error) {
-	m, _ := v.(map[string]any)
 	var tk Ticket
+	m, ok := v.(map[string]any)
+	if !ok && v != nil {
+		return tk, fmt.Errorf("a ticket is an object of fields (id, action, message, ...), not %T", v)
+	}
 	for k := range m {
 		if !ticketFields[k] {
 			return tk, fmt.Errorf("unknown ticket field %q (fields: id, action, message, parameters, response_schema, options, resume_mode, timeout, on_timeout)", k)

@@ -24,6 +24,12 @@ func TestTicketFromValue(t *testing.T) {
 	if got, err := gate.TicketFromValue(nil); err != nil || !reflect.DeepEqual(got, gate.Ticket{}) {
 		t.Fatalf("nil: %+v %v", got, err)
 	}
+	// A value that is not an object is no ticket (a tool's pending data).
+	for _, v := range []any{1.0, "x", []any{1.0}, true} {
+		if _, err := gate.TicketFromValue(v); err == nil || !strings.Contains(err.Error(), "a ticket is an object of fields") {
+			t.Errorf("%v: %v, want an error", v, err)
+		}
+	}
 	for _, tc := range []struct {
 		v    map[string]any
 		want string
