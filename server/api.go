@@ -441,7 +441,7 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) error {
 	}
 	for i, d := range body.Decisions {
 		if d.Target == "" {
-			return badRequest("decisions[%d] has no target (a call id or a ticket id)", i)
+			return badRequest("decisions[%d] has no target (a call id or a ticket id)", i).withField(fmt.Sprintf("decisions[%d].target", i))
 		}
 	}
 	return s.withRun(w, r, "resume", func(ctx context.Context, sess *run.Session, out *phaseOut) error {

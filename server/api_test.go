@@ -311,6 +311,15 @@ func TestSuspendResume(t *testing.T) {
 		map[string]any{"target": ticket["id"], "action": "resume"},
 		map[string]any{"target": "nope", "action": "resume"},
 	}}), 400, "unknown_resume_target")
+	// A decision without a target names the field it lacks.
+	for _, d := range []any{nil, map[string]any{"action": "resume"}} {
+		r := sc.call("POST", "/v1/runs/"+id+"/resume", map[string]any{"decisions": []any{
+			map[string]any{"target": ticket["id"], "action": "resume"}, d}})
+		problemOK(t, r, 400, "bad_request")
+		if r.str("field") != "decisions[1].target" {
+			t.Fatalf("%v: field %q: %s", d, r.str("field"), r.raw)
+		}
+	}
 	if again := sc.must(200, "GET", "/v1/runs/"+id, nil); again.num("revision") != rev || again.str("status") != "waiting" {
 		t.Fatalf("a rejected resume changed the run: %s", again.raw)
 	}
