@@ -22,8 +22,10 @@
 // (bash -c "$X", eval "$X", a shell reading its script from stdin) yields
 // a command of a single non-literal word, the script as written.
 //
-// A command that does not parse, or is too large or too deeply nested to
-// check, is an error (code shell_unparsable): callers treat it as a command
+// A command that does not parse, holds a carriage return (which the parser
+// reads as a blank, and drops before a newline, where bash keeps it in a
+// word), or is too large or too deeply nested to check, is an error (code
+// shell_unparsable): callers treat it as a command
 // they cannot judge, never as an empty one.
 package shell
 
@@ -213,6 +215,12 @@ func (s *splitter) script(src string, depth, owner int) error {
 	}
 	if at := strings.IndexByte(src, 0); at >= 0 {
 		return unparsable(at, "a NUL byte, which no shell command holds")
+	}
+	// The parser reads a carriage return as a blank and drops it before a
+	// newline (so \<CR><LF> continues the line); bash keeps it as part of
+	// a word. Where they disagree a command can hide, so none is judged.
+	if at := strings.IndexByte(src, '\r'); at >= 0 {
+		return unparsable(at, "a carriage return, which the parser does not read as bash does (use LF line endings)")
 	}
 	n, at, bq := nesting(src)
 	if n > MaxNesting {

@@ -255,6 +255,13 @@ func TestSplitErrors(t *testing.T) {
 		{"syntax", "echo ok; (", "not valid shell syntax"},
 		{"unclosed quote", "rm 'x", "not valid shell syntax"},
 		{"nul", "rm \x00x", "a NUL byte"},
+		// bash reads \<CR><LF> as an escaped CR and a newline; the parser
+		// as a line continuation, and a lone CR as a blank.
+		{"backslash crlf", "echo hi \\\r\nrm -rf /", "a carriage return"},
+		{"crlf", "ls\r\nrm x", "a carriage return"},
+		{"cr in quotes", "echo 'a\r\nb'", "a carriage return"},
+		{"lone cr", "echo x\r#c; rm -rf /", "a carriage return"},
+		{"cr in a script", `bash -c $'echo hi \\\r\nrm x'`, "a carriage return"},
 		{"nested backticks", "echo `echo \\`rm x\\``", "backticks inside backticks"},
 		{"nested backticks in a here-document", "cat <<E\n`a \\`b\\``\nE", "backticks inside backticks"},
 		{"unclosed substitution in a script", "bash -c 'echo $('", "not valid shell syntax"},

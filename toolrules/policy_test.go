@@ -179,3 +179,38 @@ func TestStopFailsClosed(t *testing.T) {
 		t.Errorf("Stop was asked %d times, want 1001 to 1010 (once per rule and command, and no more once it tripped)", calls)
 	}
 }
+
+// Command lines that bash reads differently from a naive split: each is
+// decided as Claude Code would, or stricter (deny rules see the command,
+// allow rules do not cover it).
+func TestDecideShellBypasses(t *testing.T) {
+	tests := []struct {
+		name  string
+		allow string // one allow rule, or ""
+		deny  string // one deny rule, or ""
+		cmd   string
+		want  Behavior
+	}{
+		{"backslash crlf hides rm", "", "Bash(rm *)", "echo hi \\\r\nrm -rf /", Deny},
+		{"backslash crlf is one echo to the parser", "Bash(echo *)", "", "echo hi \\\r\nrm -rf ~", ""},
+		{"lone cr starts a comment to the parser", "", "Bash(rm *)", "echo x\r#c; rm -rf /", Deny},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var allow, deny []string
+			if tc.allow != "" {
+				allow = []string{tc.allow}
+			}
+			if tc.deny != "" {
+				deny = []string{tc.deny}
+			}
+			p, err := ParsePolicy(allow, nil, deny)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := p.Decide(bash(tc.cmd)); d.Behavior != tc.want {
+				t.Errorf("allow %q deny %q on %q: got %q, want %q", tc.allow, tc.deny, tc.cmd, d.Behavior, tc.want)
+			}
+		})
+	}
+}
