@@ -9,8 +9,10 @@
 // if/while/until/for/case bodies and function bodies; it looks through
 // wrappers (sudo, env, nice, timeout, nohup, command, exec, xargs, ...)
 // and reports the wrapped command as well as the wrapper, and it parses the
-// script of bash -c, sh -c, zsh -c (and other shells), eval and env -S, to
-// a bounded depth.
+// script of bash -c, sh -c, zsh -c (and other shells), eval, env -S, trap's
+// action and alias's value (code once expand_aliases is set), to a bounded
+// depth. A wrapper's option that may hide the command (an abbreviated GNU
+// long option that takes a value, a word not literal) makes it unknown.
 //
 // Words that are not literal (a parameter expansion, a glob, a command
 // substitution, a brace expansion, a tilde, a $"..." string) cannot
@@ -19,8 +21,12 @@
 // source text as written. Callers must fail closed on them: a rule that
 // denies `rm *` cannot tell what `$CMD -rf /` runs, so it must treat an
 // unknown command name as a match. A shell whose script is not literal
-// (bash -c "$X", eval "$X", a shell reading its script from stdin) yields
-// a command of a single non-literal word, the script as written.
+// (bash -c "$X", eval "$X", a shell reading its script from stdin or from
+// a file in /dev or /proc, sudo -s, xargs sh -c with the script read from
+// input, source <(...)) yields a command of a single non-literal word, the
+// script as written. A word that xargs -I or find -exec fills in ({}) is
+// not literal, and a find with a word not literal (it may be -exec) runs
+// an unknown command.
 //
 // A command that does not parse, holds a carriage return (which the parser
 // reads as a blank, and drops before a newline, where bash keeps it in a
@@ -295,7 +301,7 @@ func (w *walker) visit(n syntax.Node) bool {
 	case nil:
 		if len(st.Redirs) > 0 { // > file: redirections only
 			start, end := span(st, st.Redirs[0].Pos(), st.Redirs[0].End())
-			w.add(nil, w.text(start, end), int(end.Offset()), nil, w.writes(), w.parent(), w.via(), 0)
+			w.add(nil, w.text(start, end), int(end.Offset()), nil, w.writes(), w.parent(), w.via(), 0, false)
 		}
 	}
 	return w.err == nil
@@ -378,7 +384,7 @@ func (w *walker) call(st *syntax.Stmt, c *syntax.CallExpr) {
 	for i, a := range c.Assigns {
 		env[i] = w.text(a.Pos(), a.End())
 	}
-	w.add(words, w.text(start, end), int(end.Offset()), env, w.writes(), w.parent(), w.via(), 0)
+	w.add(words, w.text(start, end), int(end.Offset()), env, w.writes(), w.parent(), w.via(), 0, false)
 }
 
 func (w *walker) decl(st *syntax.Stmt, d *syntax.DeclClause) {
@@ -387,7 +393,7 @@ func (w *walker) decl(st *syntax.Stmt, d *syntax.DeclClause) {
 	for _, a := range d.Args {
 		words = append(words, w.assign(a))
 	}
-	w.add(words, w.text(start, end), int(end.Offset()), nil, w.writes(), w.parent(), w.via(), 0)
+	w.add(words, w.text(start, end), int(end.Offset()), nil, w.writes(), w.parent(), w.via(), 0, false)
 }
 
 // assign renders a declaration's argument (export A=1, local x, declare -a
@@ -456,7 +462,7 @@ func (w *walker) word(x *syntax.Word) (string, Word) {
 
 // add records a command and what it wraps or runs. end is the offset where
 // the command's text ends in the current script.
-func (w *walker) add(words []iword, text string, end int, env []string, writes []Word, parent int, via Via, wraps int) int {
+func (w *walker) add(words []iword, text string, end int, env []string, writes []Word, parent int, via Via, wraps int, appended bool) int {
 	if w.err != nil {
 		return -1
 	}
@@ -481,35 +487,43 @@ func (w *walker) add(words []iword, text string, end int, env []string, writes [
 	if len(words) == 0 {
 		return idx
 	}
-	w.inner(idx, words, end, writes, wraps)
+	w.inner(idx, words, end, writes, wraps, appended)
 	return idx
 }
 
 // inner records the commands that command idx (words) runs: the command a
 // wrapper wraps, the commands find -exec runs, or a shell's script.
-func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int) {
+// appended says that more arguments follow the words when it runs (xargs
+// adds the ones it reads).
+func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int, appended bool) {
 	first := words[0]
 	if !first.Literal {
 		return
 	}
 	name := path.Base(first.Value)
-	if name == "find" {
-		for _, r := range findExec(words) {
-			w.wrapped(idx, r, r[len(r)-1].end, writes, Runner, wraps)
-		}
-		return
-	}
 	if shells[name] {
-		w.shell(idx, words)
+		w.shell(idx, words, appended)
 		return
 	}
 	switch name {
+	case "find":
+		w.find(idx, words, writes, wraps)
+		return
 	case "eval":
 		w.eval(idx, words)
 		return
+	case "trap":
+		w.trap(idx, words)
+		return
+	case "source", ".":
+		w.source(idx, words)
+		return
+	case "alias":
+		w.alias(idx, words)
+		return
 	case "env":
-		if s, ok := envSplit(words); ok {
-			w.envScript(idx, words, s)
+		if at, off, ok := envSplit(words); ok {
+			w.envScript(idx, words, at, off)
 			return
 		}
 	}
@@ -517,18 +531,37 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 	if !ok {
 		return
 	}
-	rest, via, ok := spec.unwrap(words)
-	if !ok || len(rest) == 0 {
+	rest, via, out := spec.unwrap(words)
+	switch out {
+	case runsNone:
 		return
-	}
-	if !rest[0].Literal && rest[0].off < 0 { // unknown: the options could not be read
+	case runsEmpty:
+		if appended { // the command is the first argument read
+			w.unknown(idx, words[0].Source+" (command read from input)", Runner)
+		}
+		return
+	case runsShell:
+		w.unknown(idx, words[0].Source+" (shell reading its script from stdin)", Script)
+		return
+	case runsUnseen:
 		w.unknown(idx, rest[0].Source, Runner)
 		return
 	}
-	w.wrapped(idx, rest, end, writes, via, wraps)
+	more := false
+	if name == "xargs" {
+		// xargs appends what it reads to the command, or with -I R puts
+		// it in place of R in any word.
+		r, replace := xargsReplace(words[:len(words)-len(rest)])
+		if replace {
+			rest = unlit(rest, r)
+		} else {
+			more = true
+		}
+	}
+	w.wrapped(idx, rest, end, writes, via, wraps, more)
 }
 
-func (w *walker) wrapped(parent int, words []iword, end int, writes []Word, via Via, wraps int) {
+func (w *walker) wrapped(parent int, words []iword, end int, writes []Word, via Via, wraps int, appended bool) {
 	if wraps >= MaxWrappers {
 		w.err = unparsable(words[0].off, "more than %d wrappers around one command; the command cannot be checked", MaxWrappers)
 		return
@@ -537,13 +570,13 @@ func (w *walker) wrapped(parent int, words []iword, end int, writes []Word, via 
 	if words[0].off >= 0 && end >= words[0].off && end <= len(w.src) {
 		text = w.src[words[0].off:end]
 	}
-	w.add(words, text, end, nil, writes, parent, via, wraps+1)
+	w.add(words, text, end, nil, writes, parent, via, wraps+1, appended)
 }
 
 // unknown records a command of which nothing is known but its source.
 func (w *walker) unknown(parent int, source string, via Via) {
 	wd := iword{Word{Value: source, Source: source}, -1, -1}
-	w.add([]iword{wd}, source, -1, nil, nil, parent, via, MaxWrappers)
+	w.add([]iword{wd}, source, -1, nil, nil, parent, via, MaxWrappers, false)
 }
 
 // sub splits a script that command idx runs.
@@ -562,8 +595,11 @@ var shells = map[string]bool{
 
 // shell finds the script of sh/bash/zsh -c SCRIPT, or knows the shell reads
 // its script from stdin (no operand, or -s), which makes it unknown. A shell
-// running a script file is an ordinary command.
-func (w *walker) shell(idx int, words []iword) {
+// running a script file is an ordinary command, unless the file is one of
+// /dev or /proc (/dev/stdin, /proc/self/fd/0: stdin again) or is not
+// literal. appended: xargs adds arguments, so a -c without its script takes
+// the script from input.
+func (w *walker) shell(idx int, words []iword, appended bool) {
 	cflag, sflag := false, false
 	i := 1
 	for ; i < len(words); i++ {
@@ -604,6 +640,9 @@ func (w *walker) shell(idx int, words []iword) {
 	switch {
 	case cflag:
 		if i >= len(words) {
+			if appended {
+				w.unknown(idx, words[0].Source+" (script read from input)", Script)
+			}
 			return // bash -c with no script fails
 		}
 		if !words[i].Literal {
@@ -613,7 +652,25 @@ func (w *walker) shell(idx int, words []iword) {
 		w.sub(idx, words[i].Value)
 	case sflag || i >= len(words):
 		w.unknown(idx, words[0].Source+" (script read from stdin)", Script)
+	case !words[i].Literal || readsStdin(words[i].Value):
+		w.unknown(idx, words[i].Source+" (script read from stdin)", Script)
 	}
+}
+
+// readsStdin reports whether a script file may be the shell's stdin or
+// another open descriptor (/dev/stdin, /dev/fd/0, /proc/self/fd/0, and
+// any other file in /dev or /proc, however the path reaches them): its
+// code is not in the command.
+func readsStdin(file string) bool {
+	if file == "-" {
+		return true
+	}
+	for _, seg := range strings.Split(path.Clean(file), "/") {
+		if seg == "dev" || seg == "proc" {
+			return true
+		}
+	}
+	return false
 }
 
 // eval runs its arguments joined by spaces.
@@ -635,49 +692,142 @@ func (w *walker) eval(idx int, words []iword) {
 	}
 }
 
-// envSplit finds env -S STRING (or --split-string): the index of the word
-// holding the string and the string itself.
-func envSplit(words []iword) (int, bool) {
-	for i := 1; i < len(words); i++ {
-		v := words[i].Value
-		if !words[i].Literal || !strings.HasPrefix(v, "-") || v == "-" || v == "--" {
-			return 0, false
+// trap ACTION SIGNAL...: the action is a script bash runs later.
+func (w *walker) trap(idx int, words []iword) {
+	i := 1
+	for ; i < len(words); i++ {
+		x := words[i]
+		if !x.Literal {
+			w.unknown(idx, x.Source, Script)
+			return
 		}
-		if v == "-S" || v == "--split-string" {
-			return i + 1, i+1 < len(words)
-		}
-		if strings.HasPrefix(v, "--split-string=") || (strings.HasPrefix(v, "-S") && !strings.HasPrefix(v, "--")) {
-			return i, true
-		}
-		if v == "-u" || v == "-C" || v == "--unset" || v == "--chdir" {
+		v := x.Value
+		if v == "--" {
 			i++
+			break
+		}
+		if len(v) < 2 || v[0] != '-' || strings.Trim(v[1:], "lpP") != "" {
+			break
+		}
+		if strings.ContainsAny(v, "lp") {
+			return // lists traps
 		}
 	}
-	return 0, false
+	if i+1 >= len(words) || words[i].Value == "-" {
+		return // no action: the signals are reset
+	}
+	if !words[i].Literal {
+		w.unknown(idx, words[i].Source, Script)
+		return
+	}
+	w.sub(idx, words[i].Value)
+}
+
+// source FILE runs the file in this shell: as with a shell's script file,
+// one of /dev or /proc, or a file not known (<(...), $X), is code not in
+// the command.
+func (w *walker) source(idx int, words []iword) {
+	i := 1
+	if i < len(words) && words[i].Literal && words[i].Value == "--" {
+		i++
+	}
+	if i >= len(words) {
+		return
+	}
+	if x := words[i]; !x.Literal || readsStdin(x.Value) {
+		w.unknown(idx, x.Source+" (sourced)", Script)
+	}
+}
+
+// alias NAME=VALUE: with expand_aliases (shopt -s, or an interactive
+// shell) the value runs as code wherever NAME starts a command, so it is
+// judged as a script.
+func (w *walker) alias(idx int, words []iword) {
+	for _, x := range words[1:] {
+		if !x.Literal {
+			w.unknown(idx, x.Source, Script)
+			return
+		}
+		if _, v, ok := strings.Cut(x.Value, "="); ok && v != "" {
+			w.sub(idx, v)
+		}
+	}
+}
+
+// envSplit finds env -S STRING (also clustered, -iS, -vSSTRING, and
+// --split-string, which GNU getopt lets one shorten to --sp): the index of
+// the word holding the string and where in it the string starts.
+func envSplit(words []iword) (at, off int, ok bool) {
+	for i := 1; i < len(words); i++ {
+		v := words[i].Value
+		if !words[i].Literal || !strings.HasPrefix(v, "-") || v == "--" {
+			return 0, 0, false
+		}
+		if v == "-" {
+			continue // -i
+		}
+		if strings.HasPrefix(v, "--") {
+			name, _, valued := strings.Cut(v, "=")
+			if len(name) > 2 && strings.HasPrefix("--split-string", name) {
+				if valued {
+					return i, len(name) + 1, true
+				}
+				return i + 1, 0, i+1 < len(words)
+			}
+			if !valued && (name == "--unset" || name == "--chdir" || name == "--argv0") {
+				i++
+			}
+			continue
+		}
+	cluster:
+		for j := 1; j < len(v); j++ {
+			switch v[j] {
+			case 'S':
+				if j+1 < len(v) {
+					return i, j + 1, true
+				}
+				return i + 1, 0, i+1 < len(words)
+			case 'u', 'C', 'a':
+				if j == len(v)-1 {
+					i++
+				}
+				break cluster
+			}
+		}
+	}
+	return 0, 0, false
 }
 
 // envScript splits env -S STRING ARGS...: the string is split into words
 // and the remaining arguments follow them.
-func (w *walker) envScript(idx int, words []iword, at int) {
+func (w *walker) envScript(idx int, words []iword, at, off int) {
 	x := words[at]
 	if !x.Literal {
 		w.unknown(idx, x.Source, Script)
 		return
 	}
-	v := x.Value
-	switch {
-	case strings.HasPrefix(v, "--split-string="):
-		v = strings.TrimPrefix(v, "--split-string=")
-	case strings.HasPrefix(v, "-S") && at > 0 && words[at-1].Value != "-S":
-		v = strings.TrimPrefix(v, "-S")
-	}
 	var b strings.Builder
-	b.WriteString(v)
+	b.WriteString(x.Value[off:])
 	for _, r := range words[at+1:] {
 		b.WriteByte(' ')
 		b.WriteString(r.Source)
 	}
 	w.sub(idx, b.String())
+}
+
+// find records the commands of find's -exec, -execdir, -ok and -okdir. A
+// word not known before find runs may be -exec, or a ; that ends one
+// early, so it makes find run something unknown.
+func (w *walker) find(idx int, words []iword, writes []Word, wraps int) {
+	for _, x := range words[1:] {
+		if !x.Literal {
+			w.unknown(idx, x.Source, Runner)
+			break
+		}
+	}
+	for _, r := range findExec(words) {
+		w.wrapped(idx, unlit(r, "{}"), r[len(r)-1].end, writes, Runner, wraps, false)
+	}
 }
 
 // findExec returns the commands of find's -exec, -execdir, -ok and -okdir.
@@ -699,4 +849,73 @@ func findExec(words []iword) [][]iword {
 		i = j
 	}
 	return out
+}
+
+// unlit returns words with those holding r (what find or xargs puts a
+// file name in place of) made not literal: their value is not known.
+func unlit(words []iword, r string) []iword {
+	var out []iword
+	for i, x := range words {
+		if !x.Literal || !strings.Contains(x.Value, r) {
+			continue
+		}
+		if out == nil {
+			out = append([]iword(nil), words...)
+		}
+		out[i].Literal, out[i].Value = false, x.Source
+	}
+	if out == nil {
+		return words
+	}
+	return out
+}
+
+// xargsReplace returns the replace string of xargs's options (-I R, -iR,
+// --replace[=R]; {} when not given), and whether one is set.
+func xargsReplace(opts []iword) (string, bool) {
+	r, set := "", false
+	for i := 1; i < len(opts); i++ {
+		v := opts[i].Value
+		if v == "--" || !strings.HasPrefix(v, "-") {
+			break
+		}
+		if strings.HasPrefix(v, "--") {
+			name, val, valued := strings.Cut(v, "=")
+			if len(name) > 2 && strings.HasPrefix("--replace", name) {
+				r, set = "{}", true
+				if valued {
+					r = val
+				}
+			} else if !valued && wrappers["xargs"].longArgs[name] {
+				i++
+			}
+			continue
+		}
+	cluster:
+		for j := 1; j < len(v); j++ {
+			switch ch := v[j]; {
+			case ch == 'I':
+				set, r = true, v[j+1:]
+				if r == "" && i+1 < len(opts) {
+					i++
+					r = opts[i].Value
+				}
+				break cluster
+			case ch == 'i':
+				set, r = true, v[j+1:]
+				if r == "" {
+					r = "{}"
+				}
+				break cluster
+			case strings.IndexByte("el", ch) >= 0:
+				break cluster
+			case strings.IndexByte(wrappers["xargs"].argOpts, ch) >= 0:
+				if j == len(v)-1 {
+					i++
+				}
+				break cluster
+			}
+		}
+	}
+	return r, set
 }
