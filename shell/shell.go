@@ -131,7 +131,10 @@ type Command struct {
 	// Text is the command's source text, assignments and redirections
 	// included (for a wrapped command, from its first word on).
 	Text string
-	// Env holds the leading assignments (FOO=1), as written.
+	// Env holds the leading assignments (FOO=1), as written; for a command
+	// another one runs (Parent >= 0), that one's Env first, since its
+	// assignments are in this command's environment too. A statement of
+	// assignments only (FOO=1) is a command with Env and no words.
 	Env []string
 	// Writes are the targets of output redirections (>, >>, >|, &>, &>>,
 	// <>, >& to a file) that apply to the command, its enclosing groups'
@@ -372,9 +375,8 @@ func tooManyWords() error {
 }
 
 func (w *walker) call(st *syntax.Stmt, c *syntax.CallExpr) {
-	if len(c.Args) == 0 && len(st.Redirs) == 0 {
-		return // FOO=1: assignments only
-	}
+	// FOO=1 alone is a command too: it sets the variable for the commands
+	// after it (PATH=./bin; git status), so allow rules must cover it.
 	start, end := span(st, c.Pos(), c.End())
 	words := make([]iword, len(c.Args))
 	for i, a := range c.Args {
@@ -475,6 +477,14 @@ func (w *walker) add(words []iword, text string, end int, env []string, writes [
 		return -1
 	}
 	w.s.words += len(words) + len(writes)
+	if parent >= 0 {
+		// A command another runs (a wrapper's, a shell's script) has the
+		// other's assignments in its environment: PATH=./bin nice git
+		// status, BASH_ENV=x bash -c '...'.
+		if pe := w.s.out[parent].Env; len(pe) > 0 {
+			env = append(pe[:len(pe):len(pe)], env...)
+		}
+	}
 	c := Command{Text: text, Env: env, Writes: writes, Parent: parent, Via: via}
 	c.Argv = make([]string, len(words))
 	c.Words = make([]Word, len(words))
@@ -615,6 +625,10 @@ func (w *walker) shell(idx int, words []iword, appended bool) {
 		}
 		if strings.HasPrefix(v, "--") {
 			if v == "--rcfile" || v == "--init-file" {
+				// an interactive shell runs this file first
+				if i+1 < len(words) {
+					w.unknown(idx, words[i+1].Source+" (rcfile)", Script)
+				}
 				i++
 			}
 			continue

@@ -56,7 +56,7 @@ func TestSplit(t *testing.T) {
 		{"nested substitution", "echo $(echo $(rm x))", []string{"echo $(echo $(rm x))*|top|-", "echo $(rm x)*|top|-", "rm x|top|-"}},
 		{"substitution in double quotes", `echo "a $(rm x) b"`, []string{`echo "a $(rm x) b"*|top|-`, "rm x|top|-"}},
 		{"process substitution", "diff <(ls a) >(rm b)", []string{"diff <(ls a)* >(rm b)*|top|-", "ls a|top|-", "rm b|top|-"}},
-		{"substitution in assignment", "X=$(rm x)", []string{"rm x|top|-"}},
+		{"substitution in assignment", "X=$(rm x)", []string{"|top|-", "rm x|top|-"}},
 		{"substitution in parameter default", "echo ${X:-$(rm x)}", []string{"echo ${X:-$(rm x)}*|top|-", "rm x|top|-"}},
 		{"substitution in arithmetic", "echo $(( $(rm x) + 1 ))", []string{"echo $(( $(rm x) + 1 ))*|top|-", "rm x|top|-"}},
 		{"substitution in redirection", "echo x > $(rm y)", []string{"echo x|top|-", "rm y|top|-"}},
@@ -176,7 +176,8 @@ func TestSplit(t *testing.T) {
 		{"line continuation", "rm \\\n  x", []string{"rm x|top|-"}},
 		{"comment", "ls # ; rm x", []string{"ls|top|-"}},
 		{"empty", "", nil},
-		{"assignments only", "FOO=1", nil},
+		{"assignments only", "FOO=1", []string{"|top|-"}},
+		{"rcfile", "bash --rcfile ./x -ic 'ls'", []string{"bash --rcfile ./x -ic ls|top|-", "./x (rcfile)*|script|0", "ls|script|0"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -256,6 +257,36 @@ func TestSplitEnvAndWrites(t *testing.T) {
 	cs, _ = Split("echo > $OUT")
 	if len(cs[0].Writes) != 1 || cs[0].Writes[0].Literal || cs[0].Writes[0].Source != "$OUT" {
 		t.Errorf("a dynamic target is kept as written: %+v", cs[0].Writes)
+	}
+}
+
+// Assignments are in the environment of what the command runs, and a
+// statement of assignments only is a command of its own: both change what
+// a later command does (PATH picks the program).
+func TestSplitEnvInherited(t *testing.T) {
+	tests := []struct {
+		src string
+		env []string // each command's Env, joined by spaces
+	}{
+		{"PATH=./bin; git status", []string{"PATH=./bin", ""}},
+		{"PATH=./bin nice git status", []string{"PATH=./bin", "PATH=./bin"}},
+		{"PATH=./bin timeout 5 env A=1 git status", []string{"PATH=./bin", "PATH=./bin", "PATH=./bin"}},
+		{"PATH=./bin eval 'B=2 git status'", []string{"PATH=./bin", "PATH=./bin B=2"}},
+		{"BASH_ENV=./e.sh bash -c 'echo hi'", []string{"BASH_ENV=./e.sh", "BASH_ENV=./e.sh"}},
+		{"A=1 echo $(git status)", []string{"A=1", ""}}, // the substitution runs first, without A
+	}
+	for _, tc := range tests {
+		cs, err := Split(tc.src)
+		if err != nil {
+			t.Fatalf("Split(%q): %v", tc.src, err)
+		}
+		var got []string
+		for _, c := range cs {
+			got = append(got, strings.Join(c.Env, " "))
+		}
+		if strings.Join(got, "|") != strings.Join(tc.env, "|") {
+			t.Errorf("Split(%q) env %q, want %q", tc.src, got, tc.env)
+		}
 	}
 }
 
