@@ -24,15 +24,22 @@
 // (bash -c "$X", eval "$X", a shell reading its script from stdin or from
 // a file in /dev or /proc, sudo -s, xargs sh -c with the script read from
 // input, source <(...)) yields a command of a single non-literal word, the
-// script as written. A word that xargs -I or find -exec fills in ({}) is
-// not literal, and a find with a word not literal (it may be -exec) runs
-// an unknown command.
+// script as written. So is code bash runs from text: ${x@P}; quoted
+// $ or ` in arithmetic (let 'a[$(rm x)]'), in a declaration's value or in
+// the arguments of a builtin that reads variable names (printf -v, read,
+// unset, test -v); and, once for the line, quoted $ or ` anywhere together
+// with arithmetic that reads a variable, or ${!x}, since a value such as
+// 'a[$(rm x)]' runs rm when arithmetic reads it. A value that reaches a
+// variable only at run time (read from a file, a command's output) is not
+// followed, as a script file is not. A word that xargs -I or find -exec
+// fills in ({}) is not literal, and a find with a word not literal (it may
+// be -exec) runs an unknown command.
 //
 // A command that does not parse, holds a carriage return (which the parser
 // reads as a blank, and drops before a newline, where bash keeps it in a
 // word), or is too large or too deeply nested to check, is an error (code
-// shell_unparsable): callers treat it as a command
-// they cannot judge, never as an empty one.
+// shell_unparsable): callers treat it as a command they cannot judge,
+// never as an empty one.
 package shell
 
 import (
@@ -196,6 +203,14 @@ func (sp *Splitter) Split(src string) ([]Command, error) {
 	if err := s.script(src, 0, -1); err != nil {
 		return nil, err
 	}
+	if s.quotedCode && s.evaluates {
+		w := walker{s: s, src: src, owner: -1}
+		const what = "(a value run as code by arithmetic or ${!x})"
+		w.add([]iword{{Word{Value: what, Source: what}, -1, -1}}, "", -1, nil, nil, -1, Top, MaxWrappers, false)
+		if w.err != nil {
+			return nil, w.err
+		}
+	}
 	return s.out, nil
 }
 
@@ -203,6 +218,12 @@ type splitter struct {
 	p     *syntax.Parser // reused: a parse keeps nothing of the last one
 	out   []Command
 	words int // argv words and write targets reported so far
+	// quotedCode: some quoted or escaped text holds $ or ` (x='$(rm x)');
+	// evaluates: arithmetic reads a variable, or ${!x} does. Bash runs a
+	// command substitution in an array subscript held in a variable
+	// (x='a[$(rm x)]'; echo $((x))), so with both the line runs code it
+	// does not show.
+	quotedCode, evaluates bool
 }
 
 func unparsable(offset int, format string, args ...any) error {
@@ -266,15 +287,25 @@ type walker struct {
 	// that added some, the length of targets before it did.
 	targets []Word
 	marks   []int
-	opened  []bool // for each open node, whether it is on marks
+	opened  []uint8 // for each open node, openRedir and openArith
+	arith   int     // open nodes whose text bash evaluates as arithmetic
 	err     error
 }
 
+const (
+	openRedir uint8 = 1 << iota // the node is on marks
+	openArith                   // the node counts in arith
+)
+
 func (w *walker) visit(n syntax.Node) bool {
 	if n == nil {
-		if w.opened[len(w.opened)-1] {
+		top := w.opened[len(w.opened)-1]
+		if top&openRedir != 0 {
 			w.targets = w.targets[:w.marks[len(w.marks)-1]]
 			w.marks = w.marks[:len(w.marks)-1]
+		}
+		if top&openArith != 0 {
+			w.arith--
 		}
 		w.opened = w.opened[:len(w.opened)-1]
 		return true
@@ -286,12 +317,20 @@ func (w *walker) visit(n syntax.Node) bool {
 		w.err = unparsable(int(n.Pos().Offset()), "nested more than %d deep; the command cannot be checked", maxTreeDepth)
 		return false
 	}
+	var flags uint8
+	if w.evaluated(n) {
+		flags |= openArith
+		w.arith++
+	}
 	st, ok := n.(*syntax.Stmt)
-	redirected := ok && len(st.Redirs) > 0
-	w.opened = append(w.opened, redirected)
-	if redirected {
+	if ok && len(st.Redirs) > 0 {
+		flags |= openRedir
 		w.marks = append(w.marks, len(w.targets))
 		w.targets = w.outputs(st, w.targets)
+	}
+	w.opened = append(w.opened, flags)
+	if w.err != nil {
+		return false
 	}
 	if !ok {
 		return true
@@ -308,6 +347,75 @@ func (w *walker) visit(n syntax.Node) bool {
 		}
 	}
 	return w.err == nil
+}
+
+// evaluated looks at a node for code that bash runs from text: it records
+// quoted text with $ or ` and variables that arithmetic reads (see
+// splitter), reports ${x@P} and quoted code in arithmetic (let 'a[$(rm
+// x)]', [[ 'a[$(rm x)]' -eq 1 ]]) as unknown commands, records let as a
+// command, and reports whether the node's text is evaluated as
+// arithmetic or as a variable name with a subscript.
+func (w *walker) evaluated(n syntax.Node) bool {
+	switch x := n.(type) {
+	case *syntax.Lit:
+		if strings.ContainsAny(x.Value, "$`") {
+			w.quoted(x)
+		} else if w.arith > 0 && nameStart(x.Value) {
+			w.s.evaluates = true
+		}
+	case *syntax.SglQuoted:
+		v := x.Value
+		if x.Dollar {
+			v, _ = ansiC(v)
+		}
+		if strings.ContainsAny(v, "$`") {
+			w.quoted(x)
+		}
+	case *syntax.ParamExp:
+		if w.arith > 0 || x.Excl && x.Names == 0 {
+			w.s.evaluates = true
+		}
+		if x.Exp != nil && x.Exp.Op == syntax.OtherParamOps && x.Exp.Word != nil {
+			if v, _ := literal(x.Exp.Word); v == "P" { // prompt expansion runs $(...) in the value
+				w.unknown(w.parent(), w.text(x.Pos(), x.End()), w.via())
+			}
+		}
+		return x.Index != nil || x.Slice != nil
+	case *syntax.LetClause:
+		w.let(x)
+		return true
+	case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.CStyleLoop:
+		return true
+	case *syntax.BinaryTest:
+		return x.Op >= syntax.TsEql && x.Op <= syntax.TsGtr
+	case *syntax.UnaryTest:
+		return x.Op == syntax.TsVarSet || x.Op == syntax.TsRefVar
+	}
+	return false
+}
+
+// quoted notes quoted text holding $ or `: in arithmetic it is code run
+// at once, elsewhere it may be once a variable holds it.
+func (w *walker) quoted(n syntax.Node) {
+	if w.arith > 0 {
+		w.unknown(w.parent(), w.text(n.Pos(), n.End()), w.via())
+		return
+	}
+	w.s.quotedCode = true
+}
+
+func nameStart(s string) bool {
+	return s != "" && (s[0] == '_' || s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z')
+}
+
+// let records let EXPR...: a command, whose expressions are not literal.
+func (w *walker) let(l *syntax.LetClause) {
+	words := []iword{{Word{Value: "let", Source: "let", Literal: true}, int(l.Let.Offset()), int(l.Let.Offset()) + 3}}
+	for _, e := range l.Exprs {
+		src := w.text(e.Pos(), e.End())
+		words = append(words, iword{Word{Value: src, Source: src}, int(e.Pos().Offset()), int(e.End().Offset())})
+	}
+	w.add(words, w.text(l.Pos(), l.End()), int(l.End().Offset()), nil, w.writes(), w.parent(), w.via(), 0, false)
 }
 
 // text returns the source of [pos, end).
@@ -387,15 +495,84 @@ func (w *walker) call(st *syntax.Stmt, c *syntax.CallExpr) {
 		env[i] = w.text(a.Pos(), a.End())
 	}
 	w.add(words, w.text(start, end), int(end.Offset()), env, w.writes(), w.parent(), w.via(), 0, false)
+	if len(c.Args) > 0 {
+		if name, ok := literal(c.Args[0]); ok && namesVars(name, words) {
+			w.quotedIn(c.Args[1:])
+		}
+	}
+}
+
+// namesVars reports whether a builtin reads some of its arguments as
+// variable names, whose subscripts bash evaluates (printf -v 'a[$(rm
+// x)]' runs rm).
+func namesVars(name string, words []iword) bool {
+	switch name {
+	case "read", "unset", "test", "[", "mapfile", "readarray", "getopts", "wait", "export", "readonly",
+		"declare", "typeset", "local":
+		return true
+	case "printf":
+		for _, x := range words[1:] {
+			if strings.HasPrefix(x.Value, "-v") || !x.Literal {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// quotedIn reports an unknown command for the first word that holds
+// quoted or escaped $ or `: code once bash evaluates it.
+func (w *walker) quotedIn(words []*syntax.Word) {
+	for _, x := range words {
+		if quotedDollar(x) {
+			w.unknown(w.parent(), w.text(x.Pos(), x.End()), w.via())
+			return
+		}
+	}
+}
+
+// quotedDollar reports whether the quoted or escaped text of a word holds
+// $ or ` (an expansion in it is not text).
+func quotedDollar(x *syntax.Word) bool {
+	for _, p := range x.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, "$`") {
+				return true
+			}
+		case *syntax.SglQuoted:
+			v := p.Value
+			if p.Dollar {
+				v, _ = ansiC(v)
+			}
+			if strings.ContainsAny(v, "$`") {
+				return true
+			}
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if l, ok := q.(*syntax.Lit); ok && strings.ContainsAny(l.Value, "$`") {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func (w *walker) decl(st *syntax.Stmt, d *syntax.DeclClause) {
 	start, end := span(st, d.Pos(), d.End())
 	words := []iword{{Word{Value: d.Variant.Value, Source: d.Variant.Value, Literal: true}, int(d.Variant.Pos().Offset()), int(d.Variant.End().Offset())}}
+	var values []*syntax.Word
 	for _, a := range d.Args {
 		words = append(words, w.assign(a))
+		if a.Value != nil {
+			values = append(values, a.Value)
+		}
 	}
 	w.add(words, w.text(start, end), int(end.Offset()), nil, w.writes(), w.parent(), w.via(), 0, false)
+	// declare -a a='($(rm x))' evaluates the value as an array assignment,
+	// and declare 'a[$(rm x)]=1' the subscript.
+	w.quotedIn(values)
 }
 
 // assign renders a declaration's argument (export A=1, local x, declare -a
