@@ -264,6 +264,12 @@ func (m *matcher) spec(r *Rule, v view, writes bool) bool {
 	}
 	if r.param != "" && (!v.known || slices.Contains(v.params, r.param)) &&
 		!(v.kind == Command && strings.HasSuffix(strings.TrimSpace(r.Specifier), ":*")) {
+		// On a tool the table does not know, param:value may as well be
+		// a value with a colon (https://x): without that field the rule
+		// cannot be judged.
+		if _, set := m.c.Input[r.param]; !v.known && !set {
+			return unsure
+		}
 		return m.param(r)
 	}
 	if !v.known {
