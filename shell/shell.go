@@ -70,9 +70,10 @@ const (
 	// MaxCommands is the most commands Split reports for one command line.
 	MaxCommands = 4096
 	// MaxWords is the most words Split reports, summed over its commands:
-	// their argv and their redirection targets. A wrapped command repeats
-	// the words after its wrapper, and every command in a redirected group
-	// carries the group's targets, so the sum can outgrow the input.
+	// their argv, their redirection targets and their assignments. A
+	// wrapped command repeats the words after its wrapper, a script's
+	// command its shell's assignments, and every command in a redirected
+	// group carries the group's targets, so the sum can outgrow the input.
 	MaxWords = 1 << 16
 
 	maxTreeDepth = 5000 // syntax tree depth Split walks (&& and | chains nest two levels a command)
@@ -479,7 +480,7 @@ func (w *walker) writes() []Word {
 }
 
 func tooManyWords() error {
-	return unparsable(-1, "more than %d words and redirection targets in all (wrappers and redirected groups repeat them); the command cannot be checked", MaxWords)
+	return unparsable(-1, "more than %d words, redirection targets and assignments in all (wrappers, scripts and redirected groups repeat them); the command cannot be checked", MaxWords)
 }
 
 func (w *walker) call(st *syntax.Stmt, c *syntax.CallExpr) {
@@ -649,11 +650,6 @@ func (w *walker) add(words []iword, text string, end int, env []string, writes [
 		w.err = unparsable(-1, "more than %d commands; the command cannot be checked", MaxCommands)
 		return -1
 	}
-	if w.s.words+len(words)+len(writes) > MaxWords {
-		w.err = tooManyWords()
-		return -1
-	}
-	w.s.words += len(words) + len(writes)
 	if parent >= 0 {
 		// A command another runs (a wrapper's, a shell's script) has the
 		// other's assignments in its environment: PATH=./bin nice git
@@ -662,6 +658,13 @@ func (w *walker) add(words []iword, text string, end int, env []string, writes [
 			env = append(pe[:len(pe):len(pe)], env...)
 		}
 	}
+	// Inherited assignments count: each script command repeats its
+	// shell's, so they could outgrow the input as wrapped words can.
+	if w.s.words+len(words)+len(writes)+len(env) > MaxWords {
+		w.err = tooManyWords()
+		return -1
+	}
+	w.s.words += len(words) + len(writes) + len(env)
 	c := Command{Text: text, Env: env, Writes: writes, Parent: parent, Via: via}
 	c.Argv = make([]string, len(words))
 	c.Words = make([]Word, len(words))

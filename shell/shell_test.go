@@ -374,6 +374,8 @@ func TestSplitErrors(t *testing.T) {
 		// is bounded, not the product
 		{"redirected group", "{ " + strings.Repeat("a;", 1000) + " } " + strings.Repeat(">x ", 1000), "more than 65536 words"},
 		{"wrapped words", strings.Repeat("nice ", MaxWrappers-1) + strings.Repeat("x ", 5000), "more than 65536 words"},
+		// each command of a script carries its shell's assignments
+		{"inherited assignments", strings.Repeat("A=1 ", 5000) + "bash -c '" + strings.Repeat("a;", 100) + "'", "more than 65536 words"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
