@@ -21,6 +21,9 @@ func FuzzSplit(f *testing.F) {
 		if !reflect.DeepEqual(cs, again) || fmt.Sprint(err) != fmt.Sprint(err2) {
 			t.Fatalf("a reused splitter differs: %v %v, fresh %v %v", again, err2, cs, err)
 		}
+		if err == nil && strings.Contains(src, "\r") {
+			t.Fatalf("a carriage return was judged (the parser does not read it as bash does): %q", render(cs))
+		}
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), string(CodeUnparsable)+": ") {
 				t.Fatalf("error without its code: %v", err)

@@ -9,8 +9,10 @@
 // if/while/until/for/case bodies and function bodies; it looks through
 // wrappers (sudo, env, nice, timeout, nohup, command, exec, xargs, ...)
 // and reports the wrapped command as well as the wrapper, and it parses the
-// script of bash -c, sh -c, zsh -c (and other shells), eval and env -S, to
-// a bounded depth.
+// script of bash -c, sh -c, zsh -c (and other shells), eval, env -S, trap's
+// action and alias's value (code once expand_aliases is set), to a bounded
+// depth. A wrapper's option that may hide the command (an abbreviated GNU
+// long option that takes a value, a word not literal) makes it unknown.
 //
 // Words that are not literal (a parameter expansion, a glob, a command
 // substitution, a brace expansion, a tilde, a $"..." string) cannot
@@ -19,12 +21,25 @@
 // source text as written. Callers must fail closed on them: a rule that
 // denies `rm *` cannot tell what `$CMD -rf /` runs, so it must treat an
 // unknown command name as a match. A shell whose script is not literal
-// (bash -c "$X", eval "$X", a shell reading its script from stdin) yields
-// a command of a single non-literal word, the script as written.
+// (bash -c "$X", eval "$X", a shell reading its script from stdin or from
+// a file in /dev or /proc, sudo -s, xargs sh -c with the script read from
+// input, source <(...)) yields a command of a single non-literal word, the
+// script as written. So is code bash runs from text: ${x@P}; quoted
+// $ or ` in arithmetic (let 'a[$(rm x)]'), in a declaration's value or in
+// the arguments of a builtin that reads variable names (printf -v, read,
+// unset, test -v); and, once for the line, quoted $ or ` anywhere together
+// with arithmetic that reads a variable, or ${!x}, since a value such as
+// 'a[$(rm x)]' runs rm when arithmetic reads it. A value that reaches a
+// variable only at run time (read from a file, a command's output) is not
+// followed, as a script file is not. A word that xargs -I or find -exec
+// fills in ({}) is not literal, and a find with a word not literal (it may
+// be -exec) runs an unknown command.
 //
-// A command that does not parse, or is too large or too deeply nested to
-// check, is an error (code shell_unparsable): callers treat it as a command
-// they cannot judge, never as an empty one.
+// A command that does not parse, holds a carriage return (which the parser
+// reads as a blank, and drops before a newline, where bash keeps it in a
+// word), or is too large or too deeply nested to check, is an error (code
+// shell_unparsable): callers treat it as a command they cannot judge,
+// never as an empty one.
 package shell
 
 import (
@@ -55,9 +70,10 @@ const (
 	// MaxCommands is the most commands Split reports for one command line.
 	MaxCommands = 4096
 	// MaxWords is the most words Split reports, summed over its commands:
-	// their argv and their redirection targets. A wrapped command repeats
-	// the words after its wrapper, and every command in a redirected group
-	// carries the group's targets, so the sum can outgrow the input.
+	// their argv, their redirection targets and their assignments. A
+	// wrapped command repeats the words after its wrapper, a script's
+	// command its shell's assignments, and every command in a redirected
+	// group carries the group's targets, so the sum can outgrow the input.
 	MaxWords = 1 << 16
 
 	maxTreeDepth = 5000 // syntax tree depth Split walks (&& and | chains nest two levels a command)
@@ -123,7 +139,10 @@ type Command struct {
 	// Text is the command's source text, assignments and redirections
 	// included (for a wrapped command, from its first word on).
 	Text string
-	// Env holds the leading assignments (FOO=1), as written.
+	// Env holds the leading assignments (FOO=1), as written; for a command
+	// another one runs (Parent >= 0), that one's Env first, since its
+	// assignments are in this command's environment too. A statement of
+	// assignments only (FOO=1) is a command with Env and no words.
 	Env []string
 	// Writes are the targets of output redirections (>, >>, >|, &>, &>>,
 	// <>, >& to a file) that apply to the command, its enclosing groups'
@@ -185,6 +204,14 @@ func (sp *Splitter) Split(src string) ([]Command, error) {
 	if err := s.script(src, 0, -1); err != nil {
 		return nil, err
 	}
+	if s.quotedCode && s.evaluates {
+		w := walker{s: s, src: src, owner: -1}
+		const what = "(a value run as code by arithmetic or ${!x})"
+		w.add([]iword{{Word{Value: what, Source: what}, -1, -1}}, "", -1, nil, nil, -1, Top, MaxWrappers, false)
+		if w.err != nil {
+			return nil, w.err
+		}
+	}
 	return s.out, nil
 }
 
@@ -192,6 +219,12 @@ type splitter struct {
 	p     *syntax.Parser // reused: a parse keeps nothing of the last one
 	out   []Command
 	words int // argv words and write targets reported so far
+	// quotedCode: some quoted or escaped text holds $ or ` (x='$(rm x)');
+	// evaluates: arithmetic reads a variable, or ${!x} does. Bash runs a
+	// command substitution in an array subscript held in a variable
+	// (x='a[$(rm x)]'; echo $((x))), so with both the line runs code it
+	// does not show.
+	quotedCode, evaluates bool
 }
 
 func unparsable(offset int, format string, args ...any) error {
@@ -213,6 +246,12 @@ func (s *splitter) script(src string, depth, owner int) error {
 	}
 	if at := strings.IndexByte(src, 0); at >= 0 {
 		return unparsable(at, "a NUL byte, which no shell command holds")
+	}
+	// The parser reads a carriage return as a blank and drops it before a
+	// newline (so \<CR><LF> continues the line); bash keeps it as part of
+	// a word. Where they disagree a command can hide, so none is judged.
+	if at := strings.IndexByte(src, '\r'); at >= 0 {
+		return unparsable(at, "a carriage return, which the parser does not read as bash does (use LF line endings)")
 	}
 	n, at, bq := nesting(src)
 	if n > MaxNesting {
@@ -249,15 +288,25 @@ type walker struct {
 	// that added some, the length of targets before it did.
 	targets []Word
 	marks   []int
-	opened  []bool // for each open node, whether it is on marks
+	opened  []uint8 // for each open node, openRedir and openArith
+	arith   int     // open nodes whose text bash evaluates as arithmetic
 	err     error
 }
 
+const (
+	openRedir uint8 = 1 << iota // the node is on marks
+	openArith                   // the node counts in arith
+)
+
 func (w *walker) visit(n syntax.Node) bool {
 	if n == nil {
-		if w.opened[len(w.opened)-1] {
+		top := w.opened[len(w.opened)-1]
+		if top&openRedir != 0 {
 			w.targets = w.targets[:w.marks[len(w.marks)-1]]
 			w.marks = w.marks[:len(w.marks)-1]
+		}
+		if top&openArith != 0 {
+			w.arith--
 		}
 		w.opened = w.opened[:len(w.opened)-1]
 		return true
@@ -269,12 +318,20 @@ func (w *walker) visit(n syntax.Node) bool {
 		w.err = unparsable(int(n.Pos().Offset()), "nested more than %d deep; the command cannot be checked", maxTreeDepth)
 		return false
 	}
+	var flags uint8
+	if w.evaluated(n) {
+		flags |= openArith
+		w.arith++
+	}
 	st, ok := n.(*syntax.Stmt)
-	redirected := ok && len(st.Redirs) > 0
-	w.opened = append(w.opened, redirected)
-	if redirected {
+	if ok && len(st.Redirs) > 0 {
+		flags |= openRedir
 		w.marks = append(w.marks, len(w.targets))
 		w.targets = w.outputs(st, w.targets)
+	}
+	w.opened = append(w.opened, flags)
+	if w.err != nil {
+		return false
 	}
 	if !ok {
 		return true
@@ -287,10 +344,79 @@ func (w *walker) visit(n syntax.Node) bool {
 	case nil:
 		if len(st.Redirs) > 0 { // > file: redirections only
 			start, end := span(st, st.Redirs[0].Pos(), st.Redirs[0].End())
-			w.add(nil, w.text(start, end), int(end.Offset()), nil, w.writes(), w.parent(), w.via(), 0)
+			w.add(nil, w.text(start, end), int(end.Offset()), nil, w.writes(), w.parent(), w.via(), 0, false)
 		}
 	}
 	return w.err == nil
+}
+
+// evaluated looks at a node for code that bash runs from text: it records
+// quoted text with $ or ` and variables that arithmetic reads (see
+// splitter), reports ${x@P} and quoted code in arithmetic (let 'a[$(rm
+// x)]', [[ 'a[$(rm x)]' -eq 1 ]]) as unknown commands, records let as a
+// command, and reports whether the node's text is evaluated as
+// arithmetic or as a variable name with a subscript.
+func (w *walker) evaluated(n syntax.Node) bool {
+	switch x := n.(type) {
+	case *syntax.Lit:
+		if strings.ContainsAny(x.Value, "$`") {
+			w.quoted(x)
+		} else if w.arith > 0 && nameStart(x.Value) {
+			w.s.evaluates = true
+		}
+	case *syntax.SglQuoted:
+		v := x.Value
+		if x.Dollar {
+			v, _ = ansiC(v)
+		}
+		if strings.ContainsAny(v, "$`") {
+			w.quoted(x)
+		}
+	case *syntax.ParamExp:
+		if w.arith > 0 || x.Excl && x.Names == 0 {
+			w.s.evaluates = true
+		}
+		if x.Exp != nil && x.Exp.Op == syntax.OtherParamOps && x.Exp.Word != nil {
+			if v, _ := literal(x.Exp.Word); v == "P" { // prompt expansion runs $(...) in the value
+				w.unknown(w.parent(), w.text(x.Pos(), x.End()), w.via())
+			}
+		}
+		return x.Index != nil || x.Slice != nil
+	case *syntax.LetClause:
+		w.let(x)
+		return true
+	case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.CStyleLoop:
+		return true
+	case *syntax.BinaryTest:
+		return x.Op >= syntax.TsEql && x.Op <= syntax.TsGtr
+	case *syntax.UnaryTest:
+		return x.Op == syntax.TsVarSet || x.Op == syntax.TsRefVar
+	}
+	return false
+}
+
+// quoted notes quoted text holding $ or `: in arithmetic it is code run
+// at once, elsewhere it may be once a variable holds it.
+func (w *walker) quoted(n syntax.Node) {
+	if w.arith > 0 {
+		w.unknown(w.parent(), w.text(n.Pos(), n.End()), w.via())
+		return
+	}
+	w.s.quotedCode = true
+}
+
+func nameStart(s string) bool {
+	return s != "" && (s[0] == '_' || s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z')
+}
+
+// let records let EXPR...: a command, whose expressions are not literal.
+func (w *walker) let(l *syntax.LetClause) {
+	words := []iword{{Word{Value: "let", Source: "let", Literal: true}, int(l.Let.Offset()), int(l.Let.Offset()) + 3}}
+	for _, e := range l.Exprs {
+		src := w.text(e.Pos(), e.End())
+		words = append(words, iword{Word{Value: src, Source: src}, int(e.Pos().Offset()), int(e.End().Offset())})
+	}
+	w.add(words, w.text(l.Pos(), l.End()), int(l.End().Offset()), nil, w.writes(), w.parent(), w.via(), 0, false)
 }
 
 // text returns the source of [pos, end).
@@ -354,13 +480,12 @@ func (w *walker) writes() []Word {
 }
 
 func tooManyWords() error {
-	return unparsable(-1, "more than %d words and redirection targets in all (wrappers and redirected groups repeat them); the command cannot be checked", MaxWords)
+	return unparsable(-1, "more than %d words, redirection targets and assignments in all (wrappers, scripts and redirected groups repeat them); the command cannot be checked", MaxWords)
 }
 
 func (w *walker) call(st *syntax.Stmt, c *syntax.CallExpr) {
-	if len(c.Args) == 0 && len(st.Redirs) == 0 {
-		return // FOO=1: assignments only
-	}
+	// FOO=1 alone is a command too: it sets the variable for the commands
+	// after it (PATH=./bin; git status), so allow rules must cover it.
 	start, end := span(st, c.Pos(), c.End())
 	words := make([]iword, len(c.Args))
 	for i, a := range c.Args {
@@ -370,16 +495,85 @@ func (w *walker) call(st *syntax.Stmt, c *syntax.CallExpr) {
 	for i, a := range c.Assigns {
 		env[i] = w.text(a.Pos(), a.End())
 	}
-	w.add(words, w.text(start, end), int(end.Offset()), env, w.writes(), w.parent(), w.via(), 0)
+	w.add(words, w.text(start, end), int(end.Offset()), env, w.writes(), w.parent(), w.via(), 0, false)
+	if len(c.Args) > 0 {
+		if name, ok := literal(c.Args[0]); ok && namesVars(name, words) {
+			w.quotedIn(c.Args[1:])
+		}
+	}
+}
+
+// namesVars reports whether a builtin reads some of its arguments as
+// variable names, whose subscripts bash evaluates (printf -v 'a[$(rm
+// x)]' runs rm).
+func namesVars(name string, words []iword) bool {
+	switch name {
+	case "read", "unset", "test", "[", "mapfile", "readarray", "getopts", "wait", "export", "readonly",
+		"declare", "typeset", "local":
+		return true
+	case "printf":
+		for _, x := range words[1:] {
+			if strings.HasPrefix(x.Value, "-v") || !x.Literal {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// quotedIn reports an unknown command for the first word that holds
+// quoted or escaped $ or `: code once bash evaluates it.
+func (w *walker) quotedIn(words []*syntax.Word) {
+	for _, x := range words {
+		if quotedDollar(x) {
+			w.unknown(w.parent(), w.text(x.Pos(), x.End()), w.via())
+			return
+		}
+	}
+}
+
+// quotedDollar reports whether the quoted or escaped text of a word holds
+// $ or ` (an expansion in it is not text).
+func quotedDollar(x *syntax.Word) bool {
+	for _, p := range x.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, "$`") {
+				return true
+			}
+		case *syntax.SglQuoted:
+			v := p.Value
+			if p.Dollar {
+				v, _ = ansiC(v)
+			}
+			if strings.ContainsAny(v, "$`") {
+				return true
+			}
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if l, ok := q.(*syntax.Lit); ok && strings.ContainsAny(l.Value, "$`") {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func (w *walker) decl(st *syntax.Stmt, d *syntax.DeclClause) {
 	start, end := span(st, d.Pos(), d.End())
 	words := []iword{{Word{Value: d.Variant.Value, Source: d.Variant.Value, Literal: true}, int(d.Variant.Pos().Offset()), int(d.Variant.End().Offset())}}
+	var values []*syntax.Word
 	for _, a := range d.Args {
 		words = append(words, w.assign(a))
+		if a.Value != nil {
+			values = append(values, a.Value)
+		}
 	}
-	w.add(words, w.text(start, end), int(end.Offset()), nil, w.writes(), w.parent(), w.via(), 0)
+	w.add(words, w.text(start, end), int(end.Offset()), nil, w.writes(), w.parent(), w.via(), 0, false)
+	// declare -a a='($(rm x))' evaluates the value as an array assignment,
+	// and declare 'a[$(rm x)]=1' the subscript.
+	w.quotedIn(values)
 }
 
 // assign renders a declaration's argument (export A=1, local x, declare -a
@@ -448,7 +642,7 @@ func (w *walker) word(x *syntax.Word) (string, Word) {
 
 // add records a command and what it wraps or runs. end is the offset where
 // the command's text ends in the current script.
-func (w *walker) add(words []iword, text string, end int, env []string, writes []Word, parent int, via Via, wraps int) int {
+func (w *walker) add(words []iword, text string, end int, env []string, writes []Word, parent int, via Via, wraps int, appended bool) int {
 	if w.err != nil {
 		return -1
 	}
@@ -456,11 +650,21 @@ func (w *walker) add(words []iword, text string, end int, env []string, writes [
 		w.err = unparsable(-1, "more than %d commands; the command cannot be checked", MaxCommands)
 		return -1
 	}
-	if w.s.words+len(words)+len(writes) > MaxWords {
+	if parent >= 0 {
+		// A command another runs (a wrapper's, a shell's script) has the
+		// other's assignments in its environment: PATH=./bin nice git
+		// status, BASH_ENV=x bash -c '...'.
+		if pe := w.s.out[parent].Env; len(pe) > 0 {
+			env = append(pe[:len(pe):len(pe)], env...)
+		}
+	}
+	// Inherited assignments count: each script command repeats its
+	// shell's, so they could outgrow the input as wrapped words can.
+	if w.s.words+len(words)+len(writes)+len(env) > MaxWords {
 		w.err = tooManyWords()
 		return -1
 	}
-	w.s.words += len(words) + len(writes)
+	w.s.words += len(words) + len(writes) + len(env)
 	c := Command{Text: text, Env: env, Writes: writes, Parent: parent, Via: via}
 	c.Argv = make([]string, len(words))
 	c.Words = make([]Word, len(words))
@@ -473,35 +677,43 @@ func (w *walker) add(words []iword, text string, end int, env []string, writes [
 	if len(words) == 0 {
 		return idx
 	}
-	w.inner(idx, words, end, writes, wraps)
+	w.inner(idx, words, end, writes, wraps, appended)
 	return idx
 }
 
 // inner records the commands that command idx (words) runs: the command a
 // wrapper wraps, the commands find -exec runs, or a shell's script.
-func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int) {
+// appended says that more arguments follow the words when it runs (xargs
+// adds the ones it reads).
+func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int, appended bool) {
 	first := words[0]
 	if !first.Literal {
 		return
 	}
 	name := path.Base(first.Value)
-	if name == "find" {
-		for _, r := range findExec(words) {
-			w.wrapped(idx, r, r[len(r)-1].end, writes, Runner, wraps)
-		}
-		return
-	}
 	if shells[name] {
-		w.shell(idx, words)
+		w.shell(idx, words, appended)
 		return
 	}
 	switch name {
+	case "find":
+		w.find(idx, words, writes, wraps)
+		return
 	case "eval":
 		w.eval(idx, words)
 		return
+	case "trap":
+		w.trap(idx, words)
+		return
+	case "source", ".":
+		w.source(idx, words)
+		return
+	case "alias":
+		w.alias(idx, words)
+		return
 	case "env":
-		if s, ok := envSplit(words); ok {
-			w.envScript(idx, words, s)
+		if at, off, ok := envSplit(words); ok {
+			w.envScript(idx, words, at, off)
 			return
 		}
 	}
@@ -509,18 +721,37 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 	if !ok {
 		return
 	}
-	rest, via, ok := spec.unwrap(words)
-	if !ok || len(rest) == 0 {
+	rest, via, out := spec.unwrap(words)
+	switch out {
+	case runsNone:
 		return
-	}
-	if !rest[0].Literal && rest[0].off < 0 { // unknown: the options could not be read
+	case runsEmpty:
+		if appended { // the command is the first argument read
+			w.unknown(idx, words[0].Source+" (command read from input)", Runner)
+		}
+		return
+	case runsShell:
+		w.unknown(idx, words[0].Source+" (shell reading its script from stdin)", Script)
+		return
+	case runsUnseen:
 		w.unknown(idx, rest[0].Source, Runner)
 		return
 	}
-	w.wrapped(idx, rest, end, writes, via, wraps)
+	more := false
+	if name == "xargs" {
+		// xargs appends what it reads to the command, or with -I R puts
+		// it in place of R in any word.
+		r, replace := xargsReplace(words[:len(words)-len(rest)])
+		if replace {
+			rest = unlit(rest, r)
+		} else {
+			more = true
+		}
+	}
+	w.wrapped(idx, rest, end, writes, via, wraps, more)
 }
 
-func (w *walker) wrapped(parent int, words []iword, end int, writes []Word, via Via, wraps int) {
+func (w *walker) wrapped(parent int, words []iword, end int, writes []Word, via Via, wraps int, appended bool) {
 	if wraps >= MaxWrappers {
 		w.err = unparsable(words[0].off, "more than %d wrappers around one command; the command cannot be checked", MaxWrappers)
 		return
@@ -529,13 +760,13 @@ func (w *walker) wrapped(parent int, words []iword, end int, writes []Word, via 
 	if words[0].off >= 0 && end >= words[0].off && end <= len(w.src) {
 		text = w.src[words[0].off:end]
 	}
-	w.add(words, text, end, nil, writes, parent, via, wraps+1)
+	w.add(words, text, end, nil, writes, parent, via, wraps+1, appended)
 }
 
 // unknown records a command of which nothing is known but its source.
 func (w *walker) unknown(parent int, source string, via Via) {
 	wd := iword{Word{Value: source, Source: source}, -1, -1}
-	w.add([]iword{wd}, source, -1, nil, nil, parent, via, MaxWrappers)
+	w.add([]iword{wd}, source, -1, nil, nil, parent, via, MaxWrappers, false)
 }
 
 // sub splits a script that command idx runs.
@@ -554,8 +785,11 @@ var shells = map[string]bool{
 
 // shell finds the script of sh/bash/zsh -c SCRIPT, or knows the shell reads
 // its script from stdin (no operand, or -s), which makes it unknown. A shell
-// running a script file is an ordinary command.
-func (w *walker) shell(idx int, words []iword) {
+// running a script file is an ordinary command, unless the file is one of
+// /dev or /proc (/dev/stdin, /proc/self/fd/0: stdin again) or is not
+// literal. appended: xargs adds arguments, so a -c without its script takes
+// the script from input.
+func (w *walker) shell(idx int, words []iword, appended bool) {
 	cflag, sflag := false, false
 	i := 1
 	for ; i < len(words); i++ {
@@ -571,6 +805,10 @@ func (w *walker) shell(idx int, words []iword) {
 		}
 		if strings.HasPrefix(v, "--") {
 			if v == "--rcfile" || v == "--init-file" {
+				// an interactive shell runs this file first
+				if i+1 < len(words) {
+					w.unknown(idx, words[i+1].Source+" (rcfile)", Script)
+				}
 				i++
 			}
 			continue
@@ -596,6 +834,9 @@ func (w *walker) shell(idx int, words []iword) {
 	switch {
 	case cflag:
 		if i >= len(words) {
+			if appended {
+				w.unknown(idx, words[0].Source+" (script read from input)", Script)
+			}
 			return // bash -c with no script fails
 		}
 		if !words[i].Literal {
@@ -605,7 +846,25 @@ func (w *walker) shell(idx int, words []iword) {
 		w.sub(idx, words[i].Value)
 	case sflag || i >= len(words):
 		w.unknown(idx, words[0].Source+" (script read from stdin)", Script)
+	case !words[i].Literal || readsStdin(words[i].Value):
+		w.unknown(idx, words[i].Source+" (script read from stdin)", Script)
 	}
+}
+
+// readsStdin reports whether a script file may be the shell's stdin or
+// another open descriptor (/dev/stdin, /dev/fd/0, /proc/self/fd/0, and
+// any other file in /dev or /proc, however the path reaches them): its
+// code is not in the command.
+func readsStdin(file string) bool {
+	if file == "-" {
+		return true
+	}
+	for _, seg := range strings.Split(path.Clean(file), "/") {
+		if seg == "dev" || seg == "proc" {
+			return true
+		}
+	}
+	return false
 }
 
 // eval runs its arguments joined by spaces.
@@ -627,49 +886,142 @@ func (w *walker) eval(idx int, words []iword) {
 	}
 }
 
-// envSplit finds env -S STRING (or --split-string): the index of the word
-// holding the string and the string itself.
-func envSplit(words []iword) (int, bool) {
-	for i := 1; i < len(words); i++ {
-		v := words[i].Value
-		if !words[i].Literal || !strings.HasPrefix(v, "-") || v == "-" || v == "--" {
-			return 0, false
+// trap ACTION SIGNAL...: the action is a script bash runs later.
+func (w *walker) trap(idx int, words []iword) {
+	i := 1
+	for ; i < len(words); i++ {
+		x := words[i]
+		if !x.Literal {
+			w.unknown(idx, x.Source, Script)
+			return
 		}
-		if v == "-S" || v == "--split-string" {
-			return i + 1, i+1 < len(words)
-		}
-		if strings.HasPrefix(v, "--split-string=") || (strings.HasPrefix(v, "-S") && !strings.HasPrefix(v, "--")) {
-			return i, true
-		}
-		if v == "-u" || v == "-C" || v == "--unset" || v == "--chdir" {
+		v := x.Value
+		if v == "--" {
 			i++
+			break
+		}
+		if len(v) < 2 || v[0] != '-' || strings.Trim(v[1:], "lpP") != "" {
+			break
+		}
+		if strings.ContainsAny(v, "lp") {
+			return // lists traps
 		}
 	}
-	return 0, false
+	if i+1 >= len(words) || words[i].Value == "-" {
+		return // no action: the signals are reset
+	}
+	if !words[i].Literal {
+		w.unknown(idx, words[i].Source, Script)
+		return
+	}
+	w.sub(idx, words[i].Value)
+}
+
+// source FILE runs the file in this shell: as with a shell's script file,
+// one of /dev or /proc, or a file not known (<(...), $X), is code not in
+// the command.
+func (w *walker) source(idx int, words []iword) {
+	i := 1
+	if i < len(words) && words[i].Literal && words[i].Value == "--" {
+		i++
+	}
+	if i >= len(words) {
+		return
+	}
+	if x := words[i]; !x.Literal || readsStdin(x.Value) {
+		w.unknown(idx, x.Source+" (sourced)", Script)
+	}
+}
+
+// alias NAME=VALUE: with expand_aliases (shopt -s, or an interactive
+// shell) the value runs as code wherever NAME starts a command, so it is
+// judged as a script.
+func (w *walker) alias(idx int, words []iword) {
+	for _, x := range words[1:] {
+		if !x.Literal {
+			w.unknown(idx, x.Source, Script)
+			return
+		}
+		if _, v, ok := strings.Cut(x.Value, "="); ok && v != "" {
+			w.sub(idx, v)
+		}
+	}
+}
+
+// envSplit finds env -S STRING (also clustered, -iS, -vSSTRING, and
+// --split-string, which GNU getopt lets one shorten to --sp): the index of
+// the word holding the string and where in it the string starts.
+func envSplit(words []iword) (at, off int, ok bool) {
+	for i := 1; i < len(words); i++ {
+		v := words[i].Value
+		if !words[i].Literal || !strings.HasPrefix(v, "-") || v == "--" {
+			return 0, 0, false
+		}
+		if v == "-" {
+			continue // -i
+		}
+		if strings.HasPrefix(v, "--") {
+			name, _, valued := strings.Cut(v, "=")
+			if len(name) > 2 && strings.HasPrefix("--split-string", name) {
+				if valued {
+					return i, len(name) + 1, true
+				}
+				return i + 1, 0, i+1 < len(words)
+			}
+			if !valued && (name == "--unset" || name == "--chdir" || name == "--argv0") {
+				i++
+			}
+			continue
+		}
+	cluster:
+		for j := 1; j < len(v); j++ {
+			switch v[j] {
+			case 'S':
+				if j+1 < len(v) {
+					return i, j + 1, true
+				}
+				return i + 1, 0, i+1 < len(words)
+			case 'u', 'C', 'a':
+				if j == len(v)-1 {
+					i++
+				}
+				break cluster
+			}
+		}
+	}
+	return 0, 0, false
 }
 
 // envScript splits env -S STRING ARGS...: the string is split into words
 // and the remaining arguments follow them.
-func (w *walker) envScript(idx int, words []iword, at int) {
+func (w *walker) envScript(idx int, words []iword, at, off int) {
 	x := words[at]
 	if !x.Literal {
 		w.unknown(idx, x.Source, Script)
 		return
 	}
-	v := x.Value
-	switch {
-	case strings.HasPrefix(v, "--split-string="):
-		v = strings.TrimPrefix(v, "--split-string=")
-	case strings.HasPrefix(v, "-S") && at > 0 && words[at-1].Value != "-S":
-		v = strings.TrimPrefix(v, "-S")
-	}
 	var b strings.Builder
-	b.WriteString(v)
+	b.WriteString(x.Value[off:])
 	for _, r := range words[at+1:] {
 		b.WriteByte(' ')
 		b.WriteString(r.Source)
 	}
 	w.sub(idx, b.String())
+}
+
+// find records the commands of find's -exec, -execdir, -ok and -okdir. A
+// word not known before find runs may be -exec, or a ; that ends one
+// early, so it makes find run something unknown.
+func (w *walker) find(idx int, words []iword, writes []Word, wraps int) {
+	for _, x := range words[1:] {
+		if !x.Literal {
+			w.unknown(idx, x.Source, Runner)
+			break
+		}
+	}
+	for _, r := range findExec(words) {
+		w.wrapped(idx, unlit(r, "{}"), r[len(r)-1].end, writes, Runner, wraps, false)
+	}
 }
 
 // findExec returns the commands of find's -exec, -execdir, -ok and -okdir.
@@ -691,4 +1043,73 @@ func findExec(words []iword) [][]iword {
 		i = j
 	}
 	return out
+}
+
+// unlit returns words with those holding r (what find or xargs puts a
+// file name in place of) made not literal: their value is not known.
+func unlit(words []iword, r string) []iword {
+	var out []iword
+	for i, x := range words {
+		if !x.Literal || !strings.Contains(x.Value, r) {
+			continue
+		}
+		if out == nil {
+			out = append([]iword(nil), words...)
+		}
+		out[i].Literal, out[i].Value = false, x.Source
+	}
+	if out == nil {
+		return words
+	}
+	return out
+}
+
+// xargsReplace returns the replace string of xargs's options (-I R, -iR,
+// --replace[=R]; {} when not given), and whether one is set.
+func xargsReplace(opts []iword) (string, bool) {
+	r, set := "", false
+	for i := 1; i < len(opts); i++ {
+		v := opts[i].Value
+		if v == "--" || !strings.HasPrefix(v, "-") {
+			break
+		}
+		if strings.HasPrefix(v, "--") {
+			name, val, valued := strings.Cut(v, "=")
+			if len(name) > 2 && strings.HasPrefix("--replace", name) {
+				r, set = "{}", true
+				if valued {
+					r = val
+				}
+			} else if !valued && wrappers["xargs"].longArgs[name] {
+				i++
+			}
+			continue
+		}
+	cluster:
+		for j := 1; j < len(v); j++ {
+			switch ch := v[j]; {
+			case ch == 'I':
+				set, r = true, v[j+1:]
+				if r == "" && i+1 < len(opts) {
+					i++
+					r = opts[i].Value
+				}
+				break cluster
+			case ch == 'i':
+				set, r = true, v[j+1:]
+				if r == "" {
+					r = "{}"
+				}
+				break cluster
+			case strings.IndexByte("el", ch) >= 0:
+				break cluster
+			case strings.IndexByte(wrappers["xargs"].argOpts, ch) >= 0:
+				if j == len(v)-1 {
+					i++
+				}
+				break cluster
+			}
+		}
+	}
+	return r, set
 }

@@ -56,7 +56,7 @@ func TestSplit(t *testing.T) {
 		{"nested substitution", "echo $(echo $(rm x))", []string{"echo $(echo $(rm x))*|top|-", "echo $(rm x)*|top|-", "rm x|top|-"}},
 		{"substitution in double quotes", `echo "a $(rm x) b"`, []string{`echo "a $(rm x) b"*|top|-`, "rm x|top|-"}},
 		{"process substitution", "diff <(ls a) >(rm b)", []string{"diff <(ls a)* >(rm b)*|top|-", "ls a|top|-", "rm b|top|-"}},
-		{"substitution in assignment", "X=$(rm x)", []string{"rm x|top|-"}},
+		{"substitution in assignment", "X=$(rm x)", []string{"|top|-", "rm x|top|-"}},
 		{"substitution in parameter default", "echo ${X:-$(rm x)}", []string{"echo ${X:-$(rm x)}*|top|-", "rm x|top|-"}},
 		{"substitution in arithmetic", "echo $(( $(rm x) + 1 ))", []string{"echo $(( $(rm x) + 1 ))*|top|-", "rm x|top|-"}},
 		{"substitution in redirection", "echo x > $(rm y)", []string{"echo x|top|-", "rm y|top|-"}},
@@ -115,9 +115,71 @@ func TestSplit(t *testing.T) {
 		{"stdbuf", "stdbuf -oL rm x", []string{"stdbuf -oL rm x|top|-", "rm x|wrapper|0"}},
 		{"chain of wrappers", "sudo nice timeout 5 rm x", []string{"sudo nice timeout 5 rm x|top|-", "nice timeout 5 rm x|runner|0", "timeout 5 rm x|wrapper|1", "rm x|wrapper|2"}},
 		{"xargs", "ls | xargs rm", []string{"ls|top|-", "xargs rm|top|-", "rm|wrapper|1"}},
-		{"xargs with options", "xargs -n1 -I{} rm {}", []string{"xargs -n1 -I{} rm {}|top|-", "rm {}|runner|0"}},
-		{"find -exec", `find . -exec rm {} \; -ok echo {} +`, []string{"find . -exec rm {} ; -ok echo {} +|top|-", "rm {}|runner|0", "echo {}|runner|0"}},
+		{"xargs with options", "xargs -n1 -I{} rm {}", []string{"xargs -n1 -I{} rm {}|top|-", "rm {}*|runner|0"}},
+		{"find -exec", `find . -exec rm {} \; -ok echo {} +`, []string{"find . -exec rm {} ; -ok echo {} +|top|-", "rm {}*|runner|0", "echo {}*|runner|0"}},
 		{"dynamic wrapper option", "sudo $ARGS", []string{"sudo $ARGS*|top|-", "$ARGS*|runner|0"}},
+		// Options that hide the command: GNU optional values attach with =
+		// only, abbreviated long options, - for env -i, clustered -S; a
+		// shell reading stdin or input (sudo -s, xargs sh -c, a word that
+		// xargs -I or find fills in, /dev/stdin as a script); code that
+		// builtins run (trap, source, alias).
+		{"xargs --replace rm -rf /", "xargs --replace rm -rf /", []string{"xargs --replace rm -rf /|top|-", "rm -rf /|runner|0"}},
+		{"xargs --max-lines rm x", "xargs --max-lines rm x", []string{"xargs --max-lines rm x|top|-", "rm x|runner|0"}},
+		{"xargs --eof rm x", "xargs --eof rm x", []string{"xargs --eof rm x|top|-", "rm x|runner|0"}},
+		{"xargs -eP rm x", "xargs -eP rm x", []string{"xargs -eP rm x|top|-", "rm x|runner|0"}},
+		{"xargs --max-a 1 rm x", "xargs --max-a 1 rm x", []string{"xargs --max-a 1 rm x|top|-", "--max-a*|runner|0"}},
+		{"env - rm x", "env - rm x", []string{"env - rm x|top|-", "rm x|runner|0"}},
+		{"env -iS 'nice rm x'", "env -iS 'nice rm x'", []string{"env -iS nice rm x|top|-", "nice rm x|script|0", "rm x|wrapper|1"}},
+		{"env -vS'rm x' y", "env -vS'rm x' y", []string{"env -vSrm x y|top|-", "rm x y|script|0"}},
+		{"env --sp 'rm x'", "env --sp 'rm x'", []string{"env --sp rm x|top|-", "rm x|script|0"}},
+		{"env --split-string='rm x' y", "env --split-string='rm x' y", []string{"env --split-string=rm x y|top|-", "rm x y|script|0"}},
+		{"sudo -s <<< 'rm x'", "sudo -s <<< 'rm x'", []string{"sudo -s|top|-", "sudo (shell reading its script from stdin)*|script|0"}},
+		{"sudo -i", "sudo -i", []string{"sudo -i|top|-", "sudo (shell reading its script from stdin)*|script|0"}},
+		{"sudo --login", "sudo --login", []string{"sudo --login|top|-", "sudo (shell reading its script from stdin)*|script|0"}},
+		{"doas -s", "doas -s", []string{"doas -s|top|-", "doas (shell reading its script from stdin)*|script|0"}},
+		{"sudo -s rm x", "sudo -s rm x", []string{"sudo -s rm x|top|-", "rm x|runner|0"}},
+		{"xargs -0 sh -c", "xargs -0 sh -c", []string{"xargs -0 sh -c|top|-", "sh -c|runner|0", "sh (script read from input)*|script|1"}},
+		{"xargs env", "xargs env", []string{"xargs env|top|-", "env|wrapper|0", "env (command read from input)*|runner|1"}},
+		{"xargs -I{} sh -c '{}'", "xargs -I{} sh -c '{}'", []string{"xargs -I{} sh -c {}|top|-", "sh -c '{}'*|runner|0", "'{}'*|script|1"}},
+		{"xargs -I % rm %", "xargs -I % rm %", []string{"xargs -I % rm %|top|-", "rm %*|runner|0"}},
+		{"xargs -i rm {}", "xargs -i rm {}", []string{"xargs -i rm {}|top|-", "rm {}*|runner|0"}},
+		{"find /bin -name rm -exec {} -rf x \\;", "find /bin -name rm -exec {} -rf x \\;", []string{"find /bin -name rm -exec {} -rf x ;|top|-", "{}* -rf x|runner|0"}},
+		{"find x $X", "find x $X", []string{"find x $X*|top|-", "$X*|runner|0"}},
+		{"find x -exec$E rm {} \\;", "find x -exec$E rm {} \\;", []string{"find x -exec$E* rm {} ;|top|-", "-exec$E*|runner|0"}},
+		{"trap 'rm x' EXIT", "trap 'rm x' EXIT", []string{"trap rm x EXIT|top|-", "rm x|script|0"}},
+		{"trap - EXIT", "trap - EXIT", []string{"trap - EXIT|top|-"}},
+		{"trap -p", "trap -p", []string{"trap -p|top|-"}},
+		{"source /dev/stdin", "source /dev/stdin", []string{"source /dev/stdin|top|-", "/dev/stdin (sourced)*|script|0"}},
+		{"bash /dev/stdin", "bash /dev/stdin", []string{"bash /dev/stdin|top|-", "/dev/stdin (script read from stdin)*|script|0"}},
+		{". /proc/self/fd/0", ". /proc/self/fd/0", []string{". /proc/self/fd/0|top|-", "/proc/self/fd/0 (sourced)*|script|0"}},
+		{"source <(echo rm x)", "source <(echo rm x)", []string{"source <(echo rm x)*|top|-", "<(echo rm x) (sourced)*|script|0", "echo rm x|top|-"}},
+		{"source ./env.sh", "source ./env.sh", []string{"source ./env.sh|top|-"}},
+		{"bash ../../dev/fd/3", "bash ../../dev/fd/3", []string{"bash ../../dev/fd/3|top|-", "../../dev/fd/3 (script read from stdin)*|script|0"}},
+		{"alias e=rm ll='ls -l'", "alias e=rm ll='ls -l'", []string{"alias e=rm ll=ls -l|top|-", "rm|script|0", "ls -l|script|0"}},
+		{"timeout --k 5 10 rm x", "timeout --k 5 10 rm x", []string{"timeout --k 5 10 rm x|top|-", "--k*|runner|0"}},
+		{"command -v rm", "command -v rm", []string{"command -v rm|top|-"}},
+		{"xargs command -v", "xargs command -v", []string{"xargs command -v|top|-", "command -v|wrapper|0"}},
+		// Code bash runs from text: ${x@P}, a subscript in a value that
+		// arithmetic or a builtin reading names evaluates, let.
+		{"x='$(rm -rf /)'; echo \"${x@P}\"", "x='$(rm -rf /)'; echo \"${x@P}\"", []string{"|top|-", "echo \"${x@P}\"*|top|-", "${x@P}*|top|-"}},
+		{"x='a[$(rm -rf /)]'; echo $((x))", "x='a[$(rm -rf /)]'; echo $((x))", []string{"|top|-", "echo $((x))*|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		{"let 'a[$(rm -rf /)]'", "let 'a[$(rm -rf /)]'", []string{"let 'a[$(rm -rf /)]'*|top|-", "'a[$(rm -rf /)]'*|top|-"}},
+		{"let x=1 y+=2", "let x=1 y+=2", []string{"let x=1* y+=2*|top|-"}},
+		{"echo hi; let 'a[$(rm -rf ~)]'", "echo hi; let 'a[$(rm -rf ~)]'", []string{"echo hi|top|-", "let 'a[$(rm -rf ~)]'*|top|-", "'a[$(rm -rf ~)]'*|top|-"}},
+		{"printf -v 'a[$(rm -rf /)]' x", "printf -v 'a[$(rm -rf /)]' x", []string{"printf -v a[$(rm -rf /)] x|top|-", "'a[$(rm -rf /)]'*|top|-"}},
+		{"declare -a a='($(rm -rf /))'", "declare -a a='($(rm -rf /))'", []string{"declare -a a=($(rm -rf /))|top|-", "'($(rm -rf /))'*|top|-"}},
+		{"declare 'a[$(rm x)]=1'", "declare 'a[$(rm x)]=1'", []string{"declare a[$(rm x)]=1|top|-", "'a[$(rm x)]=1'*|top|-"}},
+		{"[[ 'a[$(rm -rf /)]' -eq 1 ]]", "[[ 'a[$(rm -rf /)]' -eq 1 ]]", []string{"'a[$(rm -rf /)]'*|top|-"}},
+		{"[[ -v 'a[$(rm x)]' ]]", "[[ -v 'a[$(rm x)]' ]]", []string{"'a[$(rm x)]'*|top|-"}},
+		{"awk '{print $1}' f", "awk '{print $1}' f", []string{"awk {print $1} f|top|-"}},
+		{"for i in 1 2; do echo $((i+1)); done", "for i in 1 2; do echo $((i+1)); done", []string{"echo $((i+1))*|top|-"}},
+		{"a='a[$'; b='(rm x)]'; x=$a$b; echo $((x))", "a='a[$'; b='(rm x)]'; x=$a$b; echo $((x))", []string{"|top|-", "|top|-", "|top|-", "echo $((x))*|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		{"x='a[\\$(rm)]'; echo ${!x}", "x='a[\\$(rm)]'; echo ${!x}", []string{"|top|-", "echo ${!x}*|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		{"printf '%s\\n' '$HOME'", "printf '%s\\n' '$HOME'", []string{"printf %s\\n $HOME|top|-"}},
+		{"read 'a[$(rm x)]' <<< 1", "read 'a[$(rm x)]' <<< 1", []string{"read a[$(rm x)]|top|-", "'a[$(rm x)]'*|top|-"}},
+		{"echo $((1+2))", "echo $((1+2))", []string{"echo $((1+2))*|top|-"}},
+		{"[[ -f x ]] && npm test", "[[ -f x ]] && npm test", []string{"npm test|top|-"}},
+		{"export A='$B'", "export A='$B'", []string{"export A=$B|top|-", "'$B'*|top|-"}},
 		// Words.
 		{"assignment prefix", "FOO=1 BAR=2 rm x", []string{"rm x|top|-"}},
 		{"redirections", "rm x > out 2>&1 < in", []string{"rm x|top|-"}},
@@ -135,7 +197,8 @@ func TestSplit(t *testing.T) {
 		{"line continuation", "rm \\\n  x", []string{"rm x|top|-"}},
 		{"comment", "ls # ; rm x", []string{"ls|top|-"}},
 		{"empty", "", nil},
-		{"assignments only", "FOO=1", nil},
+		{"assignments only", "FOO=1", []string{"|top|-"}},
+		{"rcfile", "bash --rcfile ./x -ic 'ls'", []string{"bash --rcfile ./x -ic ls|top|-", "./x (rcfile)*|script|0", "ls|script|0"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,6 +281,36 @@ func TestSplitEnvAndWrites(t *testing.T) {
 	}
 }
 
+// Assignments are in the environment of what the command runs, and a
+// statement of assignments only is a command of its own: both change what
+// a later command does (PATH picks the program).
+func TestSplitEnvInherited(t *testing.T) {
+	tests := []struct {
+		src string
+		env []string // each command's Env, joined by spaces
+	}{
+		{"PATH=./bin; git status", []string{"PATH=./bin", ""}},
+		{"PATH=./bin nice git status", []string{"PATH=./bin", "PATH=./bin"}},
+		{"PATH=./bin timeout 5 env A=1 git status", []string{"PATH=./bin", "PATH=./bin", "PATH=./bin"}},
+		{"PATH=./bin eval 'B=2 git status'", []string{"PATH=./bin", "PATH=./bin B=2"}},
+		{"BASH_ENV=./e.sh bash -c 'echo hi'", []string{"BASH_ENV=./e.sh", "BASH_ENV=./e.sh"}},
+		{"A=1 echo $(git status)", []string{"A=1", ""}}, // the substitution runs first, without A
+	}
+	for _, tc := range tests {
+		cs, err := Split(tc.src)
+		if err != nil {
+			t.Fatalf("Split(%q): %v", tc.src, err)
+		}
+		var got []string
+		for _, c := range cs {
+			got = append(got, strings.Join(c.Env, " "))
+		}
+		if strings.Join(got, "|") != strings.Join(tc.env, "|") {
+			t.Errorf("Split(%q) env %q, want %q", tc.src, got, tc.env)
+		}
+	}
+}
+
 func TestLine(t *testing.T) {
 	tests := []struct{ src, line string }{
 		{"git   commit  -m \"fix it\"", "git commit -m 'fix it'"},
@@ -255,6 +348,13 @@ func TestSplitErrors(t *testing.T) {
 		{"syntax", "echo ok; (", "not valid shell syntax"},
 		{"unclosed quote", "rm 'x", "not valid shell syntax"},
 		{"nul", "rm \x00x", "a NUL byte"},
+		// bash reads \<CR><LF> as an escaped CR and a newline; the parser
+		// as a line continuation, and a lone CR as a blank.
+		{"backslash crlf", "echo hi \\\r\nrm -rf /", "a carriage return"},
+		{"crlf", "ls\r\nrm x", "a carriage return"},
+		{"cr in quotes", "echo 'a\r\nb'", "a carriage return"},
+		{"lone cr", "echo x\r#c; rm -rf /", "a carriage return"},
+		{"cr in a script", `bash -c $'echo hi \\\r\nrm x'`, "a carriage return"},
 		{"nested backticks", "echo `echo \\`rm x\\``", "backticks inside backticks"},
 		{"nested backticks in a here-document", "cat <<E\n`a \\`b\\``\nE", "backticks inside backticks"},
 		{"unclosed substitution in a script", "bash -c 'echo $('", "not valid shell syntax"},
@@ -274,6 +374,8 @@ func TestSplitErrors(t *testing.T) {
 		// is bounded, not the product
 		{"redirected group", "{ " + strings.Repeat("a;", 1000) + " } " + strings.Repeat(">x ", 1000), "more than 65536 words"},
 		{"wrapped words", strings.Repeat("nice ", MaxWrappers-1) + strings.Repeat("x ", 5000), "more than 65536 words"},
+		// each command of a script carries its shell's assignments
+		{"inherited assignments", strings.Repeat("A=1 ", 5000) + "bash -c '" + strings.Repeat("a;", 100) + "'", "more than 65536 words"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

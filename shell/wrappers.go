@@ -11,10 +11,14 @@ import (
 type wrapSpec struct {
 	via      Via
 	argOpts  string          // short options that take a value
+	optOpts  string          // short options whose value is optional, so only attached (xargs -i{})
 	longArgs map[string]bool // long options that take a value when not written --opt=value
 	noRun    string          // short options after which no command runs (command -v)
+	shell    string          // short options that, with no command, run a shell reading stdin (sudo -s)
+	shellLon map[string]bool // the long forms of shell
 	operands int             // operands before the command (timeout DURATION)
 	assigns  bool            // NAME=VALUE words may precede the command
+	dash     bool            // a lone - is an option (env: - is -i)
 	digits   bool            // -N is an option (nice -10)
 	bareOnly bool            // transparent only without options (xargs)
 }
@@ -29,7 +33,10 @@ func longs(names ...string) map[string]bool {
 
 // wrappers: the commands that run another command given as their
 // arguments. The transparent ones are those Claude Code strips before
-// matching its Bash rules, plus exec.
+// matching its Bash rules, plus exec. Long options list those that take a
+// value in the next word; GNU's optional values (xargs --replace[=R],
+// env --block-signal[=SIG]) are only ever attached with =, so they are
+// not listed.
 var wrappers = map[string]wrapSpec{
 	"timeout": {via: Wrapper, argOpts: "sk", longArgs: longs("--signal", "--kill-after"), operands: 1},
 	"time":    {via: Wrapper, argOpts: "fo", longArgs: longs("--format", "--output")},
@@ -40,22 +47,37 @@ var wrappers = map[string]wrapSpec{
 	"builtin": {via: Wrapper},
 	"exec":    {via: Wrapper, argOpts: "a"},
 	"noglob":  {via: Wrapper},
-	"xargs": {via: Wrapper, bareOnly: true, argOpts: "adEILnPs", longArgs: longs("--arg-file", "--delimiter",
-		"--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var")},
-	"sudo": {via: Runner, argOpts: "CDghpRrTtUu", noRun: "elVvK", assigns: true, longArgs: longs("--close-from",
-		"--chdir", "--group", "--host", "--prompt", "--chroot", "--role", "--type", "--command-timeout",
-		"--other-user", "--user")},
-	"doas":   {via: Runner, argOpts: "uC"},
-	"env":    {via: Runner, argOpts: "uC", assigns: true, longArgs: longs("--unset", "--chdir")},
+	"xargs": {via: Wrapper, bareOnly: true, argOpts: "adEILnPs", optOpts: "eil", longArgs: longs("--arg-file",
+		"--delimiter", "--max-args", "--max-procs", "--max-chars", "--process-slot-var")},
+	"sudo": {via: Runner, argOpts: "CDghpRrTtUu", noRun: "elVvK", shell: "si", shellLon: longs("--shell", "--login"),
+		assigns: true, longArgs: longs("--close-from", "--chdir", "--group", "--host", "--prompt", "--chroot",
+			"--role", "--type", "--command-timeout", "--other-user", "--user")},
+	"doas":   {via: Runner, argOpts: "uC", shell: "s"},
+	"env":    {via: Runner, argOpts: "uCa", assigns: true, dash: true, longArgs: longs("--unset", "--chdir", "--argv0")},
 	"setsid": {via: Runner},
 }
 
-// unwrap returns the wrapped command's words and how it is run. ok is
-// false when no command runs (command -v x). When a word the options depend
-// on is not literal, the result is one unknown word.
-func (sp wrapSpec) unwrap(words []iword) (rest []iword, via Via, ok bool) {
+// outcome is what unwrap found a wrapper to run.
+type outcome uint8
+
+const (
+	runs       outcome = iota // the command in rest
+	runsNone                  // nothing: an option says so (command -v)
+	runsEmpty                 // no command is given
+	runsShell                 // a shell reading its script from stdin (sudo -s)
+	runsUnseen                // something the words do not show: rest is one unknown word
+)
+
+// unwrap returns the wrapped command's words and how it is run. When a
+// word the options depend on is not literal, or a long option may be an
+// abbreviation of one that takes a value (GNU getopt accepts --max-a for
+// --max-args), the result is runsUnseen with one unknown word.
+func (sp wrapSpec) unwrap(words []iword) (rest []iword, via Via, out outcome) {
 	via = sp.via
-	opts := false
+	opts, shell := false, false
+	unseen := func(x iword) ([]iword, Via, outcome) {
+		return []iword{{Word{Value: x.Source, Source: x.Source}, -1, -1}}, via, runsUnseen
+	}
 	i := 1
 	for ; i < len(words); i++ {
 		x := words[i]
@@ -63,12 +85,16 @@ func (sp wrapSpec) unwrap(words []iword) (rest []iword, via Via, ok bool) {
 			if sp.assigns && isAssign(x.Source) {
 				continue // env FOO=$X cmd
 			}
-			return []iword{{Word{Value: x.Source, Source: x.Source}, -1, -1}}, via, true
+			return unseen(x)
 		}
 		v := x.Value
 		if v == "--" {
 			i++
 			break
+		}
+		if v == "-" && sp.dash {
+			opts = true
+			continue
 		}
 		if v == "-" || !strings.HasPrefix(v, "-") {
 			if sp.assigns && isAssign(v) {
@@ -78,8 +104,14 @@ func (sp wrapSpec) unwrap(words []iword) (rest []iword, via Via, ok bool) {
 		}
 		opts = true
 		if strings.HasPrefix(v, "--") {
-			if !strings.Contains(v, "=") && sp.longArgs[v] {
-				i++
+			name, _, valued := strings.Cut(v, "=")
+			shell = shell || sp.shellLon[name] || !valued && abbreviates(name, sp.shellLon)
+			switch {
+			case valued:
+			case sp.longArgs[name]:
+				i++ // the value is the next word
+			case abbreviates(name, sp.longArgs):
+				return unseen(x)
 			}
 			continue
 		}
@@ -89,7 +121,11 @@ func (sp wrapSpec) unwrap(words []iword) (rest []iword, via Via, ok bool) {
 		for j := 1; j < len(v); j++ {
 			ch := v[j]
 			if strings.IndexByte(sp.noRun, ch) >= 0 {
-				return nil, via, false
+				return nil, via, runsNone
+			}
+			shell = shell || strings.IndexByte(sp.shell, ch) >= 0
+			if strings.IndexByte(sp.optOpts, ch) >= 0 {
+				break // the rest of the word is its value
 			}
 			if strings.IndexByte(sp.argOpts, ch) >= 0 {
 				if j == len(v)-1 {
@@ -101,12 +137,29 @@ func (sp wrapSpec) unwrap(words []iword) (rest []iword, via Via, ok bool) {
 	}
 	i += sp.operands
 	if i >= len(words) {
-		return nil, via, false
+		if shell {
+			return nil, via, runsShell
+		}
+		return nil, via, runsEmpty
 	}
 	if sp.bareOnly && opts {
 		via = Runner
 	}
-	return words[i:], via, true
+	return words[i:], via, runs
+}
+
+// abbreviates reports whether name is a shortening of one of the long
+// options (not one of them itself).
+func abbreviates(name string, opts map[string]bool) bool {
+	if opts[name] || len(name) < 3 {
+		return false
+	}
+	for o := range opts {
+		if strings.HasPrefix(o, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // isAssign reports whether s looks like NAME=VALUE or NAME+=VALUE.

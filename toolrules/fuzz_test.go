@@ -18,6 +18,8 @@ func FuzzParseRule(f *testing.F) {
 		file("Write", "rel/p"),
 		call("Grep", map[string]any{"pattern": "x"}),
 		call("WebFetch", map[string]any{"url": "https://a.example.com/x"}),
+		call("WebFetch", map[string]any{"url": "http://0x7f.1/"}),
+		call("WebFetch", map[string]any{"url": "https://ｅｘａｍｐｌｅ。com/"}),
 		call("WebSearch", map[string]any{"query": 1.0}),
 		call("Agent", map[string]any{"subagent_type": "Explore", "model": "opus"}),
 		call("mcp__s__t", map[string]any{"a": true}),

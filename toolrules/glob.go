@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -214,18 +215,15 @@ func matchSegments(pat, segs []string) bool {
 // *.example.com every subdomain at any depth (not example.com itself), and
 // any other * one label.
 func matchDomain(pattern, rawURL string) (matched, ok bool) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
+	if pattern == "*" {
+		u, err := url.Parse(rawURL)
+		return true, err == nil && u.Hostname() != ""
+	}
+	host, ok := urlHost(rawURL)
+	if !ok {
 		return false, false
 	}
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if host == "" {
-		return false, false
-	}
-	switch {
-	case pattern == "*":
-		return true, true
-	case strings.HasPrefix(pattern, "*."):
+	if strings.HasPrefix(pattern, "*.") {
 		suffix := pattern[1:]
 		return len(host) > len(suffix) && strings.HasSuffix(host, suffix), true
 	}
@@ -239,4 +237,102 @@ func matchDomain(pattern, rawURL string) (matched, ok bool) {
 		}
 	}
 	return true, true
+}
+
+// urlHost returns a URL's host as Claude Code reads it (Node's new
+// URL(u).hostname, the WHATWG URL standard), lower case and without a
+// final dot, or false when it cannot be told. WHATWG maps a host through
+// UTS-46 (fullwidth letters, ideographic full stops and soft hyphens
+// become ASCII) and reads a host that ends in a number as IPv4 in any of
+// its number forms (2130706433, 0x7f.1, 127.1); Go's url.Parse does
+// neither. A host that is not ASCII cannot be told here (that would need
+// the UTS-46 tables), so it fails closed: deny and ask rules match it and
+// allow rules do not; the IPv4 forms are read as WHATWG reads them.
+func urlHost(rawURL string) (string, bool) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", false
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "" {
+		return "", false
+	}
+	for i := 0; i < len(host); i++ {
+		if host[i] >= 0x80 {
+			return "", false
+		}
+	}
+	if strings.HasPrefix(u.Host, "[") { // IPv6
+		return host, true
+	}
+	if endsInNumber(host) {
+		return parseIPv4(host)
+	}
+	return strings.TrimSuffix(host, "."), true
+}
+
+// ipv4Labels splits a host on dots, without the empty label a final dot
+// leaves.
+func ipv4Labels(host string) []string {
+	parts := strings.Split(host, ".")
+	if len(parts) > 1 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	return parts
+}
+
+// endsInNumber is WHATWG's test for a host to be parsed as IPv4.
+func endsInNumber(host string) bool {
+	parts := ipv4Labels(host)
+	last := parts[len(parts)-1]
+	if last != "" && strings.Trim(last, "0123456789") == "" {
+		return true
+	}
+	_, ok := ipv4Number(last)
+	return ok
+}
+
+// ipv4Number reads one IPv4 part: decimal, 0x hexadecimal or 0 octal.
+func ipv4Number(s string) (uint64, bool) {
+	if s == "" {
+		return 0, false
+	}
+	base := 10
+	switch {
+	case len(s) >= 2 && (s[:2] == "0x" || s[:2] == "0X"):
+		s, base = s[2:], 16
+	case len(s) >= 2 && s[0] == '0':
+		s, base = s[1:], 8
+	}
+	if s == "" {
+		return 0, true
+	}
+	v, err := strconv.ParseUint(s, base, 64)
+	return v, err == nil
+}
+
+// parseIPv4 is WHATWG's IPv4 parser: the host as a dotted quad, or false
+// where a browser fails the URL.
+func parseIPv4(host string) (string, bool) {
+	parts := ipv4Labels(host)
+	if len(parts) > 4 {
+		return "", false
+	}
+	nums := make([]uint64, len(parts))
+	for i, p := range parts {
+		n, ok := ipv4Number(p)
+		if !ok || i < len(parts)-1 && n > 255 {
+			return "", false
+		}
+		nums[i] = n
+	}
+	last := nums[len(nums)-1]
+	if last >= 1<<(8*(5-len(nums))) {
+		return "", false
+	}
+	ip := last
+	for i, n := range nums[:len(nums)-1] {
+		ip += n << (8 * (3 - i))
+	}
+	return fmt.Sprintf("%d.%d.%d.%d", ip>>24, ip>>16&0xff, ip>>8&0xff, ip&0xff), true
 }

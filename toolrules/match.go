@@ -125,7 +125,7 @@ func formsOf(c *shell.Command) forms {
 	f := forms{line: c.Line(), join: strings.Join(c.Argv, " "), text: strings.TrimSpace(c.Text)}
 	f.allow = f.line
 	if len(c.Env) > 0 {
-		f.allow = strings.Join(c.Env, " ") + " " + f.line
+		f.allow = strings.TrimSuffix(strings.Join(c.Env, " ")+" "+f.line, " ")
 	}
 	if c.Dynamic {
 		lit := shell.Command{Words: c.Words[:slices.IndexFunc(c.Words, func(w shell.Word) bool { return !w.Literal })]}
@@ -264,6 +264,12 @@ func (m *matcher) spec(r *Rule, v view, writes bool) bool {
 	}
 	if r.param != "" && (!v.known || slices.Contains(v.params, r.param)) &&
 		!(v.kind == Command && strings.HasSuffix(strings.TrimSpace(r.Specifier), ":*")) {
+		// On a tool the table does not know, param:value may as well be
+		// a value with a colon (https://x): without that field the rule
+		// cannot be judged.
+		if _, set := m.c.Input[r.param]; !v.known && !set {
+			return unsure
+		}
 		return m.param(r)
 	}
 	if !v.known {
@@ -438,7 +444,7 @@ func denies(p command, c *shell.Command, f *forms) bool {
 // when it has any (Claude Code matches past only a few known-safe
 // variables; this never does).
 func allows(p command, c *shell.Command, f *forms) bool {
-	if c.Unknown() || len(c.Words) == 0 {
+	if c.Unknown() || len(c.Words) == 0 && len(c.Env) == 0 {
 		return false
 	}
 	return p.match(f.allow)

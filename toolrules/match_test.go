@@ -174,6 +174,11 @@ func TestMatchParams(t *testing.T) {
 		{"mcp__db__query(limit:10)", Deny, call("mcp__db__query", map[string]any{"limit": 10.0}), true},
 		{"mcp__db__query(anything)", Deny, call("mcp__db__query", map[string]any{"x": 1}), true}, // cannot judge: fail closed
 		{"mcp__db__query(anything)", Allow, call("mcp__db__query", map[string]any{"x": 1}), false},
+		// A colon need not mean a field: without the field, fail closed.
+		{"mcp__web__fetch(https://evil.com/*)", Deny, call("mcp__web__fetch", map[string]any{"url": "https://evil.com/x"}), true},
+		{"mcp__web__fetch(https://evil.com/*)", Ask, call("mcp__web__fetch", map[string]any{"url": "https://ok.org/"}), true},
+		{"mcp__web__fetch(https://evil.com/*)", Allow, call("mcp__web__fetch", map[string]any{"url": "https://evil.com/x"}), false},
+		{"mcp__web(https://evil.com/*)", Deny, call("mcp__web__fetch", map[string]any{"url": "https://evil.com/x"}), true},
 	})
 }
 
@@ -374,6 +379,25 @@ func TestMatchWeb(t *testing.T) {
 		{"WebFetch(domain:example.com)", Deny, fetch("::not a url"), true},
 		{"WebFetch(domain:example.com)", Allow, fetch("::not a url"), false},
 		{"WebFetch(https://example.com/*)", Allow, fetch("https://example.com/docs"), true},
+		// Claude Code reads the host as WHATWG's URL does (Node): UTS-46
+		// maps these to evil.com, which is not told here, so deny and ask
+		// rules match them and allow rules do not.
+		{"WebFetch(domain:evil.com)", Deny, fetch("https://ｅｖｉｌ.com/"), true},
+		{"WebFetch(domain:evil.com)", Ask, fetch("https://evil。com/"), true},
+		{"WebFetch(domain:evil.com)", Deny, fetch("https://e\u00advil.com/"), true},
+		{"WebFetch(domain:ｅｖｉｌ.com)", Allow, fetch("https://ｅｖｉｌ.com/"), false},
+		{"WebFetch(domain:*)", Allow, fetch("https://bücher.de/"), true},
+		// ... and a host that ends in a number as IPv4 in any number form.
+		{"WebFetch(domain:127.0.0.1)", Deny, fetch("http://2130706433/"), true},
+		{"WebFetch(domain:127.0.0.1)", Deny, fetch("http://0x7f.1/"), true},
+		{"WebFetch(domain:127.0.0.1)", Deny, fetch("http://127.1/"), true},
+		{"WebFetch(domain:127.0.0.1)", Deny, fetch("http://0177.0.0.1./"), true},
+		{"WebFetch(domain:127.0.0.1)", Allow, fetch("http://0x7f000001:8080/"), true},
+		{"WebFetch(domain:127.0.0.1)", Deny, fetch("http://127.0.0.2/"), false},
+		{"WebFetch(domain:10.*.*.*)", Deny, fetch("http://167772161/"), true},
+		{"WebFetch(domain:127.0.0.1)", Deny, fetch("http://1.2.3.4.5/"), true}, // no URL to a browser: fail closed
+		{"WebFetch(domain:127.0.0.1)", Allow, fetch("http://256.0.0.1/"), false},
+		{"WebFetch(domain:v1.example.com)", Allow, fetch("https://v1.example.com/"), true},
 		{"WebSearch(*weather*)", Ask, call("WebSearch", map[string]any{"query": "weather in Paris"}), true},
 		{"WebSearch", Deny, call("WebSearch", map[string]any{"query": "x"}), true},
 		{"Task(*deploy*)", Ask, call("Task", map[string]any{"prompt": "deploy to prod"}), true},

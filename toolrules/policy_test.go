@@ -179,3 +179,83 @@ func TestStopFailsClosed(t *testing.T) {
 		t.Errorf("Stop was asked %d times, want 1001 to 1010 (once per rule and command, and no more once it tripped)", calls)
 	}
 }
+
+// Command lines that bash reads differently from a naive split: each is
+// decided as Claude Code would, or stricter (deny rules see the command,
+// allow rules do not cover it).
+func TestDecideShellBypasses(t *testing.T) {
+	tests := []struct {
+		name  string
+		allow string // one allow rule, or ""
+		deny  string // one deny rule, or ""
+		cmd   string
+		want  Behavior
+	}{
+		{"backslash crlf hides rm", "", "Bash(rm *)", "echo hi \\\r\nrm -rf /", Deny},
+		{"backslash crlf is one echo to the parser", "Bash(echo *)", "", "echo hi \\\r\nrm -rf ~", ""},
+		{"lone cr starts a comment to the parser", "", "Bash(rm *)", "echo x\r#c; rm -rf /", Deny},
+		{"xargs --replace takes no next word", "", "Bash(rm *)", "echo x | xargs --replace rm -rf /", Deny},
+		{"xargs -eP: P is -e's value", "", "Bash(rm *)", "echo x | xargs -eP rm -rf /", Deny},
+		{"abbreviated long option", "", "Bash(rm *)", "echo x | xargs --max-a 1 rm -rf /", Deny},
+		{"env - is env -i", "", "Bash(rm *)", "env - rm -rf /", Deny},
+		{"env -iS", "", "Bash(rm *)", "env -iS 'nice rm -rf /tmp/x'", Deny},
+		{"env -vS attached", "", "Bash(rm *)", "env -vS'nice rm -rf /tmp/x'", Deny},
+		{"sudo -s reads stdin", "", "Bash(rm *)", "sudo -s <<< 'rm -rf /'", Deny},
+		{"sudo -i reads stdin", "Bash(sudo -i)", "", "echo 'rm -rf /' | sudo -i", ""},
+		{"xargs sh -c takes its script from input", "", "Bash(rm *)", "printf 'rm -rf /' | xargs -0 sh -c", Deny},
+		{"xargs -I fills in the script", "", "Bash(rm *)", "echo 'rm -rf /' | xargs -I{} sh -c '{}'", Deny},
+		{"find -exec {}", "", "Bash(rm *)", "find /bin -name rm -exec {} -rf /tmp/x \\;", Deny},
+		{"find with a word not known", "", "Bash(rm *)", "X='-exec rm -rf {} ;'; find /tmp/x $X", Deny},
+		{"find -exec$E", "", "Bash(rm *)", "find /tmp/x -exec$E rm -rf {} \\;", Deny},
+		{"trap runs its action", "", "Bash(rm *)", "trap 'rm -rf /' EXIT", Deny},
+		{"trap action needs allowing", "Bash(trap *)", "", "trap 'rm -rf /' EXIT", ""},
+		{"source /dev/stdin", "", "Bash(rm *)", "source /dev/stdin <<< 'rm -rf /'", Deny},
+		{"source a process substitution", "", "Bash(rm *)", "source <(echo rm -rf /)", Deny},
+		{"bash /dev/stdin", "", "Bash(rm *)", "bash /dev/stdin <<< 'rm -rf /'", Deny},
+		{"an alias's value is code", "", "Bash(rm *)", "shopt -s expand_aliases\nalias e=rm\ne -rf /", Deny},
+		{"a bare assignment is a command", "Bash(git status)", "", "PATH=./bin; git status", ""},
+		{"HOME too", "Bash(git status)", "", "HOME=./evil; git status", ""},
+		{"assignments past a wrapper", "Bash(git status)", "", "PATH=./bin nice git status", ""},
+		{"assignments past timeout", "Bash(git status)", "", "PATH=./bin timeout 5 git status", ""},
+		{"assignments past eval", "Bash(git status)", "", "PATH=./bin eval 'git status'", ""},
+		{"BASH_ENV past a shell", "Bash(echo *)", "", "BASH_ENV=./evil.sh bash -c 'echo hi'", ""},
+		{"rcfile", "Bash(echo *)", "", "bash --rcfile ./evil.sh -ic 'echo hi'", ""},
+		{"an assignment allowed itself", "Bash(FOO=1)", "", "FOO=1", Allow},
+		{"prompt expansion runs a value", "", "Bash(rm *)", "x='$(rm -rf /)'; echo \"${x@P}\"", Deny},
+		{"prompt expansion is not an echo", "Bash(echo *)", "", "x='$(rm -rf ~)'; echo \"${x@P}\"", ""},
+		{"arithmetic on a subscript in a value", "", "Bash(rm *)", "x='a[$(rm -rf /)]'; echo $((x))", Deny},
+		{"let is a command", "Bash(echo *)", "", "echo hi; let 'a[$(rm -rf ~)]'", ""},
+		{"let with code", "", "Bash(rm *)", "let 'a[$(rm -rf /)]'", Deny},
+		{"printf -v names a subscript", "", "Bash(rm *)", "printf -v 'a[$(rm -rf /)]' x", Deny},
+		{"declare -a evaluates a value", "", "Bash(rm *)", "declare -a a='($(rm -rf /))'", Deny},
+		{"[[ -eq ]] evaluates", "", "Bash(rm *)", "[[ 'a[$(rm -rf /)]' -eq 1 ]]", Deny},
+		{"plain let", "Bash(let *)", "", "let i=1", Allow},
+		{"arithmetic alone", "Bash(echo *)", "", "for i in 1 2; do echo $((i+1)); done", Allow},
+		{"quoted $ alone", "Bash(awk *)", "", "awk '{print $1}' f", Allow},
+		// unchanged
+		{"a wrapper alone", "Bash(git status)", "", "nice git status", Allow},
+		{"a shell's script", "Bash(echo *)", "", "bash -c 'echo hi'", Allow},
+		{"bare xargs", "Bash(rm *)", "", "ls | xargs rm", ""},
+		{"find -exec with a file", "", "Bash(rm *)", "find . -name '*.o' -exec rm {} +", Deny},
+		{"find without exec", "Bash(find *)", "", "find src -name '*.go'", Allow},
+		{"a script file", "Bash(bash *)", "", "bash ./scripts/build.sh", Allow},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var allow, deny []string
+			if tc.allow != "" {
+				allow = []string{tc.allow}
+			}
+			if tc.deny != "" {
+				deny = []string{tc.deny}
+			}
+			p, err := ParsePolicy(allow, nil, deny)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := p.Decide(bash(tc.cmd)); d.Behavior != tc.want {
+				t.Errorf("allow %q deny %q on %q: got %q, want %q", tc.allow, tc.deny, tc.cmd, d.Behavior, tc.want)
+			}
+		})
+	}
+}

@@ -523,3 +523,20 @@ t.test("a bad pasted block fails loading with its position", function()
   t.raises(function() harness { project_dir = "shop" } end, 'project_dir: "shop" is not an absolute path')
   t.raises(function() harness { rules = { rule("WebFetch(domain:)", "deny") } } end, "rules%[0%]%.tool: invalid argument pattern: domain: names no host")
 end)
+
+-- A pasted block decides as Claude Code or stricter on command lines that
+-- bash reads differently from a naive split.
+t.test("claude_code: hidden commands are denied, never allowed", function()
+  local function bash(cmd) return { name = "Bash", args = { command = cmd, description = "d" } } end
+  local h = harness { default = "ask", claude_code = { allow = { "Bash(echo *)", "Bash(git status)" }, deny = { "Bash(rm *)" } } }
+  t.eq(h:gate(bash("echo hi; rm -rf ~")).decision, "block")
+  t.eq(h:gate(bash("echo hi \\\r\nrm -rf ~")).decision, "block")
+  t.eq(h:gate(bash("echo ~ | xargs --replace rm -rf {}")).decision, "block")
+  t.eq(h:gate(bash("env - rm -rf ~")).decision, "block")
+  t.eq(h:gate(bash("trap 'rm -rf ~' EXIT")).decision, "block")
+  t.eq(h:gate(bash("x='a[$(rm -rf ~)]'; echo $((x))")).decision, "block")
+  t.eq(h:gate(bash("PATH=./bin; git status")).decision, "suspend")
+  t.eq(h:gate(bash("PATH=./bin nice git status")).decision, "suspend")
+  t.eq(h:gate(bash("echo hi; let 'a[1]=2'")).decision, "suspend")
+  t.eq(h:gate(bash("echo hi && git status")).decision, "allow")
+end)
