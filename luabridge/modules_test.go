@@ -1,0 +1,128 @@
+package luabridge_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/luabridge"
+)
+
+// modPlugin requires one module when it loads and another, lazily, in its
+// gate; a third, helpers.late, is tried on every call.
+const modPlugin = `local awaken = require("awaken")
+local p = awaken.plugin { id = "mod" }
+local u = require("helpers.util")
+p:tool_gate(function(ctx, call)
+  if u.deny(call.name) then return awaken.block("util denies " .. call.name) end
+  local lz = require("helpers.lazy")
+  if lz.deny(call.name) then return awaken.block("lazy denies " .. call.name) end
+  if call.name == "late" then
+    local ok, err = pcall(require, "helpers.late")
+    if ok then return awaken.block("late found") end
+    return awaken.block(tostring(err))
+  end
+end)
+return p
+`
+
+func modFS(util, lazy string) fstest.MapFS {
+	return fstest.MapFS{
+		"mod.lua":          {Data: []byte(modPlugin)},
+		"helpers/util.lua": {Data: []byte(util)},
+		"helpers/lazy.lua": {Data: []byte(lazy)},
+	}
+}
+
+func denies(name string) string {
+	return `return { deny = function(n) return n == "` + name + `" end }`
+}
+
+// A generation runs the module bytes it loaded: a module changed,
+// half-written or deleted after the load, and first required afterwards in
+// a hook, runs as it was at the load; one that appears after the load is
+// not there for this generation.
+func TestGenerationRunsTheModulesItLoaded(t *testing.T) {
+	for _, tc := range []struct {
+		what   string
+		change func(fstest.MapFS)
+	}{
+		{"rewritten", func(f fstest.MapFS) { f["helpers/lazy.lua"] = &fstest.MapFile{Data: []byte(denies("ls"))} }},
+		{"half-written", func(f fstest.MapFS) {
+			f["helpers/lazy.lua"] = &fstest.MapFile{Data: []byte(`return { deny = function(n) return`)}
+		}},
+		{"deleted", func(f fstest.MapFS) { delete(f, "helpers/lazy.lua") }},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			fsys := modFS(denies("rm"), denies("cat"))
+			g, err := loadFS(t, fsys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(fsys)
+			if r, err := gateOnce(t, g, nil, "cat"); err != nil || r != "lazy denies cat" {
+				t.Fatalf("cat: %q %v; want the module as loaded to deny it", r, err)
+			}
+			if r, err := gateOnce(t, g, nil, "ls"); err != nil || r != "" {
+				t.Fatalf("ls: %q %v; want the module as loaded to allow it", r, err)
+			}
+		})
+	}
+	t.Run("added", func(t *testing.T) {
+		fsys := modFS(denies("rm"), denies("cat"))
+		g, err := loadFS(t, fsys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsys["helpers/late.lua"] = &fstest.MapFile{Data: []byte("return {}")}
+		r, err := gateOnce(t, g, nil, "late")
+		if err != nil || !strings.Contains(r, `require "helpers.late": no helpers/late.lua`) {
+			t.Fatalf("late: %q %v; want the module that appeared after the load not found", r, err)
+		}
+	})
+}
+
+// A syntax error in a module a plugin requires fails the load at the
+// module's line.
+func TestModuleSyntaxErrorFailsTheLoad(t *testing.T) {
+	_, err := loadFS(t, modFS("return { deny = function(n)\n  return n ==\nend }", denies("cat")))
+	if !errors.Is(err, errs.PluginLoadFailed) || !strings.Contains(err.Error(), "scripts/helpers/util.lua:3") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// Each load reads the .lua files require could load, and no more than
+// LuaFileMax each and LuaDirMax together: a plugin directory that passes
+// them fails the load at the file, rather than making every load slow.
+func TestModuleFilesAreBounded(t *testing.T) {
+	bounded := func(l *luabridge.Loader) { l.Limits.LuaFileMax, l.Limits.LuaDirMax = 1000, 3000 }
+	big := "return { s = [[" + strings.Repeat("x", 1000) + "]] }"
+	fsys := modFS(denies("rm"), denies("cat"))
+	fsys["helpers/big.lua"] = &fstest.MapFile{Data: []byte(big)}
+	_, err := loadFS(t, fsys, bounded)
+	if !errors.Is(err, errs.PluginLoadFailed) || !strings.Contains(err.Error(), "scripts/helpers/big.lua") ||
+		!strings.Contains(err.Error(), "1000 bytes") {
+		t.Fatalf("a file past LuaFileMax: %v", err)
+	}
+
+	fsys = modFS(denies("rm"), denies("cat"))
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		fsys["lib/"+name+".lua"] = &fstest.MapFile{Data: []byte("return { s = [[" + strings.Repeat("x", 700) + "]] }")}
+	}
+	_, err = loadFS(t, fsys, bounded)
+	if !errors.Is(err, errs.PluginLoadFailed) || !strings.Contains(err.Error(), "scripts/lib/") ||
+		!strings.Contains(err.Error(), "3000 bytes") {
+		t.Fatalf("files past LuaDirMax: %v", err)
+	}
+
+	// Files require cannot load are not read, whatever their size.
+	fsys = modFS(denies("rm"), denies("cat"))
+	for _, name := range []string{"data.json", "mod_test.lua", "types/awaken.lua", ".git/big.lua"} {
+		fsys[name] = &fstest.MapFile{Data: []byte(big + big + big + big)}
+	}
+	if _, err := loadFS(t, fsys, bounded); err != nil {
+		t.Fatalf("files require cannot load count: %v", err)
+	}
+}
