@@ -1,7 +1,9 @@
 package luabridge_test
 
 import (
+	"context"
 	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -124,5 +126,53 @@ func TestModuleFilesAreBounded(t *testing.T) {
 	}
 	if _, err := loadFS(t, fsys, bounded); err != nil {
 		t.Fatalf("files require cannot load count: %v", err)
+	}
+}
+
+// readCounter counts the reads of each file of a file system.
+type readCounter struct {
+	fstest.MapFS
+	reads map[string]int
+}
+
+func (c *readCounter) Open(name string) (fs.File, error) {
+	c.reads[name]++
+	return c.MapFS.Open(name)
+}
+
+func (c *readCounter) ReadFile(name string) ([]byte, error) {
+	c.reads[name]++
+	return c.MapFS.ReadFile(name)
+}
+
+// A test run reads each module once, however many harnesses load it, and
+// the test file's own require reads the same bytes.
+func TestTestRunReadsModulesOnce(t *testing.T) {
+	fsys := &readCounter{MapFS: modFS(denies("rm"), denies("cat")), reads: map[string]int{}}
+	fsys.MapFS["calls.lua"] = &fstest.MapFile{Data: []byte(`return { "rm", "cat", "ls" }`)}
+	fsys.MapFS["mod_test.lua"] = &fstest.MapFile{Data: []byte(`local t = require("awaken.testing")
+local calls = require("calls")
+for i = 1, 5 do
+  t.test("harness " .. i, function()
+    local h = t.harness { plugins = { "mod" } }
+    t.eq(h:gate { name = calls[1] }.decision, "block")
+    t.eq(h:gate { name = calls[2] }.decision, "block")
+    t.eq(h:gate { name = calls[3] }.decision, "allow")
+  end)
+end
+`)}
+	src := luabridge.Source{FS: fsys, Name: "scripts"}
+	files, err := luabridge.FindTests(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Plugins: src, Out: &out}); sum.Passed != 5 {
+		t.Fatalf("%s", out.String())
+	}
+	for _, name := range []string{"mod.lua", "helpers/util.lua", "helpers/lazy.lua", "calls.lua"} {
+		if n := fsys.reads[name]; n != 1 {
+			t.Errorf("%s read %d times, want once", name, n)
+		}
 	}
 }
