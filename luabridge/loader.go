@@ -233,7 +233,7 @@ func (l *Loader) files() ([]PluginFile, error) {
 // LoadFiles builds a generation from the given plugin files. The plugin
 // directory, stdlib and the files' own sources are sealed first (unless
 // they are already): the generation compiles its plugins and every module
-// it requires from the bytes read now.
+// it requires from the bytes read now, and its hash covers them.
 func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation, error) {
 	lim := l.Limits.withDefaults()
 	log := l.Log
@@ -348,6 +348,10 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 		g.close()
 		list.Sort()
 		return nil, list.Err()
+	}
+	// Every module the plugins could require.
+	for _, r := range roots {
+		h.Write(digestOf(r))
 	}
 	g.Hash = hex.EncodeToString(h.Sum(nil))
 	g.ID = g.Hash[:12]

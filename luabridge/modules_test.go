@@ -42,6 +42,52 @@ func denies(name string) string {
 	return `return { deny = function(n) return n == "` + name + `" end }`
 }
 
+// A module's bytes are part of the generation's hash: an edit of a module
+// a plugin requires is a new generation, not "unchanged".
+func TestModuleEditChangesTheHash(t *testing.T) {
+	fsys := modFS(denies("rm"), denies("none"))
+	g1, err := loadFS(t, fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := loadFS(t, fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same.Hash != g1.Hash {
+		t.Fatalf("the same files loaded twice give two hashes: %s %s", g1.Hash, same.Hash)
+	}
+	for _, tc := range []struct {
+		what, file, src string
+	}{
+		{"a module required at load", "helpers/util.lua", denies("ls")},
+		{"a module required in a hook", "helpers/lazy.lua", denies("ls")},
+		{"a module nobody requires yet", "helpers/late.lua", "return {}"},
+	} {
+		edited := modFS(denies("rm"), denies("none"))
+		edited[tc.file] = &fstest.MapFile{Data: []byte(tc.src)}
+		g2, err := loadFS(t, edited)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g2.Hash == g1.Hash {
+			t.Errorf("%s: editing %s leaves the hash %s", tc.what, tc.file, g1.Hash)
+		}
+	}
+	// What require can never load is not part of it.
+	for _, file := range []string{"helpers/notes.md", "mod_test.lua", "types/awaken.lua", ".hidden/x.lua"} {
+		edited := modFS(denies("rm"), denies("none"))
+		edited[file] = &fstest.MapFile{Data: []byte("return {}")}
+		g2, err := loadFS(t, edited)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g2.Hash != g1.Hash {
+			t.Errorf("adding %s changed the hash", file)
+		}
+	}
+}
+
 // A generation runs the module bytes it loaded: a module changed,
 // half-written or deleted after the load, and first required afterwards in
 // a hook, runs as it was at the load; one that appears after the load is

@@ -2,6 +2,7 @@ package luabridge
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -20,10 +21,13 @@ import (
 // A generation compiles its plugins and every module they require from
 // these bytes only: a module read from disk when a hook first requires it
 // could have been edited, half-written or deleted since the load, and two
-// states of one generation could run two versions of it.
+// states of one generation could run two versions of it. The digest of the
+// files is part of the generation's hash, so editing a module is a new
+// generation rather than "unchanged".
 type sealed struct {
-	files map[string][]byte     // slash path -> content
-	dirs  map[string][]dirEntry // slash path -> entries, sorted
+	files  map[string][]byte     // slash path -> content
+	dirs   map[string][]dirEntry // slash path -> entries, sorted
+	digest [sha256.Size]byte
 }
 
 // sealedFS is a sealed source seen from one of its directories (fs.Sub
@@ -134,15 +138,19 @@ func (s *sealed) bound(chunk string, n int64, total int, lim Limits) error {
 	return nil
 }
 
-// index lists the directories.
+// index lists the directories and makes the digest: every path and its
+// content, in path order.
 func (s *sealed) index() {
 	paths := make([]string, 0, len(s.files))
 	for p := range s.files {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
+	h := sha256.New()
 	seen := map[string]bool{}
 	for _, p := range paths {
+		fmt.Fprintf(h, "%s\x00%d\x00", p, len(s.files[p]))
+		h.Write(s.files[p])
 		// The file, then each directory above it not listed yet.
 		e := dirEntry{name: path.Base(p), size: int64(len(s.files[p]))}
 		for child := p; child != "." && !seen[child]; child = path.Dir(child) {
@@ -154,6 +162,7 @@ func (s *sealed) index() {
 	for _, es := range s.dirs {
 		sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
 	}
+	copy(s.digest[:], h.Sum(nil))
 }
 
 // sameSource reports whether a and b are one source. File systems of a
@@ -167,6 +176,16 @@ func sameSource(a, b Source) bool {
 		return false
 	}
 	return a.FS == b.FS
+}
+
+// digestOf is what a generation's hash covers of a source: its name and
+// the sealed files. An unsealed source adds nothing.
+func digestOf(src Source) []byte {
+	f, ok := src.FS.(sealedFS)
+	if !ok {
+		return nil
+	}
+	return fmt.Appendf(nil, "%s\x00%s\x00%x\x00", src.Name, f.dir, f.s.digest)
 }
 
 func (f sealedFS) full(op, name string) (string, error) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -33,6 +34,34 @@ func gateTool(sc *sidecar, tool string) reply {
 	sc.phase(id, "before_inference", map[string]any{"request": map[string]any{}})
 	sc.phase(id, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{call("c1", tool, nil)}}})
 	return sc.phase(id, "tool_gate", map[string]any{"call": call("c1", tool, nil)})
+}
+
+// A reload after an edit of a required module loads a new generation, and
+// the edited rule decides; a module that does not compile fails the
+// reload and the generation before stays.
+func TestReloadAfterAModuleEdit(t *testing.T) {
+	dir := moduleProject(t)
+	sc := newSidecar(t, dir, Options{Log: quietLog()})
+	if g := gateTool(sc, "ls"); g.str("decision") != "allow" {
+		t.Fatalf("ls before the edit: %s", g.raw)
+	}
+	writeFile(t, dir+"/scripts/helpers/util.lua", `return { deny = function(n) return n == "rm" or n == "ls" end }`)
+	r := sc.must(200, "POST", "/v1/plugins/reload", nil)
+	if r.str("last_result") != "loaded" || r.str("generation") != "g2" {
+		t.Fatalf("reload after the module edit: %s", r.raw)
+	}
+	if g := gateTool(sc, "ls"); g.str("decision") != "block" || !strings.Contains(string(g.raw), "denied by util") {
+		t.Fatalf("ls after the reload: %s", g.raw)
+	}
+
+	writeFile(t, dir+"/scripts/helpers/util.lua", `return { deny = function(n) return`)
+	r = sc.must(200, "POST", "/v1/plugins/reload", nil)
+	if r.str("last_result") != "failed" || r.str("generation") != "g2" || !strings.Contains(string(r.raw), "scripts/helpers/util.lua:1") {
+		t.Fatalf("reload with a broken module: %s", r.raw)
+	}
+	if g := gateTool(sc, "ls"); g.str("decision") != "block" {
+		t.Fatalf("ls on the kept generation: %s", g.raw)
+	}
 }
 
 // A module first required in a hook, after it was changed, half-written
