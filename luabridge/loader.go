@@ -156,11 +156,31 @@ func Discover(src Source) ([]PluginFile, error) {
 // set with the runtime built-ins. Every problem is reported (an errs.List,
 // positions first); on error nothing is left open.
 func (l *Loader) Load(ctx context.Context) (*Generation, error) {
-	files, err := l.files()
+	// The plugins are found in the files as this load reads them, so a
+	// plugin file and the modules it requires come from one read.
+	sl, err := l.sealed()
 	if err != nil {
 		return nil, err
 	}
-	return l.LoadFiles(ctx, files)
+	files, err := sl.files()
+	if err != nil {
+		return nil, err
+	}
+	return sl.LoadFiles(ctx, files)
+}
+
+// sealed is a copy of l whose plugin directory and stdlib are sealed.
+func (l *Loader) sealed() (*Loader, error) {
+	lim := l.Limits.withDefaults()
+	c := *l
+	var err error
+	if c.Plugins, err = seal(l.Plugins, lim); err != nil {
+		return nil, err
+	}
+	if c.Stdlib, err = seal(l.Stdlib, lim); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 func (l *Loader) files() ([]PluginFile, error) {
@@ -210,15 +230,37 @@ func (l *Loader) files() ([]PluginFile, error) {
 	return files, nil
 }
 
-// LoadFiles builds a generation from the given plugin files.
+// LoadFiles builds a generation from the given plugin files. The plugin
+// directory, stdlib and the files' own sources are sealed first (unless
+// they are already): the generation compiles its plugins and every module
+// it requires from the bytes read now, and its hash covers them.
 func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation, error) {
 	lim := l.Limits.withDefaults()
 	log := l.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	sl, err := l.sealed()
+	if err != nil {
+		return nil, err
+	}
+	roots := []Source{sl.Plugins, sl.Stdlib}
+	raw := []Source{l.Plugins, l.Stdlib}
+	rootOf := func(src Source) (Source, error) {
+		for i, r := range raw {
+			if sameSource(r, src) || sameSource(roots[i], src) {
+				return roots[i], nil
+			}
+		}
+		s, err := seal(src, lim)
+		if err != nil {
+			return src, err
+		}
+		raw, roots = append(raw, src), append(roots, s)
+		return s, nil
+	}
 	g := &Generation{limits: lim, log: log, protos: map[string]*lua.FunctionProto{}, preload: l.preload,
-		sources: []Source{l.Plugins, l.Stdlib}, LoadedAt: time.Now()}
+		sources: []Source{sl.Plugins, sl.Stdlib}, LoadedAt: time.Now()}
 	poolSize := l.PoolSize
 	if poolSize <= 0 {
 		poolSize = 4 * runtime.GOMAXPROCS(0)
@@ -233,7 +275,12 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 		}
 	}
 	for _, f := range files {
-		src, err := fs.ReadFile(f.Source.FS, f.Path)
+		root, err := rootOf(f.Source)
+		if err != nil {
+			list.Add(err)
+			continue
+		}
+		src, err := fs.ReadFile(root.FS, f.Path)
 		if err != nil {
 			list.Add(&errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: f.Chunk()}, Msg: err.Error()})
 			continue
@@ -245,7 +292,7 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 			list.Add(err)
 			continue
 		}
-		p := &luaPlugin{gen: g, id: f.ID, file: f.Chunk(), root: f.Source, proto: proto}
+		p := &luaPlugin{gen: g, id: f.ID, file: f.Chunk(), root: root, proto: proto}
 		reg := plugin.NewRegistrar(f.ID, errs.Pos{File: f.Chunk()})
 		first, err := p.newInstance(ctx, reg)
 		if err != nil {
@@ -302,6 +349,10 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 		list.Sort()
 		return nil, list.Err()
 	}
+	// Every module the plugins could require.
+	for _, r := range roots {
+		h.Write(digestOf(r))
+	}
 	g.Hash = hex.EncodeToString(h.Sum(nil))
 	g.ID = g.Hash[:12]
 	return g, nil
@@ -357,7 +408,9 @@ func asParseErr(err error, pe **parse.Error) bool {
 }
 
 // module finds and compiles a required module: first in the requiring
-// plugin's own source, then the plugin directory, then stdlib/.
+// plugin's own source, then the plugin directory, then stdlib/. The
+// sources of a loaded generation are sealed, so this reads what the load
+// read, never the disk.
 func (g *Generation) module(name string, first Source) (*lua.FunctionProto, error) {
 	paths, err := modulePaths(name)
 	if err != nil {
@@ -387,7 +440,7 @@ func (g *Generation) module(name string, first Source) (*lua.FunctionProto, erro
 			return proto, nil
 		}
 	}
-	return nil, fmt.Errorf("require %q: no %s in the plugin directory or stdlib/", name, strings.Join(paths, " or "))
+	return nil, fmt.Errorf("require %q: no %s in the plugin directory or stdlib/ as this generation loaded them (a module added since is found from the next reload on)", name, strings.Join(paths, " or "))
 }
 
 // Acquire pins the generation for a run; Release unpins it.

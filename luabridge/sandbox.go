@@ -29,6 +29,12 @@ type Limits struct {
 	// PatternSteps bounds one call of find, match, gmatch or gsub (default
 	// 1,000,000 steps): the deadline does not interrupt them.
 	PatternSteps int64
+	// LuaFileMax bounds one .lua file of a plugin directory and LuaDirMax
+	// all of them together (defaults 2 MiB and 16 MiB): each load reads
+	// every file require could load, so a generation runs only what it
+	// loaded, and a load must not get slow because the directory is big.
+	LuaFileMax int
+	LuaDirMax  int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -49,6 +55,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.PatternSteps <= 0 {
 		l.PatternSteps = 1_000_000
+	}
+	if l.LuaFileMax <= 0 {
+		l.LuaFileMax = 2 << 20
+	}
+	if l.LuaDirMax <= 0 {
+		l.LuaDirMax = 16 << 20
 	}
 	return l
 }

@@ -96,9 +96,24 @@ func RunTests(ctx context.Context, o TestOptions) TestSummary {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	// One read of each source for the whole run: every harness loads from
+	// it, so a run of many tests does not read the plugin directory again
+	// for each.
+	lim := o.Limits.withDefaults()
+	srcs := &sealedSources{lim: lim}
+	var sealErr error
+	if o.Plugins, sealErr = srcs.get(o.Plugins); sealErr == nil {
+		o.Stdlib, sealErr = srcs.get(o.Stdlib)
+	}
 	var sum TestSummary
 	for _, f := range o.Files {
-		for _, r := range runTestFile(ctx, o, f) {
+		var results []TestResult
+		if sealErr != nil {
+			results = failedLoad(f, sealErr)
+		} else {
+			results = runTestFile(ctx, o, f, srcs)
+		}
+		for _, r := range results {
 			sum.Results = append(sum.Results, r)
 			if r.Passed {
 				sum.Passed++
@@ -153,11 +168,34 @@ type testRun struct {
 	raised map[string]*errs.Error
 }
 
-func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
-	fail := func(err error) []TestResult {
-		e := luaError(err, errs.HookFailed)
-		return []TestResult{{File: f.Chunk(), Name: "(load)", Pos: e.Pos, Message: e.Error()}}
+// sealedSources seals each source of a test run once.
+type sealedSources struct {
+	lim        Limits
+	raw, seals []Source
+}
+
+func (s *sealedSources) get(src Source) (Source, error) {
+	for i, r := range s.raw {
+		if sameSource(r, src) || sameSource(s.seals[i], src) {
+			return s.seals[i], nil
+		}
 	}
+	sealed, err := seal(src, s.lim)
+	if err != nil {
+		return src, err
+	}
+	s.raw, s.seals = append(s.raw, src), append(s.seals, sealed)
+	return sealed, nil
+}
+
+// failedLoad is the result of a test file that did not load.
+func failedLoad(f TestFile, err error) []TestResult {
+	e := luaError(err, errs.HookFailed)
+	return []TestResult{{File: f.Chunk(), Name: "(load)", Pos: e.Pos, Message: e.Error()}}
+}
+
+func runTestFile(ctx context.Context, o TestOptions, f TestFile, srcs *sealedSources) []TestResult {
+	fail := func(err error) []TestResult { return failedLoad(f, err) }
 	src, err := fs.ReadFile(f.Source.FS, f.Path)
 	if err != nil {
 		return fail(err)
@@ -166,7 +204,12 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile) []TestResult {
 	if err != nil {
 		return fail(err)
 	}
-	dirFS, err := fs.Sub(f.Source.FS, path.Dir(f.Path))
+	// The modules next to the test come from the sealed source too.
+	root, err := srcs.get(f.Source)
+	if err != nil {
+		return fail(err)
+	}
+	dirFS, err := fs.Sub(root.FS, path.Dir(f.Path))
 	if err != nil {
 		return fail(err)
 	}
