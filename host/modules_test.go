@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/awaken-lua/awaken-lua/host"
 )
@@ -62,17 +61,7 @@ func TestWatchPicksUpAModuleEdit(t *testing.T) {
 	dir := project(t, agentToml, map[string]string{"guard.lua": moduleGuard, "rules/list.lua": denyList("")})
 	write(t, filepath.Join(dir, "script.toml"), listScript)
 	h := open(t, dir, host.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Watch(ctx, nil) }()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(waitLimit):
-			t.Error("Watch did not return after its context ended")
-		}
-	}()
+	defer watching(t, h)()
 	first := h.Current().ID
 	eventually(t, "the module edit is loaded", func() bool { return h.Current().ID != first }, func() {
 		write(t, filepath.Join(dir, "scripts", "rules", "list.lua"), denyList("fs_list = true"))

@@ -20,17 +20,7 @@ func TestWatchSurvivesPluginDirMovedAwayAndBack(t *testing.T) {
 	dir := project(t, "plugin_dir = \"scripts\"\n"+agentToml, map[string]string{"guard.lua": guardLua, "stamp.lua": versioned(0)})
 	write(t, filepath.Join(dir, "script.toml"), listScript)
 	h := open(t, dir, host.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Watch(ctx, nil) }()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(waitLimit):
-			t.Error("Watch did not return after its context ended")
-		}
-	}()
+	defer watching(t, h)()
 	scripts := filepath.Join(dir, "scripts")
 	stamp := filepath.Join(scripts, "stamp.lua")
 	// The watcher starts in its own goroutine: save until it reacts.
@@ -165,19 +155,26 @@ func TestWatchPicksUpANewConfigFile(t *testing.T) {
 	if h.Current().Config.Runtime.MaxSteps == 3 {
 		t.Fatal("the defaults say 3 already; pick another value")
 	}
+	defer watching(t, h)()
+	config := func() {
+		write(t, filepath.Join(dir, "awaken.toml"), "plugin_dir = \"scripts\"\n[runtime]\nmax_steps = 3\n")
+	}
+	eventually(t, "the new awaken.toml is loaded", func() bool { return h.Current().Config.Runtime.MaxSteps == 3 }, config)
+}
+
+// watching runs h.Watch until the returned func is called (deferred by the
+// test), which checks that Watch returns once its context ends.
+func watching(t *testing.T, h *host.Host) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.Watch(ctx, nil) }()
-	defer func() {
+	return func() {
 		cancel()
 		select {
 		case <-done:
 		case <-time.After(waitLimit):
 			t.Error("Watch did not return after its context ended")
 		}
-	}()
-	config := func() {
-		write(t, filepath.Join(dir, "awaken.toml"), "plugin_dir = \"scripts\"\n[runtime]\nmax_steps = 3\n")
 	}
-	eventually(t, "the new awaken.toml is loaded", func() bool { return h.Current().Config.Runtime.MaxSteps == 3 }, config)
 }
