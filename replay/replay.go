@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -128,7 +129,13 @@ func (r *Replayer) Apply(ctx context.Context, rec *journal.Record) (*journal.Fli
 		st.done = true
 		return nil, nil
 	}
-	if retried(st.last, rec) {
+	switch retried(st.last, rec) {
+	case retrySame:
+		return nil, nil
+	case retryOther:
+		// The run went on from the retry, which the candidate cannot be
+		// put back to drive (see RunSource's warning).
+		st.done = true
 		return nil, nil
 	}
 	st.last = rec
@@ -244,17 +251,26 @@ func (r *Replayer) drive(ctx context.Context, st *runState, rec *journal.Record)
 	return r.compare(ctx, st, rec, got), nil
 }
 
-// retried reports whether rec is a host's retry of prev, the run's phase
+// How a phase record relates to the run's record before it (retried).
+const (
+	notRetry   = iota
+	retrySame  // a host's retry that decided as the first time: nothing new to compare
+	retryOther // a retry that decided otherwise (its clock or state moved)
+)
+
+// retried tells whether rec is a host's retry of prev, the run's phase
 // record before it: the same phase of the same step with the same input,
 // from the same save. A sidecar whose checkpoint failed after a phase
 // (the phase was journaled) restores the run from its last save and runs
-// the client's retry of that phase again; the run went through it once,
-// so the candidate, which did, must not be driven through it twice (it
-// would refuse it as out of order). A pure retry (a tool_gate gated
-// again) compares nothing new either.
-func retried(prev, rec *journal.Record) bool {
+// the client's retry of that phase again, and the run goes on from the
+// retry. The candidate, driven through the first, would refuse the
+// second as out of order, so a retry that recorded the same outcome is
+// not driven again (nor is a pure retry, a tool_gate gated again); one
+// that recorded another outcome cannot be followed: the candidate is not
+// put back to where the first began.
+func retried(prev, rec *journal.Record) int {
 	if prev == nil || prev.Phase != rec.Phase || prev.Step != rec.Step || prev.Save != rec.Save {
-		return false
+		return notRetry
 	}
 	a, b := journal.Input{}, journal.Input{}
 	if prev.Input != nil {
@@ -264,7 +280,15 @@ func retried(prev, rec *journal.Record) bool {
 		b = *rec.Input
 	}
 	a.Now, b.Now = time.Time{}, time.Time{} // a retry reads the clock again
-	return reflect.DeepEqual(a, b)
+	if !reflect.DeepEqual(a, b) {
+		return notRetry
+	}
+	if prev.Termination != rec.Termination || prev.Failed != rec.Failed || prev.Continued != rec.Continued ||
+		!reflect.DeepEqual(prev.Decisions, rec.Decisions) || !reflect.DeepEqual(prev.Context, rec.Context) ||
+		!reflect.DeepEqual(prev.Request, rec.Request) || !slices.Equal(prev.Expired, rec.Expired) {
+		return retryOther
+	}
+	return retrySame
 }
 
 func call(in *journal.Input) model.ToolCall {

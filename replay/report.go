@@ -90,6 +90,16 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 					rec.RunID, rec.Step, rec.Phase, strings.Join(rec.Omitted, ", "))})
 				break
 			}
+			switch retried(st.last, rec) {
+			case retrySame:
+				return nil // driven once already
+			case retryOther:
+				shortened = append(shortened, journal.Problem{Pos: pos, Msg: fmt.Sprintf(
+					"run %s step %d %s: the host ran this phase again (its save had failed) and it decided otherwise the second time; the run is not replayed from here",
+					rec.RunID, rec.Step, rec.Phase)})
+				_, err := r.Apply(ctx, rec) // stops following the run
+				return err
+			}
 			rep.Phases++
 			if rec.Phase == journal.StepStart {
 				rep.Steps++
