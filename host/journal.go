@@ -22,8 +22,9 @@ type journalSink struct {
 	mu  sync.RWMutex
 	key string // the options the writer was opened with
 	w   *journal.Writer
-	// lost counts the records the writers a reload closed did not write.
-	lost int64
+	// old are the writers a reload or close replaced: their records not
+	// written count on (Lost goes on growing while one drains).
+	old []*journal.Writer
 }
 
 // JournalLost is how many journal records were not written (a full disk,
@@ -33,7 +34,10 @@ func (h *Host) JournalLost() int64 { return h.journal.lostRecords() }
 func (j *journalSink) lostRecords() int64 {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
-	n := j.lost
+	var n int64
+	for _, w := range j.old {
+		n += w.Lost()
+	}
 	if j.w != nil {
 		n += j.w.Lost()
 	}
@@ -108,8 +112,8 @@ func (j *journalSink) open(cfg *config.Config, store run.Store) error {
 	old := j.w
 	j.w, j.key = nil, ""
 	if old != nil {
+		j.old = append(j.old, old)
 		old.Close()
-		j.lost += old.Lost()
 	}
 	if key == "" {
 		return nil
@@ -130,13 +134,12 @@ func (j *journalSink) close() error {
 	j.mu.Lock()
 	w := j.w
 	j.w, j.key = nil, ""
+	if w != nil {
+		j.old = append(j.old, w)
+	}
 	j.mu.Unlock()
 	if w == nil {
 		return nil
 	}
-	err := w.Close()
-	j.mu.Lock()
-	j.lost += w.Lost()
-	j.mu.Unlock()
-	return err
+	return w.Close()
 }

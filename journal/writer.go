@@ -188,6 +188,10 @@ func (w *Writer) Record(rec *Record) {
 		if len(w.queue) == 1 {
 			w.notEmpty.Signal()
 		}
+	} else {
+		// Closed under a run that still records (a reload moved the
+		// journal between its reading the writer and calling this).
+		w.lost.Add(1)
 	}
 	w.mu.Unlock()
 }
@@ -247,10 +251,12 @@ func (w *Writer) note(err error) {
 // is logged, then at most one a minute, and its end with the count (see
 // recovered), so that no record is dropped silently nor the log flooded.
 func (w *Writer) failed(err error, n int) {
+	// The clock is read before the loss is counted: whoever watches Lost
+	// then sees a retry time that the count came after.
+	now := w.o.Now()
 	w.lose(n, err)
 	w.downLost += int64(n)
 	w.closing = false // Close's one more try was this one
-	now := w.o.Now()
 	if !w.down {
 		w.down, w.downSince, w.backoff, w.lastLog = true, now, retryMin, now
 		w.o.Log.Error("the journal cannot write; records are dropped, and counted, until a write succeeds on a new file",

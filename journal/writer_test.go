@@ -241,3 +241,19 @@ func TestWriterRecoversAfterASinkError(t *testing.T) {
 		t.Fatalf("verify: %d %v", n, err)
 	}
 }
+
+// A record given to a closed writer (a reload moved the journal under a
+// run that was recording) is counted as lost, not dropped unseen.
+func TestRecordAfterCloseIsCountedLost(t *testing.T) {
+	w, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w.Record(&Record{Rec: KindRun, Format: Format, RunID: "late"})
+	if n := w.Lost(); n != 1 {
+		t.Fatalf("lost %d, want 1", n)
+	}
+}

@@ -72,6 +72,10 @@ type Store struct {
 	held map[string]int64
 	// noLinks warns once that saves cannot be taken back (see write).
 	noLinks sync.Once
+	// unsynced are the directories where a rename that took back a failed
+	// save may not be durable yet: a save there fsyncs the directory
+	// before it reports success (see write and appendLine).
+	unsynced map[string]bool
 	// compactAt is the log size below which a log is never compacted
 	// (compactMin; tests lower it).
 	compactAt int64
@@ -477,13 +481,42 @@ func (s *Store) write(path string, v any) (n int, err error) {
 		if uerr := undo(); uerr != nil {
 			return 0, fmt.Errorf("written but not synced, and the record before could not be put back (%v): %w", uerr, err)
 		}
+		// The undo is a rename too: until the directory is fsynced, a
+		// crash may keep the failed save's record, so no later save there
+		// is acknowledged before it is (dirSynced).
+		s.markUnsynced(dir)
 		return 0, fmt.Errorf("not saved, the directory's fsync failed: %w", err)
 	}
+	s.dirSynced(dir)
 	if prev != "" {
 		// Open removes it if this fails: it has a temp name.
 		s.fs.Remove(prev)
 	}
 	return buf.Len(), nil
+}
+
+func (s *Store) markUnsynced(dir string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unsynced == nil {
+		s.unsynced = map[string]bool{}
+	}
+	s.unsynced[dir] = true
+}
+
+// dirSynced records that dir was fsynced.
+func (s *Store) dirSynced(dir string) {
+	s.mu.Lock()
+	delete(s.unsynced, dir)
+	s.mu.Unlock()
+}
+
+// needsSync reports whether a save in dir must fsync it first (see
+// unsynced).
+func (s *Store) needsSync(dir string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unsynced[dir]
 }
 
 // Probe implements run.Prober: it writes, fsyncs and removes a temp file in

@@ -316,8 +316,11 @@ func (s *Store) appendLine(logPath string, line []byte, starts bool) (opened boo
 	if err := f.Close(); err != nil {
 		return true, err
 	}
-	if starts {
-		return true, s.fs.SyncDir(filepath.Dir(logPath))
+	if dir := filepath.Dir(logPath); starts || s.needsSync(dir) {
+		if err := s.fs.SyncDir(dir); err != nil {
+			return true, err
+		}
+		s.dirSynced(dir)
 	}
 	return true, nil
 }
