@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -220,5 +222,37 @@ end
 		if n := fsys.reads[name]; n != 1 {
 			t.Errorf("%s read %d times, want once", name, n)
 		}
+	}
+}
+
+// A directory of modules linked into the plugin directory (lib ->
+// ../shared) is read through the link, as require read it before loads
+// were sealed; a loop of links fails the load with its path.
+func TestSealFollowsLinksToDirectories(t *testing.T) {
+	root := t.TempDir()
+	shared, plugins := filepath.Join(root, "shared"), filepath.Join(root, "plugins")
+	for _, d := range []string{shared, plugins} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(shared, "util.lua"), []byte(`return { deny = "rm" }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plugin := "local awaken = require(\"awaken\")\nlocal u = require(\"lib.util\")\nreturn awaken.plugin { id = \"p\", description = u.deny }\n"
+	if err := os.WriteFile(filepath.Join(plugins, "p.lua"), []byte(plugin), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(shared, filepath.Join(plugins, "lib")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadFS(t, os.DirFS(plugins)); err != nil {
+		t.Fatalf("require through a linked directory: %v", err)
+	}
+	if err := os.Symlink(".", filepath.Join(shared, "again")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadFS(t, os.DirFS(plugins)); err == nil || !strings.Contains(err.Error(), "links to directories in a row") {
+		t.Fatalf("a loop of links: %v", err)
 	}
 }

@@ -62,58 +62,16 @@ func seal(src Source, lim Limits) (Source, error) {
 	}
 	s := &sealed{files: map[string][]byte{}, dirs: map[string][]dirEntry{}}
 	total := 0
-	err := fs.WalkDir(src.FS, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == "." {
-				return err
-			}
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // gone while the load walked: not part of it
-			}
-			return &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: path.Join(src.Name, p)}, Msg: err.Error()}
+	// walk reads a directory's files; links is how many links to
+	// directories it went through (fs.WalkDir does not follow them, and a
+	// loop of them must end).
+	var walk func(links int) fs.WalkDirFunc
+	walk = func(links int) fs.WalkDirFunc {
+		return func(p string, d fs.DirEntry, err error) error {
+			return s.visit(src, lim, &total, p, d, err, links, walk)
 		}
-		if p == "." {
-			return nil
-		}
-		if !requirable(p, d.IsDir()) {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		chunk := path.Join(src.Name, p)
-		// Stat follows a symbolic link to the file it names.
-		fi, err := fs.Stat(src.FS, p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: chunk}, Msg: err.Error()}
-		}
-		if fi.IsDir() {
-			return nil
-		}
-		if err := s.bound(chunk, fi.Size(), total, lim); err != nil {
-			return err
-		}
-		b, err := fs.ReadFile(src.FS, p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: chunk}, Msg: err.Error()}
-		}
-		// Again on what was read: the file may have grown since Stat.
-		if err := s.bound(chunk, int64(len(b)), total, lim); err != nil {
-			return err
-		}
-		total += len(b)
-		s.files[p] = b
-		return nil
-	})
+	}
+	err := fs.WalkDir(src.FS, ".", walk(0))
 	if err != nil {
 		var e *errs.Error
 		if !errors.As(err, &e) {
@@ -123,6 +81,77 @@ func seal(src Source, lim Limits) (Source, error) {
 	}
 	s.index()
 	return Source{FS: sealedFS{s: s, dir: "."}, Name: src.Name}, nil
+}
+
+// maxDirLinks bounds the links to directories a seal follows in a row.
+const maxDirLinks = 8
+
+// visit reads one entry of the walk (see seal).
+func (s *sealed) visit(src Source, lim Limits, total *int, p string, d fs.DirEntry, err error, links int, walk func(int) fs.WalkDirFunc) error {
+	if err != nil {
+		if p == "." {
+			return err
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // gone while the load walked: not part of it
+		}
+		return &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: path.Join(src.Name, p)}, Msg: err.Error()}
+	}
+	if p == "." {
+		return nil
+	}
+	if d.Type()&fs.ModeSymlink != 0 {
+		// A link to a directory of modules (lib -> ../shared) is read
+		// as the directory, as require would have read through it.
+		if fi, err := fs.Stat(src.FS, p); err == nil && fi.IsDir() {
+			if !requirable(p, true) {
+				return nil
+			}
+			if links >= maxDirLinks {
+				return &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: path.Join(src.Name, p)},
+					Msg: fmt.Sprintf("more than %d links to directories in a row (a loop?); link the files, or fewer directories", maxDirLinks)}
+			}
+			return fs.WalkDir(src.FS, p, walk(links+1))
+		}
+	}
+	if !requirable(p, d.IsDir()) {
+		if d.IsDir() {
+			return fs.SkipDir
+		}
+		return nil
+	}
+	if d.IsDir() {
+		return nil
+	}
+	chunk := path.Join(src.Name, p)
+	// Stat follows a symbolic link to the file it names.
+	fi, err := fs.Stat(src.FS, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: chunk}, Msg: err.Error()}
+	}
+	if fi.IsDir() {
+		return nil
+	}
+	if err := s.bound(chunk, fi.Size(), *total, lim); err != nil {
+		return err
+	}
+	b, err := fs.ReadFile(src.FS, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: chunk}, Msg: err.Error()}
+	}
+	// Again on what was read: the file may have grown since Stat.
+	if err := s.bound(chunk, int64(len(b)), *total, lim); err != nil {
+		return err
+	}
+	*total += len(b)
+	s.files[p] = b
+	return nil
 }
 
 // bound checks one more file of size n against the limits.

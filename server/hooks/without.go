@@ -29,10 +29,11 @@ func Unread(path string) []string {
 // ReadWithout reads a JSON object from r, leaving out its top-level
 // members named in names, and returns at most limit bytes of it (so a
 // caller that passes its body limit plus one tells a body too large). It
-// reads past the members it leaves out, up to maxUnread bytes of them
-// (MaxUnread for a hook event), without keeping them. Input that is not a
-// JSON object is returned as it came (within limit), for the decoder to
-// refuse.
+// reads past the members it leaves out, and the white space between
+// tokens, up to maxUnread bytes of them (MaxUnread for a hook event),
+// without keeping them. Input that is not a JSON object is returned as it
+// came (within limit), for the decoder to refuse; an object whose members
+// are not separated as JSON separates them is an error.
 func ReadWithout(r io.Reader, limit, maxUnread int64, names ...string) ([]byte, error) {
 	s := &without{in: bufio.NewReaderSize(r, 32<<10), limit: limit, maxUnread: maxUnread, names: names}
 	err := s.object()
@@ -75,22 +76,26 @@ func (s *without) rest() error {
 	}
 }
 
-// space reads past white space and returns the byte after it.
+// space reads past white space and returns the byte after it. The white
+// space is not kept, so it counts against maxUnread: a body of endless
+// blanks ends there.
 func (s *without) space() (byte, error) {
 	for {
 		b, err := s.in.ReadByte()
 		if err != nil || (b != ' ' && b != '\t' && b != '\n' && b != '\r') {
 			return b, err
 		}
+		if s.unread++; s.unread > s.maxUnread {
+			return 0, s.tooMuch()
+		}
 	}
 }
 
-// bad passes b and the rest on as they are: the decoder refuses them.
+// bad reports a body that is not a JSON object where one began: passing
+// the rest on could make valid JSON of it once a member is left out (a
+// missing comma, a trailing one), which the decoder must not accept.
 func (s *without) bad(b byte) error {
-	if err := s.emit(b); err != nil {
-		return err
-	}
-	return s.rest()
+	return fmt.Errorf("the hook input is not valid JSON: %q where a member of its object was expected", b)
 }
 
 func (s *without) object() error {
@@ -99,7 +104,11 @@ func (s *without) object() error {
 		return err
 	}
 	if b != '{' {
-		return s.bad(b)
+		// Not an object: as it came, for the decoder to refuse.
+		if err := s.emit(b); err != nil {
+			return err
+		}
+		return s.rest()
 	}
 	if err := s.emit('{'); err != nil {
 		return err
@@ -135,12 +144,6 @@ func (s *without) object() error {
 			return err
 		}
 		if b != ':' {
-			if kept {
-				raw = append([]byte{','}, raw...)
-			}
-			if err := s.emit(raw...); err != nil {
-				return err
-			}
 			return s.bad(b)
 		}
 		if s.drop(raw) {

@@ -23,7 +23,6 @@ func TestReadWithout(t *testing.T) {
 		{"large", `{"hook_event_name":"beforeReadFile","content":"` + big + `","file_path":"/big"}`, `{"hook_event_name":"beforeReadFile","file_path":"/big"}`},
 		{"a backslash run before the quote", `{"content":"a\\\\","b":1}`, `{"b":1}`},
 		{"not an object", `[1,2]`, `[1,2]`},
-		{"broken", `{"content":"x" "a":1}`, `{"a":1}`},
 		{"cut", `{"a":1,"content":"xx`, `{"a":1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -32,6 +31,17 @@ func TestReadWithout(t *testing.T) {
 				t.Fatalf("got %.200q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+	// An object whose members are not separated as JSON separates them is
+	// an error, not made valid by leaving a member out.
+	for _, in := range []string{`{"content":"x" "a":1}`, `{"a":1,"content":"x",}`, `{"content":"x",,"a":1}`, `{"content" "x","a":1}`, `{"a":1 "content":"x"}`} {
+		if got, err := ReadWithout(strings.NewReader(in), 1<<20, MaxUnread, "content"); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+			t.Errorf("%s: %q, %v; want an error", in, got, err)
+		}
+	}
+	// White space counts against what may be left unread: endless blanks end.
+	if _, err := ReadWithout(strings.NewReader(`{"a":`+strings.Repeat(" ", 5000)+`1}`), 1<<10, 999, "content"); err == nil || !strings.Contains(err.Error(), "does not read") {
+		t.Fatalf("a body of blanks: %v", err)
 	}
 	// The limit holds for what is kept, not for what is left out.
 	got, _ := ReadWithout(strings.NewReader(`{"a":"`+big+`"}`), 100, MaxUnread, "content")
