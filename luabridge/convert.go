@@ -169,10 +169,11 @@ func (c *converter) convert(v lua.LValue, depth int) (any, error) {
 		}
 		return f, nil
 	case lua.LString:
-		if err := c.addBytes(len(x)); err != nil {
+		v := validUTF8(string(x)) // counted as kept: a bad byte grows to three
+		if err := c.addBytes(len(v)); err != nil {
 			return nil, err
 		}
-		return validUTF8(string(x)), nil
+		return v, nil
 	case *lua.LTable:
 		return c.table(viewed(x), depth)
 	case *lua.LUserData:

@@ -472,11 +472,11 @@ func (inst *instance) ctxEmit(L *lua.LState) int {
 func (inst *instance) ctxStop(L *lua.LState) int {
 	c := inst.current(L)
 	inst.writable(L, c, "stop")
-	code := L.CheckString(2)
+	code := validUTF8(L.CheckString(2))
 	if code == "" {
 		L.ArgError(2, "a stop code such as \"budget_steps\" expected")
 	}
-	c.out.StopRun(code, L.OptString(3, ""))
+	c.out.StopRun(code, validUTF8(L.OptString(3, "")))
 	return 0
 }
 

@@ -65,7 +65,7 @@ func (inst *instance) decisionIndex(L *lua.LState) int {
 }
 
 func (inst *instance) block(L *lua.LState) int {
-	return inst.pushDecision(L, gate.Decision{Kind: gate.Block, Reason: L.CheckString(1)})
+	return inst.pushDecision(L, gate.Decision{Kind: gate.Block, Reason: validUTF8(L.CheckString(1))})
 }
 
 func (inst *instance) rewrite(L *lua.LState) int {
@@ -112,7 +112,7 @@ func (inst *instance) success(L *lua.LState) int {
 }
 
 func (inst *instance) errorResult(L *lua.LState) int {
-	L.Push(toLua(L, inst.null, model.Error(L.CheckString(1)).Value()))
+	L.Push(toLua(L, inst.null, model.Error(validUTF8(L.CheckString(1))).Value()))
 	return 1
 }
 
