@@ -11,7 +11,8 @@
 // and reports the wrapped command as well as the wrapper, and it parses the
 // script of bash -c, sh -c, zsh -c (and other shells), eval, env -S, trap's
 // action and alias's value (code once expand_aliases is set), to a bounded
-// depth. A wrapper's option that may hide the command (an abbreviated GNU
+// depth. Builtins go by their bare name only: ./alias or /tmp/x/trap is a
+// program on disk, whose arguments are its own. A wrapper's option that may hide the command (an abbreviated GNU
 // long option that takes a value, a word not literal) makes it unknown.
 //
 // Words that are not literal (a parameter expansion, a glob, a command
@@ -95,7 +96,9 @@ const (
 	Wrapper
 	// Runner: a command another program runs with changed privileges,
 	// environment or arguments: sudo, doas, env, setsid, xargs with
-	// options, find -exec. Its parent is that program's command.
+	// options, find -exec, a wrapper builtin's namesake on disk
+	// (/usr/bin/command); and a command of trap's action or alias's value,
+	// which runs as that builtin's effect. Its parent is that command.
 	Runner
 	// Script: a command of a script that its parent (a shell with -c, eval,
 	// env -S) runs.
@@ -201,7 +204,7 @@ func (sp *Splitter) Split(src string) ([]Command, error) {
 		sp.p = syntax.NewParser(syntax.Variant(syntax.LangBash))
 	}
 	s := &splitter{p: sp.p}
-	if err := s.script(src, 0, -1); err != nil {
+	if err := s.script(src, 0, -1, Top); err != nil {
 		return nil, err
 	}
 	if s.quotedCode && s.evaluates {
@@ -236,8 +239,9 @@ func unparsable(offset int, format string, args ...any) error {
 }
 
 // script splits one script: the command line (depth 0, owner -1) or the
-// script a shell, eval or env -S of command owner runs.
-func (s *splitter) script(src string, depth, owner int) error {
+// script a shell, eval, env -S, trap or alias of command owner runs, whose
+// commands are found via via.
+func (s *splitter) script(src string, depth, owner int, via Via) error {
 	if depth > MaxScriptDepth {
 		return unparsable(-1, "scripts nested more than %d deep (bash -c inside bash -c ...); the command cannot be checked", MaxScriptDepth)
 	}
@@ -272,7 +276,7 @@ func (s *splitter) script(src string, depth, owner int) error {
 		}
 		return unparsable(-1, "not valid shell syntax: %v", err)
 	}
-	w := walker{s: s, src: src, depth: depth, owner: owner}
+	w := walker{s: s, src: src, depth: depth, owner: owner, scriptVia: via}
 	syntax.Walk(f, w.visit)
 	return w.err
 }
@@ -283,6 +287,10 @@ type walker struct {
 	src   string
 	depth int
 	owner int
+	// scriptVia is how the script's commands are found: Script, or Runner
+	// for trap's action and alias's value, which run only as the parent
+	// command's effect and so need it allowed too.
+	scriptVia Via
 	// targets are the output redirection targets of the statements around
 	// the current node, outermost first; marks holds, for each open node
 	// that added some, the length of targets before it did.
@@ -615,7 +623,7 @@ func (w *walker) via() Via {
 	if w.depth == 0 {
 		return Top
 	}
-	return Script
+	return w.scriptVia
 }
 
 // iword is a word with its offsets in the script it came from; off is -1
@@ -695,6 +703,12 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 		w.shell(idx, words, appended)
 		return
 	}
+	// A name with a slash is a program on disk, never a builtin
+	// (./alias a=ls, /tmp/x/trap ls EXIT): its arguments are its own.
+	qualified := strings.Contains(first.Value, "/")
+	if qualified && builtins[name] {
+		return
+	}
 	switch name {
 	case "find":
 		w.find(idx, words, writes, wraps)
@@ -722,6 +736,11 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 		return
 	}
 	rest, via, out := spec.unwrap(words)
+	if qualified && via == Wrapper && builtinWrappers[name] {
+		// /usr/bin/command ls: a program that may run its arguments, not
+		// the transparent builtin; allow rules need it allowed too.
+		via = Runner
+	}
 	switch out {
 	case runsNone:
 		return
@@ -770,12 +789,24 @@ func (w *walker) unknown(parent int, source string, via Via) {
 }
 
 // sub splits a script that command idx runs.
-func (w *walker) sub(idx int, script string) {
+func (w *walker) sub(idx int, script string) { w.subVia(idx, script, Script) }
+
+// subVia splits a script that command idx runs, its commands found via
+// via.
+func (w *walker) subVia(idx int, script string, via Via) {
 	if w.err != nil {
 		return
 	}
-	w.err = w.s.script(script, w.depth+1, idx)
+	w.err = w.s.script(script, w.depth+1, idx, via)
 }
+
+// builtins are the bash builtins whose arguments Split reads as code:
+// only the bare name runs them.
+var builtins = map[string]bool{"eval": true, "trap": true, "source": true, ".": true, "alias": true}
+
+// builtinWrappers are the transparent wrappers that are builtins or
+// keywords (time has a program too, /usr/bin/time, that wraps the same).
+var builtinWrappers = map[string]bool{"command": true, "builtin": true, "exec": true, "noglob": true}
 
 // shells run the script after -c.
 var shells = map[string]bool{
@@ -914,7 +945,7 @@ func (w *walker) trap(idx int, words []iword) {
 		w.unknown(idx, words[i].Source, Script)
 		return
 	}
-	w.sub(idx, words[i].Value)
+	w.subVia(idx, words[i].Value, Runner)
 }
 
 // source FILE runs the file in this shell: as with a shell's script file,
@@ -943,7 +974,7 @@ func (w *walker) alias(idx int, words []iword) {
 			return
 		}
 		if _, v, ok := strings.Cut(x.Value, "="); ok && v != "" {
-			w.sub(idx, v)
+			w.subVia(idx, v, Runner)
 		}
 	}
 }
