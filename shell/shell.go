@@ -298,6 +298,9 @@ type walker struct {
 	marks   []int
 	opened  []uint8 // for each open node, openRedir and openArith
 	arith   int     // open nodes whose text bash evaluates as arithmetic
+	// subscripts are the subscripts of assignments (a[x]=1) not yet
+	// visited: arithmetic, though no node around them says so.
+	subscripts []syntax.Node
 	err     error
 }
 
@@ -365,7 +368,20 @@ func (w *walker) visit(n syntax.Node) bool {
 // command, and reports whether the node's text is evaluated as
 // arithmetic or as a variable name with a subscript.
 func (w *walker) evaluated(n syntax.Node) bool {
+	if k := len(w.subscripts); k > 0 && w.subscripts[k-1] == n {
+		w.subscripts = w.subscripts[:k-1]
+		w.evaluated1(n)
+		return true
+	}
+	return w.evaluated1(n)
+}
+
+func (w *walker) evaluated1(n syntax.Node) bool {
 	switch x := n.(type) {
+	case *syntax.Assign:
+		if x.Index != nil { // visited next but one, after the name
+			w.subscripts = append(w.subscripts, x.Index)
+		}
 	case *syntax.Lit:
 		if strings.ContainsAny(x.Value, "$`") {
 			w.quoted(x)
@@ -507,6 +523,32 @@ func (w *walker) call(st *syntax.Stmt, c *syntax.CallExpr) {
 	if len(c.Args) > 0 {
 		if name, ok := literal(c.Args[0]); ok && namesVars(name, words) {
 			w.quotedIn(c.Args[1:])
+		}
+	}
+}
+
+// builtin notes what a builtin does to the line's variables: printf -v
+// stores text that may hold $ or ` made from escapes (\x24), and declare
+// -i or -n makes every later value of the variable arithmetic or a name
+// with a subscript, both evaluated.
+func (s *splitter) builtin(words []iword) {
+	if !words[0].Literal {
+		return
+	}
+	switch words[0].Value {
+	case "printf":
+		for _, x := range words[1:] {
+			if !x.Literal || strings.HasPrefix(x.Value, "-v") {
+				s.quotedCode = true
+			}
+		}
+	case "declare", "typeset", "local", "export", "readonly":
+		for _, x := range words[1:] {
+			if !x.Literal && !strings.Contains(x.Source, "=") ||
+				x.Literal && len(x.Value) > 1 && (x.Value[0] == '-' || x.Value[0] == '+') &&
+					!strings.Contains(x.Value, "=") && strings.ContainsAny(x.Value, "in") {
+				s.evaluates = true
+			}
 		}
 	}
 }
@@ -685,6 +727,7 @@ func (w *walker) add(words []iword, text string, end int, env []string, writes [
 	if len(words) == 0 {
 		return idx
 	}
+	w.s.builtin(words)
 	w.inner(idx, words, end, writes, wraps, appended)
 	return idx
 }

@@ -184,6 +184,14 @@ func TestSplit(t *testing.T) {
 		{"for i in 1 2; do echo $((i+1)); done", "for i in 1 2; do echo $((i+1)); done", []string{"echo $((i+1))*|top|-"}},
 		{"a='a[$'; b='(rm x)]'; x=$a$b; echo $((x))", "a='a[$'; b='(rm x)]'; x=$a$b; echo $((x))", []string{"|top|-", "|top|-", "|top|-", "echo $((x))*|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
 		{"x='a[\\$(rm)]'; echo ${!x}", "x='a[\\$(rm)]'; echo ${!x}", []string{"|top|-", "echo ${!x}*|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		// Arithmetic that no $(( )) shows: an assignment's subscript, a
+		// variable declared -i or -n; and printf -v, whose format makes $.
+		{"x='a[$(rm -rf ~)]'; a[x]=1", "x='a[$(rm -rf ~)]'; a[x]=1", []string{"|top|-", "|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		{"x='a[$(rm -rf ~)]'; declare -i n=x", "x='a[$(rm -rf ~)]'; declare -i n=x", []string{"|top|-", "declare -i n=x|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		{"x='a[$(rm -rf ~)]'; declare -i n; n=x", "x='a[$(rm -rf ~)]'; declare -i n; n=x", []string{"|top|-", "declare -i n|top|-", "|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		{"x='a[$(rm -rf ~)]'; local -n r=x", "x='a[$(rm -rf ~)]'; local -n r=x", []string{"|top|-", "local -n r=x|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		{"printf -v x 'a[\\x24(rm -rf ~)]'; echo $((x))", "printf -v x 'a[\\x24(rm -rf ~)]'; echo $((x))", []string{"printf -v x a[\\x24(rm -rf ~)]|top|-", "echo $((x))*|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		{"a['a[$(rm x)]']=1", "a['a[$(rm x)]']=1", []string{"|top|-", "'a[$(rm x)]'*|top|-"}},
 		{"printf '%s\\n' '$HOME'", "printf '%s\\n' '$HOME'", []string{"printf %s\\n $HOME|top|-"}},
 		{"read 'a[$(rm x)]' <<< 1", "read 'a[$(rm x)]' <<< 1", []string{"read a[$(rm x)]|top|-", "'a[$(rm x)]'*|top|-"}},
 		{"echo $((1+2))", "echo $((1+2))", []string{"echo $((1+2))*|top|-"}},

@@ -99,6 +99,26 @@ func TestDecideBuiltinsNeedAllowing(t *testing.T) {
 	}
 }
 
+// Bash runs the command substitution held in x in each of these: a deny
+// rule for rm must deny.
+func TestDecideHiddenArithmetic(t *testing.T) {
+	p, err := ParsePolicy([]string{"Bash(echo *)", "Bash(declare *)", "Bash(printf *)", "Bash(x=*)", "Bash(a*)", "Bash(n=*)"}, nil, []string{"Bash(rm *)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{
+		`x='a[$(rm -rf ~)]'; declare -i n=x`,
+		`x='a[$(rm -rf ~)]'; declare -i n; n=x`,
+		`x='a[$(rm -rf ~)]'; a[x]=1`,
+		`printf -v x 'a[\x24(rm -rf ~)]'; echo $((x))`,
+		`x='a[$(rm -rf ~)]'; echo $((x))`,
+	} {
+		if d := p.Decide(bash(cmd)); d.Behavior != Deny {
+			t.Errorf("%s: %q (%s), want deny", cmd, d.Behavior, d.Reason)
+		}
+	}
+}
+
 func TestDecideUnparsableIsNeverAllowed(t *testing.T) {
 	p, err := ParsePolicy([]string{"Bash(npm *)", "Bash(echo *)"}, nil, nil)
 	if err != nil {
