@@ -28,9 +28,11 @@
 // script as written. So is code bash runs from text: ${x@P}; quoted
 // $ or ` in arithmetic (let 'a[$(rm x)]'), in a declaration's value or in
 // the arguments of a builtin that reads variable names (printf -v, read,
-// unset, test -v); and, once for the line, quoted $ or ` anywhere together
-// with arithmetic that reads a variable, or ${!x}, since a value such as
-// 'a[$(rm x)]' runs rm when arithmetic reads it. A value that reaches a
+// unset, test -v); and, once for the line, quoted $ or ` in a value a
+// variable takes (an assignment, a declaration, a for list, printf -v, read
+// from the line) together with arithmetic that reads a variable (an
+// assignment's subscript and declare -i included), or ${!x}, since a value
+// such as 'a[$(rm x)]' runs rm when arithmetic reads it. A value that reaches a
 // variable only at run time (read from a file, a command's output) is not
 // followed, as a script file is not. A word that xargs -I or find -exec
 // fills in ({}) is not literal, and a find with a word not literal (it may
@@ -207,7 +209,7 @@ func (sp *Splitter) Split(src string) ([]Command, error) {
 	if err := s.script(src, 0, -1, Top); err != nil {
 		return nil, err
 	}
-	if s.quotedCode && s.evaluates {
+	if s.evaluates && (s.varCode || s.quotedCode && (s.reads || s.posAssign)) || s.positional && s.quotedCode {
 		w := walker{s: s, src: src, owner: -1}
 		const what = "(a value run as code by arithmetic or ${!x})"
 		w.add([]iword{{Word{Value: what, Source: what}, -1, -1}}, "", -1, nil, nil, -1, Top, MaxWrappers, false)
@@ -222,12 +224,22 @@ type splitter struct {
 	p     *syntax.Parser // reused: a parse keeps nothing of the last one
 	out   []Command
 	words int // argv words and write targets reported so far
-	// quotedCode: some quoted or escaped text holds $ or ` (x='$(rm x)');
-	// evaluates: arithmetic reads a variable, or ${!x} does. Bash runs a
-	// command substitution in an array subscript held in a variable
-	// (x='a[$(rm x)]'; echo $((x))), so with both the line runs code it
-	// does not show.
-	quotedCode, evaluates bool
+	// Bash runs a command substitution in an array subscript held in a
+	// variable that arithmetic reads (x='a[$(rm x)]'; echo $((x))), so a
+	// line runs code it does not show when such text can reach a variable
+	// that arithmetic reads:
+	//
+	// quotedCode: some quoted or escaped text holds $ or ` (awk '{print
+	// $1}' too); varCode: such text is in a value a variable takes (an
+	// assignment, a declaration, a for list, printf -v whatever its
+	// format); reads: read, mapfile or getopts sets variables from text
+	// the line may hold; posAssign: a value is taken from the positional
+	// parameters, which any argument may be (f 'x' for a function f);
+	// evaluates: arithmetic reads a named variable (or a variable is
+	// declared -i or -n, or ${!x}); positional: arithmetic reads a
+	// positional parameter or a variable bash sets from text ($1, $_,
+	// BASH_REMATCH, REPLY).
+	quotedCode, varCode, reads, posAssign, evaluates, positional bool
 }
 
 func unparsable(offset int, format string, args ...any) error {
@@ -301,7 +313,7 @@ type walker struct {
 	// subscripts are the subscripts of assignments (a[x]=1) not yet
 	// visited: arithmetic, though no node around them says so.
 	subscripts []syntax.Node
-	err     error
+	err        error
 }
 
 const (
@@ -386,7 +398,7 @@ func (w *walker) evaluated1(n syntax.Node) bool {
 		if strings.ContainsAny(x.Value, "$`") {
 			w.quoted(x)
 		} else if w.arith > 0 && nameStart(x.Value) {
-			w.s.evaluates = true
+			w.s.readsVar(x.Value)
 		}
 	case *syntax.SglQuoted:
 		v := x.Value
@@ -397,8 +409,11 @@ func (w *walker) evaluated1(n syntax.Node) bool {
 			w.quoted(x)
 		}
 	case *syntax.ParamExp:
-		if w.arith > 0 || x.Excl && x.Names == 0 {
-			w.s.evaluates = true
+		switch {
+		case x.Excl && x.Names == 0:
+			w.s.evaluates, w.s.positional = true, true
+		case w.arith > 0 && x.Param != nil:
+			w.s.readsVar(x.Param.Value)
 		}
 		if x.Exp != nil && x.Exp.Op == syntax.OtherParamOps && x.Exp.Word != nil {
 			if v, _ := literal(x.Exp.Word); v == "P" { // prompt expansion runs $(...) in the value
@@ -409,6 +424,10 @@ func (w *walker) evaluated1(n syntax.Node) bool {
 	case *syntax.LetClause:
 		w.let(x)
 		return true
+	case *syntax.WordIter: // for x in WORDS
+		for _, it := range x.Items {
+			w.s.value(it)
+		}
 	case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.CStyleLoop:
 		return true
 	case *syntax.BinaryTest:
@@ -427,6 +446,60 @@ func (w *walker) quoted(n syntax.Node) {
 		return
 	}
 	w.s.quotedCode = true
+}
+
+// readsVar notes that arithmetic reads the variable name.
+func (s *splitter) readsVar(name string) {
+	if name == "@" || name == "*" {
+		s.positional = true
+		return
+	}
+	if n := strings.IndexFunc(name, func(r rune) bool {
+		return r != '_' && !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}); n >= 0 {
+		name = name[:n]
+	}
+	switch {
+	case name == "": // $#, $?, $$, $!, $-: numbers and flags
+	case name[0] >= '0' && name[0] <= '9', textVars[name], strings.HasPrefix(name, "BASH_"):
+		s.positional = true
+	default:
+		s.evaluates = true
+	}
+}
+
+// textVars are variables bash sets from the text of a command or its
+// input: the last argument, a regex match, what read or getopts read.
+var textVars = map[string]bool{"_": true, "REPLY": true, "OPTARG": true, "MAPFILE": true, "READLINE_LINE": true, "COMP_LINE": true}
+
+// value notes a value a variable takes: quoted code in it (even inside a
+// command substitution, x=$(echo '$(rm x)')), or positional parameters.
+func (s *splitter) value(n syntax.Node) {
+	if n == nil {
+		return
+	}
+	syntax.Walk(n, func(m syntax.Node) bool {
+		switch m := m.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(m.Value, "$`") {
+				s.varCode = true
+			}
+		case *syntax.SglQuoted:
+			v := m.Value
+			if m.Dollar {
+				v, _ = ansiC(v)
+			}
+			if strings.ContainsAny(v, "$`") {
+				s.varCode = true
+			}
+		case *syntax.ParamExp:
+			if m.Param != nil && m.Param.Value != "" && (m.Param.Value[0] >= '0' && m.Param.Value[0] <= '9' ||
+				m.Param.Value == "@" || m.Param.Value == "*" || textVars[m.Param.Value] || strings.HasPrefix(m.Param.Value, "BASH_")) {
+				s.posAssign = true
+			}
+		}
+		return !(s.varCode && s.posAssign)
+	})
 }
 
 func nameStart(s string) bool {
@@ -518,6 +591,7 @@ func (w *walker) call(st *syntax.Stmt, c *syntax.CallExpr) {
 	env := make([]string, len(c.Assigns))
 	for i, a := range c.Assigns {
 		env[i] = w.text(a.Pos(), a.End())
+		w.assigned(a)
 	}
 	w.add(words, w.text(start, end), int(end.Offset()), env, w.writes(), w.parent(), w.via(), 0, false)
 	if len(c.Args) > 0 {
@@ -539,9 +613,11 @@ func (s *splitter) builtin(words []iword) {
 	case "printf":
 		for _, x := range words[1:] {
 			if !x.Literal || strings.HasPrefix(x.Value, "-v") {
-				s.quotedCode = true
+				s.varCode = true
 			}
 		}
+	case "read", "mapfile", "readarray", "getopts":
+		s.reads = true
 	case "declare", "typeset", "local", "export", "readonly":
 		for _, x := range words[1:] {
 			if !x.Literal && !strings.Contains(x.Source, "=") ||
@@ -616,6 +692,9 @@ func (w *walker) decl(st *syntax.Stmt, d *syntax.DeclClause) {
 	var values []*syntax.Word
 	for _, a := range d.Args {
 		words = append(words, w.assign(a))
+		if !a.Naked || a.Value == nil {
+			w.assigned(a)
+		}
 		if a.Value != nil {
 			values = append(values, a.Value)
 		}
@@ -624,6 +703,16 @@ func (w *walker) decl(st *syntax.Stmt, d *syntax.DeclClause) {
 	// declare -a a='($(rm x))' evaluates the value as an array assignment,
 	// and declare 'a[$(rm x)]=1' the subscript.
 	w.quotedIn(values)
+}
+
+// assigned notes the value an assignment gives.
+func (w *walker) assigned(a *syntax.Assign) {
+	if a.Value != nil {
+		w.s.value(a.Value)
+	}
+	if a.Array != nil {
+		w.s.value(a.Array)
+	}
 }
 
 // assign renders a declaration's argument (export A=1, local x, declare -a

@@ -485,3 +485,51 @@ func BenchmarkSplit(b *testing.B) {
 		}
 	})
 }
+
+// Text reaches arithmetic only through a variable: quoted $ in an
+// argument of an ordinary command (awk '{print $1}') is not code, in a
+// value a variable takes it is once arithmetic reads the variable.
+func TestSplitArithmeticReadsValues(t *testing.T) {
+	const marker = "(a value run as code by arithmetic or ${!x})"
+	for src, want := range map[string]bool{
+		`for ((i=0; i<3; i++)); do awk '{print $1}' f; done`:         false,
+		`echo $((n+1)) && grep -n '\$HOME' README.md`:                false,
+		`[[ $count -eq 0 ]] && awk '{print $1}' f`:                   false,
+		`grep -c '$' f; [[ $n -eq 1 ]]`:                              false,
+		`n=$(wc -l < f); echo $((n*2)); awk '{print $2}' f`:          false,
+		`[[ $# -gt 0 ]] && sed -n 's/$/;/p' f`:                       false,
+		`grep '$' f | while read l; do echo "$l"; done`:              false,
+		`x=1; echo $((x+1)); echo '$x'`:                              false,
+		`x='a[$(rm -rf ~)]'; echo $((x))`:                            true,
+		`x=$(echo 'a[$(rm -rf ~)]'); echo $((x))`:                    true,
+		`x='a[$(rm -rf ~)]'; [[ $x -eq 1 ]]`:                         true,
+		`x='a[$(rm -rf ~)]'; a[x]=1`:                                 true,
+		`x='a[$(rm -rf ~)]'; declare -i n=x`:                         true,
+		`x='a[$(rm -rf ~)]'; declare -i n; n=x`:                      true,
+		`printf -v x 'a[\x24(rm -rf ~)]'; echo $((x))`:               true,
+		`printf -v x %s "$y"; echo $((x))`:                           true,
+		`a=('a[$(rm -rf ~)]'); echo $((a))`:                          true,
+		`declare -a a=('a[$(rm -rf ~)]'); echo $((a))`:               true,
+		`for x in 'a[$(rm -rf ~)]'; do echo $((x)); done`:            true,
+		`f() { echo $(($1)); }; f 'a[$(rm -rf ~)]'`:                  true,
+		`f() { local v=$1; echo $((v)); }; f 'a[$(rm -rf ~)]'`:       true,
+		`echo 'a[$(rm -rf ~)]' | while read x; do echo $((x)); done`: true,
+		`read x <<< 'a[$(rm -rf ~)]'; echo $((x))`:                   true,
+		`: 'a[$(rm -rf ~)]'; echo $((_))`:                            true,
+		`[[ 'a[$(rm -rf ~)]' =~ .* ]]; echo $((BASH_REMATCH))`:       true,
+		`x='a[\$(rm)]'; echo ${!x}`:                                  true,
+		`bash -c 'echo $(($0))' 'a[$(rm -rf ~)]'`:                    true,
+	} {
+		cs, err := Split(src)
+		if err != nil {
+			t.Fatalf("Split(%q): %v", src, err)
+		}
+		got := false
+		for _, c := range cs {
+			got = got || len(c.Words) == 1 && c.Words[0].Source == marker
+		}
+		if got != want {
+			t.Errorf("Split(%q): unknown command %v, want %v\n%q", src, got, want, render(cs))
+		}
+	}
+}

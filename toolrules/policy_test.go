@@ -119,6 +119,27 @@ func TestDecideHiddenArithmetic(t *testing.T) {
 	}
 }
 
+// Quoted $ in an argument (awk's $1, grep's $) is not a value arithmetic
+// reads: these are allowed, and an unrelated deny rule stays out.
+func TestDecideArithmeticBesideQuotedDollar(t *testing.T) {
+	p, err := ParsePolicy([]string{"Bash(awk *)", "Bash(echo *)", "Bash(grep *)", "Bash(sed -n *)"}, nil, []string{"Bash(git push *)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{
+		`for ((i=0; i<3; i++)); do awk '{print $1}' f; done`,
+		`echo $((n+1)) && grep -n '\$HOME' README.md`,
+		`[[ $count -eq 0 ]] && awk '{print $1}' f`,
+		`grep -c '$' f; [[ $n -eq 1 ]]`,
+		`[[ $# -gt 0 ]] && sed -n 's/$/;/p' f`,
+		`echo $((n*2)); awk '{print $2}' f`,
+	} {
+		if d := p.Decide(bash(cmd)); d.Behavior != Allow {
+			t.Errorf("%s: %q (%s), want allow", cmd, d.Behavior, d.Reason)
+		}
+	}
+}
+
 func TestDecideUnparsableIsNeverAllowed(t *testing.T) {
 	p, err := ParsePolicy([]string{"Bash(npm *)", "Bash(echo *)"}, nil, nil)
 	if err != nil {
