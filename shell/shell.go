@@ -11,7 +11,8 @@
 // and reports the wrapped command as well as the wrapper, and it parses the
 // script of bash -c, sh -c, zsh -c (and other shells), eval, env -S, trap's
 // action and alias's value (code once expand_aliases is set), to a bounded
-// depth. A wrapper's option that may hide the command (an abbreviated GNU
+// depth. Builtins go by their bare name only: ./alias or /tmp/x/trap is a
+// program on disk, whose arguments are its own. A wrapper's option that may hide the command (an abbreviated GNU
 // long option that takes a value, a word not literal) makes it unknown.
 //
 // Words that are not literal (a parameter expansion, a glob, a command
@@ -27,9 +28,11 @@
 // script as written. So is code bash runs from text: ${x@P}; quoted
 // $ or ` in arithmetic (let 'a[$(rm x)]'), in a declaration's value or in
 // the arguments of a builtin that reads variable names (printf -v, read,
-// unset, test -v); and, once for the line, quoted $ or ` anywhere together
-// with arithmetic that reads a variable, or ${!x}, since a value such as
-// 'a[$(rm x)]' runs rm when arithmetic reads it. A value that reaches a
+// unset, test -v); and, once for the line, quoted $ or ` in a value a
+// variable takes (an assignment, a declaration, a for list, printf -v, read
+// from the line) together with arithmetic that reads a variable (an
+// assignment's subscript and declare -i included), or ${!x}, since a value
+// such as 'a[$(rm x)]' runs rm when arithmetic reads it. A value that reaches a
 // variable only at run time (read from a file, a command's output) is not
 // followed, as a script file is not. A word that xargs -I or find -exec
 // fills in ({}) is not literal, and a find with a word not literal (it may
@@ -95,7 +98,9 @@ const (
 	Wrapper
 	// Runner: a command another program runs with changed privileges,
 	// environment or arguments: sudo, doas, env, setsid, xargs with
-	// options, find -exec. Its parent is that program's command.
+	// options, find -exec, a wrapper builtin's namesake on disk
+	// (/usr/bin/command); and a command of trap's action or alias's value,
+	// which runs as that builtin's effect. Its parent is that command.
 	Runner
 	// Script: a command of a script that its parent (a shell with -c, eval,
 	// env -S) runs.
@@ -201,10 +206,10 @@ func (sp *Splitter) Split(src string) ([]Command, error) {
 		sp.p = syntax.NewParser(syntax.Variant(syntax.LangBash))
 	}
 	s := &splitter{p: sp.p}
-	if err := s.script(src, 0, -1); err != nil {
+	if err := s.script(src, 0, -1, Top); err != nil {
 		return nil, err
 	}
-	if s.quotedCode && s.evaluates {
+	if s.evaluates && (s.varCode || s.quotedCode && (s.reads || s.posAssign)) || s.positional && s.quotedCode {
 		w := walker{s: s, src: src, owner: -1}
 		const what = "(a value run as code by arithmetic or ${!x})"
 		w.add([]iword{{Word{Value: what, Source: what}, -1, -1}}, "", -1, nil, nil, -1, Top, MaxWrappers, false)
@@ -219,12 +224,22 @@ type splitter struct {
 	p     *syntax.Parser // reused: a parse keeps nothing of the last one
 	out   []Command
 	words int // argv words and write targets reported so far
-	// quotedCode: some quoted or escaped text holds $ or ` (x='$(rm x)');
-	// evaluates: arithmetic reads a variable, or ${!x} does. Bash runs a
-	// command substitution in an array subscript held in a variable
-	// (x='a[$(rm x)]'; echo $((x))), so with both the line runs code it
-	// does not show.
-	quotedCode, evaluates bool
+	// Bash runs a command substitution in an array subscript held in a
+	// variable that arithmetic reads (x='a[$(rm x)]'; echo $((x))), so a
+	// line runs code it does not show when such text can reach a variable
+	// that arithmetic reads:
+	//
+	// quotedCode: some quoted or escaped text holds $ or ` (awk '{print
+	// $1}' too); varCode: such text is in a value a variable takes (an
+	// assignment, a declaration, a for list, printf -v whatever its
+	// format); reads: read, mapfile or getopts sets variables from text
+	// the line may hold; posAssign: a value is taken from the positional
+	// parameters, which any argument may be (f 'x' for a function f);
+	// evaluates: arithmetic reads a named variable (or a variable is
+	// declared -i or -n, or ${!x}); positional: arithmetic reads a
+	// positional parameter or a variable bash sets from text ($1, $_,
+	// BASH_REMATCH, REPLY).
+	quotedCode, varCode, reads, posAssign, evaluates, positional bool
 }
 
 func unparsable(offset int, format string, args ...any) error {
@@ -236,8 +251,9 @@ func unparsable(offset int, format string, args ...any) error {
 }
 
 // script splits one script: the command line (depth 0, owner -1) or the
-// script a shell, eval or env -S of command owner runs.
-func (s *splitter) script(src string, depth, owner int) error {
+// script a shell, eval, env -S, trap or alias of command owner runs, whose
+// commands are found via via.
+func (s *splitter) script(src string, depth, owner int, via Via) error {
 	if depth > MaxScriptDepth {
 		return unparsable(-1, "scripts nested more than %d deep (bash -c inside bash -c ...); the command cannot be checked", MaxScriptDepth)
 	}
@@ -272,7 +288,7 @@ func (s *splitter) script(src string, depth, owner int) error {
 		}
 		return unparsable(-1, "not valid shell syntax: %v", err)
 	}
-	w := walker{s: s, src: src, depth: depth, owner: owner}
+	w := walker{s: s, src: src, depth: depth, owner: owner, scriptVia: via}
 	syntax.Walk(f, w.visit)
 	return w.err
 }
@@ -283,6 +299,10 @@ type walker struct {
 	src   string
 	depth int
 	owner int
+	// scriptVia is how the script's commands are found: Script, or Runner
+	// for trap's action and alias's value, which run only as the parent
+	// command's effect and so need it allowed too.
+	scriptVia Via
 	// targets are the output redirection targets of the statements around
 	// the current node, outermost first; marks holds, for each open node
 	// that added some, the length of targets before it did.
@@ -290,7 +310,10 @@ type walker struct {
 	marks   []int
 	opened  []uint8 // for each open node, openRedir and openArith
 	arith   int     // open nodes whose text bash evaluates as arithmetic
-	err     error
+	// subscripts are the subscripts of assignments (a[x]=1) not yet
+	// visited: arithmetic, though no node around them says so.
+	subscripts []syntax.Node
+	err        error
 }
 
 const (
@@ -357,12 +380,25 @@ func (w *walker) visit(n syntax.Node) bool {
 // command, and reports whether the node's text is evaluated as
 // arithmetic or as a variable name with a subscript.
 func (w *walker) evaluated(n syntax.Node) bool {
+	if k := len(w.subscripts); k > 0 && w.subscripts[k-1] == n {
+		w.subscripts = w.subscripts[:k-1]
+		w.evaluated1(n)
+		return true
+	}
+	return w.evaluated1(n)
+}
+
+func (w *walker) evaluated1(n syntax.Node) bool {
 	switch x := n.(type) {
+	case *syntax.Assign:
+		if x.Index != nil { // visited next but one, after the name
+			w.subscripts = append(w.subscripts, x.Index)
+		}
 	case *syntax.Lit:
 		if strings.ContainsAny(x.Value, "$`") {
 			w.quoted(x)
 		} else if w.arith > 0 && nameStart(x.Value) {
-			w.s.evaluates = true
+			w.s.readsVar(x.Value)
 		}
 	case *syntax.SglQuoted:
 		v := x.Value
@@ -373,8 +409,11 @@ func (w *walker) evaluated(n syntax.Node) bool {
 			w.quoted(x)
 		}
 	case *syntax.ParamExp:
-		if w.arith > 0 || x.Excl && x.Names == 0 {
-			w.s.evaluates = true
+		switch {
+		case x.Excl && x.Names == 0:
+			w.s.evaluates, w.s.positional = true, true
+		case w.arith > 0 && x.Param != nil:
+			w.s.readsVar(x.Param.Value)
 		}
 		if x.Exp != nil && x.Exp.Op == syntax.OtherParamOps && x.Exp.Word != nil {
 			if v, _ := literal(x.Exp.Word); v == "P" { // prompt expansion runs $(...) in the value
@@ -385,6 +424,10 @@ func (w *walker) evaluated(n syntax.Node) bool {
 	case *syntax.LetClause:
 		w.let(x)
 		return true
+	case *syntax.WordIter: // for x in WORDS
+		for _, it := range x.Items {
+			w.s.value(it)
+		}
 	case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.CStyleLoop:
 		return true
 	case *syntax.BinaryTest:
@@ -403,6 +446,60 @@ func (w *walker) quoted(n syntax.Node) {
 		return
 	}
 	w.s.quotedCode = true
+}
+
+// readsVar notes that arithmetic reads the variable name.
+func (s *splitter) readsVar(name string) {
+	if name == "@" || name == "*" {
+		s.positional = true
+		return
+	}
+	if n := strings.IndexFunc(name, func(r rune) bool {
+		return r != '_' && !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}); n >= 0 {
+		name = name[:n]
+	}
+	switch {
+	case name == "": // $#, $?, $$, $!, $-: numbers and flags
+	case name[0] >= '0' && name[0] <= '9', textVars[name], strings.HasPrefix(name, "BASH_"):
+		s.positional = true
+	default:
+		s.evaluates = true
+	}
+}
+
+// textVars are variables bash sets from the text of a command or its
+// input: the last argument, a regex match, what read or getopts read.
+var textVars = map[string]bool{"_": true, "REPLY": true, "OPTARG": true, "MAPFILE": true, "READLINE_LINE": true, "COMP_LINE": true}
+
+// value notes a value a variable takes: quoted code in it (even inside a
+// command substitution, x=$(echo '$(rm x)')), or positional parameters.
+func (s *splitter) value(n syntax.Node) {
+	if n == nil {
+		return
+	}
+	syntax.Walk(n, func(m syntax.Node) bool {
+		switch m := m.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(m.Value, "$`") {
+				s.varCode = true
+			}
+		case *syntax.SglQuoted:
+			v := m.Value
+			if m.Dollar {
+				v, _ = ansiC(v)
+			}
+			if strings.ContainsAny(v, "$`") {
+				s.varCode = true
+			}
+		case *syntax.ParamExp:
+			if m.Param != nil && m.Param.Value != "" && (m.Param.Value[0] >= '0' && m.Param.Value[0] <= '9' ||
+				m.Param.Value == "@" || m.Param.Value == "*" || textVars[m.Param.Value] || strings.HasPrefix(m.Param.Value, "BASH_")) {
+				s.posAssign = true
+			}
+		}
+		return !(s.varCode && s.posAssign)
+	})
 }
 
 func nameStart(s string) bool {
@@ -494,11 +591,40 @@ func (w *walker) call(st *syntax.Stmt, c *syntax.CallExpr) {
 	env := make([]string, len(c.Assigns))
 	for i, a := range c.Assigns {
 		env[i] = w.text(a.Pos(), a.End())
+		w.assigned(a)
 	}
 	w.add(words, w.text(start, end), int(end.Offset()), env, w.writes(), w.parent(), w.via(), 0, false)
 	if len(c.Args) > 0 {
 		if name, ok := literal(c.Args[0]); ok && namesVars(name, words) {
 			w.quotedIn(c.Args[1:])
+		}
+	}
+}
+
+// builtin notes what a builtin does to the line's variables: printf -v
+// stores text that may hold $ or ` made from escapes (\x24), and declare
+// -i or -n makes every later value of the variable arithmetic or a name
+// with a subscript, both evaluated.
+func (s *splitter) builtin(words []iword) {
+	if !words[0].Literal {
+		return
+	}
+	switch words[0].Value {
+	case "printf":
+		for _, x := range words[1:] {
+			if !x.Literal || strings.HasPrefix(x.Value, "-v") {
+				s.varCode = true
+			}
+		}
+	case "read", "mapfile", "readarray", "getopts":
+		s.reads = true
+	case "declare", "typeset", "local", "export", "readonly":
+		for _, x := range words[1:] {
+			if !x.Literal && !strings.Contains(x.Source, "=") ||
+				x.Literal && len(x.Value) > 1 && (x.Value[0] == '-' || x.Value[0] == '+') &&
+					!strings.Contains(x.Value, "=") && strings.ContainsAny(x.Value, "in") {
+				s.evaluates = true
+			}
 		}
 	}
 }
@@ -566,6 +692,9 @@ func (w *walker) decl(st *syntax.Stmt, d *syntax.DeclClause) {
 	var values []*syntax.Word
 	for _, a := range d.Args {
 		words = append(words, w.assign(a))
+		if !a.Naked || a.Value == nil {
+			w.assigned(a)
+		}
 		if a.Value != nil {
 			values = append(values, a.Value)
 		}
@@ -574,6 +703,16 @@ func (w *walker) decl(st *syntax.Stmt, d *syntax.DeclClause) {
 	// declare -a a='($(rm x))' evaluates the value as an array assignment,
 	// and declare 'a[$(rm x)]=1' the subscript.
 	w.quotedIn(values)
+}
+
+// assigned notes the value an assignment gives.
+func (w *walker) assigned(a *syntax.Assign) {
+	if a.Value != nil {
+		w.s.value(a.Value)
+	}
+	if a.Array != nil {
+		w.s.value(a.Array)
+	}
 }
 
 // assign renders a declaration's argument (export A=1, local x, declare -a
@@ -615,7 +754,7 @@ func (w *walker) via() Via {
 	if w.depth == 0 {
 		return Top
 	}
-	return Script
+	return w.scriptVia
 }
 
 // iword is a word with its offsets in the script it came from; off is -1
@@ -677,6 +816,7 @@ func (w *walker) add(words []iword, text string, end int, env []string, writes [
 	if len(words) == 0 {
 		return idx
 	}
+	w.s.builtin(words)
 	w.inner(idx, words, end, writes, wraps, appended)
 	return idx
 }
@@ -693,6 +833,12 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 	name := path.Base(first.Value)
 	if shells[name] {
 		w.shell(idx, words, appended)
+		return
+	}
+	// A name with a slash is a program on disk, never a builtin
+	// (./alias a=ls, /tmp/x/trap ls EXIT): its arguments are its own.
+	qualified := strings.Contains(first.Value, "/")
+	if qualified && builtins[name] {
 		return
 	}
 	switch name {
@@ -722,6 +868,11 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 		return
 	}
 	rest, via, out := spec.unwrap(words)
+	if qualified && via == Wrapper && builtinWrappers[name] {
+		// /usr/bin/command ls: a program that may run its arguments, not
+		// the transparent builtin; allow rules need it allowed too.
+		via = Runner
+	}
 	switch out {
 	case runsNone:
 		return
@@ -770,12 +921,24 @@ func (w *walker) unknown(parent int, source string, via Via) {
 }
 
 // sub splits a script that command idx runs.
-func (w *walker) sub(idx int, script string) {
+func (w *walker) sub(idx int, script string) { w.subVia(idx, script, Script) }
+
+// subVia splits a script that command idx runs, its commands found via
+// via.
+func (w *walker) subVia(idx int, script string, via Via) {
 	if w.err != nil {
 		return
 	}
-	w.err = w.s.script(script, w.depth+1, idx)
+	w.err = w.s.script(script, w.depth+1, idx, via)
 }
+
+// builtins are the bash builtins whose arguments Split reads as code:
+// only the bare name runs them.
+var builtins = map[string]bool{"eval": true, "trap": true, "source": true, ".": true, "alias": true}
+
+// builtinWrappers are the transparent wrappers that are builtins or
+// keywords (time has a program too, /usr/bin/time, that wraps the same).
+var builtinWrappers = map[string]bool{"command": true, "builtin": true, "exec": true, "noglob": true}
 
 // shells run the script after -c.
 var shells = map[string]bool{
@@ -914,7 +1077,7 @@ func (w *walker) trap(idx int, words []iword) {
 		w.unknown(idx, words[i].Source, Script)
 		return
 	}
-	w.sub(idx, words[i].Value)
+	w.subVia(idx, words[i].Value, Runner)
 }
 
 // source FILE runs the file in this shell: as with a shell's script file,
@@ -943,7 +1106,7 @@ func (w *walker) alias(idx int, words []iword) {
 			return
 		}
 		if _, v, ok := strings.Cut(x.Value, "="); ok && v != "" {
-			w.sub(idx, v)
+			w.subVia(idx, v, Runner)
 		}
 	}
 }

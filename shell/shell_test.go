@@ -146,7 +146,7 @@ func TestSplit(t *testing.T) {
 		{"find /bin -name rm -exec {} -rf x \\;", "find /bin -name rm -exec {} -rf x \\;", []string{"find /bin -name rm -exec {} -rf x ;|top|-", "{}* -rf x|runner|0"}},
 		{"find x $X", "find x $X", []string{"find x $X*|top|-", "$X*|runner|0"}},
 		{"find x -exec$E rm {} \\;", "find x -exec$E rm {} \\;", []string{"find x -exec$E* rm {} ;|top|-", "-exec$E*|runner|0"}},
-		{"trap 'rm x' EXIT", "trap 'rm x' EXIT", []string{"trap rm x EXIT|top|-", "rm x|script|0"}},
+		{"trap 'rm x' EXIT", "trap 'rm x' EXIT", []string{"trap rm x EXIT|top|-", "rm x|runner|0"}},
 		{"trap - EXIT", "trap - EXIT", []string{"trap - EXIT|top|-"}},
 		{"trap -p", "trap -p", []string{"trap -p|top|-"}},
 		{"source /dev/stdin", "source /dev/stdin", []string{"source /dev/stdin|top|-", "/dev/stdin (sourced)*|script|0"}},
@@ -155,7 +155,16 @@ func TestSplit(t *testing.T) {
 		{"source <(echo rm x)", "source <(echo rm x)", []string{"source <(echo rm x)*|top|-", "<(echo rm x) (sourced)*|script|0", "echo rm x|top|-"}},
 		{"source ./env.sh", "source ./env.sh", []string{"source ./env.sh|top|-"}},
 		{"bash ../../dev/fd/3", "bash ../../dev/fd/3", []string{"bash ../../dev/fd/3|top|-", "../../dev/fd/3 (script read from stdin)*|script|0"}},
-		{"alias e=rm ll='ls -l'", "alias e=rm ll='ls -l'", []string{"alias e=rm ll=ls -l|top|-", "rm|script|0", "ls -l|script|0"}},
+		{"alias e=rm ll='ls -l'", "alias e=rm ll='ls -l'", []string{"alias e=rm ll=ls -l|top|-", "rm|runner|0", "ls -l|runner|0"}},
+		// A name with a slash is a program on disk, never the builtin.
+		{"./alias a=ls", "./alias a=ls", []string{"./alias a=ls|top|-"}},
+		{"/tmp/x/trap ls EXIT", "/tmp/x/trap ls EXIT", []string{"/tmp/x/trap ls EXIT|top|-"}},
+		{"./eval rm x", "./eval rm x", []string{"./eval rm x|top|-"}},
+		{"./source /dev/stdin", "./source /dev/stdin", []string{"./source /dev/stdin|top|-"}},
+		{"./. /dev/stdin", "./. /dev/stdin", []string{"./. /dev/stdin|top|-"}},
+		{"/usr/bin/command rm x", "/usr/bin/command rm x", []string{"/usr/bin/command rm x|top|-", "rm x|runner|0"}},
+		{"./exec rm x", "./exec rm x", []string{"./exec rm x|top|-", "rm x|runner|0"}},
+		{"/bin/bash -c 'rm x'", "/bin/bash -c 'rm x'", []string{"/bin/bash -c rm x|top|-", "rm x|script|0"}},
 		{"timeout --k 5 10 rm x", "timeout --k 5 10 rm x", []string{"timeout --k 5 10 rm x|top|-", "--k*|runner|0"}},
 		{"command -v rm", "command -v rm", []string{"command -v rm|top|-"}},
 		{"xargs command -v", "xargs command -v", []string{"xargs command -v|top|-", "command -v|wrapper|0"}},
@@ -175,6 +184,14 @@ func TestSplit(t *testing.T) {
 		{"for i in 1 2; do echo $((i+1)); done", "for i in 1 2; do echo $((i+1)); done", []string{"echo $((i+1))*|top|-"}},
 		{"a='a[$'; b='(rm x)]'; x=$a$b; echo $((x))", "a='a[$'; b='(rm x)]'; x=$a$b; echo $((x))", []string{"|top|-", "|top|-", "|top|-", "echo $((x))*|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
 		{"x='a[\\$(rm)]'; echo ${!x}", "x='a[\\$(rm)]'; echo ${!x}", []string{"|top|-", "echo ${!x}*|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		// Arithmetic that no $(( )) shows: an assignment's subscript, a
+		// variable declared -i or -n; and printf -v, whose format makes $.
+		{"x='a[$(rm -rf ~)]'; a[x]=1", "x='a[$(rm -rf ~)]'; a[x]=1", []string{"|top|-", "|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		{"x='a[$(rm -rf ~)]'; declare -i n=x", "x='a[$(rm -rf ~)]'; declare -i n=x", []string{"|top|-", "declare -i n=x|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		{"x='a[$(rm -rf ~)]'; declare -i n; n=x", "x='a[$(rm -rf ~)]'; declare -i n; n=x", []string{"|top|-", "declare -i n|top|-", "|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		{"x='a[$(rm -rf ~)]'; local -n r=x", "x='a[$(rm -rf ~)]'; local -n r=x", []string{"|top|-", "local -n r=x|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		{"printf -v x 'a[\\x24(rm -rf ~)]'; echo $((x))", "printf -v x 'a[\\x24(rm -rf ~)]'; echo $((x))", []string{"printf -v x a[\\x24(rm -rf ~)]|top|-", "echo $((x))*|top|-", "(a value run as code by arithmetic or ${!x})*|top|-"}},
+		{"a['a[$(rm x)]']=1", "a['a[$(rm x)]']=1", []string{"|top|-", "'a[$(rm x)]'*|top|-"}},
 		{"printf '%s\\n' '$HOME'", "printf '%s\\n' '$HOME'", []string{"printf %s\\n $HOME|top|-"}},
 		{"read 'a[$(rm x)]' <<< 1", "read 'a[$(rm x)]' <<< 1", []string{"read a[$(rm x)]|top|-", "'a[$(rm x)]'*|top|-"}},
 		{"echo $((1+2))", "echo $((1+2))", []string{"echo $((1+2))*|top|-"}},
@@ -467,4 +484,52 @@ func BenchmarkSplit(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Text reaches arithmetic only through a variable: quoted $ in an
+// argument of an ordinary command (awk '{print $1}') is not code, in a
+// value a variable takes it is once arithmetic reads the variable.
+func TestSplitArithmeticReadsValues(t *testing.T) {
+	const marker = "(a value run as code by arithmetic or ${!x})"
+	for src, want := range map[string]bool{
+		`for ((i=0; i<3; i++)); do awk '{print $1}' f; done`:         false,
+		`echo $((n+1)) && grep -n '\$HOME' README.md`:                false,
+		`[[ $count -eq 0 ]] && awk '{print $1}' f`:                   false,
+		`grep -c '$' f; [[ $n -eq 1 ]]`:                              false,
+		`n=$(wc -l < f); echo $((n*2)); awk '{print $2}' f`:          false,
+		`[[ $# -gt 0 ]] && sed -n 's/$/;/p' f`:                       false,
+		`grep '$' f | while read l; do echo "$l"; done`:              false,
+		`x=1; echo $((x+1)); echo '$x'`:                              false,
+		`x='a[$(rm -rf ~)]'; echo $((x))`:                            true,
+		`x=$(echo 'a[$(rm -rf ~)]'); echo $((x))`:                    true,
+		`x='a[$(rm -rf ~)]'; [[ $x -eq 1 ]]`:                         true,
+		`x='a[$(rm -rf ~)]'; a[x]=1`:                                 true,
+		`x='a[$(rm -rf ~)]'; declare -i n=x`:                         true,
+		`x='a[$(rm -rf ~)]'; declare -i n; n=x`:                      true,
+		`printf -v x 'a[\x24(rm -rf ~)]'; echo $((x))`:               true,
+		`printf -v x %s "$y"; echo $((x))`:                           true,
+		`a=('a[$(rm -rf ~)]'); echo $((a))`:                          true,
+		`declare -a a=('a[$(rm -rf ~)]'); echo $((a))`:               true,
+		`for x in 'a[$(rm -rf ~)]'; do echo $((x)); done`:            true,
+		`f() { echo $(($1)); }; f 'a[$(rm -rf ~)]'`:                  true,
+		`f() { local v=$1; echo $((v)); }; f 'a[$(rm -rf ~)]'`:       true,
+		`echo 'a[$(rm -rf ~)]' | while read x; do echo $((x)); done`: true,
+		`read x <<< 'a[$(rm -rf ~)]'; echo $((x))`:                   true,
+		`: 'a[$(rm -rf ~)]'; echo $((_))`:                            true,
+		`[[ 'a[$(rm -rf ~)]' =~ .* ]]; echo $((BASH_REMATCH))`:       true,
+		`x='a[\$(rm)]'; echo ${!x}`:                                  true,
+		`bash -c 'echo $(($0))' 'a[$(rm -rf ~)]'`:                    true,
+	} {
+		cs, err := Split(src)
+		if err != nil {
+			t.Fatalf("Split(%q): %v", src, err)
+		}
+		got := false
+		for _, c := range cs {
+			got = got || len(c.Words) == 1 && c.Words[0].Source == marker
+		}
+		if got != want {
+			t.Errorf("Split(%q): unknown command %v, want %v\n%q", src, got, want, render(cs))
+		}
+	}
 }

@@ -55,6 +55,91 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// A builtin runs only by its bare name: ./alias and /tmp/x/trap are
+// programs on disk, whose arguments are theirs; and trap's action or
+// alias's value runs as the builtin's effect, so the builtin must be
+// allowed as well as what it runs.
+func TestDecideBuiltinsNeedAllowing(t *testing.T) {
+	for _, tc := range []struct {
+		allow []string
+		cmd   string
+		want  Behavior
+	}{
+		{[]string{"Bash(ls)", "Bash(ls *)"}, "./alias a=ls", ""},
+		{[]string{"Bash(ls)", "Bash(ls *)"}, "/tmp/x/trap ls EXIT", ""},
+		{[]string{"Bash(ls)", "Bash(ls *)"}, "./eval ls", ""},
+		{[]string{"Bash(ls)", "Bash(ls *)"}, "./exec ls", ""},
+		{[]string{"Bash(ls)", "Bash(ls *)"}, "/usr/bin/command ls", ""},
+		{[]string{"Bash(ls)", "Bash(ls *)"}, "alias a='ls -la'", ""},
+		{[]string{"Bash(ls)", "Bash(ls *)"}, "trap 'ls' EXIT", ""},
+		{[]string{"Bash(alias *)", "Bash(ls *)"}, "alias a='ls -la'", Allow},
+		{[]string{"Bash(trap *)", "Bash(ls *)"}, "trap 'ls' EXIT", Allow},
+		{[]string{"Bash(alias *)"}, "alias a='ls -la'", ""},
+		{[]string{"Bash(./alias *)"}, "./alias a=ls", Allow},
+		{[]string{"Bash(ls)", "Bash(ls *)"}, "eval ls", Allow},
+		{[]string{"Bash(ls)", "Bash(ls *)"}, "command ls", Allow},
+		{[]string{"Bash(ls)", "Bash(ls *)"}, "bash -c ls", Allow},
+	} {
+		p, err := ParsePolicy(tc.allow, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := p.Decide(bash(tc.cmd)); d.Behavior != tc.want {
+			t.Errorf("%v on %q: %q (%s), want %q", tc.allow, tc.cmd, d.Behavior, d.Reason, tc.want)
+		}
+	}
+	p, err := ParsePolicy(nil, nil, []string{"Bash(ls *)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"/usr/bin/command ls x", "trap 'ls x' EXIT", "alias a='ls x'"} {
+		if d := p.Decide(bash(cmd)); d.Behavior != Deny {
+			t.Errorf("deny Bash(ls *) on %q: %q, want deny", cmd, d.Behavior)
+		}
+	}
+}
+
+// Bash runs the command substitution held in x in each of these: a deny
+// rule for rm must deny.
+func TestDecideHiddenArithmetic(t *testing.T) {
+	p, err := ParsePolicy([]string{"Bash(echo *)", "Bash(declare *)", "Bash(printf *)", "Bash(x=*)", "Bash(a*)", "Bash(n=*)"}, nil, []string{"Bash(rm *)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{
+		`x='a[$(rm -rf ~)]'; declare -i n=x`,
+		`x='a[$(rm -rf ~)]'; declare -i n; n=x`,
+		`x='a[$(rm -rf ~)]'; a[x]=1`,
+		`printf -v x 'a[\x24(rm -rf ~)]'; echo $((x))`,
+		`x='a[$(rm -rf ~)]'; echo $((x))`,
+	} {
+		if d := p.Decide(bash(cmd)); d.Behavior != Deny {
+			t.Errorf("%s: %q (%s), want deny", cmd, d.Behavior, d.Reason)
+		}
+	}
+}
+
+// Quoted $ in an argument (awk's $1, grep's $) is not a value arithmetic
+// reads: these are allowed, and an unrelated deny rule stays out.
+func TestDecideArithmeticBesideQuotedDollar(t *testing.T) {
+	p, err := ParsePolicy([]string{"Bash(awk *)", "Bash(echo *)", "Bash(grep *)", "Bash(sed -n *)"}, nil, []string{"Bash(git push *)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{
+		`for ((i=0; i<3; i++)); do awk '{print $1}' f; done`,
+		`echo $((n+1)) && grep -n '\$HOME' README.md`,
+		`[[ $count -eq 0 ]] && awk '{print $1}' f`,
+		`grep -c '$' f; [[ $n -eq 1 ]]`,
+		`[[ $# -gt 0 ]] && sed -n 's/$/;/p' f`,
+		`echo $((n*2)); awk '{print $2}' f`,
+	} {
+		if d := p.Decide(bash(cmd)); d.Behavior != Allow {
+			t.Errorf("%s: %q (%s), want allow", cmd, d.Behavior, d.Reason)
+		}
+	}
+}
+
 func TestDecideUnparsableIsNeverAllowed(t *testing.T) {
 	p, err := ParsePolicy([]string{"Bash(npm *)", "Bash(echo *)"}, nil, nil)
 	if err != nil {
