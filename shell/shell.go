@@ -1159,7 +1159,10 @@ func envSplit(words []iword) (at, off int, ok bool) {
 // and the remaining arguments follow them.
 func (w *walker) envScript(idx int, words []iword, at, off int) {
 	x := words[at]
-	if !x.Literal {
+	// env -S has escapes and expansions of its own (\_ is a blank, ${V}
+	// a variable), which shell syntax reads otherwise: such a string is
+	// not judged.
+	if !x.Literal || strings.ContainsAny(x.Value[off:], "\\$") {
 		w.unknown(idx, x.Source, Script)
 		return
 	}

@@ -91,6 +91,9 @@ func TestSplit(t *testing.T) {
 		{"eval", `eval "rm -rf /"`, []string{"eval rm -rf /|top|-", "rm -rf /|script|0"}},
 		{"eval joins its arguments", "eval rm '-rf /'", []string{"eval rm -rf /|top|-", "rm -rf /|script|0"}},
 		{"env -S", `env -S "rm -rf" /`, []string{"env -S rm -rf /|top|-", "rm -rf /|script|0"}},
+		// env -S's own escapes and expansions are not shell syntax.
+		{"env -S escapes", `env -S 'rm\_-rf\_~'`, []string{`env -S rm\_-rf\_~|top|-`, `'rm\_-rf\_~'*|script|0`}},
+		{"env -S expansion", `env -S 'r${X}m x'`, []string{"env -S r${X}m x|top|-", "'r${X}m x'*|script|0"}},
 		{"shell running a file", "bash deploy.sh", []string{"bash deploy.sh|top|-"}},
 		// Scripts that cannot be known.
 		{"dynamic script", `bash -c "$X"`, []string{`bash -c "$X"*|top|-`, `"$X"*|script|0`}},
