@@ -130,6 +130,10 @@ type Word struct {
 	Source string
 	// Literal is false when the word's value is only known at run time.
 	Literal bool
+	// One marks a word that find -exec or xargs -I fills in at run time
+	// ({} in it): not Literal, but always exactly one argument (a path, or
+	// an input line, is never split into more, whatever blanks it has).
+	One bool
 }
 
 // Command is one simple command.
@@ -1222,7 +1226,7 @@ func unlit(words []iword, r string) []iword {
 		if out == nil {
 			out = append([]iword(nil), words...)
 		}
-		out[i].Literal, out[i].Value = false, x.Source
+		out[i].Literal, out[i].Value, out[i].One = false, x.Source, true
 	}
 	if out == nil {
 		return words

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/awaken-lua/awaken-lua/shell"
 )
 
 // star is a glob where * matches any run of characters (spaces and
@@ -90,6 +92,67 @@ func (c command) viable(prefix string) bool {
 		}
 	}
 	return false
+}
+
+// fills reports whether c, whose words not known are each one argument
+// (shell.Word.One), may be a command the pattern names: an exact pattern
+// when some word in place of each makes c's words, joined by spaces, the
+// pattern (rm {} is never rm -rf /: its arguments are one, the pattern's
+// two); a pattern with a star when a command that starts with c's known
+// words could match.
+func (c command) fills(cmd *shell.Command) bool {
+	if c.all {
+		return true
+	}
+	known := len(cmd.Words)
+	for i, w := range cmd.Words {
+		if !w.Literal {
+			known = i
+			break
+		}
+	}
+	prefix := strings.Join(cmd.Argv[:known], " ") + " "
+	for _, g := range c.alts {
+		if len(g) > 1 {
+			if g.viable(prefix) {
+				return true
+			}
+			continue
+		}
+		if fillsExact(g[0], cmd.Words) {
+			return true
+		}
+	}
+	return false
+}
+
+// fillsExact reports whether some word (non-empty, no blank: one of the
+// pattern's) for each word not known makes the words, joined by spaces, s.
+func fillsExact(s string, words []shell.Word) bool {
+	for i, w := range words {
+		if i > 0 {
+			if !strings.HasPrefix(s, " ") {
+				return false
+			}
+			s = s[1:]
+		}
+		if w.Literal {
+			if !strings.HasPrefix(s, w.Value) {
+				return false
+			}
+			s = s[len(w.Value):]
+			continue
+		}
+		n := strings.IndexByte(s, ' ')
+		if n < 0 {
+			n = len(s)
+		}
+		if n == 0 {
+			return false
+		}
+		s = s[n:]
+	}
+	return s == ""
 }
 
 // The directories a path pattern is anchored at.

@@ -436,7 +436,24 @@ func denies(p command, c *shell.Command, f *forms) bool {
 	if p.match(f.line) || p.match(f.join) || p.match(f.text) {
 		return true
 	}
-	return c.Dynamic && p.viable(f.known)
+	if !c.Dynamic {
+		return false
+	}
+	if onlyOne(c) {
+		return p.fills(c)
+	}
+	return p.viable(f.known)
+}
+
+// onlyOne reports whether every word of c not known before it runs is one
+// that find -exec or xargs -I fills in: one argument each.
+func onlyOne(c *shell.Command) bool {
+	for _, w := range c.Words {
+		if !w.Literal && !w.One {
+			return false
+		}
+	}
+	return true
 }
 
 // allows reports whether the pattern names the command exactly as it runs:

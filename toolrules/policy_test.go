@@ -344,3 +344,31 @@ func TestDecideShellBypasses(t *testing.T) {
 		})
 	}
 }
+
+// find -exec and xargs -I fill {} with one argument: rm {} may be rm x but
+// never rm -rf / (a word short), so an exact multi-word deny rule stays
+// out, while rm * and a command the filled word completes still match.
+func TestDecideFilledWordIsOneArgument(t *testing.T) {
+	for _, tc := range []struct {
+		deny, cmd string
+		denied    bool
+	}{
+		{"Bash(rm -rf /)", `find . -name '*.o' -exec rm {} \;`, false},
+		{"Bash(rm -rf /)", `find . -name '*.o' -exec rm -rf {} \;`, true},
+		{"Bash(rm -rf /)", `ls | xargs -I{} rm {}`, false},
+		{"Bash(rm -rf /)", `ls | xargs -I{} rm x{}y z`, false},
+		{"Bash(rm *)", `find . -name '*.o' -exec rm {} \;`, true},
+		{"Bash(rm -rf *)", `find . -exec rm {} \;`, true}, // {} may be -rf
+		{"Bash(rm -rf /tmp/*)", `find /tmp -exec rm -rf {} \;`, true},
+		{"Bash(chmod 777 x)", `find . -exec chmod 777 {} \;`, true},
+		{"Bash(chmod 777 x)", `find . -exec chmod {} \;`, false},
+	} {
+		p, err := ParsePolicy(nil, nil, []string{tc.deny})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := p.Decide(bash(tc.cmd)); (d.Behavior == Deny) != tc.denied {
+			t.Errorf("%s on %s: %q (%s), want denied=%v", tc.deny, tc.cmd, d.Behavior, d.Reason, tc.denied)
+		}
+	}
+}
