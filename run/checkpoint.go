@@ -94,7 +94,18 @@ func (s *Session) save(ctx context.Context) error {
 			s.saved = nil // the store no longer holds what putRun saved
 			takeBack := st.DeleteRun
 			if had {
-				takeBack = func(ctx context.Context, _ string) error { return st.PutRun(ctx, prev) }
+				// As the save after the one just made: a store that
+				// compares save counts (replicas sharing PostgreSQL)
+				// takes it only so.
+				takeBack = func(ctx context.Context, _ string) error {
+					back := prev
+					back.Seq = s.seq + 1
+					if err := st.PutRun(ctx, back); err != nil {
+						return err
+					}
+					s.seq = back.Seq
+					return nil
+				}
 			}
 			if uerr := takeBack(ctx, s.info.ID); uerr != nil {
 				s.rt.log.Error("cannot take back a waiting run whose thread was not saved", "run_id", s.info.ID, "error", uerr.Error())
@@ -106,6 +117,15 @@ func (s *Session) save(ctx context.Context) error {
 	case Done:
 		th.Waiting = ""
 		th.Messages = cloneMessages(recent(s.messages, s.rt.maxHistory))
+		if f, ok := st.(Finisher); ok {
+			rev, err := f.FinishRun(ctx, th, s.info.ID, s.seq)
+			if err != nil {
+				return &SaveError{Op: "end run " + s.info.ID + " on thread " + th.ID, Err: err}
+			}
+			th.Revision, th.Messages = rev, nil
+			s.thread, s.saved = th, nil
+			break
+		}
 		rev, err := st.PutThread(ctx, th)
 		if err != nil {
 			return &SaveError{Op: "save thread " + th.ID, Err: err}

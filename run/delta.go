@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 	"unsafe"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -50,6 +51,9 @@ type Delta struct {
 	Cwd            string `json:"cwd,omitempty"`
 	Revision       uint64 `json:"revision"`
 	ThreadRevision uint64 `json:"thread_revision,omitempty"`
+	// NextExpiry is the checkpoint's NextExpiry once the delta is applied
+	// (a store that indexes waiting runs by it need not apply the delta).
+	NextExpiry time.Time `json:"next_expiry,omitzero"`
 
 	// Values are the run-scoped keys whose values changed; null: the key
 	// no longer holds a value.
@@ -307,7 +311,7 @@ func (s *Session) delta() (Delta, bool) {
 	d := Delta{RunID: s.info.ID, Base: s.seq,
 		Generation: s.rt.generation, Bundle: s.rt.bundle, Status: s.status, Stage: s.stage, Step: s.info.Step,
 		Termination: s.termination, Natural: s.natural, Cwd: s.info.Cwd,
-		Revision: snap.Revision(), ThreadRevision: s.thread.Revision}
+		Revision: snap.Revision(), ThreadRevision: s.thread.Revision, NextExpiry: s.nextExpiry()}
 	for _, k := range s.rt.set.Registry().Keys() {
 		if k.Transient || (k.Scope != state.ScopeRun && k.Scope != state.ScopeThread) {
 			continue

@@ -129,6 +129,15 @@ type Shared interface {
 	RunSeq(ctx context.Context, id string) (uint64, bool, error)
 }
 
+// Finisher is a store that ends a run in one step: it writes the run's
+// thread (compared on its revision, as PutThread) and forgets the run,
+// only while the run is still at its save seq (or not stored). Replicas
+// sharing it cannot then both commit on one save: one ending the run, the
+// other saving an approval of it.
+type Finisher interface {
+	FinishRun(ctx context.Context, t Thread, runID string, seq uint64) (uint64, error)
+}
+
 // ExpiryClaimer is a Shared store that tells which waiting runs have an
 // approval past its expiry, claiming each for one process for lease, so
 // that exactly one replica settles it (and another one does if that one

@@ -157,6 +157,16 @@ func (s *Store) Thread(ctx context.Context, id string) (run.Thread, bool, error)
 // still t.Revision (0: the thread must not exist), with a new revision
 // from a sequence shared by every thread.
 func (s *Store) PutThread(ctx context.Context, t run.Thread) (uint64, error) {
+	return putThread(ctx, s.pool, t)
+}
+
+// querier is the pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func putThread(ctx context.Context, q querier, t run.Thread) (uint64, error) {
 	expected := t.Revision
 	body, err := json.Marshal(t)
 	if err != nil {
@@ -164,10 +174,10 @@ func (s *Store) PutThread(ctx context.Context, t run.Thread) (uint64, error) {
 	}
 	var rev uint64
 	if expected == 0 {
-		err = s.pool.QueryRow(ctx, `INSERT INTO awaken_threads (id, revision, waiting, body) VALUES ($1, nextval('awaken_revisions'), $2, $3)
+		err = q.QueryRow(ctx, `INSERT INTO awaken_threads (id, revision, waiting, body) VALUES ($1, nextval('awaken_revisions'), $2, $3)
 			ON CONFLICT (id) DO NOTHING RETURNING revision`, t.ID, t.Waiting, body).Scan(&rev)
 	} else {
-		err = s.pool.QueryRow(ctx, `UPDATE awaken_threads SET revision = nextval('awaken_revisions'), waiting = $3, body = $4
+		err = q.QueryRow(ctx, `UPDATE awaken_threads SET revision = nextval('awaken_revisions'), waiting = $3, body = $4
 			WHERE id = $1 AND revision = $2 RETURNING revision`, t.ID, expected, t.Waiting, body).Scan(&rev)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -248,12 +258,16 @@ func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
 	if err != nil {
 		return fmt.Errorf("pgstore: encode a change of run %s: %w", d.RunID, err)
 	}
+	var expiry any
+	if !d.NextExpiry.IsZero() {
+		expiry = d.NextExpiry
+	}
 	var behind int64
 	err = s.pool.QueryRow(ctx, `WITH u AS (UPDATE awaken_runs SET seq = $2 + 1, status = $3,
-			next_expiry = CASE WHEN $3 = 'waiting' THEN next_expiry END, expiry_claim = NULL, updated_at = now()
+			next_expiry = CASE WHEN $3 = 'waiting' THEN $5::timestamptz END, expiry_claim = NULL, updated_at = now()
 			WHERE id = $1 AND seq = $2 RETURNING id, seq - base_seq AS behind),
 		i AS (INSERT INTO awaken_run_deltas (run_id, seq, body) SELECT id, $2 + 1, $4 FROM u)
-		SELECT behind FROM u`, d.RunID, d.Base, string(d.Status), body).Scan(&behind)
+		SELECT behind FROM u`, d.RunID, d.Base, string(d.Status), body, expiry).Scan(&behind)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errs.New(errs.RevisionConflict, "run %s was saved by another replica since this one loaded it (save %d); call again", d.RunID, d.Base+1)
 	}
@@ -333,6 +347,39 @@ func (s *Store) ClaimExpired(ctx context.Context, now time.Time, lease time.Dura
 		return nil, unavailable(err, "claim expired runs")
 	}
 	return ids, nil
+}
+
+// FinishRun implements run.Finisher in one transaction: the run must be
+// at save seq (or not stored), the thread at its revision, and then the
+// thread is written and the run forgotten; otherwise nothing is, and the
+// error is revision_conflict (another replica saved the run, an approval
+// say, or the thread since).
+func (s *Store) FinishRun(ctx context.Context, t run.Thread, runID string, seq uint64) (uint64, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, unavailable(err, "finish run "+runID)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) // after Commit, a no-op
+	var stored int64
+	switch err := tx.QueryRow(ctx, `SELECT seq FROM awaken_runs WHERE id = $1 FOR UPDATE`, runID).Scan(&stored); {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return 0, unavailable(err, "finish run "+runID)
+	case uint64(stored) != seq:
+		return 0, errs.New(errs.RevisionConflict, "run %s was saved by another replica since this one loaded it (save %d, not %d); call again", runID, stored, seq)
+	}
+	rev, err := putThread(ctx, tx, t)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `WITH d AS (DELETE FROM awaken_run_deltas WHERE run_id = $1)
+		DELETE FROM awaken_runs WHERE id = $1`, runID); err != nil {
+		return 0, unavailable(err, "forget run "+runID)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, unavailable(err, "finish run "+runID)
+	}
+	return rev, nil
 }
 
 // DeleteRun implements run.Store.

@@ -1,0 +1,162 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/model"
+	"github.com/awaken-lua/awaken-lua/run"
+)
+
+func approvingRuntime(t *testing.T, st run.Store) *run.Runtime {
+	t.Helper()
+	approver := plugin.New("approver", func(r *plugin.Registrar) error {
+		return r.Gate(plugin.GateFunc(func(ctx context.Context, in *plugin.Input) (gate.Decision, error) {
+			if in.Tool.Call.Name != "deploy" || in.Tool.Resume != nil {
+				return gate.Decision{}, nil
+			}
+			return gate.Decision{Kind: gate.Suspend, Ticket: &gate.Ticket{ID: "t-" + in.Tool.Call.ID, Message: "deploy?",
+				Timeout: time.Millisecond}}, nil
+		}), errs.Pos{})
+	})
+	set, err := run.NewSet(approver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := run.New(engine.New(set), run.WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// A step_end that makes the run wait, whose thread save loses a revision
+// race to another replica, leaves the run stored as it was (running):
+// the take-back is written as the next save, which PostgreSQL's compare
+// of save counts takes, so no janitor settles a wait nobody was told of.
+func TestWaitTakeBackOnPostgres(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { waitTakeBack(t, run.NewMemoryStore()) })
+	t.Run("postgres", func(t *testing.T) { waitTakeBack(t, open(t)) })
+}
+
+func waitTakeBack(t *testing.T, st run.Store) {
+	ctx := context.Background()
+	rt := approvingRuntime(t, st)
+	s, _, err := rt.Start(ctx, run.StartOptions{ThreadID: "T", Tools: []model.ToolSpec{{Name: "deploy"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy := model.ToolCall{ID: "d1", Name: "deploy", Args: map[string]any{}}
+	s.StepStart(ctx)
+	s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "deploy"}}})
+	s.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{deploy}})
+	if d, _, err := s.ToolGate(ctx, deploy); err != nil || d.Decision != gate.Suspend {
+		t.Fatalf("gate: %+v %v", d, err)
+	}
+	// The server checkpoints after every call (settle -> SaveRun).
+	if err := s.SaveRun(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Another replica's run saves thread T meanwhile.
+	th, _, _ := st.Thread(ctx, "T")
+	th.ID = "T"
+	if _, err := st.PutThread(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.StepEnd(ctx)
+	var se *run.SaveError
+	if !errors.As(err, &se) {
+		t.Fatalf("step_end: %v, want a SaveError", err)
+	}
+	cp, ok, err := st.Run(ctx, s.RunID())
+	if err != nil || !ok {
+		t.Fatalf("run: %v %v", ok, err)
+	}
+	var ids []string
+	if cl, ok := st.(run.ExpiryClaimer); ok {
+		ids, _ = cl.ClaimExpired(ctx, time.Now().Add(time.Second), time.Minute, 10)
+	}
+	if cp.Status == run.Waiting || len(ids) != 0 {
+		t.Errorf("a failed step_end left the run saved as %s (seq %d) on a thread that does not name it; session says %s; janitor claims %v",
+			cp.Status, cp.Seq, s.Status(), ids)
+	}
+	// The session goes on from the take-back: its next save is accepted.
+	if err := s.SaveRun(ctx); err != nil {
+		t.Fatalf("the save after the take-back: %v", err)
+	}
+}
+
+// Two replicas hold one waiting run at save N: B saves an approval (save
+// N+1), then A cancels from save N. Ending the run is one transaction
+// that checks the run's save count, so A's cancel is revision_conflict
+// and B's approval stays.
+func TestRunEndLosesToAConcurrentSave(t *testing.T) {
+	st, ctx := open(t), context.Background()
+	rtA, rtB := approvingRuntime(t, st), approvingRuntime(t, st)
+	s, _, err := rtA.Start(ctx, run.StartOptions{ThreadID: "T", Tools: []model.ToolSpec{{Name: "deploy"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy := model.ToolCall{ID: "d1", Name: "deploy", Args: map[string]any{}}
+	s.StepStart(ctx)
+	s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "deploy"}}})
+	s.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{deploy}})
+	s.ToolGate(ctx, deploy)
+	if _, err := s.StepEnd(ctx); err != nil || s.Status() != run.Waiting {
+		t.Fatalf("step_end: %v %s", err, s.Status())
+	}
+	cp, _, _ := st.Run(ctx, s.RunID())
+	// Replica A and replica B both hold the waiting run at save cp.Seq
+	// (each passed its RunSeq refresh).
+	a, err := rtA.RestoreCheckpoint(ctx, cp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rtB.RestoreCheckpoint(ctx, cp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// B: a human approves (POST resume), saved as the server's settle does.
+	_, _, errB := b.Resume(ctx, []run.ResumeDecision{{Target: "d1", Action: "resume"}})
+	if errB == nil {
+		errB = b.SaveRun(ctx)
+	}
+	// A: another client cancels (DELETE /v1/runs/{id}).
+	_, errA := a.Cancel(ctx, "user")
+	_, stored, _ := st.Run(ctx, s.RunID())
+	th, _, _ := st.Thread(ctx, "T")
+	t.Logf("B resume+save: %v; A cancel: %v; run stored: %v; thread waiting %q", errB, errA, stored, th.Waiting)
+	if errB != nil || errs.CodeOf(errA) != errs.RevisionConflict || !stored || th.Waiting != s.RunID() {
+		t.Errorf("B's approval: %v; A's cancel: %v (want revision_conflict); run stored %v, thread waiting on %q",
+			errB, errA, stored, th.Waiting)
+	}
+}
+
+// A run that becomes waiting through a delta is indexed by the delta's
+// next expiry, so a janitor claims it once its approval has expired.
+func TestAppendRunKeepsNextExpiry(t *testing.T) {
+	st, ctx := open(t), context.Background()
+	cp := run.Checkpoint{RunID: "r", ThreadID: "t", Status: run.Running, Stage: run.StageInferred, Seq: 1, Values: map[string]any{}}
+	if err := st.PutRun(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Minute)
+	rec := run.CallRecord{Call: model.ToolCall{ID: "c1", Name: "deploy"}, Status: run.CallSuspended,
+		Gate: &run.GateRecord{Ticket: &gate.Ticket{ID: "t1", ExpiresAt: at}}}
+	d := run.Delta{RunID: "r", Base: 1, Status: run.Waiting, Stage: run.StageInferred, CallCount: 1,
+		Calls: []run.CallChange{{Index: 0, Record: rec}}, NextExpiry: at}
+	if err := st.AppendRun(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := st.Run(ctx, "r")
+	ids, _ := st.ClaimExpired(ctx, time.Now(), time.Minute, 10)
+	if got.NextExpiry().IsZero() || len(ids) != 1 {
+		t.Errorf("a run waiting with an approval expired at %v: claimed %v", got.NextExpiry(), ids)
+	}
+}
