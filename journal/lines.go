@@ -18,7 +18,10 @@ import (
 // one writer's chain of lines, as a file is.
 type LineSink interface {
 	WriteLines(ctx context.Context, stream string, lines [][]byte) error
-	// AgeOut removes lines written before the time.
+	// AgeOut removes the streams whose last line was written before the
+	// time, whole: removing a stream's first lines would break its chain
+	// (verify would call it tampered), so a writer starts a new stream
+	// now and then (see Writer) for its old ones to age out.
 	AgeOut(ctx context.Context, before time.Time) error
 }
 

@@ -411,11 +411,18 @@ func (w *Writer) sink() {
 	}
 	w.sunk += len(w.batch)
 	w.batch = w.batch[:0]
-	if w.sunk > 100000 {
+	if w.sunk > sinkRotate {
+		// A new stream (and chain) every so often, as a file rotates,
+		// so that a long-lived writer's old lines can age out whole.
 		w.sunk = 0
+		w.stream, w.n = streamName(w.o.Now()), 0
 		w.ageOut()
 	}
 }
+
+// sinkRotate is how many lines a writer gives one stream of a Sink before
+// it starts another.
+const sinkRotate = 100000
 
 // write chains b to the previous line and appends it. After a failed
 // write, records are dropped (and counted) until the retry is due; then a

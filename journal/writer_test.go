@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -255,5 +256,37 @@ func TestRecordAfterCloseIsCountedLost(t *testing.T) {
 	w.Record(&Record{Rec: KindRun, Format: Format, RunID: "late"})
 	if n := w.Lost(); n != 1 {
 		t.Fatalf("lost %d, want 1", n)
+	}
+}
+
+// A writer gives a Sink's stream sinkRotate lines, then starts another,
+// so that a long-lived writer's old lines can age out as whole streams;
+// each stream's chain verifies on its own.
+func TestWriterRotatesSinkStreams(t *testing.T) {
+	sink := &sinkFunc{}
+	w, err := Open(Options{Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 * sinkRotate {
+		w.Record(&Record{Rec: KindRun, Format: Format, RunID: "r" + strconv.Itoa(i)})
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.n) < 2 {
+		t.Fatalf("%d lines in %d stream(s): no new stream after %d lines", len(sink.lines), len(sink.n), sinkRotate)
+	}
+	if _, err := VerifyLines(func(yield func(Line) error) error {
+		for _, l := range sink.lines {
+			if err := yield(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

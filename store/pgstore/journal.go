@@ -17,7 +17,10 @@ func (s *Store) WriteLines(ctx context.Context, stream string, lines [][]byte) e
 
 // AgeOut implements journal.LineSink.
 func (s *Store) AgeOut(ctx context.Context, before time.Time) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM awaken_journal WHERE created_at < $1`, before); err != nil {
+	// Whole streams only: a stream's first lines removed would break its
+	// chain, and verify would report the rest as tampered.
+	if _, err := s.pool.Exec(ctx, `DELETE FROM awaken_journal WHERE stream IN
+		(SELECT stream FROM awaken_journal GROUP BY stream HAVING max(created_at) < $1)`, before); err != nil {
 		return unavailable(err, "age out the journal")
 	}
 	return nil

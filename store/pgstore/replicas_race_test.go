@@ -10,6 +10,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
+	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
 )
@@ -158,5 +159,39 @@ func TestAppendRunKeepsNextExpiry(t *testing.T) {
 	ids, _ := st.ClaimExpired(ctx, time.Now(), time.Minute, 10)
 	if got.NextExpiry().IsZero() || len(ids) != 1 {
 		t.Errorf("a run waiting with an approval expired at %v: claimed %v", got.NextExpiry(), ids)
+	}
+}
+
+// Age-out removes whole streams: a stream still written, whose first
+// lines are old, stays whole and verifies (removing its head would make
+// verify call it tampered); a stream whose last line is old goes.
+func TestAgeOutKeepsStreamsWhole(t *testing.T) {
+	st, ctx := open(t), context.Background()
+	write := func() {
+		w, err := journal.Open(journal.Options{Sink: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Record(&journal.Record{Rec: journal.KindRun, Format: journal.Format, RunID: "a"})
+		w.Record(&journal.Record{Rec: journal.KindRun, Format: journal.Format, RunID: "b"})
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write() // an old stream: both lines 40 days old
+	if _, err := st.Exec(ctx, `UPDATE awaken_journal SET created_at = now() - interval '40 days'`); err != nil {
+		t.Fatal(err)
+	}
+	write() // a stream still written: its first line 40 days old
+	if _, err := st.Exec(ctx, `UPDATE awaken_journal SET created_at = now() - interval '40 days'
+		WHERE seq = (SELECT min(seq) FROM awaken_journal WHERE created_at > now() - interval '1 day')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AgeOut(ctx, time.Now().Add(-30*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := journal.VerifyLines(func(y func(journal.Line) error) error { return st.JournalLines(ctx, time.Time{}, y) })
+	if err != nil || n != 2 {
+		t.Fatalf("after age-out: %d lines verified, %v; want the newer stream's 2", n, err)
 	}
 }
