@@ -6,10 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/awaken-lua/awaken-lua/engine"
-	"github.com/awaken-lua/awaken-lua/engine/errs"
-	"github.com/awaken-lua/awaken-lua/engine/gate"
-	"github.com/awaken-lua/awaken-lua/engine/plugin"
 	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/replay"
@@ -30,28 +26,6 @@ func (f *flakyStore) PutRun(ctx context.Context, cp run.Checkpoint) error {
 	return f.MemoryStore.PutRun(ctx, cp)
 }
 
-func gateRuntime(t *testing.T, st run.Store, j run.Recorder) *run.Runtime {
-	t.Helper()
-	g := plugin.New("g", func(r *plugin.Registrar) error {
-		return r.Gate(plugin.GateFunc(func(ctx context.Context, in *plugin.Input) (gate.Decision, error) {
-			return gate.Decision{}, nil
-		}), errs.Pos{})
-	})
-	set, err := run.NewSet(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := []run.Option{run.WithStore(st)}
-	if j != nil {
-		opts = append(opts, run.WithJournal(j, "h"))
-	}
-	rt, err := run.New(engine.New(set), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rt
-}
-
 // A sidecar whose checkpoint fails after a phase drops the run and, on the
 // client's retry, restores it from the store and runs the phase again
 // (server.settle): the journal holds that phase twice. Replaying it
@@ -64,7 +38,7 @@ func TestReplayAfterFailedCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &flakyStore{MemoryStore: run.NewMemoryStore()}
-	rt := gateRuntime(t, st, w)
+	rt := clockRuntime(t, st, w, false)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -103,7 +77,7 @@ func TestReplayAfterFailedCheckpoint(t *testing.T) {
 	must(err)
 	must(w.Close())
 
-	rep, err := replay.Run(ctx, gateRuntime(t, run.NewMemoryStore(), nil), []string{dir}, replay.Options{})
+	rep, err := replay.Run(ctx, clockRuntime(t, run.NewMemoryStore(), nil, false), []string{dir}, replay.Options{})
 	must(err)
 	if len(rep.Flips) != 0 {
 		t.Fatalf("replaying against the same plugins flips: %+v", rep.Flips)
