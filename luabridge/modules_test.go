@@ -77,7 +77,7 @@ func TestModuleEditChangesTheHash(t *testing.T) {
 		}
 	}
 	// What require can never load is not part of it.
-	for _, file := range []string{"helpers/notes.md", "mod_test.lua", "types/awaken.lua", ".hidden/x.lua"} {
+	for _, file := range []string{"helpers/notes.md", "mod_test.lua", "types/awaken.lua", ".hidden/x.lua", "node_modules/x/index.lua"} {
 		edited := modFS(denies("rm"), denies("none"))
 		edited[file] = &fstest.MapFile{Data: []byte("return {}")}
 		g2, err := loadFS(t, edited)
@@ -169,7 +169,7 @@ func TestModuleFilesAreBounded(t *testing.T) {
 
 	// Files require cannot load are not read, whatever their size.
 	fsys = modFS(denies("rm"), denies("cat"))
-	for _, name := range []string{"data.json", "mod_test.lua", "types/awaken.lua", ".git/big.lua"} {
+	for _, name := range []string{"data.json", "mod_test.lua", "types/awaken.lua", ".git/big.lua", "node_modules/fengari/big.lua"} {
 		fsys[name] = &fstest.MapFile{Data: []byte(big + big + big + big)}
 	}
 	if _, err := loadFS(t, fsys, bounded); err != nil {

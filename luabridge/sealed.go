@@ -46,7 +46,10 @@ func requirable(p string, isDir bool) bool {
 		return false // module names have no segment that starts with "."
 	}
 	if isDir {
-		return p != "types"
+		// types/ holds the LuaLS stubs; node_modules (a plugin directory
+		// in a JavaScript project) holds no Lua, and may hold a great
+		// many files every load would walk.
+		return p != "types" && base != "node_modules"
 	}
 	return strings.HasSuffix(base, ".lua") && !strings.HasSuffix(base, "_test.lua")
 }
