@@ -217,6 +217,11 @@ func (w *Writer) Lost() int64 { return w.lost.Load() }
 // lose counts n records that were not written, for err.
 func (w *Writer) lose(n int, err error) {
 	w.lost.Add(int64(n))
+	w.keep(err)
+}
+
+// keep keeps err for Close when it is the first.
+func (w *Writer) keep(err error) {
 	w.errMu.Lock()
 	if w.err == nil {
 		w.err = err
@@ -238,11 +243,7 @@ func (w *Writer) firstErr() error {
 // note keeps err for Close when it is the first, and logs it: a failure
 // that loses no record (closing a file whose lines were written).
 func (w *Writer) note(err error) {
-	w.errMu.Lock()
-	if w.err == nil {
-		w.err = err
-	}
-	w.errMu.Unlock()
+	w.keep(err)
 	w.o.Log.Error("the journal could not close a file", "error", err.Error())
 }
 
