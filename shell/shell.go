@@ -1123,7 +1123,7 @@ func envSplit(words []iword) (at, off int, ok bool) {
 		}
 		if strings.HasPrefix(v, "--") {
 			name, _, valued := strings.Cut(v, "=")
-			if len(name) > 2 && strings.HasPrefix("--split-string", name) {
+			if shortens(name, "--split-string") {
 				if valued {
 					return i, len(name) + 1, true
 				}
@@ -1239,7 +1239,7 @@ func xargsReplace(opts []iword) (string, bool) {
 		}
 		if strings.HasPrefix(v, "--") {
 			name, val, valued := strings.Cut(v, "=")
-			if len(name) > 2 && strings.HasPrefix("--replace", name) {
+			if shortens(name, "--replace") {
 				r, set = "{}", true
 				if valued {
 					r = val
