@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/config"
@@ -22,27 +23,15 @@ type journalSink struct {
 	mu  sync.RWMutex
 	key string // the options the writer was opened with
 	w   *journal.Writer
-	// old are the writers a reload or close replaced: their records not
-	// written count on (Lost goes on growing while one drains).
-	old []*journal.Writer
+	// lost counts the records every writer the sink opened did not write
+	// (journal.Options.LostTotal): one a reload replaced counts on while
+	// it drains.
+	lost atomic.Int64
 }
 
 // JournalLost is how many journal records were not written (a full disk,
 // a record too large even without its input) since the host opened.
-func (h *Host) JournalLost() int64 { return h.journal.lostRecords() }
-
-func (j *journalSink) lostRecords() int64 {
-	j.mu.RLock()
-	defer j.mu.RUnlock()
-	var n int64
-	for _, w := range j.old {
-		n += w.Lost()
-	}
-	if j.w != nil {
-		n += j.w.Lost()
-	}
-	return n
-}
+func (h *Host) JournalLost() int64 { return h.journal.lost.Load() }
 
 // option is the runtime option that records into the sink, or none when
 // nothing would see the records.
@@ -91,7 +80,7 @@ func (j *journalSink) Slot() *journal.Slot {
 func (j *journalSink) open(cfg *config.Config, store run.Store) error {
 	jc := cfg.Journal
 	o := journal.Options{Dir: cfg.Path(jc.Path), MaxFileSize: int64(jc.MaxFileSize), MaxAge: time.Duration(jc.MaxAge),
-		Mask: jc.Mask, Log: j.log}
+		Mask: jc.Mask, Log: j.log, LostTotal: &j.lost}
 	key := ""
 	if jc.Kind == config.JournalPostgres {
 		sink, ok := store.(journal.LineSink)
@@ -112,7 +101,6 @@ func (j *journalSink) open(cfg *config.Config, store run.Store) error {
 	old := j.w
 	j.w, j.key = nil, ""
 	if old != nil {
-		j.old = append(j.old, old)
 		old.Close()
 	}
 	if key == "" {
@@ -134,9 +122,6 @@ func (j *journalSink) close() error {
 	j.mu.Lock()
 	w := j.w
 	j.w, j.key = nil, ""
-	if w != nil {
-		j.old = append(j.old, w)
-	}
 	j.mu.Unlock()
 	if w == nil {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"hash"
 )
 
 // A journal line starts {"prev":"P","sum":"S", and goes on with the
@@ -42,16 +43,22 @@ func (s *sealer) seal(dst, prev, b []byte) []byte {
 	return append(line, rest...)
 }
 
+// sealHash is a line's sum with its seal written, its body to follow.
+func sealHash(prev string) hash.Hash {
+	h := sha256.New()
+	h.Write([]byte(sealHead))
+	h.Write([]byte(prev))
+	h.Write([]byte(sealTail))
+	return h
+}
+
 // unseal checks a line's own sum and returns its prev and sum.
 func unseal(line []byte) (prev, sum string, err error) {
 	prev, sum, body, err := parseSeal(line)
 	if err != nil {
 		return "", "", err
 	}
-	h := sha256.New()
-	h.Write([]byte(sealHead))
-	h.Write([]byte(prev))
-	h.Write([]byte(sealTail))
+	h := sealHash(prev)
 	h.Write(body)
 	if hex.EncodeToString(h.Sum(nil)) != sum {
 		return prev, sum, errEdited

@@ -181,9 +181,7 @@ func readLong(r *bufio.Reader, head, chunk []byte, err error) ([]byte, *overLong
 		l.headErr = herr
 	} else {
 		l.prev, l.sum = prev, sum
-		h.Write([]byte(sealHead))
-		h.Write([]byte(prev))
-		h.Write([]byte(sealTail))
+		h = sealHash(prev)
 		h.Write(body)
 	}
 	for {

@@ -33,6 +33,9 @@ type Options struct {
 	// Sink, when set, takes the lines instead of files in Dir (the
 	// PostgreSQL store, [journal] kind = "postgres").
 	Sink LineSink
+	// LostTotal, when set, counts the records not written too: a host
+	// that replaces its writer on a reload keeps one total over them.
+	LostTotal *atomic.Int64
 }
 
 // maxQueued bounds the records waiting for the writer: past it, Record
@@ -191,7 +194,7 @@ func (w *Writer) Record(rec *Record) {
 	} else {
 		// Closed under a run that still records (a reload moved the
 		// journal between its reading the writer and calling this).
-		w.lost.Add(1)
+		w.count(1)
 	}
 	w.mu.Unlock()
 }
@@ -216,7 +219,20 @@ func (w *Writer) Lost() int64 { return w.lost.Load() }
 
 // lose counts n records that were not written, for err.
 func (w *Writer) lose(n int, err error) {
+	w.count(n)
+	w.keep(err)
+}
+
+// count counts n records not written, in Lost and LostTotal.
+func (w *Writer) count(n int) {
 	w.lost.Add(int64(n))
+	if w.o.LostTotal != nil {
+		w.o.LostTotal.Add(int64(n))
+	}
+}
+
+// keep keeps err for Close when it is the first.
+func (w *Writer) keep(err error) {
 	w.errMu.Lock()
 	if w.err == nil {
 		w.err = err
@@ -238,11 +254,7 @@ func (w *Writer) firstErr() error {
 // note keeps err for Close when it is the first, and logs it: a failure
 // that loses no record (closing a file whose lines were written).
 func (w *Writer) note(err error) {
-	w.errMu.Lock()
-	if w.err == nil {
-		w.err = err
-	}
-	w.errMu.Unlock()
+	w.keep(err)
 	w.o.Log.Error("the journal could not close a file", "error", err.Error())
 }
 
@@ -279,7 +291,7 @@ func (w *Writer) waiting() bool {
 
 // drop counts a record not written while waiting.
 func (w *Writer) drop() {
-	w.lost.Add(1)
+	w.count(1)
 	w.downLost++
 }
 

@@ -244,21 +244,7 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 	if err != nil {
 		return nil, err
 	}
-	roots := []Source{sl.Plugins, sl.Stdlib}
-	raw := []Source{l.Plugins, l.Stdlib}
-	rootOf := func(src Source) (Source, error) {
-		for i, r := range raw {
-			if sameSource(r, src) || sameSource(roots[i], src) {
-				return roots[i], nil
-			}
-		}
-		s, err := seal(src, lim)
-		if err != nil {
-			return src, err
-		}
-		raw, roots = append(raw, src), append(roots, s)
-		return s, nil
-	}
+	roots := &sealedSources{lim: lim, raw: []Source{l.Plugins, l.Stdlib}, seals: []Source{sl.Plugins, sl.Stdlib}}
 	g := &Generation{limits: lim, log: log, protos: map[string]*lua.FunctionProto{}, preload: l.preload,
 		sources: []Source{sl.Plugins, sl.Stdlib}, LoadedAt: time.Now()}
 	poolSize := l.PoolSize
@@ -275,7 +261,7 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 		}
 	}
 	for _, f := range files {
-		root, err := rootOf(f.Source)
+		root, err := roots.get(f.Source)
 		if err != nil {
 			list.Add(err)
 			continue
@@ -350,7 +336,7 @@ func (l *Loader) LoadFiles(ctx context.Context, files []PluginFile) (*Generation
 		return nil, list.Err()
 	}
 	// Every module the plugins could require.
-	for _, r := range roots {
+	for _, r := range roots.seals {
 		h.Write(digestOf(r))
 	}
 	g.Hash = hex.EncodeToString(h.Sum(nil))

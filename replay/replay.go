@@ -123,22 +123,37 @@ func (r *Replayer) Apply(ctx context.Context, rec *journal.Record) (*journal.Fli
 	if st == nil || st.done {
 		return nil, nil
 	}
+	if ok, _ := r.admit(st, rec); !ok {
+		return nil, nil
+	}
+	return r.follow(ctx, st, rec)
+}
+
+// admit tells whether a phase record of a run still followed is to be
+// driven, and when not, why the run is no longer followed ("" when it
+// is: a retry that decided as the first try was driven once already).
+func (r *Replayer) admit(st *runState, rec *journal.Record) (ok bool, stop string) {
 	if len(rec.Omitted) > 0 {
 		// The writer left out part of the record (it was too large for a
 		// reader): the phase cannot be driven as it ran, nor the run after it.
 		st.done = true
-		return nil, nil
+		return false, fmt.Sprintf("the journal left out this record's %s (too large to write whole)", strings.Join(rec.Omitted, ", "))
 	}
 	switch retried(st.last, rec) {
 	case retrySame:
-		return nil, nil
+		return false, ""
 	case retryOther:
 		// The run went on from the retry, which the candidate cannot be
-		// put back to drive (see RunSource's warning).
+		// put back to drive.
 		st.done = true
-		return nil, nil
+		return false, "the host ran this phase again (its save had failed) and it decided otherwise the second time"
 	}
 	st.last = rec
+	return true, ""
+}
+
+// follow drives an admitted phase record and returns the flip it found.
+func (r *Replayer) follow(ctx context.Context, st *runState, rec *journal.Record) (*journal.Flip, error) {
 	flip, err := r.drive(ctx, st, rec)
 	if flip != nil || err != nil {
 		st.done = true

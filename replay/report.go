@@ -84,26 +84,23 @@ func RunSource(ctx context.Context, candidate *run.Runtime, src journal.Source, 
 			if st.done {
 				return nil
 			}
-			if len(rec.Omitted) > 0 {
+			ok, stop := r.admit(st, rec)
+			if stop != "" {
 				shortened = append(shortened, journal.Problem{Pos: pos, Msg: fmt.Sprintf(
-					"run %s step %d %s: the journal left out this record's %s (too large to write whole); the run is not replayed from here",
-					rec.RunID, rec.Step, rec.Phase, strings.Join(rec.Omitted, ", "))})
-				break
+					"run %s step %d %s: %s; the run is not replayed from here", rec.RunID, rec.Step, rec.Phase, stop)})
 			}
-			switch retried(st.last, rec) {
-			case retrySame:
-				return nil // driven once already
-			case retryOther:
-				shortened = append(shortened, journal.Problem{Pos: pos, Msg: fmt.Sprintf(
-					"run %s step %d %s: the host ran this phase again (its save had failed) and it decided otherwise the second time; the run is not replayed from here",
-					rec.RunID, rec.Step, rec.Phase)})
-				_, err := r.Apply(ctx, rec) // stops following the run
-				return err
+			if !ok {
+				return nil
 			}
 			rep.Phases++
 			if rec.Phase == journal.StepStart {
 				rep.Steps++
 			}
+			flip, err := r.follow(ctx, st, rec)
+			if err == nil && flip != nil {
+				rep.Flips = append(rep.Flips, *flip)
+			}
+			return err
 		}
 		flip, err := r.Apply(ctx, rec)
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
-	"github.com/awaken-lua/awaken-lua/journal"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/replay"
 	"github.com/awaken-lua/awaken-lua/run"
@@ -47,13 +46,7 @@ func clockRuntime(t *testing.T, st run.Store, j run.Recorder, clocked bool) *run
 
 func recordRetried(t *testing.T, failFirstGateSave bool, candClocked ...bool) *replay.Report {
 	ctx := context.Background()
-	dir := t.TempDir()
-	w, err := journal.Open(journal.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &flakyStore{MemoryStore: run.NewMemoryStore()}
-	rt := clockRuntime(t, st, w, true)
+	dir, w, st, rt := recording(t, true)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

@@ -26,19 +26,26 @@ func (f *flakyStore) PutRun(ctx context.Context, cp run.Checkpoint) error {
 	return f.MemoryStore.PutRun(ctx, cp)
 }
 
-// A sidecar whose checkpoint fails after a phase drops the run and, on the
-// client's retry, restores it from the store and runs the phase again
-// (server.settle): the journal holds that phase twice. Replaying it
-// against the same plugins reports no flip.
-func TestReplayAfterFailedCheckpoint(t *testing.T) {
-	ctx := context.Background()
+// recording is a runtime over a store whose saves can be made to fail,
+// journaling into a directory of its own.
+func recording(t *testing.T, clocked bool) (string, *journal.Writer, *flakyStore, *run.Runtime) {
+	t.Helper()
 	dir := t.TempDir()
 	w, err := journal.Open(journal.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := &flakyStore{MemoryStore: run.NewMemoryStore()}
-	rt := clockRuntime(t, st, w, false)
+	return dir, w, st, clockRuntime(t, st, w, clocked)
+}
+
+// A sidecar whose checkpoint fails after a phase drops the run and, on the
+// client's retry, restores it from the store and runs the phase again
+// (server.settle): the journal holds that phase twice. Replaying it
+// against the same plugins reports no flip.
+func TestReplayAfterFailedCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	dir, w, st, rt := recording(t, false)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

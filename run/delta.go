@@ -311,7 +311,7 @@ func (s *Session) delta() (Delta, bool) {
 	d := Delta{RunID: s.info.ID, Base: s.seq,
 		Generation: s.rt.generation, Bundle: s.rt.bundle, Status: s.status, Stage: s.stage, Step: s.info.Step,
 		Termination: s.termination, Natural: s.natural, Cwd: s.info.Cwd,
-		Revision: snap.Revision(), ThreadRevision: s.thread.Revision, NextExpiry: s.nextExpiry()}
+		Revision: snap.Revision(), ThreadRevision: s.thread.Revision, NextExpiry: s.NextExpiry()}
 	for _, k := range s.rt.set.Registry().Keys() {
 		if k.Transient || (k.Scope != state.ScopeRun && k.Scope != state.ScopeThread) {
 			continue

@@ -50,16 +50,6 @@ func (cp Checkpoint) NextExpiry() time.Time {
 	return next
 }
 
-// nextExpiry is the earliest expiry of the session's suspended calls, as
-// its checkpoint's NextExpiry would be.
-func (s *Session) nextExpiry() time.Time {
-	var next time.Time
-	for _, c := range s.calls {
-		next = earlier(next, c)
-	}
-	return next
-}
-
 // earlier is next, or c's expiry when c is suspended and expires first.
 func earlier(next time.Time, c *CallRecord) time.Time {
 	if c.Status != CallSuspended || c.Gate == nil || c.Gate.Ticket == nil {

@@ -399,17 +399,13 @@ func (w *walker) evaluated1(n syntax.Node) bool {
 			w.subscripts = append(w.subscripts, x.Index)
 		}
 	case *syntax.Lit:
-		if strings.ContainsAny(x.Value, "$`") {
+		if codeText(x) {
 			w.quoted(x)
 		} else if w.arith > 0 && nameStart(x.Value) {
 			w.s.readsVar(x.Value)
 		}
 	case *syntax.SglQuoted:
-		v := x.Value
-		if x.Dollar {
-			v, _ = ansiC(v)
-		}
-		if strings.ContainsAny(v, "$`") {
+		if codeText(x) {
 			w.quoted(x)
 		}
 	case *syntax.ParamExp:
@@ -484,16 +480,8 @@ func (s *splitter) value(n syntax.Node) {
 	}
 	syntax.Walk(n, func(m syntax.Node) bool {
 		switch m := m.(type) {
-		case *syntax.Lit:
-			if strings.ContainsAny(m.Value, "$`") {
-				s.varCode = true
-			}
-		case *syntax.SglQuoted:
-			v := m.Value
-			if m.Dollar {
-				v, _ = ansiC(v)
-			}
-			if strings.ContainsAny(v, "$`") {
+		case *syntax.Lit, *syntax.SglQuoted:
+			if codeText(m) {
 				s.varCode = true
 			}
 		case *syntax.ParamExp:
@@ -666,26 +654,32 @@ func (w *walker) quotedIn(words []*syntax.Word) {
 // $ or ` (an expansion in it is not text).
 func quotedDollar(x *syntax.Word) bool {
 	for _, p := range x.Parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			if strings.ContainsAny(p.Value, "$`") {
-				return true
-			}
-		case *syntax.SglQuoted:
-			v := p.Value
-			if p.Dollar {
-				v, _ = ansiC(v)
-			}
-			if strings.ContainsAny(v, "$`") {
-				return true
-			}
-		case *syntax.DblQuoted:
-			for _, q := range p.Parts {
-				if l, ok := q.(*syntax.Lit); ok && strings.ContainsAny(l.Value, "$`") {
+		if codeText(p) {
+			return true
+		}
+		if d, ok := p.(*syntax.DblQuoted); ok {
+			for _, q := range d.Parts {
+				if _, lit := q.(*syntax.Lit); lit && codeText(q) {
 					return true
 				}
 			}
 		}
+	}
+	return false
+}
+
+// codeText reports whether a literal or single-quoted part's text (an
+// ANSI-C one decoded) holds $ or `: text bash may yet run as code.
+func codeText(n syntax.Node) bool {
+	switch p := n.(type) {
+	case *syntax.Lit:
+		return strings.ContainsAny(p.Value, "$`")
+	case *syntax.SglQuoted:
+		v := p.Value
+		if p.Dollar {
+			v, _ = ansiC(v)
+		}
+		return strings.ContainsAny(v, "$`")
 	}
 	return false
 }
@@ -1129,7 +1123,7 @@ func envSplit(words []iword) (at, off int, ok bool) {
 		}
 		if strings.HasPrefix(v, "--") {
 			name, _, valued := strings.Cut(v, "=")
-			if len(name) > 2 && strings.HasPrefix("--split-string", name) {
+			if shortens(name, "--split-string") {
 				if valued {
 					return i, len(name) + 1, true
 				}
@@ -1245,7 +1239,7 @@ func xargsReplace(opts []iword) (string, bool) {
 		}
 		if strings.HasPrefix(v, "--") {
 			name, val, valued := strings.Cut(v, "=")
-			if len(name) > 2 && strings.HasPrefix("--replace", name) {
+			if shortens(name, "--replace") {
 				r, set = "{}", true
 				if valued {
 					r = val

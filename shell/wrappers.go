@@ -155,11 +155,17 @@ func abbreviates(name string, opts map[string]bool) bool {
 		return false
 	}
 	for o := range opts {
-		if strings.HasPrefix(o, name) {
+		if shortens(name, o) {
 			return true
 		}
 	}
 	return false
+}
+
+// shortens reports whether name is the long option full or one GNU getopt
+// takes for it: a prefix past "--" (--split-string as --sp).
+func shortens(name, full string) bool {
+	return len(name) > 2 && strings.HasPrefix(full, name)
 }
 
 // isAssign reports whether s looks like NAME=VALUE or NAME+=VALUE.

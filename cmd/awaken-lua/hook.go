@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -110,7 +109,7 @@ func cmdHook(e *env) int {
 	if name.Event == "" {
 		// Cut at the size limit, or otherwise broken: the name can
 		// still be read where it comes before the break.
-		name.Event = sniffEvent(body)
+		name.Event = hooks.SniffEvent(body)
 	}
 	if misuse != nil {
 		return hookMisused(e, *agent, name.Event, misuse)
@@ -217,21 +216,6 @@ func hookMisused(e *env, agent, event string, misuse error) int {
 	}
 	fmt.Fprintf(e.stderr, "awaken-lua hook: %v; the event goes on without a decision\n", err)
 	return exitFailed
-}
-
-// eventName is how an event names itself in the input of every agent
-// that names it (Copilot's does not).
-var eventName = regexp.MustCompile(`"hook_event_name"\s*:\s*"([A-Za-z_]+)"`)
-
-// sniffEvent is the event a body that does not parse names before it
-// breaks, or "": the first "hook_event_name" key (agents send it near the
-// start; in a string value its quotes would be escaped). --event, which
-// every installed hook command passes, is read before it.
-func sniffEvent(body []byte) string {
-	if m := eventName.FindSubmatch(body); m != nil {
-		return string(m[1])
-	}
-	return ""
 }
 
 // hookFailed answers when no decision came. Claude Code, Codex and Gemini

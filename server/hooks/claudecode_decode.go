@@ -59,7 +59,7 @@ var ccFields = [...]ccJSONField{
 	ccString("transcript_path", func(in *ccInput) *string { return &in.TranscriptPath }),
 	ccString("cwd", func(in *ccInput) *string { return &in.Cwd }),
 	ccString("permission_mode", func(in *ccInput) *string { return &in.PermissionMode }),
-	ccString("hook_event_name", func(in *ccInput) *string { return &in.HookEventName }),
+	ccString("hook_event_name", ccName),
 	ccString("tool_name", func(in *ccInput) *string { return &in.ToolName }),
 	{"tool_input", func(in *ccInput, v any) error { in.ToolInput = v; return nil }},
 	ccString("tool_use_id", func(in *ccInput) *string { return &in.ToolUseID }),

@@ -118,10 +118,17 @@ func (cc *claudeCode) copilotFailure(event string, err error) copilotOutput {
 	case "preToolUse":
 		return copilotOutput{PermissionDecision: "deny", PermissionDecisionReason: reason}
 	case "PreToolUse":
-		return copilotOutput{PermissionDecision: "deny", PermissionDecisionReason: reason,
-			HookSpecificOutput: &ccSpecific{HookEventName: evPreToolUse, PermissionDecision: "deny", PermissionDecisionReason: reason}}
+		return copilotOutput{PermissionDecision: "deny", PermissionDecisionReason: reason}.withVS()
 	}
 	return copilotOutput{}
+}
+
+// withVS gives the decision also where the VS Code compatible format
+// reads it (as Claude Code does).
+func (o copilotOutput) withVS() copilotOutput {
+	o.HookSpecificOutput = &ccSpecific{HookEventName: evPreToolUse, PermissionDecision: o.PermissionDecision,
+		PermissionDecisionReason: o.PermissionDecisionReason, UpdatedInput: o.ModifiedArgs}
+	return o
 }
 
 func (cc *claudeCode) copilot(ctx context.Context, event string, in copilotInput, agent string) copilotOutput {
@@ -165,8 +172,7 @@ func (cc *claudeCode) copilot(ctx context.Context, event string, in copilotInput
 	out := cc.dispatch(ctx, c, agent)
 	r := copilotReply(event, out, back)
 	if vs && event == "preToolUse" && r.PermissionDecision != "" {
-		r.HookSpecificOutput = &ccSpecific{HookEventName: evPreToolUse, PermissionDecision: r.PermissionDecision,
-			PermissionDecisionReason: r.PermissionDecisionReason, UpdatedInput: r.ModifiedArgs}
+		return r.withVS()
 	}
 	return r
 }

@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"runtime/debug"
 )
 
@@ -51,10 +52,7 @@ func serveHook[In, Out any](o *Options, w http.ResponseWriter, r *http.Request, 
 	// body that did not decode names before it breaks.
 	event := func() string {
 		if decoded {
-			if e := p.event(r, &in, body); e != "" {
-				return e
-			}
-			return query(r, "event")
+			return p.event(r, &in, body) // ?event= is in it already (p.name)
 		}
 		if e := query(r, "event"); e != "" {
 			return e
@@ -141,4 +139,18 @@ func query(r *http.Request, name string) string {
 		return ""
 	}
 	return r.URL.Query().Get(name)
+}
+
+// eventName is how an event names itself in the input of every agent that
+// names it (Copilot's camelCase input does not).
+var eventName = regexp.MustCompile(`"hook_event_name"\s*:\s*"([A-Za-z_]+)"`)
+
+// SniffEvent is the event a body that does not parse names before it
+// breaks, or "": the first "hook_event_name" key (agents send it near the
+// start; in a string value its quotes would be escaped).
+func SniffEvent(body []byte) string {
+	if m := eventName.FindSubmatch(body); m != nil {
+		return string(m[1])
+	}
+	return ""
 }

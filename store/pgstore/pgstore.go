@@ -372,9 +372,8 @@ func (s *Store) FinishRun(ctx context.Context, t run.Thread, runID string, seq u
 	if err != nil {
 		return 0, err
 	}
-	if _, err := tx.Exec(ctx, `WITH d AS (DELETE FROM awaken_run_deltas WHERE run_id = $1)
-		DELETE FROM awaken_runs WHERE id = $1`, runID); err != nil {
-		return 0, unavailable(err, "forget run "+runID)
+	if err := deleteRun(ctx, tx, runID); err != nil {
+		return 0, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, unavailable(err, "finish run "+runID)
@@ -384,7 +383,11 @@ func (s *Store) FinishRun(ctx context.Context, t run.Thread, runID string, seq u
 
 // DeleteRun implements run.Store.
 func (s *Store) DeleteRun(ctx context.Context, id string) error {
-	if _, err := s.pool.Exec(ctx, `WITH d AS (DELETE FROM awaken_run_deltas WHERE run_id = $1)
+	return deleteRun(ctx, s.pool, id)
+}
+
+func deleteRun(ctx context.Context, q querier, id string) error {
+	if _, err := q.Exec(ctx, `WITH d AS (DELETE FROM awaken_run_deltas WHERE run_id = $1)
 		DELETE FROM awaken_runs WHERE id = $1`, id); err != nil {
 		return unavailable(err, "forget run "+id)
 	}
