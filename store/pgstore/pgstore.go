@@ -333,12 +333,18 @@ func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
 // limit waiting runs whose earliest approval expired by now and that no
 // other replica holds a live claim on (FOR UPDATE SKIP LOCKED: replicas
 // claiming at once never wait for, nor take, each other's rows).
+//
+// Claims are timed by the database's clock, the one clock every replica
+// shares: timed by the caller's, a replica whose clock runs ahead by more
+// than the lease would take the claims of the others as they hold them.
+// Whether an approval expired is the caller's clock (now), as it is the
+// caller that settles the run by it.
 func (s *Store) ClaimExpired(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `UPDATE awaken_runs SET expiry_claim = $2
+	rows, err := s.pool.Query(ctx, `UPDATE awaken_runs SET expiry_claim = clock_timestamp() + make_interval(secs => $2)
 		WHERE id IN (SELECT id FROM awaken_runs
-			WHERE status = 'waiting' AND next_expiry <= $1 AND (expiry_claim IS NULL OR expiry_claim < $1)
+			WHERE status = 'waiting' AND next_expiry <= $1 AND (expiry_claim IS NULL OR expiry_claim < clock_timestamp())
 			ORDER BY next_expiry LIMIT $3 FOR UPDATE SKIP LOCKED)
-		RETURNING id`, now, now.Add(lease), limit)
+		RETURNING id`, now, lease.Seconds(), limit)
 	if err != nil {
 		return nil, unavailable(err, "claim expired runs")
 	}

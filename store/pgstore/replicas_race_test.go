@@ -195,3 +195,48 @@ func TestAgeOutKeepsStreamsWhole(t *testing.T) {
 		t.Fatalf("after age-out: %d lines verified, %v; want the newer stream's 2", n, err)
 	}
 }
+
+// A claim on an expired approval holds for its lease on the database's
+// clock: a replica whose clock runs ten minutes ahead does not take it,
+// and one whose clock lags 30 s behind takes a claim whose lease is over
+// (timed by the callers' clocks, the first would and the second would
+// not).
+func TestClaimExpiredLeaseOnDatabaseClock(t *testing.T) {
+	st, ctx := open(t), context.Background()
+	waiting := func(id string) {
+		t.Helper()
+		rec := run.CallRecord{Call: model.ToolCall{ID: "c1", Name: "deploy"}, Status: run.CallSuspended,
+			Gate: &run.GateRecord{Ticket: &gate.Ticket{ID: "t1", ExpiresAt: time.Now().Add(-time.Minute)}}}
+		cp := run.Checkpoint{RunID: id, ThreadID: "t-" + id, Status: run.Waiting, Stage: run.StageInferred, Seq: 1,
+			Values: map[string]any{}, Calls: []run.CallRecord{rec}}
+		if err := st.PutRun(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func(now time.Time, lease time.Duration) []string {
+		t.Helper()
+		ids, err := st.ClaimExpired(ctx, now, lease, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	waiting("r1")
+	if ids := claim(time.Now(), time.Minute); len(ids) != 1 {
+		t.Fatalf("first claim: %v, want [r1]", ids)
+	}
+	if ids := claim(time.Now().Add(10*time.Minute), time.Minute); len(ids) != 0 {
+		t.Errorf("a replica ten minutes ahead took a claim held for a minute: %v", ids)
+	}
+	waiting("r2")
+	if ids := claim(time.Now(), 50*time.Millisecond); len(ids) != 1 || ids[0] != "r2" {
+		t.Fatalf("claim of r2: %v", ids)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(claim(time.Now().Add(-30*time.Second), time.Minute)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a replica 30 s behind never took a claim whose 50 ms lease ended")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
