@@ -77,7 +77,7 @@ func (w *walker) su(idx int, words []iword) {
 				if _, ok := value(val); !ok {
 					return
 				}
-			case "--login", "--preserve-environment", "--fast", "--pty", "--help", "--version", "--nohup":
+			case "--login", "--preserve-environment", "--fast", "--pty", "--no-pty", "--help", "--version", "--nohup":
 			default:
 				w.unknown(idx, x.Source, Script)
 				return
@@ -99,7 +99,7 @@ func (w *walker) su(idx int, words []iword) {
 					direct = true
 				}
 				break cluster
-			case 'l', 'm', 'p', 'f', 'P', 'h', 'V':
+			case 'l', 'm', 'p', 'f', 'P', 'T', 'h', 'V':
 			default:
 				w.unknown(idx, x.Source, Script)
 				return
