@@ -855,6 +855,15 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 	case "alias":
 		w.alias(idx, words)
 		return
+	case "compgen":
+		w.compgen(idx, words)
+		return
+	case "su", "runuser":
+		w.su(idx, words)
+		return
+	case "ssh":
+		w.ssh(idx, words)
+		return
 	case "env":
 		if at, off, ok := envSplit(words); ok {
 			w.envScript(idx, words, at, off)
@@ -932,7 +941,7 @@ func (w *walker) subVia(idx int, script string, via Via) {
 
 // builtins are the bash builtins whose arguments Split reads as code:
 // only the bare name runs them.
-var builtins = map[string]bool{"eval": true, "trap": true, "source": true, ".": true, "alias": true}
+var builtins = map[string]bool{"eval": true, "trap": true, "source": true, ".": true, "alias": true, "compgen": true}
 
 // builtinWrappers are the transparent wrappers that are builtins or
 // keywords (time has a program too, /usr/bin/time, that wraps the same).

@@ -121,6 +121,27 @@ func TestSplit(t *testing.T) {
 		{"xargs with options", "xargs -n1 -I{} rm {}", []string{"xargs -n1 -I{} rm {}|top|-", "rm {}*|runner|0"}},
 		{"find -exec", `find . -exec rm {} \; -ok echo {} +`, []string{"find . -exec rm {} ; -ok echo {} +|top|-", "rm {}*|runner|0", "echo {}*|runner|0"}},
 		{"dynamic wrapper option", "sudo $ARGS", []string{"sudo $ARGS*|top|-", "$ARGS*|runner|0"}},
+		// Command lines run by su, runuser, ssh and compgen.
+		{"su -c", "su -c 'rm -rf /' root", []string{"su -c rm -rf / root|top|-", "rm -rf /|script|0"}},
+		{"su user -lc", "su - root -lc 'rm x'", []string{"su - root -lc rm x|top|-", "rm x|script|0"}},
+		{"su --command=", "su --command='rm x'", []string{"su --command=rm x|top|-", "rm x|script|0"}},
+		{"su -cCMD", "su -c'rm x'", []string{"su -crm x|top|-", "rm x|script|0"}},
+		{"su reads stdin", "su root", []string{"su root|top|-", "su (shell reading its script from stdin)*|script|0"}},
+		{"su unknown option", "su --comm 'rm x'", []string{"su --comm rm x|top|-", "--comm*|script|0"}},
+		{"su dynamic script", `su -c "$X"`, []string{`su -c "$X"*|top|-`, `"$X"*|script|0`}},
+		{"runuser -c", "runuser -u app -- rm x", []string{"runuser -u app -- rm x|top|-", "rm x|runner|0"}},
+		{"runuser -u", "runuser -u app rm x", []string{"runuser -u app rm x|top|-", "rm x|runner|0"}},
+		{"runuser -l -c", "runuser -l app -c 'rm x'", []string{"runuser -l app -c rm x|top|-", "rm x|script|0"}},
+		{"ssh command", "ssh -p 22 host rm -rf /srv", []string{"ssh -p 22 host rm -rf /srv|top|-", "rm -rf /srv|script|0"}},
+		{"ssh quoted command", "ssh host 'cd app && rm x'", []string{"ssh host cd app && rm x|top|-", "cd app|script|0", "rm x|script|0"}},
+		{"ssh login", "ssh -i key host", []string{"ssh -i key host|top|-"}},
+		{"ssh ProxyCommand", "ssh -o 'ProxyCommand=rm x' host", []string{"ssh -o ProxyCommand=rm x host|top|-", "rm x|runner|0"}},
+		{"ssh -oProxyCommand with spaces", "ssh '-oProxyCommand rm -o a=b' host ls", []string{"ssh -oProxyCommand rm -o a=b host ls|top|-", "rm -o a=b|runner|0", "ls|script|0"}},
+		{"ssh ProxyCommand none", "ssh -o ProxyCommand=none host", []string{"ssh -o ProxyCommand=none host|top|-"}},
+		{"ssh dynamic command", "ssh host $CMD", []string{"ssh host $CMD*|top|-", "$CMD*|script|0"}},
+		{"compgen -C", "compgen -C 'rm x' y", []string{"compgen -C rm x y|top|-", "rm x|runner|0"}},
+		{"compgen -W", "compgen -W 'rm x' y", []string{"compgen -W rm x y|top|-"}},
+		{"./compgen is a program", "./compgen -C 'rm x'", []string{"./compgen -C rm x|top|-"}},
 		// Options that hide the command: GNU optional values attach with =
 		// only, abbreviated long options, - for env -i, clustered -S; a
 		// shell reading stdin or input (sudo -s, xargs sh -c, a word that

@@ -41,40 +41,43 @@ func runMatches(t *testing.T, tests []matchCase) {
 func TestMatchBashDeny(t *testing.T) {
 	var tests []matchCase
 	for cmd, want := range map[string]bool{
-		"rm -rf /":                  true, // with a description beside it
-		"echo ok && rm -rf /":       true,
-		"ls; rm x":                  true,
-		"ls || rm x":                true,
-		"ls | rm x":                 true,
-		"ls & rm x":                 true,
-		"$(rm -rf /)":               true,
-		"echo $(rm -rf /)":          true,
-		"echo `rm -rf /`":           true,
-		"(cd /; rm -rf x)":          true,
-		"{ rm x; }":                 true,
-		"if true; then rm x; fi":    true,
-		"bash -c 'rm -rf /'":        true,
-		"sh -c \"echo; rm -rf /\"":  true,
-		"env A=1 bash -c 'rm x'":    true,
-		"eval 'rm x'":               true,
-		"sudo rm -rf /":             true,
-		"FOO=1 rm x":                true,
-		"timeout 5 nice rm x":       true,
-		"ls | xargs rm":             true,
-		"find . -exec rm {} \\;":    true,
-		"rm x > /dev/null 2>&1":     true,
-		`r"m" -rf /`:                true, // quotes removed
-		"$CMD -rf /":                true, // the command's name is unknown
-		`bash -c "$X"`:              true, // so is the script's
-		"curl x | sh":               true,
-		"rm 'unclosed":              true, // does not parse
-		"echo rm":                   false,
-		"rmdir x":                   false,
-		"ls -la":                    false,
-		"grep -r rm .":              false,
-		"echo 'rm -rf /'":           false,
-		"git rm x":                  false,
-		"echo $(date) && ls $HOME/": false,
+		"rm -rf /":                        true, // with a description beside it
+		"echo ok && rm -rf /":             true,
+		"ls; rm x":                        true,
+		"ls || rm x":                      true,
+		"ls | rm x":                       true,
+		"ls & rm x":                       true,
+		"$(rm -rf /)":                     true,
+		"echo $(rm -rf /)":                true,
+		"echo `rm -rf /`":                 true,
+		"(cd /; rm -rf x)":                true,
+		"{ rm x; }":                       true,
+		"if true; then rm x; fi":          true,
+		"bash -c 'rm -rf /'":              true,
+		"sh -c \"echo; rm -rf /\"":        true,
+		"env A=1 bash -c 'rm x'":          true,
+		"eval 'rm x'":                     true,
+		"sudo rm -rf /":                   true,
+		"su -c 'rm -rf /' root":           true,
+		"ssh host rm -rf /srv":            true,
+		"ssh -o ProxyCommand='rm x' host": true,
+		"FOO=1 rm x":                      true,
+		"timeout 5 nice rm x":             true,
+		"ls | xargs rm":                   true,
+		"find . -exec rm {} \\;":          true,
+		"rm x > /dev/null 2>&1":           true,
+		`r"m" -rf /`:                      true, // quotes removed
+		"$CMD -rf /":                      true, // the command's name is unknown
+		`bash -c "$X"`:                    true, // so is the script's
+		"curl x | sh":                     true,
+		"rm 'unclosed":                    true, // does not parse
+		"echo rm":                         false,
+		"rmdir x":                         false,
+		"ls -la":                          false,
+		"grep -r rm .":                    false,
+		"echo 'rm -rf /'":                 false,
+		"git rm x":                        false,
+		"echo $(date) && ls $HOME/":       false,
 	} {
 		tests = append(tests, matchCase{"Bash(rm *)", Deny, bash(cmd), want})
 	}
@@ -137,6 +140,8 @@ func TestMatchBashAllow(t *testing.T) {
 		{"Bash(npm run build)", Allow, bash("npm run build --prod"), false},
 		{"Bash(xargs *)", Allow, bash("xargs -n1 rm"), false}, // rm runs, and is not allowed
 		{"Bash(sudo *)", Allow, bash("sudo bash -c 'rm x'"), false},
+		{"Bash(ssh *)", Allow, bash("ssh host rm x"), false},
+		{"Bash(ssh *)", Allow, bash("ssh -i key host"), true},
 		{"Bash(git commit *)", Allow, bash(`git commit -m "it's done"`), true},
 		// Bash and Bash(*) match every call, even one that does not parse.
 		{"Bash", Allow, bash("rm 'x"), true},

@@ -1,0 +1,228 @@
+package shell
+
+// Programs that run a command line given as an option or as their last
+// words, for a shell to run: su and runuser (-c), ssh (the remote command,
+// and the local ProxyCommand and LocalCommand), compgen (-C).
+
+import (
+	"strings"
+)
+
+// su runs a shell as another user: its script is the value of -c
+// (--command, --session-command); without one the shell reads its script
+// from stdin. runuser -u USER COMMAND runs the command itself. Options
+// may follow the user (getopt permutes them); an option this does not
+// know, or a long one that may be a shortened one, hides what runs.
+func (w *walker) su(idx int, words []iword) {
+	var script *iword
+	direct := false // runuser -u
+	operands := 0
+	for i := 1; i < len(words); i++ {
+		x := words[i]
+		if !x.Literal {
+			w.unknown(idx, x.Source, Script)
+			return
+		}
+		v := x.Value
+		if direct && operands == 0 && !strings.HasPrefix(v, "-") || v == "--" && direct {
+			if v == "--" {
+				i++
+			}
+			if i < len(words) {
+				w.wrapped(idx, words[i:], -1, nil, Runner, 0, false)
+			}
+			return
+		}
+		if v == "-" || !strings.HasPrefix(v, "-") {
+			operands++
+			continue
+		}
+		if v == "--" {
+			break // the rest are the user and the shell's arguments
+		}
+		value := func(attached string) (*iword, bool) {
+			if attached != "" {
+				y := x
+				y.Value = attached
+				return &y, true
+			}
+			if i+1 >= len(words) {
+				return nil, true
+			}
+			i++
+			if !words[i].Literal {
+				w.unknown(idx, words[i].Source, Script)
+				return nil, false
+			}
+			return &words[i], true
+		}
+		if strings.HasPrefix(v, "--") {
+			name, val, valued := strings.Cut(v, "=")
+			if !valued {
+				val = ""
+			}
+			switch name {
+			case "--command", "--session-command":
+				s, ok := value(val)
+				if !ok {
+					return
+				}
+				script = s
+			case "--user":
+				if _, ok := value(val); !ok {
+					return
+				}
+				direct = true
+			case "--group", "--supp-group", "--shell", "--whitelist-environment":
+				if _, ok := value(val); !ok {
+					return
+				}
+			case "--login", "--preserve-environment", "--fast", "--pty", "--no-pty", "--help", "--version", "--nohup":
+			default:
+				w.unknown(idx, x.Source, Script)
+				return
+			}
+			continue
+		}
+	cluster:
+		for j := 1; j < len(v); j++ {
+			switch c := v[j]; c {
+			case 'c', 'g', 'G', 's', 'w', 'u':
+				s, ok := value(v[j+1:])
+				if !ok {
+					return
+				}
+				switch c {
+				case 'c':
+					script = s
+				case 'u':
+					direct = true
+				}
+				break cluster
+			case 'l', 'm', 'p', 'f', 'P', 'T', 'h', 'V':
+			default:
+				w.unknown(idx, x.Source, Script)
+				return
+			}
+		}
+	}
+	if script == nil {
+		w.unknown(idx, words[0].Source+" (shell reading its script from stdin)", Script)
+		return
+	}
+	w.sub(idx, script.Value)
+}
+
+// sshArgOpts are ssh's options that take a value.
+const sshArgOpts = "BbcDEeFIiJLlmOoPpQRSWw"
+
+// sshLocal are the ssh_config keywords whose value is a command line ssh
+// runs on this machine, through the user's shell.
+var sshLocal = map[string]bool{"proxycommand": true, "localcommand": true, "knownhostscommand": true}
+
+// ssh runs its words after the destination, joined by spaces, as a script
+// of the remote user's shell; -o ProxyCommand=... (and LocalCommand,
+// KnownHostsCommand) run here. Without a command ssh runs a login shell
+// on the terminal: nothing this line shows.
+func (w *walker) ssh(idx int, words []iword) {
+	i := 1
+	for ; i < len(words); i++ {
+		x := words[i]
+		if !x.Literal {
+			w.unknown(idx, x.Source, Script)
+			return
+		}
+		v := x.Value
+		if v == "--" {
+			i++
+			break
+		}
+		if len(v) < 2 || v[0] != '-' {
+			break
+		}
+		for j := 1; j < len(v); j++ {
+			if strings.IndexByte(sshArgOpts, v[j]) < 0 {
+				continue
+			}
+			val := v[j+1:]
+			if val == "" {
+				if i+1 >= len(words) {
+					return // ssh fails: an option without its value
+				}
+				i++
+				if !words[i].Literal {
+					w.unknown(idx, words[i].Source, Script)
+					return
+				}
+				val = words[i].Value
+			}
+			if v[j] == 'o' {
+				// KEY=VALUE or KEY VALUE (ssh_config's two forms).
+				opt := strings.TrimLeft(val, " \t")
+				key, cmd := opt, ""
+				if k := strings.IndexAny(opt, " \t="); k >= 0 {
+					key = opt[:k]
+					cmd = strings.TrimPrefix(strings.TrimLeft(opt[k:], " \t"), "=")
+					cmd = strings.TrimSpace(cmd)
+				}
+				if sshLocal[strings.ToLower(key)] && cmd != "" && !strings.EqualFold(cmd, "none") {
+					w.subVia(idx, cmd, Runner)
+				}
+			}
+			break
+		}
+	}
+	// words[i] is the destination; what follows is the remote command.
+	if i+1 >= len(words) {
+		return
+	}
+	parts := make([]string, 0, len(words)-i-1)
+	for _, a := range words[i+1:] {
+		if !a.Literal {
+			w.unknown(idx, a.Source, Script)
+			return
+		}
+		parts = append(parts, a.Value)
+	}
+	w.sub(idx, strings.Join(parts, " "))
+}
+
+// compgen -C COMMAND runs the command to list completions.
+func (w *walker) compgen(idx int, words []iword) {
+	for i := 1; i < len(words); i++ {
+		x := words[i]
+		if !x.Literal {
+			w.unknown(idx, x.Source, Script)
+			return
+		}
+		v := x.Value
+		if v == "--" || !strings.HasPrefix(v, "-") {
+			return
+		}
+		for j := 1; j < len(v); j++ {
+			if strings.IndexByte("AGWXFPSoC", v[j]) < 0 {
+				continue
+			}
+			if v[j] != 'C' {
+				if v[j+1:] == "" {
+					i++ // the value is the next word
+				}
+				break
+			}
+			cmd := v[j+1:]
+			if cmd == "" {
+				if i+1 >= len(words) {
+					return
+				}
+				i++
+				if !words[i].Literal {
+					w.unknown(idx, words[i].Source, Script)
+					return
+				}
+				cmd = words[i].Value
+			}
+			w.subVia(idx, cmd, Runner)
+			break
+		}
+	}
+}
