@@ -77,7 +77,7 @@ func (w *walker) su(idx int, words []iword) {
 				if _, ok := value(val); !ok {
 					return
 				}
-			case "--login", "--preserve-environment", "--fast", "--pty", "--no-pty", "--help", "--version", "--nohup":
+			case "--login", "--preserve-environment", "--fast", "--pty", "--no-pty", "--help", "--version":
 			default:
 				w.unknown(idx, x.Source, Script)
 				return
@@ -122,69 +122,80 @@ var sshLocal = map[string]bool{"proxycommand": true, "localcommand": true, "know
 
 // ssh runs its words after the destination, joined by spaces, as a script
 // of the remote user's shell; -o ProxyCommand=... (and LocalCommand,
-// KnownHostsCommand) run here. Without a command ssh runs a login shell
-// on the terminal: nothing this line shows.
+// KnownHostsCommand) run here. Options may follow the destination too
+// (ssh parses them again there, unless -- ended them). Without a command
+// ssh runs a login shell on the terminal: nothing this line shows.
 func (w *walker) ssh(idx int, words []iword) {
-	i := 1
-	for ; i < len(words); i++ {
+	host, ended := false, false
+	for i := 1; i < len(words); i++ {
 		x := words[i]
 		if !x.Literal {
 			w.unknown(idx, x.Source, Script)
 			return
 		}
 		v := x.Value
-		if v == "--" {
-			i++
-			break
-		}
-		if len(v) < 2 || v[0] != '-' {
-			break
-		}
-		for j := 1; j < len(v); j++ {
-			if strings.IndexByte(sshArgOpts, v[j]) < 0 {
-				continue
+		switch {
+		case !ended && v == "--":
+			ended = true
+		case !ended && len(v) >= 2 && v[0] == '-':
+			var ok bool
+			if i, ok = w.sshOption(idx, words, i); !ok {
+				return
 			}
-			val := v[j+1:]
-			if val == "" {
-				if i+1 >= len(words) {
-					return // ssh fails: an option without its value
-				}
-				i++
-				if !words[i].Literal {
-					w.unknown(idx, words[i].Source, Script)
+		case !host:
+			host = true
+		default: // the remote command
+			parts := make([]string, 0, len(words)-i)
+			for _, a := range words[i:] {
+				if !a.Literal {
+					w.unknown(idx, a.Source, Script)
 					return
 				}
-				val = words[i].Value
+				parts = append(parts, a.Value)
 			}
-			if v[j] == 'o' {
-				// KEY=VALUE or KEY VALUE (ssh_config's two forms).
-				opt := strings.TrimLeft(val, " \t")
-				key, cmd := opt, ""
-				if k := strings.IndexAny(opt, " \t="); k >= 0 {
-					key = opt[:k]
-					cmd = strings.TrimPrefix(strings.TrimLeft(opt[k:], " \t"), "=")
-					cmd = strings.TrimSpace(cmd)
-				}
-				if sshLocal[strings.ToLower(key)] && cmd != "" && !strings.EqualFold(cmd, "none") {
-					w.subVia(idx, cmd, Runner)
-				}
-			}
-			break
-		}
-	}
-	// words[i] is the destination; what follows is the remote command.
-	if i+1 >= len(words) {
-		return
-	}
-	parts := make([]string, 0, len(words)-i-1)
-	for _, a := range words[i+1:] {
-		if !a.Literal {
-			w.unknown(idx, a.Source, Script)
+			w.sub(idx, strings.Join(parts, " "))
 			return
 		}
-		parts = append(parts, a.Value)
 	}
-	w.sub(idx, strings.Join(parts, " "))
+}
+
+// sshOption reads the options of words[i] (and the next word, when the
+// last of them takes it as its value): it returns the index of the last
+// word read, and false when what runs cannot be told past them.
+func (w *walker) sshOption(idx int, words []iword, i int) (int, bool) {
+	v := words[i].Value
+	for j := 1; j < len(v); j++ {
+		if strings.IndexByte(sshArgOpts, v[j]) < 0 {
+			continue
+		}
+		val := v[j+1:]
+		if val == "" {
+			if i+1 >= len(words) {
+				return i, false // ssh fails: an option without its value
+			}
+			i++
+			if !words[i].Literal {
+				w.unknown(idx, words[i].Source, Script)
+				return i, false
+			}
+			val = words[i].Value
+		}
+		if v[j] == 'o' {
+			// KEY=VALUE or KEY VALUE (ssh_config's two forms).
+			opt := strings.TrimLeft(val, " \t")
+			key, cmd := opt, ""
+			if k := strings.IndexAny(opt, " \t="); k >= 0 {
+				key = opt[:k]
+				cmd = strings.TrimPrefix(strings.TrimLeft(opt[k:], " \t"), "=")
+				cmd = strings.TrimSpace(cmd)
+			}
+			if sshLocal[strings.ToLower(key)] && cmd != "" && !strings.EqualFold(cmd, "none") {
+				w.subVia(idx, cmd, Runner)
+			}
+		}
+		break
+	}
+	return i, true
 }
 
 // compgen -C COMMAND runs the command to list completions.

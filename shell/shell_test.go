@@ -139,6 +139,8 @@ func TestSplit(t *testing.T) {
 		{"ssh -oProxyCommand with spaces", "ssh '-oProxyCommand rm -o a=b' host ls", []string{"ssh -oProxyCommand rm -o a=b host ls|top|-", "rm -o a=b|runner|0", "ls|script|0"}},
 		{"ssh ProxyCommand none", "ssh -o ProxyCommand=none host", []string{"ssh -o ProxyCommand=none host|top|-"}},
 		{"ssh dynamic command", "ssh host $CMD", []string{"ssh host $CMD*|top|-", "$CMD*|script|0"}},
+		{"ssh options after the destination", "ssh host -o ProxyCommand='rm x' -t ls", []string{"ssh host -o ProxyCommand=rm x -t ls|top|-", "rm x|runner|0", "ls|script|0"}},
+		{"ssh -- ends the options", "ssh host -- -t rm x", []string{"ssh host -- -t rm x|top|-", "-t rm x|script|0"}},
 		{"compgen -C", "compgen -C 'rm x' y", []string{"compgen -C rm x y|top|-", "rm x|runner|0"}},
 		{"compgen -W", "compgen -W 'rm x' y", []string{"compgen -W rm x y|top|-"}},
 		{"./compgen is a program", "./compgen -C 'rm x'", []string{"./compgen -C rm x|top|-"}},
