@@ -14,7 +14,7 @@ import (
 // may follow the user (getopt permutes them); an option this does not
 // know, or a long one that may be a shortened one, hides what runs.
 func (w *walker) su(idx int, words []iword) {
-	var script *iword
+	script, scripted := "", false
 	direct := false // runuser -u
 	operands := 0
 	for i := 1; i < len(words); i++ {
@@ -40,42 +40,19 @@ func (w *walker) su(idx int, words []iword) {
 		if v == "--" {
 			break // the rest are the user and the shell's arguments
 		}
-		value := func(attached string) (*iword, bool) {
-			if attached != "" {
-				y := x
-				y.Value = attached
-				return &y, true
-			}
-			if i+1 >= len(words) {
-				return nil, true
-			}
-			i++
-			if !words[i].Literal {
-				w.unknown(idx, words[i].Source, Script)
-				return nil, false
-			}
-			return &words[i], true
-		}
 		if strings.HasPrefix(v, "--") {
 			name, val, valued := strings.Cut(v, "=")
-			if !valued {
-				val = ""
-			}
 			switch name {
-			case "--command", "--session-command":
-				s, ok := value(val)
-				if !ok {
+			case "--command", "--session-command", "--user", "--group", "--supp-group", "--shell", "--whitelist-environment":
+				var ok bool
+				if val, i, ok = w.optValue(idx, words, i, val, valued); !ok {
 					return
 				}
-				script = s
-			case "--user":
-				if _, ok := value(val); !ok {
-					return
-				}
-				direct = true
-			case "--group", "--supp-group", "--shell", "--whitelist-environment":
-				if _, ok := value(val); !ok {
-					return
+				switch name {
+				case "--command", "--session-command":
+					script, scripted = val, true
+				case "--user":
+					direct = true
 				}
 			case "--login", "--preserve-environment", "--fast", "--pty", "--no-pty", "--help", "--version":
 			default:
@@ -88,13 +65,14 @@ func (w *walker) su(idx int, words []iword) {
 		for j := 1; j < len(v); j++ {
 			switch c := v[j]; c {
 			case 'c', 'g', 'G', 's', 'w', 'u':
-				s, ok := value(v[j+1:])
+				val, last, ok := w.optValue(idx, words, i, v[j+1:], false)
 				if !ok {
 					return
 				}
+				i = last
 				switch c {
 				case 'c':
-					script = s
+					script, scripted = val, true
 				case 'u':
 					direct = true
 				}
@@ -106,11 +84,31 @@ func (w *walker) su(idx int, words []iword) {
 			}
 		}
 	}
-	if script == nil {
+	if !scripted {
 		w.unknown(idx, words[0].Source+" (shell reading its script from stdin)", Script)
 		return
 	}
-	w.sub(idx, script.Value)
+	w.sub(idx, script)
+}
+
+// optValue is the value of the option in words[i]: attached to it
+// (-cCMD, or given with = as in --command=CMD), or else the next word. It
+// returns the index of the last word read, and false when the value is
+// missing or not literal (then what runs cannot be told: recorded as an
+// unknown command).
+func (w *walker) optValue(idx int, words []iword, i int, attached string, given bool) (string, int, bool) {
+	if given || attached != "" {
+		return attached, i, true
+	}
+	if i+1 >= len(words) {
+		return "", i, false
+	}
+	i++
+	if !words[i].Literal {
+		w.unknown(idx, words[i].Source, Script)
+		return "", i, false
+	}
+	return words[i].Value, i, true
 }
 
 // sshArgOpts are ssh's options that take a value.
@@ -168,18 +166,11 @@ func (w *walker) sshOption(idx int, words []iword, i int) (int, bool) {
 		if strings.IndexByte(sshArgOpts, v[j]) < 0 {
 			continue
 		}
-		val := v[j+1:]
-		if val == "" {
-			if i+1 >= len(words) {
-				return i, false // ssh fails: an option without its value
-			}
-			i++
-			if !words[i].Literal {
-				w.unknown(idx, words[i].Source, Script)
-				return i, false
-			}
-			val = words[i].Value
+		val, last, ok := w.optValue(idx, words, i, v[j+1:], false)
+		if !ok {
+			return last, false // or ssh fails: an option without its value
 		}
+		i = last
 		if v[j] == 'o' {
 			// KEY=VALUE or KEY VALUE (ssh_config's two forms).
 			opt := strings.TrimLeft(val, " \t")
@@ -220,18 +211,11 @@ func (w *walker) compgen(idx int, words []iword) {
 				}
 				break
 			}
-			cmd := v[j+1:]
-			if cmd == "" {
-				if i+1 >= len(words) {
-					return
-				}
-				i++
-				if !words[i].Literal {
-					w.unknown(idx, words[i].Source, Script)
-					return
-				}
-				cmd = words[i].Value
+			cmd, last, ok := w.optValue(idx, words, i, v[j+1:], false)
+			if !ok {
+				return
 			}
+			i = last
 			w.subVia(idx, cmd, Runner)
 			break
 		}

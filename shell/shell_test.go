@@ -142,6 +142,8 @@ func TestSplit(t *testing.T) {
 		{"ssh options after the destination", "ssh host -o ProxyCommand='rm x' -t ls", []string{"ssh host -o ProxyCommand=rm x -t ls|top|-", "rm x|runner|0", "ls|script|0"}},
 		{"ssh -- ends the options", "ssh host -- -t rm x", []string{"ssh host -- -t rm x|top|-", "-t rm x|script|0"}},
 		{"compgen -C", "compgen -C 'rm x' y", []string{"compgen -C rm x y|top|-", "rm x|runner|0"}},
+		{"compgen -C twice", "compgen -C ls -C 'rm x' y", []string{"compgen -C ls -C rm x y|top|-", "ls|runner|0", "rm x|runner|0"}},
+		{"su --command= is empty", "su --command= 'rm x'", []string{"su --command= rm x|top|-"}},
 		{"compgen -W", "compgen -W 'rm x' y", []string{"compgen -W rm x y|top|-"}},
 		{"./compgen is a program", "./compgen -C 'rm x'", []string{"./compgen -C rm x|top|-"}},
 		// Options that hide the command: GNU optional values attach with =
