@@ -171,7 +171,7 @@ func bodyError(err error) error {
 		if te.Field == "" {
 			return bodyNotObject(got)
 		}
-		return badRequest("the body is not valid JSON for this endpoint: %s must be %s, not a JSON %s", te.Field, jsonKind(te.Type), got).withField("$." + te.Field)
+		return badRequest("the body is not valid JSON for this endpoint: %s must be %s, not a JSON %s", te.Field, jsonKind(te.Type), got).withField(te.Field)
 	}
 	return badRequest("the body is not valid JSON for this endpoint: %v", err)
 }
