@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -42,4 +43,24 @@ func TestBadFieldsAreNamed(t *testing.T) {
 		"bad_request", "decisions[0].action")
 	check("an unknown target", sc.call("POST", resume, `{"decisions":[{"target":"c2","action":"cancel"},{"target":"zz","action":"cancel"}]}`),
 		"unknown_resume_target", "decisions[1].target")
+}
+
+// A number the field cannot hold (out of range, or a fraction for an
+// integer) is refused saying so, not as "a number, not a JSON number".
+func TestOutOfRangeNumbersSaySo(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog()})
+	id := sc.startRun(map[string]any{"tools": []any{map[string]any{"name": "x"}}})
+	path := "/v1/runs/" + id + "/phases/"
+	sc.phase(id, "step_start", nil)
+	for _, tc := range []struct{ body, field, says string }{
+		{`{"request":{"params":{"max_tokens":1.5}}}`, "request.params.max_tokens", "must be an integer, not 1.5; send a whole number"},
+		{`{"request":{"params":{"max_tokens":1e30}}}`, "request.params.max_tokens", "must be an integer, not 1e30;"},
+		{`{"request":{"params":{"temperature":1e400}}}`, "request.params.temperature", "must be a number, not 1e400; send a number of a 64-bit float's range"},
+	} {
+		r := sc.call("POST", path+"before_inference", tc.body)
+		problemOK(t, r, http.StatusBadRequest, "bad_request")
+		if r.str("field") != tc.field || !strings.Contains(r.str("detail"), tc.says) {
+			t.Errorf("%s: field %q, detail %q; want %q saying %q", tc.body, r.str("field"), r.str("detail"), tc.field, tc.says)
+		}
+	}
 }
