@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -16,7 +17,8 @@ import (
 func CheckListen(addr, token, tokenEnv string) error {
 	// The port is a number, as [server] addr's is: net.Listen would look a
 	// name up (and fail as a run-time error, exit 1, not a usage one).
-	if _, port, err := net.SplitHostPort(addr); err != nil || !validPort(port) {
+	_, port, err := net.SplitHostPort(addr)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
 		return errs.New(errs.ConfigInvalid, "%q is not HOST:PORT with a port from 0 to 65535; listen on an address such as 127.0.0.1:7878 (or 127.0.0.1:0 for any free port)", addr)
 	}
 	if token != "" || Loopback(addr) {
@@ -27,21 +29,6 @@ func CheckListen(addr, token, tokenEnv string) error {
 		how = "export a token in $" + tokenEnv + " ([server] token_env)"
 	}
 	return errs.New(errs.ConfigInvalid, "refusing to listen on %s without a token: %s, or listen on 127.0.0.1", addr, how)
-}
-
-// validPort reports whether port is a decimal port number, 0 to 65535.
-func validPort(port string) bool {
-	if port == "" || len(port) > 5 {
-		return false
-	}
-	n := 0
-	for _, c := range port {
-		if c < '0' || c > '9' {
-			return false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n <= 65535
 }
 
 // Loopback reports whether addr (host:port) listens only on the loopback
