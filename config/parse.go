@@ -651,7 +651,7 @@ func (p *parser) agentPlugins(k toml.Key, v any, a *Agent) {
 				if a.PluginConfigs == nil {
 					a.PluginConfigs = map[string]any{}
 				}
-				a.PluginConfigs[id] = p.canon(ik, ik.String(), c)
+				a.PluginConfigs[id] = p.canon(ik, nil, ik.String(), c)
 			case bool:
 				if !c {
 					p.fail(ik, "set it to true to activate plugin %q with its [plugins.%s] config, or remove it", id, quoteKey(id))
@@ -737,7 +737,7 @@ func (p *parser) plugins(k toml.Key, v any) {
 			if p.c.Plugins == nil {
 				p.c.Plugins = map[string]any{}
 			}
-			p.c.Plugins[id] = p.canon(ik, ik.String(), t)
+			p.c.Plugins[id] = p.canon(ik, nil, ik.String(), t)
 		}
 	}
 }
@@ -747,43 +747,47 @@ func (p *parser) plugins(k toml.Key, v any) {
 const maxExact = 1 << 53
 
 // canon turns a decoded TOML value inside a plugin config into a canonical
-// value. k finds the line; path names the value, with list indexes.
-func (p *parser) canon(k toml.Key, path string, v any) any {
+// value. The value is at segs inside the plugin's table k, which finds its
+// line (the n-th element of an array is looked for among that array's
+// elements, not at the array's first); path names the value, with list
+// indexes.
+func (p *parser) canon(k toml.Key, segs []seg, path string, v any) any {
+	at := func() errs.Pos { return errs.Pos{File: p.file, Line: p.c.line(k, segs)} }
 	switch x := v.(type) {
 	case string, bool:
 		return x
 	case int64:
 		if x > maxExact || x < -maxExact {
-			p.failAt(p.at(k), path, "integer %d is too large to keep exactly (plugin config numbers are at most 2^53); quote it as a string", x)
+			p.failAt(at(), path, "integer %d is too large to keep exactly (plugin config numbers are at most 2^53); quote it as a string", x)
 		}
 		return float64(x)
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			p.failAt(p.at(k), path, "%s is not a finite number", value.String(x))
+			p.failAt(at(), path, "%s is not a finite number", value.String(x))
 		}
 		return x
 	case time.Time:
-		p.failAt(p.at(k), path, "dates and times are not plugin config values; quote it as a string")
+		p.failAt(at(), path, "dates and times are not plugin config values; quote it as a string")
 		return nil
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = p.canon(k, path+"["+strconv.Itoa(i)+"]", e)
+			out[i] = p.canon(k, append(slices.Clip(segs), seg{index: i}), path+"["+strconv.Itoa(i)+"]", e)
 		}
 		return out
 	case []map[string]any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = p.canon(k, path+"["+strconv.Itoa(i)+"]", e)
+			out[i] = p.canon(k, append(slices.Clip(segs), seg{index: i}), path+"["+strconv.Itoa(i)+"]", e)
 		}
 		return out
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for name, e := range x {
-			out[name] = p.canon(key(k, name), path+"."+quoteKey(name), e)
+			out[name] = p.canon(k, append(slices.Clip(segs), seg{name: name, index: -1}), path+"."+quoteKey(name), e)
 		}
 		return out
 	}
-	p.failAt(p.at(k), path, "unsupported value of type %T", v)
+	p.failAt(at(), path, "unsupported value of type %T", v)
 	return nil
 }

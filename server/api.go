@@ -171,7 +171,21 @@ func bodyError(err error) error {
 		if te.Field == "" {
 			return bodyNotObject(got)
 		}
-		return badRequest("the body is not valid JSON for this endpoint: %s must be %s, not a JSON %s", te.Field, jsonKind(te.Type), got).withField("$." + te.Field)
+		if want := jsonKind(te.Type); got == "number" && (want == "a number" || want == "an integer") {
+			// The right kind of value, but not one the field holds: "a
+			// number, not a JSON number" would say nothing.
+			lit := strings.TrimPrefix(te.Value, "number ")
+			if len(lit) > 32 {
+				lit = lit[:32] + "..."
+			}
+			fix := "send a number of a 64-bit float's range"
+			if want == "an integer" {
+				fix = "send a whole number of at most 64 bits, without a fraction or an exponent"
+			}
+			return badRequest("the body is not valid JSON for this endpoint: %s must be %s, not %s; %s",
+				te.Field, want, lit, fix).withField(te.Field)
+		}
+		return badRequest("the body is not valid JSON for this endpoint: %s must be %s, not a JSON %s", te.Field, jsonKind(te.Type), got).withField(te.Field)
 	}
 	return badRequest("the body is not valid JSON for this endpoint: %v", err)
 }

@@ -392,7 +392,7 @@ func TestCheckListen(t *testing.T) {
 		}
 	}
 	// An address that is not HOST:PORT is said to be one, whatever the token.
-	for _, addr := range []string{"garbage", "1234", "127.0.0.1:", "127.0.0.1"} {
+	for _, addr := range []string{"garbage", "1234", "127.0.0.1:", "127.0.0.1", "127.0.0.1:99999", "127.0.0.1:http", "127.0.0.1:-1", "127.0.0.1:123456"} {
 		if err := CheckListen(addr, "tok", "AWAKEN_TOKEN"); err == nil || !strings.Contains(err.Error(), "is not HOST:PORT") {
 			t.Errorf("CheckListen(%q) = %v", addr, err)
 		}

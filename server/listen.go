@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -14,8 +15,11 @@ import (
 // so off loopback every caller must prove who it is. tokenEnv names the
 // variable for the message.
 func CheckListen(addr, token, tokenEnv string) error {
-	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
-		return errs.New(errs.ConfigInvalid, "%q is not HOST:PORT; listen on an address such as 127.0.0.1:7878 (or 127.0.0.1:0 for any free port)", addr)
+	// The port is a number, as [server] addr's is: net.Listen would look a
+	// name up (and fail as a run-time error, exit 1, not a usage one).
+	_, port, err := net.SplitHostPort(addr)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+		return errs.New(errs.ConfigInvalid, "%q is not HOST:PORT with a port from 0 to 65535; listen on an address such as 127.0.0.1:7878 (or 127.0.0.1:0 for any free port)", addr)
 	}
 	if token != "" || Loopback(addr) {
 		return nil

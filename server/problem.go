@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/run"
@@ -118,6 +119,11 @@ func toProblem(err error) (problem, *apiError) {
 		Termination: ae.termination, Revision: ae.revision, Field: ae.field}
 	p.Type = "urn:awaken-lua:problem:" + p.Code
 	p.Title = http.StatusText(p.Status)
+	if p.Field == "" {
+		// The session names a bad field as a JSON path from the body's
+		// root ("$.call.name"); field names it as the decoders' errors do.
+		p.Field = strings.TrimPrefix(errs.PathOf(err), "$.")
+	}
 	var e *errs.Error
 	if errors.As(err, &e) {
 		p.Plugin, p.Phase = e.Plugin, e.Phase

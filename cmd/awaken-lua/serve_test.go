@@ -50,6 +50,15 @@ func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 	if code := cli(context.Background(), []string{"--config", cfg, "serve", "extra"}, strings.NewReader(""), &out, &errOut); code != exitUsage {
 		t.Fatalf("an extra argument: exit %d", code)
 	}
+	// A port that is not a number from 0 to 65535 is a bad flag (exit 2),
+	// not a failure to listen (exit 1).
+	for _, addr := range []string{"127.0.0.1:99999", "127.0.0.1:http"} {
+		var errOut syncBuffer
+		code := cli(context.Background(), []string{"--config", cfg, "serve", "--addr", addr}, strings.NewReader(""), &out, &errOut)
+		if code != exitUsage || !strings.Contains(errOut.String(), "port from 0 to 65535") {
+			t.Fatalf("--addr %s: exit %d, stderr:\n%s", addr, code, errOut.String())
+		}
+	}
 }
 
 // serve listens, answers with the token, and shuts down cleanly when its

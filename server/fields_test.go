@@ -1,0 +1,66 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// Every 400 about one field of the body names it in the problem's field
+// member, in one form (no "$."), whether the decoder or the session found
+// it, so a client can point at the field without parsing detail.
+func TestBadFieldsAreNamed(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog()})
+	id := sc.startRun(map[string]any{"tools": []any{map[string]any{"name": "deploy"}, map[string]any{"name": "x"}}})
+	path := "/v1/runs/" + id + "/phases/"
+	check := func(what string, r reply, code, field string) {
+		t.Helper()
+		problemOK(t, r, http.StatusBadRequest, code)
+		if r.str("field") != field {
+			t.Errorf("%s: field %q, want %q: %s", what, r.str("field"), field, r.raw)
+		}
+	}
+	sc.phase(id, "step_start", nil)
+	check("a wrong type", sc.call("POST", path+"before_inference", `{"request":{"params":{"max_tokens":"many"}}}`),
+		"bad_request", "request.params.max_tokens")
+	check("a negative max_tokens", sc.call("POST", path+"before_inference", `{"request":{"params":{"max_tokens":-1}}}`),
+		"bad_request", "request.params.max_tokens")
+	sc.phase(id, "before_inference", map[string]any{"request": map[string]any{}})
+	check("a call without a name", sc.call("POST", path+"after_inference", `{"response":{"tool_calls":[{"id":"c1","name":""}]}}`),
+		"bad_request", "response.tool_calls[0].name")
+	sc.phase(id, "after_inference", `{"response":{"tool_calls":[{"id":"c1","name":"x"},{"id":"c2","name":"deploy"}]}}`)
+	check("a call nobody made", sc.call("POST", path+"tool_gate", `{"call":{"id":"c9","name":"x"}}`),
+		"bad_request", "call.id")
+	sc.phase(id, "tool_gate", `{"call":{"id":"c1","name":"x"}}`)
+	sc.phase(id, "before_tool_execute", `{"call":{"id":"c1","name":"x"}}`)
+	check("a result without a status", sc.call("POST", path+"after_tool_execute", `{"call":{"id":"c1","name":"x"},"result":{"data":1}}`),
+		"bad_request", "result.status")
+	sc.phase(id, "after_tool_execute", `{"call":{"id":"c1","name":"x"},"result":{"status":"success"}}`)
+	sc.phase(id, "tool_gate", `{"call":{"id":"c2","name":"deploy"}}`)
+	sc.phase(id, "step_end", nil)
+	resume := "/v1/runs/" + id + "/resume"
+	check("an unknown action", sc.call("POST", resume, `{"decisions":[{"target":"c2","action":"explode"}]}`),
+		"bad_request", "decisions[0].action")
+	check("an unknown target", sc.call("POST", resume, `{"decisions":[{"target":"c2","action":"cancel"},{"target":"zz","action":"cancel"}]}`),
+		"unknown_resume_target", "decisions[1].target")
+}
+
+// A number the field cannot hold (out of range, or a fraction for an
+// integer) is refused saying so, not as "a number, not a JSON number".
+func TestOutOfRangeNumbersSaySo(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog()})
+	id := sc.startRun(map[string]any{"tools": []any{map[string]any{"name": "x"}}})
+	path := "/v1/runs/" + id + "/phases/"
+	sc.phase(id, "step_start", nil)
+	for _, tc := range []struct{ body, field, says string }{
+		{`{"request":{"params":{"max_tokens":1.5}}}`, "request.params.max_tokens", "must be an integer, not 1.5; send a whole number"},
+		{`{"request":{"params":{"max_tokens":1e30}}}`, "request.params.max_tokens", "must be an integer, not 1e30;"},
+		{`{"request":{"params":{"temperature":1e400}}}`, "request.params.temperature", "must be a number, not 1e400; send a number of a 64-bit float's range"},
+	} {
+		r := sc.call("POST", path+"before_inference", tc.body)
+		problemOK(t, r, http.StatusBadRequest, "bad_request")
+		if r.str("field") != tc.field || !strings.Contains(r.str("detail"), tc.says) {
+			t.Errorf("%s: field %q, detail %q; want %q saying %q", tc.body, r.str("field"), r.str("detail"), tc.field, tc.says)
+		}
+	}
+}
