@@ -16,7 +16,6 @@ import (
 // Limits on values crossing from Lua to Go: a plugin cannot hand the runtime
 // a cyclic, absurdly deep or absurdly large structure.
 const (
-	maxDepth   = 64
 	maxEntries = 1 << 20
 	// maxBytes bounds the string bytes (keys and values) of one value;
 	// each use of a shared string counts, so a table of a thousand
@@ -109,8 +108,13 @@ func (c *converter) run(v lua.LValue) (any, error) {
 }
 
 type converter struct {
-	null       lua.LValue
-	seen       []*lua.LTable
+	null lua.LValue
+	// path holds the tables from the root to the one converted: a table
+	// met again on it is a cycle. A short path is scanned; past
+	// pathScan tables onPath keeps them as a set too, so that a path as
+	// deep as a value may be costs no more than its length.
+	path       []*lua.LTable
+	onPath     map[*lua.LTable]bool
 	entries    int
 	bytes      int
 	maxEntries int
@@ -118,6 +122,44 @@ type converter struct {
 	L          *lua.LState // when set, its deadline is polled (and raises)
 	shared     bool        // shared values are kept (fromLuaShared)
 	nextPoll   int         // entries at which the deadline is polled next
+}
+
+// pathScan is the length of path up to which a cycle is looked for by
+// scanning it.
+const pathScan = 32
+
+// enter puts t on the path, or reports false when it is there already.
+func (c *converter) enter(t *lua.LTable) bool {
+	if c.onPath != nil {
+		if c.onPath[t] {
+			return false
+		}
+		c.onPath[t] = true
+	} else {
+		for _, s := range c.path {
+			if s == t {
+				return false
+			}
+		}
+		if len(c.path) == pathScan {
+			c.onPath = make(map[*lua.LTable]bool, 2*pathScan)
+			for _, s := range c.path {
+				c.onPath[s] = true
+			}
+			c.onPath[t] = true
+		}
+	}
+	c.path = append(c.path, t)
+	return true
+}
+
+// leave takes the last table off the path.
+func (c *converter) leave() {
+	t := c.path[len(c.path)-1]
+	c.path = c.path[:len(c.path)-1]
+	if c.onPath != nil {
+		delete(c.onPath, t)
+	}
 }
 
 // addBytes counts n bytes of strings.
@@ -142,10 +184,18 @@ func (e *convError) render() error {
 	var b strings.Builder
 	b.WriteByte('$')
 	for i := len(e.segs) - 1; i >= 0; i-- {
+		// A path thousands of tables deep is named by its ends.
+		if n := len(e.segs); n > 2*pathEnds && i == n-1-pathEnds {
+			fmt.Fprintf(&b, "...(%d more)...", n-2*pathEnds)
+			i = pathEnds
+		}
 		b.WriteString(e.segs[i])
 	}
 	return fmt.Errorf("%s: %s", b.String(), e.msg)
 }
+
+// pathEnds is how many segments of a long path an error names at each end.
+const pathEnds = 16
 
 func failf(format string, args ...any) error { return &convError{msg: fmt.Sprintf(format, args...)} }
 
@@ -229,16 +279,13 @@ func describe(u *lua.LUserData) string {
 }
 
 func (c *converter) table(t *lua.LTable, depth int) (any, error) {
-	if depth >= maxDepth {
-		return nil, failf("tables are nested more than %d deep", maxDepth)
+	if depth >= value.MaxDepth {
+		return nil, failf("tables are nested more than %d deep", value.MaxDepth)
 	}
-	for _, s := range c.seen {
-		if s == t {
-			return nil, failf("the table contains itself")
-		}
+	if !c.enter(t) {
+		return nil, failf("the table contains itself")
 	}
-	c.seen = append(c.seen, t)
-	defer func() { c.seen = c.seen[:len(c.seen)-1] }()
+	defer c.leave()
 
 	n := t.MaxN()
 	count := 0

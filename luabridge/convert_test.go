@@ -80,10 +80,50 @@ func TestFromLua(t *testing.T) {
 			}
 		})
 	}
-	// Deep nesting and cycles are refused, not followed.
-	deep, _ := evalLua(t, L, `(function() local t = {} local c = t for i = 1, 100 do c.x = {} c = c.x end return t end)()`)
-	if _, err := fromLua(deep, null); err == nil || !strings.Contains(err.Error(), "nested") {
+	// Nesting deeper than a value may be is refused, not followed, and
+	// named by the ends of its path.
+	deep, _ := evalLua(t, L, `(function() local t = {} local c = t for i = 1, 10001 do c.x = {} c = c.x end return t end)()`)
+	_, err := fromLua(deep, null)
+	if err == nil || !strings.Contains(err.Error(), "nested more than 10000 deep") || len(err.Error()) > 300 {
 		t.Fatalf("deep: %v", err)
+	}
+}
+
+// A value as deep as a body may be goes into Lua and back whole (a result
+// transform returning the result it was given), and a cycle is still
+// found deep in a table, while a table met twice but not inside itself
+// is no cycle.
+func TestConvertDeepValues(t *testing.T) {
+	L := lua.NewState()
+	defer L.Close()
+	null := L.NewUserData()
+	var v any = "leaf"
+	for i := 0; i < value.MaxDepth; i++ {
+		if i%2 == 0 {
+			v = []any{v}
+		} else {
+			v = map[string]any{"x": v}
+		}
+	}
+	back, err := fromLua(toLua(L, null, v), null)
+	if err != nil || !value.Equal(back, v) {
+		t.Fatalf("a value %d deep came back as %v", value.MaxDepth, err)
+	}
+	cyclic, _ := evalLua(t, L, `(function()
+		local t = {} local c = t
+		for i = 1, 50 do c.x = {} c = c.x if i == 40 then mark = c end end
+		c.back = mark
+		return t end)()`)
+	if _, err := fromLua(cyclic, null); err == nil || !strings.Contains(err.Error(), "contains itself") {
+		t.Errorf("a cycle 50 deep: %v", err)
+	}
+	shared, _ := evalLua(t, L, `(function()
+		local t = {} local c = t
+		for i = 1, 50 do c.x = {} c = c.x end
+		local s = {1} c.a = s c.b = s
+		return t end)()`)
+	if _, err := fromLua(shared, null); err != nil {
+		t.Errorf("a table met twice, 50 deep: %v", err)
 	}
 }
 

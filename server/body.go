@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/engine/value"
 )
 
 // DefaultBodyTimeout bounds how long a client may take to send a request
@@ -154,7 +155,7 @@ func duplicateKey(data []byte) error {
 	for i := 0; i < len(data); i++ {
 		switch data[i] {
 		case '{':
-			if len(stack) >= maxScanDepth {
+			if len(stack) >= value.MaxDepth {
 				return nil // deeper than the decoders accept: they refused it already
 			}
 			// The decoders match a struct's fields case-insensitively, and
@@ -164,7 +165,7 @@ func duplicateKey(data []byte) error {
 			stack = append(stack, dupFrame{first: len(keys), fold: len(stack) == 0})
 			expectKey = true
 		case '[':
-			if len(stack) >= maxScanDepth {
+			if len(stack) >= value.MaxDepth {
 				return nil
 			}
 			stack = append(stack, dupFrame{array: true})
@@ -215,9 +216,6 @@ func duplicateKey(data []byte) error {
 	}
 	return nil
 }
-
-// maxScanDepth is encoding/json's nesting limit.
-const maxScanDepth = 10000
 
 // linearKeys is how many keys an object compares one by one before it
 // switches to a map.

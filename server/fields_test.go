@@ -64,3 +64,23 @@ func TestOutOfRangeNumbersSaySo(t *testing.T) {
 		}
 	}
 }
+
+// A value as deeply nested as a body may be passes a plugin that hands it
+// back: a result transform returning the result it was given answers 200
+// with the data whole (the Lua bridge once refused past 64 levels, a 500
+// blamed on the plugin, and the run ended).
+func TestDeepValuesPassPlugins(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog()})
+	id := sc.startRun(map[string]any{"tools": []any{map[string]any{"name": "add"}}})
+	path := "/v1/runs/" + id + "/phases/"
+	deep := strings.Repeat(`{"x":[`, 2000) + `"leaf"` + strings.Repeat(`]}`, 2000)
+	sc.phase(id, "step_start", nil)
+	sc.phase(id, "before_inference", map[string]any{"request": map[string]any{}})
+	sc.phase(id, "after_inference", `{"response":{"tool_calls":[{"id":"c1","name":"add","args":{"a":`+deep+`}}]}}`)
+	sc.phase(id, "tool_gate", `{"call":{"id":"c1","name":"add","args":{"a":`+deep+`}}}`)
+	sc.phase(id, "before_tool_execute", `{"call":{"id":"c1","name":"add"}}`)
+	r := sc.call("POST", path+"after_tool_execute", `{"call":{"id":"c1","name":"add"},"result":{"status":"success","data":`+deep+`}}`)
+	if r.status != http.StatusOK || !strings.Contains(string(r.raw), strings.Repeat(`{"x":[`, 2000)+`"leaf"`) {
+		t.Fatalf("a result 4000 levels deep: %d %.300s", r.status, r.raw)
+	}
+}

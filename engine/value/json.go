@@ -10,9 +10,12 @@ import (
 	"unicode/utf8"
 )
 
-// maxJSONDepth is encoding/json's nesting limit, kept so that both accept the
-// same documents; it also bounds recursion in AppendJSON.
-const maxJSONDepth = 10000
+// MaxDepth is the deepest nesting a value may have: encoding/json's limit,
+// kept so that both accept the same documents. It bounds recursion in
+// AppendJSON, the sidecar's check of a body, and the Lua bridge, which
+// carries values this deep both ways, so that what a boundary accepts is
+// never refused past it.
+const MaxDepth = 10000
 
 // Containers collect their first inlineItems entries in a frame-local array
 // and spill the rest onto the parser's scratch stacks, so that the final map
@@ -232,7 +235,7 @@ func (p *parser) object() (any, error) {
 // accepts (nil: every member) to fn in input order.
 func (p *parser) eachMember(want func(key string) bool, fn func(key string, val any) error) error {
 	p.depth++
-	if p.depth > maxJSONDepth {
+	if p.depth > MaxDepth {
 		return fmt.Errorf("exceeded max depth at offset %d", p.pos)
 	}
 	p.pos++ // '{'
@@ -290,7 +293,7 @@ func (p *parser) eachMember(want func(key string) bool, fn func(key string, val 
 
 func (p *parser) array() (any, error) {
 	p.depth++
-	if p.depth > maxJSONDepth {
+	if p.depth > MaxDepth {
 		return nil, fmt.Errorf("exceeded max depth at offset %d", p.pos)
 	}
 	p.pos++ // '['
@@ -582,8 +585,8 @@ func appendJSON(dst []byte, v any, depth int) ([]byte, error) {
 		if x == nil {
 			return append(dst, "null"...), nil
 		}
-		if depth++; depth > maxJSONDepth {
-			return dst, fmt.Errorf("value: exceeded max depth %d encoding JSON", maxJSONDepth)
+		if depth++; depth > MaxDepth {
+			return dst, fmt.Errorf("value: exceeded max depth %d encoding JSON", MaxDepth)
 		}
 		dst = append(dst, '[')
 		for i, e := range x {
@@ -600,8 +603,8 @@ func appendJSON(dst []byte, v any, depth int) ([]byte, error) {
 		if x == nil {
 			return append(dst, "null"...), nil
 		}
-		if depth++; depth > maxJSONDepth {
-			return dst, fmt.Errorf("value: exceeded max depth %d encoding JSON", maxJSONDepth)
+		if depth++; depth > MaxDepth {
+			return dst, fmt.Errorf("value: exceeded max depth %d encoding JSON", MaxDepth)
 		}
 		var buf [inlineItems]member
 		ms := buf[:0]

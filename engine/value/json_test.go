@@ -366,9 +366,9 @@ func TestAppendJSON(t *testing.T) {
 		}
 	}
 
-	deep := nest(maxJSONDepth)
+	deep := nest(MaxDepth)
 	if _, err := AppendJSON(nil, deep); err != nil {
-		t.Errorf("AppendJSON(depth %d): %v", maxJSONDepth, err)
+		t.Errorf("AppendJSON(depth %d): %v", MaxDepth, err)
 	}
 	cyclic := []any{nil}
 	cyclic[0] = cyclic

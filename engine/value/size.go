@@ -60,8 +60,8 @@ func (s *sizer) walk(v any, depth int) error {
 			s.n += 4
 			return nil
 		}
-		if depth++; depth > maxJSONDepth {
-			return fmt.Errorf("value: exceeded max depth %d encoding JSON", maxJSONDepth)
+		if depth++; depth > MaxDepth {
+			return fmt.Errorf("value: exceeded max depth %d encoding JSON", MaxDepth)
 		}
 		s.n += 2 // []
 		for i, e := range x {
@@ -77,8 +77,8 @@ func (s *sizer) walk(v any, depth int) error {
 			s.n += 4
 			return nil
 		}
-		if depth++; depth > maxJSONDepth {
-			return fmt.Errorf("value: exceeded max depth %d encoding JSON", maxJSONDepth)
+		if depth++; depth > MaxDepth {
+			return fmt.Errorf("value: exceeded max depth %d encoding JSON", MaxDepth)
 		}
 		s.n += 2 // {}
 		if len(x) > 0 {

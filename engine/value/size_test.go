@@ -44,7 +44,7 @@ func TestEncodedSizeStopsPastTheLimit(t *testing.T) {
 
 func TestEncodedSizeRefusesWhatCannotBeEncoded(t *testing.T) {
 	deep := any(1.0)
-	for range maxJSONDepth + 1 {
+	for range MaxDepth + 1 {
 		deep = []any{deep}
 	}
 	for _, v := range []any{math.NaN(), math.Inf(1), []any{math.Inf(-1)}, 3, map[string]string{}, deep} {
