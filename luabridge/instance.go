@@ -95,7 +95,15 @@ func (p *luaPlugin) newInstance(ctx context.Context, reg *plugin.Registrar) (ins
 		return nil, fmt.Errorf("loading %s: %w", p.file, ctx.Err())
 	}
 	if fired {
-		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: p.file},
+		// The line the load was stopped at, as a hook's timeout names it:
+		// where the loop is.
+		pos := errs.Pos{File: p.file}
+		if callErr != nil {
+			if at := luaError(callErr, errs.PluginLoadFailed).Pos; at.IsValid() {
+				pos = at
+			}
+		}
+		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: pos,
 			Msg: fmt.Sprintf("loading took longer than %s; a plugin file should only register hooks (an endless loop at load time?)", lim.LoadTimeout)}
 	}
 	if callErr != nil {

@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"path"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -214,8 +216,11 @@ func (l *Loader) files() ([]PluginFile, error) {
 				if l.Plugins.Name != "" {
 					where = "neither in " + l.Plugins.Name + " nor in stdlib"
 				}
+				// The suggestion is from both places: a typo of the plugin
+				// directory's own plugin ("polcy") is the commoner one.
+				candidates := slices.Concat(ids, slices.Sorted(maps.Keys(have)))
 				e := errs.New(errs.ConfigInvalid, "plugin %q is %s%s; stdlib plugins: %s",
-					id, where, errs.DidYouMean(id, ids), strings.Join(ids, ", "))
+					id, where, errs.DidYouMean(id, candidates), strings.Join(ids, ", "))
 				e.Key = id // the host places it where the configuration names the plugin
 				list.Add(e)
 				continue

@@ -327,6 +327,15 @@ func TestUnknownEnabledPluginNamesWhereItLooked(t *testing.T) {
 			t.Errorf("plugin dir %q: err = %v", tc.dir, err)
 		}
 	}
+	// A typo of the plugin directory's own plugin is suggested too.
+	_, err := load(t, map[string]string{"policy.lua": "local awaken = require('awaken')\nreturn awaken.plugin {}\n"}, func(l *luabridge.Loader) {
+		l.Plugins.Name = "scripts"
+		l.Stdlib = luabridge.Source{FS: stdlibFS, Name: "stdlib"}
+		l.Enable = []string{"polcy"}
+	})
+	if want := `plugin "polcy" is neither in scripts nor in stdlib (did you mean "policy"?)`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a typo of the directory's plugin: err = %v", err)
+	}
 }
 
 // ctx.response's tool calls read like the gate's call (id, name, args,

@@ -48,6 +48,8 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 		decisions []journal.Decision
 		term      string
 		allowed   = map[string]bool{}
+		offered   = map[string]bool{}
+		called    = map[string]bool{}
 	)
 	for _, r := range append([]*journal.Record{header}, recs...) {
 		if len(r.Omitted) > 0 {
@@ -73,8 +75,18 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 			term = r.Termination
 		case r.Phase == journal.RunStart:
 			start = r
+			for _, tl := range in.Tools {
+				offered[tl.Name] = true
+			}
+		case r.Phase == journal.BeforeInference:
+			for _, tl := range in.Tools {
+				offered[tl.Name] = true
+			}
 		case r.Phase == journal.AfterInference && in.Response != nil:
 			turns = append(turns, lua(in.Response.Value(), 2))
+			for _, c := range in.Response.ToolCalls {
+				called[c.Name] = true
+			}
 		case r.Phase == journal.ToolGate && len(r.Decisions) == 1:
 			d := r.Decisions[0]
 			decisions = append(decisions, d)
@@ -83,6 +95,15 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 			results[in.Call.Name] = append(results[in.Call.Name], lua(in.Result.Value(), 3))
 		case r.Phase == journal.Resume || r.Phase == journal.Announce:
 			return hostDriven(runID)
+		}
+	}
+	// A tool the model called is offered to the harness's run even when
+	// no call of it ran (each was blocked or answered by the gate):
+	// otherwise the harness would not offer it, and the runtime, not the
+	// plugin that decided, would answer the call.
+	for name := range called {
+		if _, ok := results[name]; !ok && (offered[name] || len(offered) == 0) {
+			results[name] = nil
 		}
 	}
 	if term == "" {

@@ -90,6 +90,17 @@ func TestEval(t *testing.T) {
 	}
 }
 
+// init names a file that is in the way of its directory, and writes
+// nothing: exit 2, as for any argument that cannot be used.
+func TestInitIntoAFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "notes")
+	os.WriteFile(file, []byte("mine\n"), 0o644)
+	code, out, errOut := awaken(t, "", "init", file)
+	if code != exitUsage || !strings.Contains(errOut, "is a file, not a directory") || out != "" {
+		t.Fatalf("init FILE: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
 // TestInitMakesAWorkingProject: init writes a project whose tests pass at
 // once, whose run works and whose dev loads; a second init writes nothing.
 func TestInitMakesAWorkingProject(t *testing.T) {

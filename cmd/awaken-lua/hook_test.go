@@ -453,6 +453,14 @@ func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // TestInstallCommand installs into scratch settings: a fresh project, a
 // file with the user's own hooks, a second install, then an uninstall.
+// install names the agent a typo meant.
+func TestInstallSuggestsTheAgent(t *testing.T) {
+	code, _, errOut := awaken(t, "", "install", "claude-cod")
+	if code != exitUsage || !strings.Contains(errOut, `"claude-cod" is not a supported agent (did you mean "claude-code"?)`) {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
 func TestInstallCommand(t *testing.T) {
 	work := t.TempDir()
 	settings := filepath.Join(work, ".claude", "settings.json")

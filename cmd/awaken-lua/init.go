@@ -61,6 +61,10 @@ func cmdInit(e *env) int {
 		fmt.Fprintf(e.stderr, "awaken-lua init: %v\n", err)
 		return exitFailed
 	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		fmt.Fprintf(e.stderr, "awaken-lua init: %s is a file, not a directory; name a new directory, such as awaken-lua init myproject\n", dir)
+		return exitUsage
+	}
 	var exist []string
 	for name := range files {
 		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(name))); err == nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/awaken-lua/awaken-lua/agentsettings"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
 )
 
 // installMore is install's help after the flags: where each agent's
@@ -39,7 +40,8 @@ func cmdInstall(e *env) int {
 	if len(args) != 1 || (args[0] != "claude-code" && args[0] != "cursor" && args[0] != "codex" && args[0] != "gemini" && args[0] != "copilot") {
 		fmt.Fprintln(e.stderr, "usage: awaken-lua install claude-code|codex|copilot|cursor|gemini [--scope project|local|user] [--http] [--uninstall]")
 		if len(args) == 1 {
-			fmt.Fprintf(e.stderr, "awaken-lua install: %q is not a supported agent; supported: claude-code, codex, copilot, cursor, gemini\n", args[0])
+			fmt.Fprintf(e.stderr, "awaken-lua install: %q is not a supported agent%s; supported: claude-code, codex, copilot, cursor, gemini\n",
+				args[0], errs.DidYouMean(args[0], []string{"claude-code", "codex", "copilot", "cursor", "gemini"}))
 		}
 		return exitUsage
 	}

@@ -332,3 +332,30 @@ func TestDevLeavesNoEmptyJournalFile(t *testing.T) {
 		t.Fatalf("dev added journal files: %v", after)
 	}
 }
+
+// A run whose only calls of a tool were blocked exports a test that passes:
+// the tool is offered to the harness's run though no call of it ran, so
+// the plugin that blocked decides again rather than the runtime.
+func TestExportOffersABlockedTool(t *testing.T) {
+	dir := project(t, strings.Replace(journalToml, `deny = ["secret.txt"]`, `deny = ["README.md"]`, 1), map[string]string{
+		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+		"ws/README.md": "readme", "ws/notes.txt": "notes",
+	})
+	cfg := filepath.Join(dir, "awaken.toml")
+	record(t, cfg, "read both")
+	var runID string
+	journal.Read([]string{filepath.Join(dir, "journal")}, func(_ journal.Pos, r *journal.Record) error {
+		if r.Rec == journal.KindRun {
+			runID = r.RunID
+		}
+		return nil
+	})
+	testFile := filepath.Join(dir, "scripts", "journal_test.lua")
+	if code, _, errOut := awaken(t, "", "--config", cfg, "journal", "export", runID, "-o", testFile); code != exitOK {
+		t.Fatalf("export: exit %d: %s", code, errOut)
+	}
+	if code, out, errOut := awaken(t, "", "--config", cfg, "test", testFile); code != exitOK {
+		b, _ := os.ReadFile(testFile)
+		t.Fatalf("the exported test fails against the recording's plugins: %s %s\n%s", out, errOut, b)
+	}
+}

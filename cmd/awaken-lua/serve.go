@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/host"
@@ -88,6 +89,9 @@ func cmdServe(e *env) int {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "awaken-lua serve: %v\n", err)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			fmt.Fprintf(e.stderr, "another process holds %s (another awaken-lua serve?): stop it, or listen elsewhere with --addr HOST:PORT or [server] addr (127.0.0.1:0 for any free port)\n", listen)
+		}
 		return exitFailed
 	}
 	srv := server.New(h, server.Options{Hooks: hooks, Token: token, BodyLimit: int64(cfg.Server.BodyLimit),

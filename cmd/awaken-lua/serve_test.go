@@ -61,6 +61,21 @@ func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 	}
 }
 
+// serve on a port another process holds says what to do.
+func TestServeAddressInUse(t *testing.T) {
+	cfg := serveProject(t, "")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var out, errOut syncBuffer
+	code := cli(context.Background(), []string{"--config", cfg, "serve", "--addr", ln.Addr().String()}, strings.NewReader(""), &out, &errOut)
+	if code != exitFailed || !strings.Contains(errOut.String(), "another process holds "+ln.Addr().String()) || !strings.Contains(errOut.String(), "--addr") {
+		t.Fatalf("a port in use: exit %d, stderr:\n%s", code, errOut.String())
+	}
+}
+
 // serve listens, answers with the token, and shuts down cleanly when its
 // context ends (SIGINT and SIGTERM cancel it in main).
 func TestServeStartsAndShutsDown(t *testing.T) {
