@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/config"
+	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/server"
 	"github.com/awaken-lua/awaken-lua/server/hooks"
@@ -367,9 +368,14 @@ func checkHookReply(status int, out []byte) ([]byte, error) {
 func hookLocal(ctx context.Context, e *env, agent, as, event string, body []byte) ([]byte, error) {
 	path := e.config
 	if path == "" {
-		if _, err := os.Stat(host.DefaultConfig); err == nil {
-			path = host.DefaultConfig // as host.Open finds it
+		if _, err := os.Stat(host.DefaultConfig); err != nil {
+			// Without a configuration no plugin would decide, and every
+			// call would go through: the agent may run the hook in a
+			// directory below the project's.
+			wd, _ := os.Getwd()
+			return nil, errs.New(errs.ConfigInvalid, "hook --local found no %s in %s: give the project's with --config PATH (the agent may run hooks in a subdirectory), or make one with awaken-lua init", host.DefaultConfig, wd)
 		}
+		path = host.DefaultConfig // as host.Open finds it
 	}
 	cfg, err := config.Load(path)
 	if err != nil {

@@ -449,6 +449,22 @@ func TestHookLocal(t *testing.T) {
 	}
 }
 
+// hook --local where there is no awaken.toml (the agent may run hooks in a
+// subdirectory) has no policy to ask: a PreToolUse is denied saying so,
+// not let through by a run without plugins.
+func TestHookLocalWithoutConfig(t *testing.T) {
+	dir, _ := recordedEvents(t)
+	pre, _ := os.ReadFile(filepath.Join(dir, "06.pre_tool_use.bash_rm.json"))
+	work := t.TempDir()
+	out, errOut, code := runChild(t, work, nil, pre, "hook", "--local")
+	if code != 2 || !strings.Contains(errOut, "config_invalid") || !strings.Contains(errOut, "no awaken.toml in") {
+		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	if left, _ := os.ReadDir(work); len(left) != 0 {
+		t.Errorf("hook --local left %d files where it ran", len(left))
+	}
+}
+
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // TestInstallCommand installs into scratch settings: a fresh project, a
