@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/awaken-lua/awaken-lua/engine/command"
@@ -209,6 +210,28 @@ func (s *Session) finish(ctx context.Context) error {
 	// the event, so a sink that panics does not lose it.
 	s.endDue = true
 	s.events.Emit(event.RunFinish{Termination: s.termination})
+	return nil
+}
+
+// Release gives up the run's hold on its thread, for a run dropped in the
+// middle of a step (the sidecar's DELETE): its thread state is not saved,
+// but a thread that names the run as waiting (the run waited and was
+// resumed) stops naming it, so that the thread's next run starts rather
+// than finding this one lost. Call it once the run is out of the store: a
+// crash between the two leaves the thread naming a run that is gone,
+// which the next Start reports (run_lost) and releases.
+func (s *Session) Release(ctx context.Context) error {
+	if s.thread.Waiting != s.info.ID {
+		return nil
+	}
+	th := s.thread
+	th.ID, th.Waiting = s.info.ThreadID, ""
+	rev, err := s.rt.store.PutThread(ctx, th)
+	if err != nil {
+		return &SaveError{Op: fmt.Sprintf("release thread %q from run %s", th.ID, s.info.ID), Err: err}
+	}
+	th.Revision = rev
+	s.thread = th
 	return nil
 }
 

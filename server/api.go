@@ -527,6 +527,11 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) error {
 		return failed(e, err)
 	}
 	sess.JournalAbandon() // a run deleted mid-step ends nowhere else
+	if err := sess.Release(ctx); err != nil {
+		// The run is gone: the thread's next run reports it lost and
+		// releases the thread then.
+		s.log.LogAttrs(ctx, slog.LevelWarn, "cannot release the thread of a deleted run", slog.String("run_id", e.id), slog.String("error", err.Error()))
+	}
 	s.finish(e)
 	s.drop(e)
 	w.WriteHeader(http.StatusNoContent)

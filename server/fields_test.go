@@ -84,3 +84,23 @@ func TestDeepValuesPassPlugins(t *testing.T) {
 		t.Fatalf("a result 4000 levels deep: %d %.300s", r.status, r.raw)
 	}
 }
+
+// A run that waited, was resumed, and is deleted in the middle of the
+// step leaves its thread free: the thread's next run starts (it found the
+// run lost, 409 run_lost, while the thread still named it as waiting).
+func TestDeleteResumedRunFreesItsThread(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog()})
+	id := sc.startRun(map[string]any{"thread_id": "t-del", "tools": []any{map[string]any{"name": "deploy"}}})
+	sc.phase(id, "step_start", nil)
+	sc.phase(id, "before_inference", map[string]any{"request": map[string]any{}})
+	sc.phase(id, "after_inference", `{"response":{"tool_calls":[{"id":"c1","name":"deploy"}]}}`)
+	if g := sc.phase(id, "tool_gate", `{"call":{"id":"c1","name":"deploy"}}`); g.str("decision") != "suspend" {
+		t.Fatalf("gate: %s", g.raw)
+	}
+	sc.phase(id, "step_end", nil)
+	sc.must(http.StatusOK, "POST", "/v1/runs/"+id+"/resume", `{"decisions":[{"target":"c1","action":"resume"}]}`)
+	sc.must(http.StatusNoContent, "DELETE", "/v1/runs/"+id, nil)
+	if r := sc.call("POST", "/v1/runs", map[string]any{"thread_id": "t-del"}); r.status != http.StatusCreated {
+		t.Fatalf("the thread's next run: %d %s", r.status, r.raw)
+	}
+}
