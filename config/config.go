@@ -143,6 +143,9 @@ type Server struct {
 	// conversation (its state is kept whole), so a long session costs the
 	// same per event as a short one.
 	SessionHistory int
+	// SessionHistorySize bounds the bytes of those messages, as JSON: a
+	// thread of 200 messages of a MiB each would otherwise be kept whole.
+	SessionHistorySize Size
 	// MaxRuns bounds the runs the sidecar keeps in memory, the idle runs
 	// parked in the memory store and the hook sessions
 	// (server.Options.MaxRuns): a client that opens sessions and never
@@ -260,7 +263,7 @@ func Default() *Config {
 		Runtime: Runtime{MaxSteps: defaultSteps, MaxPhaseRounds: defaultSteps, HookTimeout: defaultHookTimeout,
 			MaxValueSize: defaultMaxValueSize, MaxStateSize: defaultMaxStateSize},
 		Model:   Model{Kind: ModelScripted, Timeout: defaultModelTimeout, MaxRetries: 3},
-		Server:  Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64, HookAgent: DefaultAgent, SessionHistory: 200, MaxRuns: 10000},
+		Server:  Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64, HookAgent: DefaultAgent, SessionHistory: 200, SessionHistorySize: 4 * MiB, MaxRuns: 10000},
 		Store:   Store{Kind: StoreMemory, Path: defaultStorePath, MaxThreads: defaultMaxThreads, DSNEnv: "AWAKEN_PG_DSN"},
 		Audit:   Audit{Path: "audit.jsonl"},
 		Journal: Journal{Kind: JournalFile, MaxFileSize: defaultJournalSize, MaxAge: defaultJournalAge},

@@ -132,7 +132,7 @@ func TestFull(t *testing.T) {
 		Model: "llama3.1", APIKeyEnv: "OLLAMA_KEY", Timeout: Duration(90 * time.Second), MaxRetries: 0}) {
 		t.Fatalf("model: %+v", c.Model)
 	}
-	if c.Server != (Server{Addr: "0.0.0.0:9000", TokenEnv: "MY_TOKEN", BodyLimit: 512 * KiB, MaxConcurrent: 8, HookAgent: DefaultAgent, SessionHistory: 200, MaxRuns: 500}) {
+	if c.Server != (Server{Addr: "0.0.0.0:9000", TokenEnv: "MY_TOKEN", BodyLimit: 512 * KiB, MaxConcurrent: 8, HookAgent: DefaultAgent, SessionHistory: 200, SessionHistorySize: 2 * MiB, MaxRuns: 500}) {
 		t.Fatalf("server: %+v", c.Server)
 	}
 	if c.Store != (Store{Kind: StoreFile, Path: ".awaken/store", MaxThreads: 10000, DSNEnv: "AWAKEN_PG_DSN"}) || c.Audit.Path != "" {

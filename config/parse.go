@@ -248,6 +248,7 @@ func (p *parser) top(m map[string]any) {
 				{"max_concurrent", p.integer(&c.Server.MaxConcurrent, 1)},
 				{"hook_agent", p.str(&c.Server.HookAgent, nil)},
 				{"session_history", p.integer(&c.Server.SessionHistory, 1)},
+				{"session_history_size", p.size(&c.Server.SessionHistorySize)},
 				{"max_runs", p.integer(&c.Server.MaxRuns, 1)},
 			})
 		}},

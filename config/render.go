@@ -57,6 +57,7 @@ func (c *Config) Render() string {
 	w.kv("body_limit", quoteString(c.Server.BodyLimit.String()))
 	w.kv("max_concurrent", itoa(c.Server.MaxConcurrent))
 	w.kv("session_history", itoa(c.Server.SessionHistory))
+	w.kv("session_history_size", quoteString(c.Server.SessionHistorySize.String()))
 	w.kv("max_runs", itoa(c.Server.MaxRuns))
 	if c.Agents[c.Server.HookAgent] != nil { // else hook events must name their agent (?agent=)
 		w.kv("hook_agent", quoteString(c.Server.HookAgent))

@@ -608,7 +608,7 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 	}
 	rt, err := run.New(eng, run.WithAgents(agents...), run.WithTools(ts...), run.WithStore(h.store),
 		run.WithGeneration(id), run.WithLogger(h.log), run.WithTicketTimeout(time.Duration(cfg.Runtime.TicketTimeout)),
-		run.WithMaxHistory(cfg.Server.SessionHistory), h.journal.option(hash), run.WithBundle(h.bundleFor(cfg)))
+		run.WithMaxHistory(cfg.Server.SessionHistory), run.WithMaxHistorySize(int(cfg.Server.SessionHistorySize)), h.journal.option(hash), run.WithBundle(h.bundleFor(cfg)))
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/engine/state"
+	"github.com/awaken-lua/awaken-lua/engine/value"
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
@@ -116,7 +117,7 @@ func (s *Session) save(ctx context.Context) error {
 		s.thread = th
 	case Done:
 		th.Waiting = ""
-		th.Messages = cloneMessages(recent(s.messages, s.rt.maxHistory))
+		th.Messages = cloneMessages(recent(s.messages, s.rt.maxHistory, s.rt.maxHistorySize))
 		if f, ok := st.(Finisher); ok {
 			rev, err := f.FinishRun(ctx, th, s.info.ID, s.seq)
 			if err != nil {
@@ -313,18 +314,50 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 	return s, nil
 }
 
-// recent returns the last n messages of msgs (all when n <= 0), starting
-// after a tool result whose call was cut off: a conversation never opens
-// with an answer to a question it no longer holds.
-func recent(msgs []model.Message, n int) []model.Message {
-	if n <= 0 || len(msgs) <= n {
+// recent returns the last messages of msgs: at most n of them (any number
+// when n <= 0) and at most size bytes as JSON (any size when size <= 0;
+// the last message is kept whatever its size), starting after a tool
+// result whose call was cut off: a conversation never opens with an
+// answer to a question it no longer holds.
+func recent(msgs []model.Message, n, size int) []model.Message {
+	from := 0
+	if n > 0 && len(msgs) > n {
+		from = len(msgs) - n
+	}
+	if size > 0 {
+		total := 0
+		for i := len(msgs) - 1; i >= from; i-- {
+			if total += messageSize(msgs[i], size-total); total > size {
+				from = min(i+1, len(msgs)-1) // the last one stays
+				break
+			}
+		}
+	}
+	if from == 0 {
 		return msgs
 	}
-	out := msgs[len(msgs)-n:]
+	out := msgs[from:]
 	for len(out) > 0 && out[0].Role == model.RoleTool {
 		out = out[1:]
 	}
 	return out
+}
+
+// messageSize is about the bytes of m as JSON, counted no further than
+// past limit.
+func messageSize(m model.Message, limit int) int {
+	n := 48 + value.StringSize(m.Role) + value.StringSize(m.Content) + value.StringSize(m.ToolCallID)
+	for _, c := range m.ToolCalls {
+		if n > limit {
+			break
+		}
+		args, err := value.EncodedSize(c.Args, limit-n)
+		if err != nil {
+			args = limit // not encodable: it counts as all that is left
+		}
+		n += 32 + value.StringSize(c.ID) + value.StringSize(c.Name) + args
+	}
+	return n
 }
 
 // ThreadMessages returns a thread's saved conversation.

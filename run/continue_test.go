@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/awaken-lua/awaken-lua/engine/command"
@@ -173,5 +174,49 @@ func TestThreadKeepsRecentHistory(t *testing.T) {
 	}
 	if len(msgs) == 0 || len(msgs) > 4 || msgs[0].Role == model.RoleTool || msgs[len(msgs)-1].Content != "done" {
 		t.Fatalf("thread messages %+v", msgs)
+	}
+}
+
+// TestThreadKeepsHistoryBytes: a thread keeps the last messages that fit
+// in WithMaxHistorySize bytes, the last one whatever its size, and never
+// opens with a tool result whose call it lost.
+func TestThreadKeepsHistoryBytes(t *testing.T) {
+	ctx := context.Background()
+	big := strings.Repeat("x", 3000)
+	for _, tc := range []struct {
+		name     string
+		size     int
+		min, max int // messages kept
+	}{
+		{"room for two answers", 7000, 2, 3},
+		{"room for less than one", 100, 1, 1},
+		{"no bound", 0, 12, 12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := []run.Option{}
+			if tc.size > 0 {
+				opts = append(opts, run.WithMaxHistorySize(tc.size))
+			}
+			rt := newRuntime(t, opts)
+			var rs []model.Response
+			for range 5 {
+				rs = append(rs, calls(call("echo", map[string]any{"text": big})))
+			}
+			rs = append(rs, text(big))
+			if _, err := rt.Run(ctx, run.Request{ThreadID: "th", Prompt: "go", Model: turns(rs...), Tools: []plugin.Tool{newTool("echo", nil)}}); err != nil {
+				t.Fatal(err)
+			}
+			msgs, err := rt.ThreadMessages(ctx, "th")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(msgs) < tc.min || len(msgs) > tc.max || msgs[0].Role == model.RoleTool || msgs[len(msgs)-1].Content != big {
+				roles := []string{}
+				for _, m := range msgs {
+					roles = append(roles, m.Role)
+				}
+				t.Fatalf("kept %d messages %v, want %d to %d ending with the answer", len(msgs), roles, tc.min, tc.max)
+			}
+		})
 	}
 }

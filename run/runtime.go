@@ -77,8 +77,9 @@ type Runtime struct {
 	toolCalls  *state.Key // __runtime.tool_calls
 	// ticketTimeout applies to suspended calls whose ticket sets none.
 	ticketTimeout time.Duration
-	// maxHistory bounds the messages a thread keeps (0: all).
-	maxHistory int
+	// maxHistory bounds the messages a thread keeps (0: all), and
+	// maxHistorySize their bytes (0: any).
+	maxHistory, maxHistorySize int
 	// journal records the runs (nil: off); hash names the generation.
 	journal Recorder
 	hash    string
@@ -138,6 +139,13 @@ func WithTicketTimeout(d time.Duration) Option {
 // run as a new one; thread state is kept whole.
 func WithMaxHistory(n int) Option {
 	return func(r *Runtime) error { r.maxHistory = n; return nil }
+}
+
+// WithMaxHistorySize bounds the conversation a thread keeps to its last
+// messages that fit in n bytes, as JSON (0: any): one message is kept
+// whatever its size, so a thread always has its last.
+func WithMaxHistorySize(n int) Option {
+	return func(r *Runtime) error { r.maxHistorySize = n; return nil }
 }
 
 // WithGeneration names the plugin generation runs report.
