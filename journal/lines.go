@@ -58,16 +58,21 @@ func Lines(each func(yield func(Line) error) error) Source {
 		var problems []Problem
 		var order []string
 		runs := map[string][]item{}
+		g := newGaps() // each stream is read in the order written
 		err := each(func(l Line) error {
 			pos := Pos{File: l.Stream, Line: l.N}
 			rec := new(Record)
 			if err := json.Unmarshal(l.Data, rec); err != nil {
 				problems = append(problems, Problem{pos, "not a journal record: " + err.Error()})
+				g.lost(pos)
 				return nil
 			}
 			if rec.Rec == KindRun && rec.Format != Format {
 				return errs.New(errs.JournalInvalid, "%s: the journal has format %d and this awaken-lua reads format %d; use the awaken-lua version that wrote it",
 					pos, rec.Format, Format)
+			}
+			if !g.admit(pos, rec, &problems) {
+				return nil
 			}
 			if _, seen := runs[rec.RunID]; !seen {
 				order = append(order, rec.RunID)

@@ -61,7 +61,10 @@ func Expand(paths []string) ([]string, error) {
 // Read calls fn for each record of the files (see Expand), in order. A
 // torn last line of a file (a crash while writing) is reported as a
 // Problem and skipped, and so are a line that is not a record and a line
-// longer than a reader takes (maxLine); every other record stays usable.
+// longer than a reader takes (maxLine); every other record stays usable,
+// but those of the runs in flight in the file when a line was lost (or
+// found missing from the file's chain), which are left out from there on
+// with a Problem each (see gaps).
 // A run header of another format is an error (journal_invalid): its
 // records cannot be read as this version's.
 func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
@@ -70,10 +73,12 @@ func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
 		return nil, err
 	}
 	var problems []Problem
+	g := newGaps()
 	for _, file := range files {
 		err := eachLine(file, func(pos Pos, line []byte, long *overLong, last bool) error {
 			if long != nil {
 				problems = append(problems, Problem{pos, long.problem(pos, last)})
+				g.lost(pos)
 				return nil
 			}
 			var rec Record
@@ -83,11 +88,15 @@ func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
 					msg = "the last line is incomplete (the writer stopped while writing it); skipped"
 				}
 				problems = append(problems, Problem{pos, msg})
+				g.lost(pos)
 				return nil
 			}
 			if rec.Rec == KindRun && rec.Format != Format {
 				return errs.New(errs.JournalInvalid, "%s: the journal has format %d and this awaken-lua reads format %d; use the awaken-lua version that wrote it",
 					pos, rec.Format, Format)
+			}
+			if !g.admit(pos, &rec, &problems) {
+				return nil
 			}
 			return fn(pos, &rec)
 		})
