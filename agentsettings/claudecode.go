@@ -1,6 +1,8 @@
 // Package agentsettings installs awaken-lua's hooks into coding agents'
-// settings files, and removes them: `awaken-lua install claude-code
-// [--scope user|project|local] [--http] [--uninstall]` as a library.
+// settings files, and removes them: `awaken-lua install AGENT [--scope
+// user|project|local] [--http] [--uninstall]` as a library, with one
+// Install function per agent (InstallClaudeCode, InstallCodex,
+// InstallCursor, InstallGemini, InstallCopilot).
 //
 // An install is a merge: awaken-lua's entries are added or brought up to
 // date, everything else in the file (other hooks, other keys, their order

@@ -28,11 +28,11 @@ type GateResult struct {
 
 // Gate evaluates the active gate hooks for in.Tool, in parallel on the
 // current snapshot, and resolves their decisions by priority (block >
-// suspend > set_result > rewrite; first registered wins a tie). A rewrite
-// replaces the arguments and the gate is evaluated once more on them; a
-// second rewrite is ignored. A gate hook that fails blocks the call (fail
-// closed) with the error as the reason. Gates write nothing, so calling Gate
-// again for the same call changes nothing.
+// suspend > set_result > rewrite; the first in hook order wins a tie). A
+// rewrite replaces the arguments and the gate is evaluated once more on
+// them; a second rewrite is ignored. A gate hook that fails blocks the
+// call (fail closed) with the error as the reason. Gates write nothing, so
+// calling Gate again for the same call changes nothing.
 func (x *Exec) Gate(ctx context.Context, in plugin.Input) (GateResult, error) {
 	if in.Tool == nil {
 		return GateResult{}, fmt.Errorf("engine: Gate needs Input.Tool")

@@ -9,7 +9,8 @@
 //
 // The journal is the input of replay (package replay), which re-drives the
 // recorded runs through a candidate plugin generation and reports the
-// decisions that flip. docs/design.md, "Journal", explains the format.
+// decisions that flip. docs/design.md, "The decision journal", explains
+// the format.
 package journal
 
 import (

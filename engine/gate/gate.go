@@ -157,10 +157,10 @@ type Tagged struct {
 	Plugin string
 }
 
-// Resolve picks the decision with the highest priority, the first in
-// registration order among equals. It returns the winner (Kind Allow when
-// there is none) and the decisions of the winner's priority that lost, so the
-// caller can log the conflict.
+// Resolve picks the decision with the highest priority, the first in ds
+// among equals (callers pass them in hook order). It returns the winner
+// (Kind Allow when there is none) and the decisions of the winner's
+// priority that lost, so the caller can log the conflict.
 func Resolve(ds []Tagged) (Tagged, []Tagged) {
 	var win Tagged
 	var lost []Tagged

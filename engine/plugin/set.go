@@ -455,7 +455,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// Plugins lists the registered plugins in registration order.
+// Plugins lists the registered plugins in the set's order: priority
+// (higher first), then plugin id.
 func (s *Set) Plugins() []Info { return s.infos }
 
 // Plugin finds a plugin by id.
@@ -568,7 +569,7 @@ type Description struct {
 	Config      bool     `json:"config"` // has a config schema
 }
 
-// Describe lists every plugin's registrations in registration order.
+// Describe lists every plugin's registrations in the set's order.
 func (s *Set) Describe() []Description {
 	out := make([]Description, len(s.infos))
 	for i, in := range s.infos {

@@ -160,7 +160,7 @@ func (v *View) add(r *Registrar) {
 // Set returns the set the view belongs to.
 func (v *View) Set() *Set { return v.set }
 
-// Hooks lists the active hooks of a phase in registration order.
+// Hooks lists the active hooks of a phase in hook order.
 func (v *View) Hooks(p phase.Phase) []HookEntry {
 	if !p.Valid() {
 		return nil
@@ -168,10 +168,10 @@ func (v *View) Hooks(p phase.Phase) []HookEntry {
 	return v.hooks[p]
 }
 
-// Gates lists the active gate hooks in registration order.
+// Gates lists the active gate hooks in hook order.
 func (v *View) Gates() []GateEntry { return v.gates }
 
-// Tools lists the active plugin tools in registration order.
+// Tools lists the active plugin tools in hook order.
 func (v *View) Tools() []ToolEntry { return v.toolList }
 
 // Tool finds an active plugin tool.
@@ -180,10 +180,10 @@ func (v *View) Tool(name string) (ToolEntry, bool) {
 	return t, ok
 }
 
-// Transforms lists the active request transforms in registration order.
+// Transforms lists the active request transforms in hook order.
 func (v *View) Transforms() []TransformEntry { return v.transforms }
 
-// ResultTransforms lists the active result transforms in registration order.
+// ResultTransforms lists the active result transforms in hook order.
 func (v *View) ResultTransforms() []ResultTransformEntry { return v.results }
 
 // Order lists the view's plugins that are not built-ins in the order

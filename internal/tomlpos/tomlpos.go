@@ -2,7 +2,7 @@
 //
 // BurntSushi/toml's MetaData has no public per-key position, yet users need
 // file:line on every config error, so awaken.toml (package config) and model
-// scripts (engine/model/scripted) look lines up here. Keys are rendered as
+// scripts (model/scripted) look lines up here. Keys are rendered as
 // toml.Key.String does ("a.b", quoting parts that are not bare), so a key
 // from MetaData or from a decoded map finds its line directly.
 //

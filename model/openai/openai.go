@@ -1,8 +1,9 @@
 // Package openai is the model executor for any OpenAI-compatible
 // chat-completions endpoint (OpenAI, Ollama, vLLM, LiteLLM). It
 // speaks only the common subset of the wire format, so one executor serves
-// them all, and it retries what is worth retrying (429, 5xx, transport
-// errors) with capped exponential backoff.
+// them all. Requests go through httpjson, which retries what is worth
+// retrying (429, 408, 5xx, transport errors) with capped exponential
+// backoff that honours Retry-After.
 package openai
 
 import (

@@ -1,7 +1,8 @@
 // Package filestore holds durable implementations of run.Store. Store
-// keeps each thread and run in its own JSON file, written so that a crash
-// never loses or tears a save (server/README.md, Stores), and reports
-// corrupt files instead of dropping them.
+// keeps each thread and run in its own JSON file, and a run's later saves
+// in a log of changes beside it (runlog.go), written so that a crash never
+// loses or tears a save (server/README.md, "Stores and restarts"), and
+// reports corrupt files instead of dropping them.
 package filestore
 
 import (
