@@ -34,7 +34,9 @@ const (
 
 // Phases of phase records: one per method of a run's session that a
 // host calls. They are the engine's phase names, plus the session's own
-// steps (announce, resume, cancel, expire, end_uninferred).
+// steps (announce, resume, cancel, end_uninferred). Approvals the
+// runtime settles because they expired are resume records, their calls
+// listed in Expired.
 const (
 	RunStart          = "run_start"
 	StepStart         = "step_start"
@@ -48,7 +50,6 @@ const (
 	RunEnd            = "run_end"
 	Resume            = "resume"
 	Cancel            = "cancel"
-	Expire            = "expire"
 	EndUninferred     = "end_uninferred"
 )
 
