@@ -157,6 +157,51 @@ func (w *walker) ssh(idx int, words []iword) {
 	}
 }
 
+// sshSpace is ssh_config's whitespace.
+const sshSpace = " \t\r\n"
+
+// sshConfigLine reads an ssh_config line as ssh reads one given with -o:
+// its keyword, lowercased, and what follows it as a command keyword
+// (ProxyCommand) takes it. The keyword may be quoted, or in part, and
+// end at whitespace, a quote or '='; whitespace, then one '=' or one
+// empty token, may lead it; the command starts past any whitespace and
+// '=' after it. false: ssh reads no keyword from the line.
+func sshConfigLine(line string) (key, arg string, ok bool) {
+	line = strings.TrimRight(line, sshSpace+"\f")
+	key, rest, ok := sshDelim(line)
+	if ok && key == "" && rest != "" {
+		key, rest, ok = sshDelim(rest)
+	}
+	if !ok || key == "" {
+		return "", "", false
+	}
+	return strings.ToLower(key), strings.TrimLeft(rest, sshSpace+"="), true
+}
+
+// sshDelim is ssh's strdelim (misc.c): the token s starts with and the
+// rest after it. A token ends at whitespace, a '"' or a '='; a quoted
+// part is taken whole, its quotes dropped, and ends the token; the
+// whitespace after a token and one '=' (with whitespace around it) are
+// skipped. false: a quote is not closed.
+func sshDelim(s string) (tok, rest string, ok bool) {
+	k := strings.IndexAny(s, sshSpace+`"=`)
+	if k < 0 {
+		return s, "", true
+	}
+	if s[k] == '"' {
+		q := strings.IndexByte(s[k+1:], '"')
+		if q < 0 {
+			return "", "", false
+		}
+		return s[:k] + s[k+1:k+1+q], strings.TrimLeft(s[k+2+q:], sshSpace), true
+	}
+	rest = strings.TrimLeft(s[k+1:], sshSpace)
+	if s[k] != '=' && strings.HasPrefix(rest, "=") {
+		rest = strings.TrimLeft(rest[1:], sshSpace)
+	}
+	return s[:k], rest, true
+}
+
 // sshOption reads the options of words[i] (and the next word, when the
 // last of them takes it as its value): it returns the index of the last
 // word read, and false when what runs cannot be told past them.
@@ -172,16 +217,8 @@ func (w *walker) sshOption(idx int, words []iword, i int) (int, bool) {
 		}
 		i = last
 		if v[j] == 'o' {
-			// KEY=VALUE or KEY VALUE (ssh_config's two forms).
-			opt := strings.TrimLeft(val, " \t")
-			key, cmd := opt, ""
-			if k := strings.IndexAny(opt, " \t="); k >= 0 {
-				key = opt[:k]
-				cmd = strings.TrimPrefix(strings.TrimLeft(opt[k:], " \t"), "=")
-				cmd = strings.TrimSpace(cmd)
-			}
-			if sshLocal[strings.ToLower(key)] && cmd != "" && !strings.EqualFold(cmd, "none") {
-				w.subVia(idx, cmd, Runner)
+			if key, arg, ok := sshConfigLine(val); ok && sshLocal[key] && arg != "" && !strings.EqualFold(arg, "none") {
+				w.subVia(idx, arg, Runner)
 			}
 		}
 		break

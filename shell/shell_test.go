@@ -137,6 +137,21 @@ func TestSplit(t *testing.T) {
 		{"ssh login", "ssh -i key host", []string{"ssh -i key host|top|-"}},
 		{"ssh ProxyCommand", "ssh -o 'ProxyCommand=rm x' host", []string{"ssh -o ProxyCommand=rm x host|top|-", "rm x|runner|0"}},
 		{"ssh -oProxyCommand with spaces", "ssh '-oProxyCommand rm -o a=b' host ls", []string{"ssh -oProxyCommand rm -o a=b host ls|top|-", "rm -o a=b|runner|0", "ls|script|0"}},
+		// ssh reads -o's line as ssh_config's: a keyword quoted or led by
+		// whitespace or '=', ended by any whitespace or a quote, and any
+		// run of '=' and whitespace before the command.
+		{"ssh ProxyCommand==", "ssh -o 'ProxyCommand==rm x' host", []string{"ssh -o ProxyCommand==rm x host|top|-", "rm x|runner|0"}},
+		{"ssh ProxyCommand= =", "ssh -o 'ProxyCommand= =rm x' host", []string{"ssh -o ProxyCommand= =rm x host|top|-", "rm x|runner|0"}},
+		{"ssh =ProxyCommand", "ssh -o '=ProxyCommand=rm x' host", []string{"ssh -o =ProxyCommand=rm x host|top|-", "rm x|runner|0"}},
+		{"ssh ' =ProxyCommand'", "ssh -o ' =ProxyCommand rm x' host", []string{"ssh -o  =ProxyCommand rm x host|top|-", "rm x|runner|0"}},
+		{"ssh quoted part of the keyword", `ssh -o 'Proxy"Command" rm x' host`, []string{`ssh -o Proxy"Command" rm x host|top|-`, "rm x|runner|0"}},
+		{"ssh quote ends the keyword", `ssh -o '"Proxy"Command rm x' host`, []string{`ssh -o "Proxy"Command rm x host|top|-`}},
+		{"ssh quoted whole keyword", `ssh -o '"ProxyCommand" rm x' host`, []string{`ssh -o "ProxyCommand" rm x host|top|-`, "rm x|runner|0"}},
+		{"ssh newline before the keyword", "ssh -o $'\\nProxyCommand=rm x' host", []string{"ssh -o \nProxyCommand=rm x host|top|-", "rm x|runner|0"}},
+		{"ssh newline after the keyword", "ssh -o $'ProxyCommand\\nrm x' host", []string{"ssh -o ProxyCommand\nrm x host|top|-", "rm x|runner|0"}},
+		{"ssh CR after the keyword", "ssh -o $'ProxyCommand\\rrm x' host", []string{"ssh -o ProxyCommand\rrm x host|top|-", "rm x|runner|0"}},
+		{"ssh ProxyCommand NONE", "ssh -o 'ProxyCommand= NONE' host", []string{"ssh -o ProxyCommand= NONE host|top|-"}},
+		{"ssh unclosed quote", `ssh -o '"ProxyCommand rm x' host`, []string{`ssh -o "ProxyCommand rm x host|top|-`}},
 		{"ssh ProxyCommand none", "ssh -o ProxyCommand=none host", []string{"ssh -o ProxyCommand=none host|top|-"}},
 		{"ssh dynamic command", "ssh host $CMD", []string{"ssh host $CMD*|top|-", "$CMD*|script|0"}},
 		{"ssh options after the destination", "ssh host -o ProxyCommand='rm x' -t ls", []string{"ssh host -o ProxyCommand=rm x -t ls|top|-", "rm x|runner|0", "ls|script|0"}},
