@@ -120,7 +120,8 @@ var sshLocal = map[string]bool{"proxycommand": true, "localcommand": true, "know
 
 // ssh runs its words after the destination, joined by spaces, as a script
 // of the remote user's shell; -o ProxyCommand=... (and LocalCommand,
-// KnownHostsCommand) run here. Options may follow the destination too
+// KnownHostsCommand) run here, and -o RemoteCommand=... there as the
+// words after the destination would. Options may follow the destination too
 // (ssh parses them again there, unless -- ended them). Without a command
 // ssh runs a login shell on the terminal: nothing this line shows.
 func (w *walker) ssh(idx int, words []iword) {
@@ -217,8 +218,13 @@ func (w *walker) sshOption(idx int, words []iword, i int) (int, bool) {
 		}
 		i = last
 		if v[j] == 'o' {
-			if key, arg, ok := sshConfigLine(val); ok && sshLocal[key] && arg != "" && !strings.EqualFold(arg, "none") {
-				w.subVia(idx, arg, Runner)
+			if key, arg, ok := sshConfigLine(val); ok && arg != "" && !strings.EqualFold(arg, "none") {
+				switch {
+				case sshLocal[key]:
+					w.subVia(idx, arg, Runner)
+				case key == "remotecommand": // as the command after the destination
+					w.sub(idx, arg)
+				}
 			}
 		}
 		break

@@ -152,6 +152,8 @@ func TestSplit(t *testing.T) {
 		{"ssh CR after the keyword", "ssh -o $'ProxyCommand\\rrm x' host", []string{"ssh -o ProxyCommand\rrm x host|top|-", "rm x|runner|0"}},
 		{"ssh ProxyCommand NONE", "ssh -o 'ProxyCommand= NONE' host", []string{"ssh -o ProxyCommand= NONE host|top|-"}},
 		{"ssh unclosed quote", `ssh -o '"ProxyCommand rm x' host`, []string{`ssh -o "ProxyCommand rm x host|top|-`}},
+		{"ssh RemoteCommand", "ssh -o 'RemoteCommand=rm -rf /srv' host", []string{"ssh -o RemoteCommand=rm -rf /srv host|top|-", "rm -rf /srv|script|0"}},
+		{"ssh -oRemoteCommand after the destination", "ssh host '-oRemoteCommand rm x'", []string{"ssh host -oRemoteCommand rm x|top|-", "rm x|script|0"}},
 		{"ssh ProxyCommand none", "ssh -o ProxyCommand=none host", []string{"ssh -o ProxyCommand=none host|top|-"}},
 		{"ssh dynamic command", "ssh host $CMD", []string{"ssh host $CMD*|top|-", "$CMD*|script|0"}},
 		{"ssh options after the destination", "ssh host -o ProxyCommand='rm x' -t ls", []string{"ssh host -o ProxyCommand=rm x -t ls|top|-", "rm x|runner|0", "ls|script|0"}},
