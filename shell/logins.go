@@ -118,6 +118,12 @@ const sshArgOpts = "BbcDEeFIiJLlmOoPpQRSWw"
 // runs on this machine, through the user's shell.
 var sshLocal = map[string]bool{"proxycommand": true, "localcommand": true, "knownhostscommand": true}
 
+// sshJumpMeta are the bytes that make a jump host (-J, ProxyJump) more
+// than a word: ssh puts it unquoted in the ssh command line it runs
+// through the user's shell as a ProxyCommand (OpenSSH 9.2 takes -J
+// 'h&touch${IFS}x&' and runs touch), so what runs cannot be told.
+const sshJumpMeta = " \t\r\n;&|<>()$`\\\"'"
+
 // ssh runs its words after the destination, joined by spaces, as a script
 // of the remote user's shell; -o ProxyCommand=... (and LocalCommand,
 // KnownHostsCommand) run here, and -o RemoteCommand=... there as the
@@ -217,6 +223,9 @@ func (w *walker) sshOption(idx int, words []iword, i int) (int, bool) {
 			return last, false // or ssh fails: an option without its value
 		}
 		i = last
+		if v[j] == 'J' && strings.ContainsAny(val, sshJumpMeta) {
+			w.unknown(idx, words[i].Source+" (a jump host in ssh's command line)", Runner)
+		}
 		if v[j] == 'o' {
 			if key, arg, ok := sshConfigLine(val); ok && arg != "" && !strings.EqualFold(arg, "none") {
 				switch {
@@ -224,6 +233,8 @@ func (w *walker) sshOption(idx int, words []iword, i int) (int, bool) {
 					w.subVia(idx, arg, Runner)
 				case key == "remotecommand": // as the command after the destination
 					w.sub(idx, arg)
+				case key == "proxyjump" && strings.ContainsAny(arg, sshJumpMeta):
+					w.unknown(idx, words[i].Source+" (a jump host in ssh's command line)", Runner)
 				}
 			}
 		}
