@@ -11,12 +11,15 @@ import (
 // su runs a shell as another user: its script is the value of -c
 // (--command, --session-command); without one the shell reads its script
 // from stdin. runuser -u USER COMMAND runs the command itself. Options
-// may follow the user (getopt permutes them); an option this does not
+// may follow the user or be among the command's words (getopt permutes
+// them, and drops the first --); an option this does not
 // know, or a long one that may be a shortened one, hides what runs.
 func (w *walker) su(idx int, words []iword) {
 	script, scripted := "", false
 	direct := false // runuser -u
-	operands := 0
+	// The words that are not options, in order: getopt takes the options
+	// out wherever they are, up to a --, which it drops.
+	var operands []iword
 	for i := 1; i < len(words); i++ {
 		x := words[i]
 		if !x.Literal {
@@ -24,21 +27,13 @@ func (w *walker) su(idx int, words []iword) {
 			return
 		}
 		v := x.Value
-		if direct && operands == 0 && !strings.HasPrefix(v, "-") || v == "--" && direct {
-			if v == "--" {
-				i++
-			}
-			if i < len(words) {
-				w.wrapped(idx, words[i:], -1, nil, Runner, 0, false)
-			}
-			return
+		if v == "--" {
+			operands = append(operands, words[i+1:]...)
+			break
 		}
 		if v == "-" || !strings.HasPrefix(v, "-") {
-			operands++
+			operands = append(operands, x)
 			continue
-		}
-		if v == "--" {
-			break // the rest are the user and the shell's arguments
 		}
 		if strings.HasPrefix(v, "--") {
 			name, val, valued := strings.Cut(v, "=")
@@ -83,6 +78,14 @@ func (w *walker) su(idx int, words []iword) {
 				return
 			}
 		}
+	}
+	if direct {
+		// runuser -u USER COMMAND: the operands, as getopt leaves them
+		// (runuser -u app bash -- -c 'rm x' runs bash -c 'rm x').
+		if len(operands) > 0 {
+			w.wrapped(idx, operands, -1, nil, Runner, 0, false)
+		}
+		return
 	}
 	if !scripted {
 		w.unknown(idx, words[0].Source+" (shell reading its script from stdin)", Script)

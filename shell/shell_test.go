@@ -131,6 +131,11 @@ func TestSplit(t *testing.T) {
 		{"su dynamic script", `su -c "$X"`, []string{`su -c "$X"*|top|-`, `"$X"*|script|0`}},
 		{"runuser -c", "runuser -u app -- rm x", []string{"runuser -u app -- rm x|top|-", "rm x|runner|0"}},
 		{"runuser -u", "runuser -u app rm x", []string{"runuser -u app rm x|top|-", "rm x|runner|0"}},
+		// getopt takes runuser's options out from anywhere, up to a -- it drops.
+		{"runuser -u drops the --", "runuser -u app bash -- -c 'rm x'", []string{"runuser -u app bash -- -c rm x|top|-", "bash -c rm x|runner|0", "rm x|script|1"}},
+		{"runuser -u drops -- in the command", "runuser -u app rm -- -rf /", []string{"runuser -u app rm -- -rf /|top|-", "rm -rf /|runner|0"}},
+		{"runuser -u after an operand", "runuser app -u bob rm x", []string{"runuser app -u bob rm x|top|-", "app rm x|runner|0"}},
+		{"runuser -u option in the command", "runuser -u app ls -m x", []string{"runuser -u app ls -m x|top|-", "ls x|runner|0"}},
 		{"runuser -l -c", "runuser -l app -c 'rm x'", []string{"runuser -l app -c rm x|top|-", "rm x|script|0"}},
 		{"ssh command", "ssh -p 22 host rm -rf /srv", []string{"ssh -p 22 host rm -rf /srv|top|-", "rm -rf /srv|script|0"}},
 		{"ssh quoted command", "ssh host 'cd app && rm x'", []string{"ssh host cd app && rm x|top|-", "cd app|script|0", "rm x|script|0"}},
