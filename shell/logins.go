@@ -246,7 +246,8 @@ func (w *walker) sshOption(idx int, words []iword, i int) (int, bool) {
 	return i, true
 }
 
-// compgen -C COMMAND runs the command to list completions.
+// compgen -C COMMAND runs the command to list completions. -A, -G, -W,
+// -X, -F, -P, -S, -o and (bash 5.3) -V take a value.
 func (w *walker) compgen(idx int, words []iword) {
 	for i := 1; i < len(words); i++ {
 		x := words[i]
@@ -259,7 +260,7 @@ func (w *walker) compgen(idx int, words []iword) {
 			return
 		}
 		for j := 1; j < len(v); j++ {
-			if strings.IndexByte("AGWXFPSoC", v[j]) < 0 {
+			if strings.IndexByte("AGWXFPSoCV", v[j]) < 0 {
 				continue
 			}
 			if v[j] != 'C' {

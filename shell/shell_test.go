@@ -170,6 +170,7 @@ func TestSplit(t *testing.T) {
 		{"compgen -C", "compgen -C 'rm x' y", []string{"compgen -C rm x y|top|-", "rm x|runner|0"}},
 		{"compgen -C twice", "compgen -C ls -C 'rm x' y", []string{"compgen -C ls -C rm x y|top|-", "ls|runner|0", "rm x|runner|0"}},
 		{"su --command= is empty", "su --command= 'rm x'", []string{"su --command= rm x|top|-"}},
+		{"compgen -V takes a value (bash 5.3)", "compgen -V v -C 'rm x'", []string{"compgen -V v -C rm x|top|-", "rm x|runner|0"}},
 		{"compgen -W", "compgen -W 'rm x' y", []string{"compgen -W rm x y|top|-"}},
 		{"./compgen is a program", "./compgen -C 'rm x'", []string{"./compgen -C rm x|top|-"}},
 		// Options that hide the command: GNU optional values attach with =
