@@ -14,7 +14,14 @@ import (
 // may follow the user or be among the command's words (getopt permutes
 // them, and drops the first --); an option this does not
 // know, or a long one that may be a shortened one, hides what runs.
-func (w *walker) su(idx int, words []iword) {
+func (w *walker) su(idx int, words []iword, appended bool) {
+	// xargs appends words getopt reads too: an option's value, options
+	// (a -c of their own), the user, the shell's arguments.
+	fromInput := func() {
+		if appended {
+			w.unknown(idx, words[0].Source+" (arguments read from input)", Script)
+		}
+	}
 	script, scripted := "", false
 	direct := false // runuser -u
 	// The words that are not options, in order: getopt takes the options
@@ -41,6 +48,7 @@ func (w *walker) su(idx int, words []iword) {
 			case "--command", "--session-command", "--user", "--group", "--supp-group", "--shell", "--whitelist-environment":
 				var ok bool
 				if val, i, ok = w.optValue(idx, words, i, val, valued); !ok {
+					fromInput()
 					return
 				}
 				switch name {
@@ -62,6 +70,7 @@ func (w *walker) su(idx int, words []iword) {
 			case 'c', 'g', 'G', 's', 'w', 'u':
 				val, last, ok := w.optValue(idx, words, i, v[j+1:], false)
 				if !ok {
+					fromInput()
 					return
 				}
 				i = last
@@ -82,13 +91,19 @@ func (w *walker) su(idx int, words []iword) {
 	if direct {
 		// runuser -u USER COMMAND: the operands, as getopt leaves them
 		// (runuser -u app bash -- -c 'rm x' runs bash -c 'rm x').
+		// The words xargs appends follow the command's.
 		if len(operands) > 0 {
-			w.wrapped(idx, operands, -1, nil, Runner, 0, false)
+			w.wrapped(idx, operands, -1, nil, Runner, 0, appended)
+		} else if appended {
+			w.unknown(idx, words[0].Source+" (command read from input)", Runner)
 		}
 		return
 	}
+	fromInput()
 	if !scripted {
-		w.unknown(idx, words[0].Source+" (shell reading its script from stdin)", Script)
+		if !appended {
+			w.unknown(idx, words[0].Source+" (shell reading its script from stdin)", Script)
+		}
 		return
 	}
 	w.sub(idx, script)
@@ -133,7 +148,12 @@ const sshJumpMeta = " \t\r\n;&|<>()$`\\\"'"
 // words after the destination would. Options may follow the destination too
 // (ssh parses them again there, unless -- ended them). Without a command
 // ssh runs a login shell on the terminal: nothing this line shows.
-func (w *walker) ssh(idx int, words []iword) {
+func (w *walker) ssh(idx int, words []iword, appended bool) {
+	if appended {
+		// xargs appends words: the destination or the remote command,
+		// which the remote shell splits again.
+		w.unknown(idx, words[0].Source+" (remote command read from input)", Script)
+	}
 	host, ended := false, false
 	for i := 1; i < len(words); i++ {
 		x := words[i]

@@ -859,10 +859,10 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 		w.compgen(idx, words)
 		return
 	case "su", "runuser":
-		w.su(idx, words)
+		w.su(idx, words, appended)
 		return
 	case "ssh":
-		w.ssh(idx, words)
+		w.ssh(idx, words, appended)
 		return
 	case "env":
 		if at, off, ok := envSplit(words); ok {

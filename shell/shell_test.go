@@ -167,6 +167,13 @@ func TestSplit(t *testing.T) {
 		{"ssh dynamic command", "ssh host $CMD", []string{"ssh host $CMD*|top|-", "$CMD*|script|0"}},
 		{"ssh options after the destination", "ssh host -o ProxyCommand='rm x' -t ls", []string{"ssh host -o ProxyCommand=rm x -t ls|top|-", "rm x|runner|0", "ls|script|0"}},
 		{"ssh -- ends the options", "ssh host -- -t rm x", []string{"ssh host -- -t rm x|top|-", "-t rm x|script|0"}},
+		// xargs appends words: ssh's remote command, su's options and
+		// arguments, runuser -u's command.
+		{"xargs ssh", "xargs ssh host", []string{"xargs ssh host|top|-", "ssh host|wrapper|0", "ssh (remote command read from input)*|script|1"}},
+		{"xargs ssh with a command", "xargs ssh host rm", []string{"xargs ssh host rm|top|-", "ssh host rm|wrapper|0", "ssh (remote command read from input)*|script|1", "rm|script|1"}},
+		{"xargs su -c", "xargs su -c", []string{"xargs su -c|top|-", "su -c|wrapper|0", "su (arguments read from input)*|script|1"}},
+		{"xargs su -c ls", "xargs su -c ls", []string{"xargs su -c ls|top|-", "su -c ls|wrapper|0", "su (arguments read from input)*|script|1", "ls|script|1"}},
+		{"xargs runuser -u", "xargs runuser -u app", []string{"xargs runuser -u app|top|-", "runuser -u app|wrapper|0", "runuser (command read from input)*|runner|1"}},
 		{"compgen -C", "compgen -C 'rm x' y", []string{"compgen -C rm x y|top|-", "rm x|runner|0"}},
 		{"compgen -C twice", "compgen -C ls -C 'rm x' y", []string{"compgen -C ls -C rm x y|top|-", "ls|runner|0", "rm x|runner|0"}},
 		{"su --command= is empty", "su --command= 'rm x'", []string{"su --command= rm x|top|-"}},
