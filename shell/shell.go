@@ -895,7 +895,9 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 		w.unknown(idx, rest[0].Source, Runner)
 		return
 	}
-	more := false
+	// Words appended to a wrapper (xargs sudo sh -c) are the wrapped
+	// command's.
+	more := appended
 	if name == "xargs" {
 		// xargs appends what it reads to the command, or with -I R puts
 		// it in place of R in any word.

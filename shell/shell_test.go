@@ -174,6 +174,8 @@ func TestSplit(t *testing.T) {
 		{"xargs su -c", "xargs su -c", []string{"xargs su -c|top|-", "su -c|wrapper|0", "su (arguments read from input)*|script|1"}},
 		{"xargs su -c ls", "xargs su -c ls", []string{"xargs su -c ls|top|-", "su -c ls|wrapper|0", "su (arguments read from input)*|script|1", "ls|script|1"}},
 		{"xargs runuser -u", "xargs runuser -u app", []string{"xargs runuser -u app|top|-", "runuser -u app|wrapper|0", "runuser (command read from input)*|runner|1"}},
+		{"xargs through a wrapper", "xargs sudo sh -c", []string{"xargs sudo sh -c|top|-", "sudo sh -c|wrapper|0", "sh -c|runner|1", "sh (script read from input)*|script|2"}},
+		{"xargs ssh through a wrapper", "xargs nice ssh host", []string{"xargs nice ssh host|top|-", "nice ssh host|wrapper|0", "ssh host|wrapper|1", "ssh (remote command read from input)*|script|2"}},
 		{"compgen -C", "compgen -C 'rm x' y", []string{"compgen -C rm x y|top|-", "rm x|runner|0"}},
 		{"compgen -C twice", "compgen -C ls -C 'rm x' y", []string{"compgen -C ls -C rm x y|top|-", "ls|runner|0", "rm x|runner|0"}},
 		{"su --command= is empty", "su --command= 'rm x'", []string{"su --command= rm x|top|-"}},
