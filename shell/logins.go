@@ -5,6 +5,7 @@ package shell
 // and the local ProxyCommand and LocalCommand), compgen (-C).
 
 import (
+	"path"
 	"strings"
 )
 
@@ -23,6 +24,7 @@ func (w *walker) su(idx int, words []iword, appended bool) {
 		}
 	}
 	script, scripted := "", false
+	shell := ""     // -s: the program that runs the script
 	direct := false // runuser -u
 	// The words that are not options, in order: getopt takes the options
 	// out wherever they are, up to a --, which it drops.
@@ -56,6 +58,8 @@ func (w *walker) su(idx int, words []iword, appended bool) {
 					script, scripted = val, true
 				case "--user":
 					direct = true
+				case "--shell":
+					shell = val
 				}
 			case "--login", "--preserve-environment", "--fast", "--pty", "--no-pty", "--help", "--version":
 			default:
@@ -79,6 +83,8 @@ func (w *walker) su(idx int, words []iword, appended bool) {
 					script, scripted = val, true
 				case 'u':
 					direct = true
+				case 's':
+					shell = val
 				}
 				break cluster
 			case 'l', 'm', 'p', 'f', 'P', 'T', 'h', 'V':
@@ -100,6 +106,12 @@ func (w *walker) su(idx int, words []iword, appended bool) {
 		return
 	}
 	fromInput()
+	if shell != "" && !shells[path.Base(shell)] {
+		// su -s python3 -c CODE: the script is not one for a shell
+		// (python3 runs it), and the program is not on the line.
+		w.unknown(idx, shell+" (su -s: a program other than a shell)", Script)
+		return
+	}
 	if !scripted {
 		if !appended {
 			w.unknown(idx, words[0].Source+" (shell reading its script from stdin)", Script)
