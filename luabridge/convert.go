@@ -187,7 +187,7 @@ func (e *convError) render() error {
 		// A path thousands of tables deep is named by its ends.
 		if n := len(e.segs); n > 2*pathEnds && i == n-1-pathEnds {
 			fmt.Fprintf(&b, "...(%d more)...", n-2*pathEnds)
-			i = pathEnds
+			i = pathEnds - 1 // the last pathEnds segments
 		}
 		b.WriteString(e.segs[i])
 	}

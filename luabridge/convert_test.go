@@ -2,6 +2,7 @@ package luabridge
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -225,5 +226,32 @@ func TestToLuaKeepsNullsInLists(t *testing.T) {
 	back, err := fromLua(lv, null)
 	if err != nil || !value.Equal(back, in) {
 		t.Fatalf("round trip: %#v (%v)", back, err)
+	}
+}
+
+// A long path in an error names pathEnds segments at each end and counts
+// the ones between: together they are the whole path.
+func TestLongPathNamesItsEnds(t *testing.T) {
+	L := lua.NewState()
+	defer L.Close()
+	null := L.NewUserData()
+	for _, n := range []int{2*pathEnds + 1, 2*pathEnds + 2, 100} {
+		v, err := evalLua(t, L, fmt.Sprintf(`(function() local t = {} local c = t for i = 1, %d do c.x = {} c = c.x end c.f = print return t end)()`, n-1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = fromLua(v, null)
+		if err == nil {
+			t.Fatalf("%d segments: no error", n)
+		}
+		msg := err.Error()
+		var more int
+		if k := strings.Index(msg, "...("); k < 0 || func() bool { _, e := fmt.Sscanf(msg[k:], "...(%d more)", &more); return e != nil }() {
+			t.Fatalf("%d segments: %s", n, msg)
+		}
+		shown := strings.Count(msg, ".x") + strings.Count(msg, ".f")
+		if shown != 2*pathEnds || shown+more != n {
+			t.Errorf("%d segments: %d named and %d more in %s", n, shown, more, msg)
+		}
 	}
 }

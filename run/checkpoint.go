@@ -316,7 +316,8 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 
 // recent returns the last messages of msgs: at most n of them (any number
 // when n <= 0) and at most size bytes as JSON (any size when size <= 0;
-// the last message is kept whatever its size), starting after a tool
+// the last message is kept whatever its size, with the message of the
+// calls it answers when it is a tool result), starting after a tool
 // result whose call was cut off: a conversation never opens with an
 // answer to a question it no longer holds.
 func recent(msgs []model.Message, n, size int) []model.Message {
@@ -325,10 +326,16 @@ func recent(msgs []model.Message, n, size int) []model.Message {
 		from = len(msgs) - n
 	}
 	if size > 0 {
+		// The last message stays, and so do the calls a last tool result
+		// answers: cut at the result, the conversation would be empty.
+		keep := len(msgs) - 1
+		for keep > from && msgs[keep].Role == model.RoleTool {
+			keep--
+		}
 		total := 0
 		for i := len(msgs) - 1; i >= from; i-- {
 			if total += messageSize(msgs[i], size-total); total > size {
-				from = min(i+1, len(msgs)-1) // the last one stays
+				from = min(i+1, keep)
 				break
 			}
 		}

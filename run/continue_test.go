@@ -220,3 +220,29 @@ func TestThreadKeepsHistoryBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestThreadKeepsLastResultWithItsCall: a run that ends on a tool result
+// (max_steps after a step of calls) keeps that result and the message of
+// its call however few bytes WithMaxHistorySize allows, rather than
+// cutting at the result and dropping it for opening the conversation.
+func TestThreadKeepsLastResultWithItsCall(t *testing.T) {
+	ctx := context.Background()
+	big := strings.Repeat("x", 3000)
+	rt := newRuntime(t, []run.Option{run.WithAgents(run.Agent{ID: "default", MaxSteps: 1}), run.WithMaxHistorySize(1000)})
+	res, err := rt.Run(ctx, run.Request{ThreadID: "th", Prompt: "go", Model: turns(calls(call("echo", map[string]any{"text": big}))),
+		Tools: []plugin.Tool{newTool("echo", nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := rt.ThreadMessages(ctx, "th")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := []string{}
+	for _, m := range msgs {
+		roles = append(roles, m.Role)
+	}
+	if !slices.Equal(roles, []string{model.RoleAssistant, model.RoleTool}) {
+		t.Fatalf("run ended %s; thread kept %v, want the call and its result", res.Termination, roles)
+	}
+}

@@ -859,10 +859,10 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 		w.compgen(idx, words)
 		return
 	case "su", "runuser":
-		w.su(idx, words)
+		w.su(idx, words, appended)
 		return
 	case "ssh":
-		w.ssh(idx, words)
+		w.ssh(idx, words, appended)
 		return
 	case "env":
 		if at, off, ok := envSplit(words); ok {
@@ -895,7 +895,9 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 		w.unknown(idx, rest[0].Source, Runner)
 		return
 	}
-	more := false
+	// Words appended to a wrapper (xargs sudo sh -c) are the wrapped
+	// command's.
+	more := appended
 	if name == "xargs" {
 		// xargs appends what it reads to the command, or with -I R puts
 		// it in place of R in any word.
