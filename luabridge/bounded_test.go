@@ -287,14 +287,15 @@ func FuzzQuotedLen(f *testing.F) {
 // accepts, and refuses what it refuses.
 func FuzzJSON(f *testing.F) {
 	for _, s := range []string{`{"a":[1,2.5,-0,1e21,1e-7,null,true,"x<y>&\u2028"]}`, `[]`, `{}`, `"\ud83d\ude00"`, `"\ud83d"`,
-		`[1,]`, `01`, `{"a":1,"a":2}`, `1e400`, "\"\xff\"", `[[[[[]]]]]`, ` 1 `, `"\u0000\b\f\n\r\t\/"`, `-`, `tru`} {
+		`[1,]`, `01`, `{"a":1,"a":2}`, `1e400`, "\"\xff\"", `[[[[[]]]]]`, ` 1 `, `"\u0000\b\f\n\r\t\/"`, `-`, `tru`,
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000), strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000)} {
 		f.Add(s)
 	}
 	m, _ := openTestModule(f)
 	L := m.inst.L
 	null := m.inst.null
 	f.Fuzz(func(t *testing.T, doc string) {
-		if strings.Count(doc, "[")+strings.Count(doc, "{") > jsonMaxDepth {
+		if strings.Count(doc, "[")+strings.Count(doc, "{") > value.MaxDepth { // encoding/json's limit
 			return
 		}
 		d := jsonDecoder{L: L, null: null, s: doc, max: maxEntries}

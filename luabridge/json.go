@@ -20,8 +20,9 @@ import (
 // input. Their output is byte for byte that of encoding/json (sorted keys,
 // HTML-safe escapes); fuzz targets hold them to it.
 
-// jsonMaxDepth bounds the nesting of a decoded document.
-const jsonMaxDepth = 512
+// jsonMaxDepth bounds the nesting of a decoded document: what a value may
+// have, which is encoding/json's limit too.
+const jsonMaxDepth = value.MaxDepth
 
 // errTooLarge is returned by the encoder when the output would pass its
 // limit.
