@@ -284,7 +284,7 @@ return p`}, func(l *luabridge.Loader) {
 // after 100ms, not before and not much later.
 func TestDefaultHookBudget(t *testing.T) {
 	g := mustLoad(t, map[string]string{"x.lua": head + `p:on("step_start", function() while true do end end)
-return p`})
+return p`}, withTimeout(0))
 	rt := runtimeFor(t, g)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
