@@ -22,7 +22,7 @@ import (
 // sees it; awaken is the module's table (behind its view).
 func openTestModule(t testing.TB) (*Module, *lua.LTable) {
 	t.Helper()
-	m, err := OpenModule(Source{FS: fstest.MapFS{"m.lua": {Data: []byte("return {}")}}, Name: "scripts"}, "m")
+	m, err := OpenModule(Source{FS: fstest.MapFS{"m.lua": {Data: []byte("return {}")}}, Name: "scripts"}, "m", Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,16 @@ func load(t testing.TB, files map[string]string, opts ...func(*luabridge.Loader)
 	return loadFS(t, fsys, opts...)
 }
 
+// testHookTimeout is the hook budget of the generations load builds unless
+// an option sets another: the default 100ms is wall-clock time, which a
+// sound hook can pass under -race on a busy machine. A test about the
+// budget sets its own (withTimeout), or the default (withTimeout(0)).
+const testHookTimeout = 10 * time.Second
+
 func loadFS(t testing.TB, fsys fs.FS, opts ...func(*luabridge.Loader)) (*luabridge.Generation, error) {
 	t.Helper()
-	l := &luabridge.Loader{Plugins: luabridge.Source{FS: fsys, Name: "scripts"}}
+	l := &luabridge.Loader{Plugins: luabridge.Source{FS: fsys, Name: "scripts"},
+		Limits: luabridge.Limits{HookTimeout: testHookTimeout}}
 	for _, o := range opts {
 		o(l)
 	}
@@ -45,6 +52,7 @@ func mustLoad(t testing.TB, files map[string]string, opts ...func(*luabridge.Loa
 	return g
 }
 
+// withTimeout sets the hook budget; 0 leaves the loader's default.
 func withTimeout(d time.Duration) func(*luabridge.Loader) {
 	return func(l *luabridge.Loader) { l.Limits.HookTimeout = d }
 }

@@ -15,9 +15,10 @@ type Module struct {
 }
 
 // OpenModule loads module name (a dotted name, as for require) from src in
-// a sandboxed state.
-func OpenModule(src Source, name string) (*Module, error) {
-	lim := Limits{}.withDefaults()
+// a sandboxed state bounded by lim (its zero fields are the defaults: a
+// call's budget is lim.HookTimeout).
+func OpenModule(src Source, name string, lim Limits) (*Module, error) {
+	lim = lim.withDefaults()
 	g := &Generation{limits: lim, sources: []Source{src}, protos: map[string]*lua.FunctionProto{}}
 	g.log = discardLog()
 	p := &luaPlugin{gen: g, id: "module", root: src, timeout: lim.HookTimeout, validateFn: -1, prepareFn: -1}

@@ -20,6 +20,10 @@ type pool struct {
 	// waiting forever.
 	closed bool
 	done   chan struct{}
+	// freed is closed, and replaced, when a discarded instance frees its
+	// place: a caller waiting for a free instance makes one instead (no
+	// instance may ever come back, if every one in use is discarded).
+	freed chan struct{}
 }
 
 // errPoolClosed is what a call on a closed generation gets.
@@ -29,7 +33,7 @@ func newPool(max int, mk func() (*instance, error)) *pool {
 	if max < 1 {
 		max = 1
 	}
-	return &pool{mk: mk, free: make(chan *instance, max), max: max, done: make(chan struct{})}
+	return &pool{mk: mk, free: make(chan *instance, max), max: max, done: make(chan struct{}), freed: make(chan struct{})}
 }
 
 // add puts an existing instance (the one that registered the plugin) in.
@@ -40,39 +44,52 @@ func (p *pool) add(inst *instance) {
 	p.put(inst, false)
 }
 
-// get returns a free instance, makes one while under the bound, or waits.
+// get returns a free instance, makes one while under the bound, or waits
+// until one comes back or a place is freed.
 func (p *pool) get(ctx context.Context) (*instance, error) {
-	select {
-	case inst := <-p.free:
-		return inst, nil
-	default:
-	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, errPoolClosed
-	}
-	if p.live < p.max {
-		p.live++
-		p.mu.Unlock()
-		inst, err := p.mk()
-		if err != nil {
-			p.mu.Lock()
-			p.live--
-			p.mu.Unlock()
-			return nil, err
+	for {
+		select {
+		case inst := <-p.free:
+			return inst, nil
+		default:
 		}
-		return inst, nil
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, errPoolClosed
+		}
+		if p.live < p.max {
+			p.live++
+			p.mu.Unlock()
+			inst, err := p.mk()
+			if err != nil {
+				p.mu.Lock()
+				p.release()
+				p.mu.Unlock()
+				return nil, err
+			}
+			return inst, nil
+		}
+		freed := p.freed
+		p.mu.Unlock()
+		select {
+		case inst := <-p.free:
+			return inst, nil
+		case <-freed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-p.done:
+			return nil, errPoolClosed
+		}
 	}
-	p.mu.Unlock()
-	select {
-	case inst := <-p.free:
-		return inst, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-p.done:
-		return nil, errPoolClosed
-	}
+}
+
+// release gives up the place of an instance that is gone, waking the
+// callers waiting for one. p.mu is held.
+func (p *pool) release() {
+	p.live--
+	close(p.freed)
+	p.freed = make(chan struct{})
 }
 
 // put returns an instance; a discarded one (its deadline fired, or its
@@ -80,7 +97,7 @@ func (p *pool) get(ctx context.Context) (*instance, error) {
 func (p *pool) put(inst *instance, discard bool) {
 	p.mu.Lock()
 	if discard || p.closed {
-		p.live--
+		p.release()
 		p.mu.Unlock()
 		inst.close()
 		return
@@ -90,7 +107,7 @@ func (p *pool) put(inst *instance, discard bool) {
 	case p.free <- inst:
 	default: // cannot happen: live <= max = cap(free)
 		p.mu.Lock()
-		p.live--
+		p.release()
 		p.mu.Unlock()
 		inst.close()
 	}

@@ -87,9 +87,12 @@ local misuse = {
 function M.misuse(name) misuse[name]() end
 return M`
 
+// openRules opens the rules module with a generous budget per call (see
+// testHookTimeout).
 func openRules(t *testing.T) *luabridge.Module {
 	t.Helper()
-	m, err := luabridge.OpenModule(luabridge.Source{FS: fstest.MapFS{"r.lua": {Data: []byte(rulesModule)}}, Name: "t"}, "r")
+	m, err := luabridge.OpenModule(luabridge.Source{FS: fstest.MapFS{"r.lua": {Data: []byte(rulesModule)}}, Name: "t"}, "r",
+		luabridge.Limits{HookTimeout: testHookTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,7 +561,7 @@ func FuzzShellSplitLua(f *testing.F) {
 		var err error
 		for range 3 {
 			if m == nil {
-				if m, err = luabridge.OpenModule(luabridge.Source{FS: fstest.MapFS{"r.lua": {Data: []byte(rulesModule)}}, Name: "t"}, "r"); err != nil {
+				if m, err = luabridge.OpenModule(luabridge.Source{FS: fstest.MapFS{"r.lua": {Data: []byte(rulesModule)}}, Name: "t"}, "r", luabridge.Limits{}); err != nil {
 					t.Fatal(err)
 				}
 			}

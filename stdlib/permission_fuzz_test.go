@@ -19,7 +19,7 @@ var permissionRules struct {
 
 func openPermissionRules() (*luabridge.Module, error) {
 	if permissionRules.mod == nil && permissionRules.err == nil {
-		permissionRules.mod, permissionRules.err = luabridge.OpenModule(luabridge.Source{FS: stdlib.FS, Name: "stdlib"}, "permission.rules")
+		permissionRules.mod, permissionRules.err = luabridge.OpenModule(luabridge.Source{FS: stdlib.FS, Name: "stdlib"}, "permission.rules", luabridge.Limits{})
 	}
 	return permissionRules.mod, permissionRules.err
 }

@@ -74,10 +74,13 @@ func testFiles(src luabridge.Source) ([]luabridge.TestFile, error) {
 // runFile runs one test file. A file that runs no test, or whose counts do
 // not add up, is an error.
 func runFile(src luabridge.Source, f luabridge.TestFile) (luabridge.TestSummary, error) {
-	// A generous hook budget: the race detector and parallel tests slow
-	// hooks down many times; the limits have tests of their own.
+	// A generous budget for each test and each hook: the race detector and
+	// the files running in parallel slow them down many times (with the
+	// default 5s per test, a harness test of permission and one of
+	// reminder ran past it on a loaded 2-core machine); the limits have
+	// tests of their own.
 	sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: []luabridge.TestFile{f}, Stdlib: src, Out: io.Discard,
-		Limits: luabridge.Limits{HookTimeout: 5 * time.Second}})
+		Timeout: 60 * time.Second, Limits: luabridge.Limits{HookTimeout: 30 * time.Second}})
 	n := sum.Passed + sum.Failed
 	switch {
 	case n == 0 || len(sum.Results) == 0:
