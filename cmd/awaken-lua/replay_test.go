@@ -72,6 +72,29 @@ func record(t *testing.T, cfg, prompt string) {
 	}
 }
 
+// exportAndTest exports the last run the project's journal holds as a Lua
+// test, which must pass against the recording's plugins, and returns its
+// path.
+func exportAndTest(t *testing.T, dir, cfg string) string {
+	t.Helper()
+	var runID string
+	journal.Read([]string{filepath.Join(dir, "journal")}, func(_ journal.Pos, r *journal.Record) error {
+		if r.Rec == journal.KindRun {
+			runID = r.RunID
+		}
+		return nil
+	})
+	testFile := filepath.Join(dir, "scripts", "journal_test.lua")
+	if code, _, errOut := awaken(t, "", "--config", cfg, "journal", "export", runID, "-o", testFile); code != exitOK {
+		t.Fatalf("export: exit %d: %s", code, errOut)
+	}
+	if code, out, errOut := awaken(t, "", "--config", cfg, "test", testFile); code != exitOK {
+		b, _ := os.ReadFile(testFile)
+		t.Fatalf("the exported test fails against the recording's plugins: %s %s\n%s", out, errOut, b)
+	}
+	return testFile
+}
+
 // The loop a README promises: record, edit, replay, export, verify.
 func TestRecordReplayExportVerify(t *testing.T) {
 	dir, cfg := journalProject(t)
@@ -87,20 +110,7 @@ func TestRecordReplayExportVerify(t *testing.T) {
 		t.Fatalf("replay, same plugins: exit %d: %s %s", code, out, errOut)
 	}
 
-	var runID string
-	journal.Read([]string{jdir}, func(_ journal.Pos, r *journal.Record) error {
-		if r.Rec == journal.KindRun {
-			runID = r.RunID
-		}
-		return nil
-	})
-	testFile := filepath.Join(dir, "scripts", "journal_test.lua")
-	if code, _, errOut := awaken(t, "", "--config", cfg, "journal", "export", runID, "-o", testFile); code != exitOK {
-		t.Fatalf("export: exit %d: %s", code, errOut)
-	}
-	if code, out, errOut := awaken(t, "", "--config", cfg, "test", testFile); code != exitOK {
-		t.Fatalf("the exported test fails against the recording's plugins: %s %s", out, errOut)
-	}
+	testFile := exportAndTest(t, dir, cfg)
 
 	os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), []byte(policyV2), 0o644)
 	code, out, _ = awaken(t, "", "--config", cfg, "replay")
@@ -343,19 +353,5 @@ func TestExportOffersABlockedTool(t *testing.T) {
 	})
 	cfg := filepath.Join(dir, "awaken.toml")
 	record(t, cfg, "read both")
-	var runID string
-	journal.Read([]string{filepath.Join(dir, "journal")}, func(_ journal.Pos, r *journal.Record) error {
-		if r.Rec == journal.KindRun {
-			runID = r.RunID
-		}
-		return nil
-	})
-	testFile := filepath.Join(dir, "scripts", "journal_test.lua")
-	if code, _, errOut := awaken(t, "", "--config", cfg, "journal", "export", runID, "-o", testFile); code != exitOK {
-		t.Fatalf("export: exit %d: %s", code, errOut)
-	}
-	if code, out, errOut := awaken(t, "", "--config", cfg, "test", testFile); code != exitOK {
-		b, _ := os.ReadFile(testFile)
-		t.Fatalf("the exported test fails against the recording's plugins: %s %s\n%s", out, errOut, b)
-	}
+	exportAndTest(t, dir, cfg)
 }
