@@ -207,6 +207,9 @@ func (s *Session) AfterInference(ctx context.Context, resp model.Response) (o Ou
 	if err := s.expect(phase.AfterInference, StageInferenceReady); err != nil {
 		return s.outcome(), err
 	}
+	if err := checkUsage(resp.Usage); err != nil {
+		return s.outcome(), err
+	}
 	if s.handOff {
 		// The list is still copied: ids are filled in below, and the
 		// journal keeps the response as the host sent it.

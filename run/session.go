@@ -207,6 +207,12 @@ func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome,
 	if err != nil {
 		return nil, Outcome{}, err
 	}
+	if err := checkMessages("$.messages", o.Messages); err != nil {
+		return nil, Outcome{}, err
+	}
+	if err := checkTools("$.tools", o.Tools); err != nil {
+		return nil, Outcome{}, err
+	}
 	s := &Session{rt: r, agent: a, events: o.Events, status: Running, stage: StageRunStarted, onEffect: o.OnEffect}
 	if s.events == nil {
 		s.events = event.Discard{}

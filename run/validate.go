@@ -88,12 +88,71 @@ func checkResultStatus(r model.ToolResult) error {
 	return errs.Field("$.result.status", "a tool result status is \"success\", \"error\" or \"pending\", not %q", r.Status)
 }
 
+// checkMessages checks a conversation a host sends (path names it in the
+// request body): each message has a known role, and each tool call in one
+// an id and a name. Its arguments are the host's record of the past, kept
+// as sent.
+func checkMessages(path string, ms []model.Message) error {
+	for i, m := range ms {
+		at := path + "[" + strconv.Itoa(i) + "]"
+		switch m.Role {
+		case model.RoleSystem, model.RoleUser, model.RoleAssistant, model.RoleTool:
+		default:
+			return errs.Field(at+".role", "messages[%d].role is %q; use system, user, assistant or tool", i, m.Role)
+		}
+		for j, c := range m.ToolCalls {
+			call := at + ".tool_calls[" + strconv.Itoa(j) + "]"
+			if c.ID == "" {
+				return errs.Field(call+".id", "messages[%d].tool_calls[%d] has no id; a tool call needs one", i, j)
+			}
+			if c.Name == "" {
+				return errs.Field(call+".name", "messages[%d].tool_calls[%d] (%q) has no name; send the name of the tool the model called", i, j, c.ID)
+			}
+		}
+	}
+	return nil
+}
+
+// checkTools checks the tools a host offers (path names them in the
+// request body): each has a name, and no two the same one, which would
+// leave it open which one a call of that name calls.
+func checkTools(path string, ts []model.ToolSpec) error {
+	for i, t := range ts {
+		if t.Name == "" {
+			return errs.Field(path+"["+strconv.Itoa(i)+"].name", "tools[%d] has no name", i)
+		}
+		for j := range i { // few tools: no map
+			if ts[j].Name == t.Name {
+				return errs.Field(path+"["+strconv.Itoa(i)+"].name", "tools[%d] and tools[%d] are both named %q; give each tool its own name", j, i, t.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// checkUsage checks the token counts of a model's answer: none is negative.
+func checkUsage(u *model.Usage) error {
+	if u == nil {
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"prompt_tokens", u.PromptTokens}, {"completion_tokens", u.CompletionTokens}, {"total_tokens", u.TotalTokens}} {
+		if f.n < 0 {
+			return errs.Field("$.response.usage."+f.name, "usage.%s is a count of tokens, not %d; leave it out when the model does not say", f.name, f.n)
+		}
+	}
+	return nil
+}
+
 // checkRequest checks the request a host sends to before_inference.
 func checkRequest(req model.Request) error {
-	for i, t := range req.Tools {
-		if t.Name == "" {
-			return errs.Field("$.request.tools["+strconv.Itoa(i)+"].name", "tools[%d] has no name", i)
-		}
+	if err := checkMessages("$.request.messages", req.Messages); err != nil {
+		return err
+	}
+	if err := checkTools("$.request.tools", req.Tools); err != nil {
+		return err
 	}
 	p := req.Params
 	if p.MaxTokens != nil && *p.MaxTokens < 1 {

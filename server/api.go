@@ -302,26 +302,6 @@ func failed(e *entry, err error) error {
 	return ae
 }
 
-func validMessages(ms []model.Message) error {
-	for i, m := range ms {
-		switch m.Role {
-		case model.RoleSystem, model.RoleUser, model.RoleAssistant, model.RoleTool:
-		default:
-			return badRequest("messages[%d].role is %q; use system, user, assistant or tool", i, m.Role)
-		}
-	}
-	return nil
-}
-
-func validTools(ts []model.ToolSpec) error {
-	for i, t := range ts {
-		if t.Name == "" {
-			return badRequest("tools[%d] has no name", i)
-		}
-	}
-	return nil
-}
-
 // createRun starts a run on the current generation and pins it: run_start
 // runs here.
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) error {
@@ -337,12 +317,6 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(req.Cwd) > hooks.MaxCwd {
 		return badRequest("cwd must be a path of at most %d bytes, not %d (the agent's working directory)", hooks.MaxCwd, len(req.Cwd))
-	}
-	if err := validMessages(req.Messages); err != nil {
-		return err
-	}
-	if err := validTools(req.Tools); err != nil {
-		return err
 	}
 	ctx := context.WithoutCancel(r.Context())
 	e, err := s.start(ctx, req)

@@ -104,3 +104,43 @@ func TestDeleteResumedRunFreesItsThread(t *testing.T) {
 		t.Fatalf("the thread's next run: %d %s", r.status, r.raw)
 	}
 }
+
+// A conversation and tools a client sends are checked where every driver
+// sends them (the run's Start and before_inference): a bad role, a tool
+// call in a message without its id or name, a tool without a name or with
+// another's are 400s naming the field.
+func TestConversationAndToolsAreChecked(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog()})
+	for _, tc := range []struct{ body, field string }{
+		{`{"messages":[{"role":"robot","content":"x"}]}`, "messages[0].role"},
+		{`{"messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c1"}]}]}`, "messages[1].tool_calls[0].name"},
+		{`{"tools":[{"name":"a"},{"name":""}]}`, "tools[1].name"},
+		{`{"tools":[{"name":"a"},{"name":"b"},{"name":"a"}]}`, "tools[2].name"},
+	} {
+		r := sc.call("POST", "/v1/runs", tc.body)
+		problemOK(t, r, http.StatusBadRequest, "bad_request")
+		if r.str("field") != tc.field {
+			t.Errorf("POST /v1/runs %s: field %q, want %q", tc.body, r.str("field"), tc.field)
+		}
+	}
+	id := sc.startRun(map[string]any{})
+	sc.phase(id, "step_start", nil)
+	for _, tc := range []struct{ body, field string }{
+		{`{"request":{"messages":[{"role":"assistant","tool_calls":[{"name":"x"}]}]}}`, "request.messages[0].tool_calls[0].id"},
+		{`{"request":{"tools":[{"name":"x"},{"name":"x"}]}}`, "request.tools[1].name"},
+	} {
+		r := sc.call("POST", "/v1/runs/"+id+"/phases/before_inference", tc.body)
+		problemOK(t, r, http.StatusBadRequest, "bad_request")
+		if r.str("field") != tc.field {
+			t.Errorf("before_inference %s: field %q, want %q", tc.body, r.str("field"), tc.field)
+		}
+	}
+	// Nothing changed: the step goes on.
+	sc.phase(id, "before_inference", map[string]any{"request": map[string]any{}})
+	r := sc.call("POST", "/v1/runs/"+id+"/phases/after_inference", `{"response":{"text":"x","usage":{"prompt_tokens":3,"completion_tokens":-2}}}`)
+	problemOK(t, r, http.StatusBadRequest, "bad_request")
+	if r.str("field") != "response.usage.completion_tokens" {
+		t.Errorf("negative usage: field %q", r.str("field"))
+	}
+	sc.phase(id, "after_inference", `{"response":{"text":"x","usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}}`)
+}

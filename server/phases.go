@@ -102,12 +102,6 @@ func (s *Server) beforeInference(w http.ResponseWriter, r *http.Request) error {
 	if body.Request == nil {
 		return badRequest("before_inference needs {\"request\": {\"messages\", \"tools\", \"params\"}}")
 	}
-	if err := validMessages(body.Request.Messages); err != nil {
-		return err
-	}
-	if err := validTools(body.Request.Tools); err != nil {
-		return err
-	}
 	return s.withRun(w, r, phase.BeforeInference.String(), func(ctx context.Context, sess *run.Session, out *phaseOut) error {
 		req := model.Request{Messages: body.Request.Messages, Tools: body.Request.Tools, Params: body.Request.Params}
 		if req.Tools == nil {
