@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
 )
 
 // Defaults of [journal].
@@ -367,7 +369,7 @@ func (w *Writer) encode(rec *Record) bool {
 		w.enc = appendRecord(w.enc[:0], &id)
 		cp = id
 	}
-	attrs := []any{"run_id", clip(m.RunID), "rec", m.Rec, "phase", m.Phase, "step", m.Step, "bytes", size + sealSize + 1, "limit", maxLine}
+	attrs := []any{"run_id", errs.Clip(m.RunID, 200), "rec", m.Rec, "phase", m.Phase, "step", m.Step, "bytes", size + sealSize + 1, "limit", maxLine}
 	if len(w.enc) > maxBody {
 		w.lose(1, errors.New("journal: a record too large for a reader was not written"))
 		w.o.Log.Error("a journal record is too large for a reader even without its input and was not written", attrs...)
@@ -395,14 +397,6 @@ func omittable(r *Record) []string {
 		}
 	}
 	return out
-}
-
-// clip bounds a value written to the log.
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
 }
 
 // sink hands the batch's lines to the Sink (and ages it out now and then).

@@ -134,7 +134,7 @@ func luaError(err error, code errs.Code) *errs.Error {
 	}
 	// A hook can raise a 16 MiB message; what the runtime keeps, logs and
 	// answers is its start.
-	msg = clip(msg, maxErrorMessage)
+	msg = errs.Clip(msg, maxErrorMessage)
 	pos, rest := splitWhere(msg)
 	// A message rethrown with error(msg) carries the position of each
 	// rethrow before the original one; keep the innermost.

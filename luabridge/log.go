@@ -6,7 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -19,21 +20,6 @@ const logMax = 64 << 10
 // logFieldsMax bounds the fields of one awaken.log call.
 const logFieldsMax = 64
 
-// clip cuts s to at most n bytes (at a character boundary) and says how
-// much was left out.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	if n < 0 {
-		n = 0
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "... (" + strconv.Itoa(len(s)-n) + " more bytes)"
-}
-
 func (inst *instance) print(L *lua.LState) int {
 	top := L.GetTop()
 	var b strings.Builder
@@ -43,7 +29,7 @@ func (inst *instance) print(L *lua.LState) int {
 		}
 		s := L.ToStringMeta(L.Get(i)).String()
 		if room := logMax - b.Len(); len(s) > room {
-			b.WriteString(clip(s, room))
+			b.WriteString(errs.Clip(s, room))
 			if i < top {
 				b.WriteString(" (and " + strconv.Itoa(top-i) + " more values)")
 			}
@@ -56,7 +42,7 @@ func (inst *instance) print(L *lua.LState) int {
 }
 
 func (inst *instance) log(L *lua.LState, level slog.Level) int {
-	msg := clip(L.CheckString(1), logMax)
+	msg := errs.Clip(L.CheckString(1), logMax)
 	attrs := []any{"plugin", inst.p.id, "at", inst.where(L).String()}
 	if t, ok := L.Get(2).(*lua.LTable); ok {
 		t = viewed(t)
@@ -84,7 +70,7 @@ func (inst *instance) log(L *lua.LState, level slog.Level) int {
 				v = "(not logged: " + err.Error() + ")"
 			}
 			room -= c.bytes
-			attrs = append(attrs, clip(k, 256), v)
+			attrs = append(attrs, errs.Clip(k, 256), v)
 		}
 		if omitted > 0 {
 			attrs = append(attrs, "fields_omitted", omitted)

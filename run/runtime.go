@@ -316,7 +316,7 @@ func AgentID(id string, ids []string) (string, error) {
 		}
 	}
 	if !slices.Contains(ids, id) {
-		return "", errs.New(errs.ConfigInvalid, "unknown agent %q%s; agents: %s", id, errs.DidYouMean(id, ids),
+		return "", errs.New(errs.ConfigInvalid, "unknown agent %q%s; agents: %s", errs.Clip(id, 200), errs.DidYouMean(id, ids),
 			strings.Join(ids, ", "))
 	}
 	return id, nil

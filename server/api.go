@@ -340,7 +340,7 @@ func (s *Server) start(ctx context.Context, req createRequest) (*entry, error) {
 		if _, ok := g.Runtime.Agent(req.Agent); !ok {
 			g.Release()
 			s.unreserveThread(req.ThreadID)
-			return nil, badRequest("unknown agent %q%s; agents: %s", req.Agent,
+			return nil, badRequest("unknown agent %q%s; agents: %s", errs.Clip(req.Agent, 200),
 				errs.DidYouMean(req.Agent, g.Runtime.AgentIDs()), strings.Join(g.Runtime.AgentIDs(), ", "))
 		}
 	}

@@ -144,3 +144,14 @@ func TestConversationAndToolsAreChecked(t *testing.T) {
 	}
 	sc.phase(id, "after_inference", `{"response":{"text":"x","usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}}`)
 }
+
+// An unknown agent of half a megabyte is refused at once, and not echoed
+// whole.
+func TestHugeUnknownAgent(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog()})
+	r := sc.call("POST", "/v1/runs", `{"agent":"`+strings.Repeat("x", 500<<10)+`"}`)
+	problemOK(t, r, http.StatusBadRequest, "bad_request")
+	if d := r.str("detail"); len(d) > 1000 || !strings.Contains(d, "more bytes") {
+		t.Errorf("detail of %d bytes: %.300s", len(d), d)
+	}
+}

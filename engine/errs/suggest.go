@@ -8,6 +8,11 @@ func Suggest(name string, candidates []string) string {
 	// "budget".
 	best, bestD := "", max(1, len(name)/3)+1
 	for _, c := range candidates {
+		// The distance is at least the difference in length: a name far
+		// longer than every candidate (a client's megabyte) costs nothing.
+		if len(name)-len(c) >= bestD || len(c)-len(name) >= bestD {
+			continue
+		}
 		if d := distance(name, c); d < bestD {
 			best, bestD = c, d
 		}

@@ -228,7 +228,7 @@ func (m *Model) encode(req model.Request) ([]byte, error) {
 func decode(data []byte) (model.Response, error) {
 	var w wireResponse
 	if err := json.Unmarshal(data, &w); err != nil {
-		return model.Response{}, fmt.Errorf("the reply is not Messages JSON (%v): %s", err, httpjson.Clip(strings.TrimSpace(string(data)), 200))
+		return model.Response{}, fmt.Errorf("the reply is not Messages JSON (%v): %s", err, errs.Clip(strings.TrimSpace(string(data)), 200))
 	}
 	if w.Error != nil && w.Error.Message != "" {
 		return model.Response{}, errors.New("the server answered with an error: " + w.Error.Message)

@@ -205,7 +205,7 @@ func errorDetail(data []byte) string {
 	if s == "" {
 		return ""
 	}
-	return ": " + Clip(s, 300)
+	return ": " + errs.Clip(s, 300)
 }
 
 // retryAfter parses a Retry-After header (seconds or an HTTP date); -1 when
@@ -225,12 +225,4 @@ func retryAfter(h string) time.Duration {
 		return min(max(time.Until(t), 0), maxRetryAfter)
 	}
 	return -1
-}
-
-// Clip shortens s to n bytes for a message, on a UTF-8 boundary.
-func Clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
 }

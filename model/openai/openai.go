@@ -119,8 +119,6 @@ func (m *Model) hint(status int) string {
 	return ""
 }
 
-func clip(s string, n int) string { return httpjson.Clip(s, n) }
-
 // The wire format.
 type (
 	wireRequest struct {
@@ -223,7 +221,7 @@ func (m *Model) encode(req model.Request) ([]byte, error) {
 func decode(data []byte) (model.Response, error) {
 	var w wireResponse
 	if err := json.Unmarshal(data, &w); err != nil {
-		return model.Response{}, fmt.Errorf("the reply is not chat-completions JSON (%v): %s", err, clip(strings.TrimSpace(string(data)), 200))
+		return model.Response{}, fmt.Errorf("the reply is not chat-completions JSON (%v): %s", err, errs.Clip(strings.TrimSpace(string(data)), 200))
 	}
 	if w.Error != nil && w.Error.Message != "" {
 		return model.Response{}, errors.New("the server answered with an error: " + w.Error.Message)
@@ -268,7 +266,7 @@ func decodeContent(raw json.RawMessage) (string, error) {
 		Text string `json:"text"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", fmt.Errorf("the reply's message content is neither text nor a list of parts: %s", clip(string(raw), 200))
+		return "", fmt.Errorf("the reply's message content is neither text nor a list of parts: %s", errs.Clip(string(raw), 200))
 	}
 	var b strings.Builder
 	for _, p := range parts {
@@ -292,11 +290,11 @@ func decodeArgs(raw json.RawMessage) (map[string]any, error) {
 	}
 	var v any
 	if err := json.Unmarshal(src, &v); err != nil {
-		return nil, fmt.Errorf("the arguments are not valid JSON (%v): %s", err, clip(string(src), 200))
+		return nil, fmt.Errorf("the arguments are not valid JSON (%v): %s", err, errs.Clip(string(src), 200))
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("the arguments are a JSON %s, not an object: %s", value.TypeName(v), clip(string(src), 200))
+		return nil, fmt.Errorf("the arguments are a JSON %s, not an object: %s", value.TypeName(v), errs.Clip(string(src), 200))
 	}
 	n, err := value.Normalize(obj)
 	if err != nil {
