@@ -155,3 +155,13 @@ func TestHugeUnknownAgent(t *testing.T) {
 		t.Errorf("detail of %d bytes: %.300s", len(d), d)
 	}
 }
+
+// A run id of 100 KB in the URL is not found, and not echoed whole.
+func TestHugeRunIDNotEchoed(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog()})
+	r := sc.call("GET", "/v1/runs/"+strings.Repeat("r", 100<<10), nil)
+	problemOK(t, r, http.StatusNotFound, "run_not_found")
+	if d := r.str("detail"); len(d) > 1000 {
+		t.Errorf("detail of %d bytes", len(d))
+	}
+}

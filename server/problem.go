@@ -105,7 +105,7 @@ func badRequest(format string, args ...any) *apiError {
 
 func runNotFound(id string) *apiError {
 	return fail(http.StatusNotFound, errs.RunNotFound,
-		"run %q is neither in memory nor in the store; start one with POST /v1/runs (a finished run is forgotten once it ends)", id)
+		"run %q is neither in memory nor in the store; start one with POST /v1/runs (a finished run is forgotten once it ends)", errs.Clip(id, 200))
 }
 
 // toProblem decides the status, code and body of any error a handler
