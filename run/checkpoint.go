@@ -315,23 +315,22 @@ func (r *Runtime) RestoreCheckpoint(ctx context.Context, cp Checkpoint, events e
 }
 
 // recent returns the last messages of msgs: at most n of them (any number
-// when n <= 0) and at most size bytes as JSON (any size when size <= 0;
-// the last message is kept whatever its size, with the message of the
-// calls it answers when it is a tool result), starting after a tool
-// result whose call was cut off: a conversation never opens with an
-// answer to a question it no longer holds.
+// when n <= 0) and at most size bytes as JSON (any size when size <= 0),
+// starting after a tool result whose call was cut off: a conversation
+// never opens with an answer to a question it no longer holds. However
+// few messages or bytes are allowed, the last message stays, with the
+// message of the calls it answers when it is a tool result: cut there,
+// the conversation would be empty.
 func recent(msgs []model.Message, n, size int) []model.Message {
+	keep := len(msgs) - 1
+	for keep > 0 && msgs[keep].Role == model.RoleTool {
+		keep--
+	}
 	from := 0
 	if n > 0 && len(msgs) > n {
-		from = len(msgs) - n
+		from = min(len(msgs)-n, keep)
 	}
 	if size > 0 {
-		// The last message stays, and so do the calls a last tool result
-		// answers: cut at the result, the conversation would be empty.
-		keep := len(msgs) - 1
-		for keep > from && msgs[keep].Role == model.RoleTool {
-			keep--
-		}
 		total := 0
 		for i := len(msgs) - 1; i >= from; i-- {
 			if total += messageSize(msgs[i], size-total); total > size {
@@ -340,7 +339,7 @@ func recent(msgs []model.Message, n, size int) []model.Message {
 			}
 		}
 	}
-	if from == 0 {
+	if from <= 0 {
 		return msgs
 	}
 	out := msgs[from:]

@@ -223,12 +223,20 @@ func TestThreadKeepsHistoryBytes(t *testing.T) {
 
 // TestThreadKeepsLastResultWithItsCall: a run that ends on a tool result
 // (max_steps after a step of calls) keeps that result and the message of
-// its call however few bytes WithMaxHistorySize allows, rather than
-// cutting at the result and dropping it for opening the conversation.
+// its call however few bytes WithMaxHistorySize or messages WithMaxHistory
+// allow, rather than cutting at the result and dropping it for opening
+// the conversation.
 func TestThreadKeepsLastResultWithItsCall(t *testing.T) {
+	for _, bound := range []run.Option{run.WithMaxHistorySize(1000), run.WithMaxHistory(1)} {
+		threadKeepsLastResultWithItsCall(t, bound)
+	}
+}
+
+func threadKeepsLastResultWithItsCall(t *testing.T, bound run.Option) {
+	t.Helper()
 	ctx := context.Background()
 	big := strings.Repeat("x", 3000)
-	rt := newRuntime(t, []run.Option{run.WithAgents(run.Agent{ID: "default", MaxSteps: 1}), run.WithMaxHistorySize(1000)})
+	rt := newRuntime(t, []run.Option{run.WithAgents(run.Agent{ID: "default", MaxSteps: 1}), bound})
 	res, err := rt.Run(ctx, run.Request{ThreadID: "th", Prompt: "go", Model: turns(calls(call("echo", map[string]any{"text": big}))),
 		Tools: []plugin.Tool{newTool("echo", nil)}})
 	if err != nil {
