@@ -347,6 +347,9 @@ func (h *Host) readConfig() (*config.Config, error) {
 		c := config.Default()
 		wd, _ := os.Getwd()
 		c.Dir = wd
+		// No project here, so nothing is written here: the default
+		// audit file would be left in whatever directory dev ran in.
+		c.Audit.Path = ""
 		return h.override(c), nil
 	}
 	c, err := config.Load(h.configPath)

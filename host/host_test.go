@@ -15,6 +15,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/host"
+	"github.com/awaken-lua/awaken-lua/model/scripted"
 	"github.com/awaken-lua/awaken-lua/run"
 )
 
@@ -289,5 +290,25 @@ func TestMemoryStoreBound(t *testing.T) {
 				t.Fatalf("MaxThreads = %d, want %d", ms.MaxThreads(), tc.want)
 			}
 		})
+	}
+}
+
+// Without an awaken.toml (dev started in a directory that has none yet)
+// the host writes nothing there: no audit file.
+func TestNoConfigWritesNothingHere(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	h, err := host.Open(context.Background(), host.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := h.Acquire()
+	_, _ = g.Runtime.Run(context.Background(), run.Request{Prompt: "hi", Model: scripted.New([]scripted.Turn{{Text: "done"}})})
+	g.Release()
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("the host left %d files where it ran without a configuration: %v", len(left), left[0].Name())
 	}
 }
