@@ -64,6 +64,13 @@ func TestMisuseFailsAtLoad(t *testing.T) {
 		{"hook_timeout negative string", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { hook_timeout = '-1s' }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "hook_timeout"},
 		{"bad argument type", head + "p:key({})\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "string expected, got table"},
 		{"unfinished at the end of the file", head + "local x = \n\n", errs.PluginLoadFailed, "scripts/x.lua:3", "syntax error near '=' at the end of the file"},
+		{"plugin id a number", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { id = 5 }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "id must be a string, got a number"},
+		{"plugin description a number", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { description = 5 }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "description must be a string"},
+		{"key scope a number", head + `p:key("x.n", { scope = 1 })` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "scope must be a string, got a number"},
+		{"key merge a boolean", head + `p:key("x.n", { merge = true })` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "merge must be a string"},
+		{"key persist a string", head + `p:key("x.n", { persist = "no" })` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "persist must be a boolean, got a string"},
+		{"tool id a number", head + "p:tool { id = 5, execute = function() end }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "id must be a string"},
+		{"tool description a number", head + "p:tool { id = 'x', description = 5, execute = function() end }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "description must be a string"},
 		{"syntax error mid-file", head + "local = 1\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "syntax error near '='"},
 	}
 	for _, tc := range tests {

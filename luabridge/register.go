@@ -144,6 +144,7 @@ func (inst *instance) newPlugin(L *lua.LState) int {
 		}
 	}
 	reg := inst.reg
+	inst.checkTypes(L, spec, "awaken.plugin", map[string]lua.LValueType{"id": lua.LTString, "description": lua.LTString})
 	if id, ok := spec.RawGetString("id").(lua.LString); ok && string(id) != reg.ID() {
 		if !state.ValidName(string(id)) {
 			raise(L, errs.PluginLoadFailed, "awaken.plugin: id %q is not valid: use a lowercase name such as \"guard\"", string(id))
@@ -216,6 +217,21 @@ func (inst *instance) newPlugin(L *lua.LState) int {
 	return 1
 }
 
+// checkTypes raises when a field of spec is set to a value of another type
+// than types gives it: a value of the wrong type must not be taken as
+// absent (scope = 1 as the default scope, persist = "no" as true).
+func (inst *instance) checkTypes(L *lua.LState, spec *lua.LTable, what string, types map[string]lua.LValueType) {
+	for _, k := range sortedLuaKeys(spec) {
+		want, ok := types[k]
+		if !ok {
+			continue
+		}
+		if v := spec.RawGetString(k); v.Type() != want {
+			raise(L, errs.PluginLoadFailed, "%s: %s must be a %s, got a %s", what, k, want.String(), v.Type().String())
+		}
+	}
+}
+
 // optFn registers the function in spec[field], if any, and returns its
 // index (-1 for none); a value that is not a function raises msg.
 func (inst *instance) optFn(L *lua.LState, spec *lua.LTable, field, msg string) int {
@@ -261,6 +277,7 @@ func (inst *instance) regKey(L *lua.LState) int {
 				name, k, errs.DidYouMean(k, []string{"scope", "merge", "schema", "default", "reducer", "persist"}))
 		}
 	}
+	inst.checkTypes(L, spec, fmt.Sprintf("p:key(%q)", name), map[string]lua.LValueType{"scope": lua.LTString, "merge": lua.LTString, "persist": lua.LTBool})
 	s := state.Spec{Name: name}
 	var err error
 	if s.Scope, err = state.ParseScope(optString(spec, "scope")); err != nil {
@@ -411,6 +428,7 @@ func (inst *instance) regTool(L *lua.LState) int {
 			raise(L, errs.PluginLoadFailed, "p:tool: unknown field %q (fields: id, description, parameters, execute)", k)
 		}
 	}
+	inst.checkTypes(L, spec, "p:tool", map[string]lua.LValueType{"id": lua.LTString, "description": lua.LTString})
 	id := optString(spec, "id")
 	if id == "" {
 		raise(L, errs.PluginLoadFailed, "p:tool: id is required")
