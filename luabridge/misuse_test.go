@@ -71,6 +71,10 @@ func TestMisuseFailsAtLoad(t *testing.T) {
 		{"key persist a string", head + `p:key("x.n", { persist = "no" })` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "persist must be a boolean, got a string"},
 		{"tool id a number", head + "p:tool { id = 5, execute = function() end }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "id must be a string"},
 		{"tool description a number", head + "p:tool { id = 'x', description = 5, execute = function() end }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "description must be a string"},
+		{"tool with a misspelt execute", head + "p:tool { id = 'x', excute = function() end }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", `unknown field "excute" (did you mean "execute"?)`},
+		{"action without a phase", head + `p:action("x.a", {}, function() end)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "needs the phase"},
+		{"action with a bad phase", head + `p:action("x.a", { phase = "runstart" }, function() end)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "phases: run_start,"},
+		{"action with a misspelt field", head + `p:action("x.a", { phase = "run_end", shema = {} }, function() end)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", `did you mean "schema"`},
 		{"syntax error mid-file", head + "local = 1\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "syntax error near '='"},
 	}
 	for _, tc := range tests {

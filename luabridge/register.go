@@ -331,6 +331,17 @@ func (inst *instance) regKey(L *lua.LState) int {
 	return 1
 }
 
+// actionPhases are the phases p:on and p:action take: all but tool_gate.
+func actionPhases() []string {
+	var out []string
+	for _, n := range phase.Names() {
+		if n != phase.ToolGate.String() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 func optString(t *lua.LTable, k string) string {
 	if s, ok := t.RawGetString(k).(lua.LString); ok {
 		return string(s)
@@ -375,13 +386,18 @@ func (inst *instance) regAction(L *lua.LState) int {
 	idx := inst.addFn(inst.checkFn(L, 4, "p:action"))
 	for _, k := range sortedLuaKeys(spec) {
 		if k != "phase" && k != "schema" {
-			raise(L, errs.PluginLoadFailed, "p:action(%q): unknown field %q (fields: phase, schema)", key, k)
+			raise(L, errs.PluginLoadFailed, "p:action(%q): unknown field %q%s (fields: phase, schema)", key, k, errs.DidYouMean(k, []string{"phase", "schema"}))
 		}
+	}
+	inst.checkTypes(L, spec, fmt.Sprintf("p:action(%q)", key), map[string]lua.LValueType{"phase": lua.LTString})
+	if spec.RawGetString("phase") == lua.LNil {
+		raise(L, errs.PluginLoadFailed, "p:action(%q): the spec needs the phase whose convergence loop runs the action: {phase = \"before_inference\"} (phases: %s)",
+			key, strings.Join(actionPhases(), ", "))
 	}
 	ph, ok := phase.Parse(optString(spec, "phase"))
 	if !ok {
-		raise(L, errs.PluginLoadFailed, "p:action(%q): phase %q is not a phase%s", key, optString(spec, "phase"),
-			errs.DidYouMean(optString(spec, "phase"), phase.Names()))
+		raise(L, errs.PluginLoadFailed, "p:action(%q): phase %q is not a phase%s; phases: %s", key, optString(spec, "phase"),
+			errs.DidYouMean(optString(spec, "phase"), actionPhases()), strings.Join(actionPhases(), ", "))
 	}
 	var sch *schema.Schema
 	if sv := spec.RawGetString("schema"); sv != lua.LNil {
@@ -416,18 +432,19 @@ func (inst *instance) regEffect(L *lua.LState) int {
 func (inst *instance) regTool(L *lua.LState) int {
 	inst.checkSelf(L, "tool")
 	spec := L.CheckTable(2)
+	toolFields := []string{"id", "description", "parameters", "execute"}
+	for _, k := range sortedLuaKeys(spec) {
+		switch k {
+		case "id", "description", "parameters", "execute":
+		default:
+			raise(L, errs.PluginLoadFailed, "p:tool: unknown field %q%s (fields: id, description, parameters, execute)", k, errs.DidYouMean(k, toolFields))
+		}
+	}
 	fn, ok := spec.RawGetString("execute").(*lua.LFunction)
 	if !ok {
 		raise(L, errs.PluginLoadFailed, "p:tool: execute must be a function(ctx, args) returning a result")
 	}
 	idx := inst.addFn(fn)
-	for _, k := range sortedLuaKeys(spec) {
-		switch k {
-		case "id", "description", "parameters", "execute":
-		default:
-			raise(L, errs.PluginLoadFailed, "p:tool: unknown field %q (fields: id, description, parameters, execute)", k)
-		}
-	}
 	inst.checkTypes(L, spec, "p:tool", map[string]lua.LValueType{"id": lua.LTString, "description": lua.LTString})
 	id := optString(spec, "id")
 	if id == "" {
