@@ -75,6 +75,7 @@ func TestMisuseFailsAtLoad(t *testing.T) {
 		{"action without a phase", head + `p:action("x.a", {}, function() end)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "needs the phase"},
 		{"action with a bad phase", head + `p:action("x.a", { phase = "runstart" }, function() end)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "phases: run_start,"},
 		{"action with a misspelt field", head + `p:action("x.a", { phase = "run_end", shema = {} }, function() end)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", `did you mean "schema"`},
+		{"unknown plugin method", head + "p:tools { id = 'x', execute = function() end }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", `no field "tools" (did you mean "tool"?)`},
 		{"syntax error mid-file", head + "local = 1\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "syntax error near '='"},
 	}
 	for _, tc := range tests {

@@ -63,9 +63,17 @@ func (inst *instance) openPlugin() {
 		k := L.CheckString(2)
 		if k == "id" {
 			L.Push(lua.LString(inst.pluginID()))
-		} else {
-			L.Push(idx.RawGetString(k))
+			return 1
 		}
+		m := idx.RawGetString(k)
+		if m == lua.LNil {
+			// Without this, p:tools{} fails as "attempt to call a
+			// non-function object", which names nothing to fix.
+			names := sortedLuaKeys(idx)
+			L.RaiseError("the plugin object has no field %q%s; it has id and the methods %s",
+				k, errs.DidYouMean(k, names), strings.Join(names, ", "))
+		}
+		L.Push(m)
 		return 1
 	}))
 	inst.pluginMeta.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
