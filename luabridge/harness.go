@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -121,40 +124,39 @@ func (tr *testRun) newHarness(L *lua.LState) int {
 	}
 	h := &harness{tr: tr, gen: gen, store: run.NewMemoryStore(), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	tr.harness = append(tr.harness, h)
-	if n, ok := m["now"].(float64); ok {
+	if v, ok := m["now"]; ok {
+		n := harnessField[float64](L, 1, "now", v, "a time in seconds")
 		h.now = time.Unix(0, int64(n*1e9)).UTC()
 	}
 	agent := run.Agent{ID: "default", Plugins: ids}
 	maxRounds := 0
-	if a, ok := m["agent"].(map[string]any); ok {
+	if v, ok := m["agent"]; ok {
+		a := harnessField[map[string]any](L, 1, "agent", v, "a table {id, system_prompt, max_steps, ...}")
 		for k, v := range a {
 			switch k {
 			case "system_prompt":
-				agent.SystemPrompt, _ = v.(string)
+				agent.SystemPrompt = harnessField[string](L, 1, "agent.system_prompt", v, "a string")
 			case "max_steps":
-				f, _ := v.(float64)
-				agent.MaxSteps = int(f)
+				agent.MaxSteps = int(harnessField[float64](L, 1, "agent.max_steps", v, "a number"))
 			case "max_continues":
-				f, _ := v.(float64)
+				f := harnessField[float64](L, 1, "agent.max_continues", v, "a number")
 				agent.MaxContinues = int(f)
 				if f == 0 {
 					agent.MaxContinues = -1 // as in awaken.toml: 0 is none
 				}
 			case "max_phase_rounds":
-				f, _ := v.(float64)
-				maxRounds = int(f)
+				maxRounds = int(harnessField[float64](L, 1, "agent.max_phase_rounds", v, "a number"))
 			case "plugins":
 				agent.Plugins = nil
-				list, _ := v.([]any)
+				list := harnessField[[]any](L, 1, "agent.plugins", v, "a list of plugin ids")
 				for _, x := range list {
-					s, _ := x.(string)
-					agent.Plugins = append(agent.Plugins, s)
+					agent.Plugins = append(agent.Plugins, harnessField[string](L, 1, "agent.plugins[i]", x, "a plugin id"))
 				}
 				if len(agent.Plugins) == 0 {
 					agent.Plugins = nil
 				}
 			case "id":
-				agent.ID, _ = v.(string)
+				agent.ID = harnessField[string](L, 1, "agent.id", v, "a string")
 			default:
 				L.ArgError(1, fmt.Sprintf("unknown agent field %q (fields: id, system_prompt, max_steps, max_continues, max_phase_rounds, plugins)", k))
 			}
@@ -229,19 +231,52 @@ func (h *harness) opts(L *lua.LState, n int) callOpts {
 	for k, v := range m {
 		switch k {
 		case "state":
-			o.state, _ = v.(map[string]any)
+			o.state = harnessField[map[string]any](L, n, "opts.state", v, "a table of key values")
 		case "thread":
-			o.thread, _ = v.(string)
+			o.thread = harnessField[string](L, n, "opts.thread", v, "a thread name")
 		case "step":
-			f, _ := v.(float64)
-			o.step = int(f)
+			o.step = int(harnessField[float64](L, n, "opts.step", v, "a step number"))
 		case "cwd":
-			o.cwd, _ = v.(string)
+			o.cwd = harnessField[string](L, n, "opts.cwd", v, "a directory")
 		default:
 			L.ArgError(n, fmt.Sprintf("unknown option %q (options: state, thread, step, cwd)", k))
 		}
 	}
 	return o
+}
+
+// harnessField is v as a T, or an argument error at stack index n: a
+// value of the wrong type must not be taken as absent (thread = 1 as the
+// thread "", max_steps = "3" as no limit).
+func harnessField[T any](L *lua.LState, n int, name string, v any, want string) T {
+	x, ok := v.(T)
+	if !ok {
+		if m, isMap := v.(map[string]any); isMap && len(m) == 0 {
+			var zero T
+			if _, wantList := any(zero).([]any); wantList {
+				return any([]any{}).(T) // an empty table reads as an empty object
+			}
+		}
+		L.ArgError(n, fmt.Sprintf("%s must be %s, got %s", name, want, luaTypeName(v)))
+	}
+	return x
+}
+
+// luaTypeName names the Lua type of a converted value.
+func luaTypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "nil"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case map[string]any, []any:
+		return "a table"
+	}
+	return fmt.Sprintf("a %T", v)
 }
 
 // seeds checks opts.state against the declared keys and splits it into
@@ -350,7 +385,23 @@ func (h *harness) toolCall(L *lua.LState, n int) plugin.ToolInfo {
 }
 
 func (h *harness) toolCallFrom(L *lua.LState, n int, raw any) plugin.ToolInfo {
-	m, _ := raw.(map[string]any)
+	m := harnessField[map[string]any](L, n, "the tool call", raw, "a table {id?, name, args?, ...}")
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(callFields, k) {
+			L.ArgError(n, fmt.Sprintf("the tool call has no field %q%s (fields: %s)", k, errs.DidYouMean(k, callFields), strings.Join(callFields, ", ")))
+		}
+	}
+	for _, k := range []string{"id", "name", "decision", "decided_by", "reason", "rewritten_by"} {
+		if v, ok := m[k]; ok {
+			harnessField[string](L, n, "the tool call's "+k, v, "a string")
+		}
+	}
+	if v, ok := m["args"]; ok {
+		harnessField[map[string]any](L, n, "the tool call's args", v, "a table of named arguments")
+	}
+	if v, ok := m["resume"]; ok {
+		harnessField[map[string]any](L, n, "the tool call's resume", v, "a table {action, result?, reason?}")
+	}
 	var t plugin.ToolInfo
 	t.Call.ID, _ = m["id"].(string)
 	if t.Call.ID == "" {
@@ -393,11 +444,25 @@ func (h *harness) toolCallFrom(L *lua.LState, n int, raw any) plugin.ToolInfo {
 	return t
 }
 
+// stringFields raises unless each of fields of spec (argument 2) is a
+// string or absent.
+func stringFields(L *lua.LState, spec *lua.LTable, fields ...string) {
+	for _, f := range fields {
+		if v := spec.RawGetString(f); v != lua.LNil && v.Type() != lua.LTString {
+			L.ArgError(2, fmt.Sprintf("%s must be a string, got a %s", f, v.Type().String()))
+		}
+	}
+}
+
+// callFields are the fields of a tool call given to h:gate and h:phase.
+var callFields = []string{"id", "name", "args", "resume", "result", "decision", "decided_by", "reason", "rewritten_by"}
+
 // run runs a whole run on the scripted model: {termination, state, events,
 // messages, requests, steps, suspended}.
 func (h *harness) run(L *lua.LState) int {
 	h.self(L)
 	spec := L.CheckTable(2)
+	stringFields(L, spec, "prompt", "thread")
 	prompt := optString(spec, "prompt")
 	thread := optString(spec, "thread")
 	if thread == "" {
@@ -435,17 +500,26 @@ func (h *harness) run(L *lua.LState) int {
 func (h *harness) resume(L *lua.LState) int {
 	h.self(L)
 	spec := L.CheckTable(2)
+	stringFields(L, spec, "thread")
 	thread := optString(spec, "thread")
 	if thread == "" {
 		thread = defaultThread
 	}
 	m, tools := h.modelAndTools(L, spec)
+	for _, k := range sortedLuaKeys(spec) {
+		switch k {
+		case "thread", "decisions", "turns", "tools", "after":
+		default:
+			L.ArgError(2, fmt.Sprintf("unknown field %q%s (fields: decisions, turns, tools, thread, after)", k,
+				errs.DidYouMean(k, []string{"thread", "decisions", "turns", "tools", "after"})))
+		}
+	}
 	if v := spec.RawGetString("after"); v != lua.LNil {
 		// The decisions come this long after the run suspended: tickets
 		// whose timeout passed meanwhile expire first.
 		d, err := time.ParseDuration(lua.LVAsString(v))
-		if s, ok := v.(lua.LString); !ok || err != nil || d < 0 {
-			L.ArgError(2, fmt.Sprintf("after must be a duration such as \"2h\", got %s", lua.LVAsString(s)))
+		if _, ok := v.(lua.LString); !ok || err != nil || d < 0 {
+			L.ArgError(2, fmt.Sprintf("after must be a duration such as \"2h\", got the %s %q", v.Type().String(), lua.LVAsString(v)))
 		}
 		h.now = h.now.Add(d)
 	}

@@ -64,6 +64,18 @@ func TestMisuseFailsAtLoad(t *testing.T) {
 		{"hook_timeout negative string", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { hook_timeout = '-1s' }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "hook_timeout"},
 		{"bad argument type", head + "p:key({})\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "string expected, got table"},
 		{"unfinished at the end of the file", head + "local x = \n\n", errs.PluginLoadFailed, "scripts/x.lua:3", "syntax error near '=' at the end of the file"},
+		{"plugin id a number", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { id = 5 }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "id must be a string, got a number"},
+		{"plugin description a number", `local awaken = require("awaken")` + "\nlocal p = awaken.plugin { description = 5 }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:2", "description must be a string"},
+		{"key scope a number", head + `p:key("x.n", { scope = 1 })` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "scope must be a string, got a number"},
+		{"key merge a boolean", head + `p:key("x.n", { merge = true })` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "merge must be a string"},
+		{"key persist a string", head + `p:key("x.n", { persist = "no" })` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "persist must be a boolean, got a string"},
+		{"tool id a number", head + "p:tool { id = 5, execute = function() end }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "id must be a string"},
+		{"tool description a number", head + "p:tool { id = 'x', description = 5, execute = function() end }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "description must be a string"},
+		{"tool with a misspelt execute", head + "p:tool { id = 'x', excute = function() end }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", `unknown field "excute" (did you mean "execute"?)`},
+		{"action without a phase", head + `p:action("x.a", {}, function() end)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "needs the phase"},
+		{"action with a bad phase", head + `p:action("x.a", { phase = "runstart" }, function() end)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "phases: run_start,"},
+		{"action with a misspelt field", head + `p:action("x.a", { phase = "run_end", shema = {} }, function() end)` + "\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", `did you mean "schema"`},
+		{"unknown plugin method", head + "p:tools { id = 'x', execute = function() end }\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", `no field "tools" (did you mean "tool"?)`},
 		{"syntax error mid-file", head + "local = 1\nreturn p", errs.PluginLoadFailed, "scripts/x.lua:3", "syntax error near '='"},
 	}
 	for _, tc := range tests {

@@ -63,9 +63,17 @@ func (inst *instance) openPlugin() {
 		k := L.CheckString(2)
 		if k == "id" {
 			L.Push(lua.LString(inst.pluginID()))
-		} else {
-			L.Push(idx.RawGetString(k))
+			return 1
 		}
+		m := idx.RawGetString(k)
+		if m == lua.LNil {
+			// Without this, p:tools{} fails as "attempt to call a
+			// non-function object", which names nothing to fix.
+			names := sortedLuaKeys(idx)
+			L.RaiseError("the plugin object has no field %q%s; it has id and the methods %s",
+				k, errs.DidYouMean(k, names), strings.Join(names, ", "))
+		}
+		L.Push(m)
 		return 1
 	}))
 	inst.pluginMeta.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
@@ -144,6 +152,7 @@ func (inst *instance) newPlugin(L *lua.LState) int {
 		}
 	}
 	reg := inst.reg
+	inst.checkTypes(L, spec, "awaken.plugin", map[string]lua.LValueType{"id": lua.LTString, "description": lua.LTString})
 	if id, ok := spec.RawGetString("id").(lua.LString); ok && string(id) != reg.ID() {
 		if !state.ValidName(string(id)) {
 			raise(L, errs.PluginLoadFailed, "awaken.plugin: id %q is not valid: use a lowercase name such as \"guard\"", string(id))
@@ -216,6 +225,21 @@ func (inst *instance) newPlugin(L *lua.LState) int {
 	return 1
 }
 
+// checkTypes raises when a field of spec is set to a value of another type
+// than types gives it: a value of the wrong type must not be taken as
+// absent (scope = 1 as the default scope, persist = "no" as true).
+func (inst *instance) checkTypes(L *lua.LState, spec *lua.LTable, what string, types map[string]lua.LValueType) {
+	for _, k := range sortedLuaKeys(spec) {
+		want, ok := types[k]
+		if !ok {
+			continue
+		}
+		if v := spec.RawGetString(k); v.Type() != want {
+			raise(L, errs.PluginLoadFailed, "%s: %s must be a %s, got a %s", what, k, want.String(), v.Type().String())
+		}
+	}
+}
+
 // optFn registers the function in spec[field], if any, and returns its
 // index (-1 for none); a value that is not a function raises msg.
 func (inst *instance) optFn(L *lua.LState, spec *lua.LTable, field, msg string) int {
@@ -261,6 +285,7 @@ func (inst *instance) regKey(L *lua.LState) int {
 				name, k, errs.DidYouMean(k, []string{"scope", "merge", "schema", "default", "reducer", "persist"}))
 		}
 	}
+	inst.checkTypes(L, spec, fmt.Sprintf("p:key(%q)", name), map[string]lua.LValueType{"scope": lua.LTString, "merge": lua.LTString, "persist": lua.LTBool})
 	s := state.Spec{Name: name}
 	var err error
 	if s.Scope, err = state.ParseScope(optString(spec, "scope")); err != nil {
@@ -314,6 +339,17 @@ func (inst *instance) regKey(L *lua.LState) int {
 	return 1
 }
 
+// actionPhases are the phases p:on and p:action take: all but tool_gate.
+func actionPhases() []string {
+	var out []string
+	for _, n := range phase.Names() {
+		if n != phase.ToolGate.String() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 func optString(t *lua.LTable, k string) string {
 	if s, ok := t.RawGetString(k).(lua.LString); ok {
 		return string(s)
@@ -358,13 +394,18 @@ func (inst *instance) regAction(L *lua.LState) int {
 	idx := inst.addFn(inst.checkFn(L, 4, "p:action"))
 	for _, k := range sortedLuaKeys(spec) {
 		if k != "phase" && k != "schema" {
-			raise(L, errs.PluginLoadFailed, "p:action(%q): unknown field %q (fields: phase, schema)", key, k)
+			raise(L, errs.PluginLoadFailed, "p:action(%q): unknown field %q%s (fields: phase, schema)", key, k, errs.DidYouMean(k, []string{"phase", "schema"}))
 		}
+	}
+	inst.checkTypes(L, spec, fmt.Sprintf("p:action(%q)", key), map[string]lua.LValueType{"phase": lua.LTString})
+	if spec.RawGetString("phase") == lua.LNil {
+		raise(L, errs.PluginLoadFailed, "p:action(%q): the spec needs the phase whose convergence loop runs the action: {phase = \"before_inference\"} (phases: %s)",
+			key, strings.Join(actionPhases(), ", "))
 	}
 	ph, ok := phase.Parse(optString(spec, "phase"))
 	if !ok {
-		raise(L, errs.PluginLoadFailed, "p:action(%q): phase %q is not a phase%s", key, optString(spec, "phase"),
-			errs.DidYouMean(optString(spec, "phase"), phase.Names()))
+		raise(L, errs.PluginLoadFailed, "p:action(%q): phase %q is not a phase%s; phases: %s", key, optString(spec, "phase"),
+			errs.DidYouMean(optString(spec, "phase"), actionPhases()), strings.Join(actionPhases(), ", "))
 	}
 	var sch *schema.Schema
 	if sv := spec.RawGetString("schema"); sv != lua.LNil {
@@ -399,18 +440,20 @@ func (inst *instance) regEffect(L *lua.LState) int {
 func (inst *instance) regTool(L *lua.LState) int {
 	inst.checkSelf(L, "tool")
 	spec := L.CheckTable(2)
+	toolFields := []string{"id", "description", "parameters", "execute"}
+	for _, k := range sortedLuaKeys(spec) {
+		switch k {
+		case "id", "description", "parameters", "execute":
+		default:
+			raise(L, errs.PluginLoadFailed, "p:tool: unknown field %q%s (fields: id, description, parameters, execute)", k, errs.DidYouMean(k, toolFields))
+		}
+	}
 	fn, ok := spec.RawGetString("execute").(*lua.LFunction)
 	if !ok {
 		raise(L, errs.PluginLoadFailed, "p:tool: execute must be a function(ctx, args) returning a result")
 	}
 	idx := inst.addFn(fn)
-	for _, k := range sortedLuaKeys(spec) {
-		switch k {
-		case "id", "description", "parameters", "execute":
-		default:
-			raise(L, errs.PluginLoadFailed, "p:tool: unknown field %q (fields: id, description, parameters, execute)", k)
-		}
-	}
+	inst.checkTypes(L, spec, "p:tool", map[string]lua.LValueType{"id": lua.LTString, "description": lua.LTString})
 	id := optString(spec, "id")
 	if id == "" {
 		raise(L, errs.PluginLoadFailed, "p:tool: id is required")

@@ -90,3 +90,7 @@ func TestHarnessPhaseDrivesARun(t *testing.T) { runTestdata(t, "testdata/phase",
 // TestHarnessCwd runs testdata/cwd: opts.cwd is what hooks read as
 // ctx.run.cwd, and awaken.rules anchors ./x there.
 func TestHarnessCwd(t *testing.T) { runTestdata(t, "testdata/cwd", 4) }
+
+// TestHarnessArgumentsOfTheWrongShape runs testdata/harnessmisuse: a
+// misspelt or wrongly typed harness argument raises, naming it.
+func TestHarnessArgumentsOfTheWrongShape(t *testing.T) { runTestdata(t, "testdata/harnessmisuse", 4) }

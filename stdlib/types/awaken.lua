@@ -1,6 +1,7 @@
 ---@meta awaken
 -- LuaLS definitions of the awaken module: completion, hover and diagnostics
--- for plugin authors. scripts/.luarc.json points the language server here.
+-- for plugin authors. The .luarc.json that awaken-lua init writes (in this
+-- repository: scripts/.luarc.json) points the language server here.
 -- A Go test (luabridge/stub_test.go) checks this file against the module.
 
 ---@alias awaken.Phase
@@ -38,12 +39,15 @@
 ---@field default? any
 ---@field additionalProperties? boolean|awaken.Schema
 ---@field description? string
+---@field title? string kept for the JSON schema, never checked
+---@field format? string kept for the JSON schema, never checked
+---@field examples? any[] kept for the JSON schema, never checked
 
 ---@class awaken.PluginSpec
 ---@field id? string defaults to the file name
 ---@field description? string
----@field config? table<string, awaken.Schema> the schema of each config field
----@field validate? fun(config: table): string|string[]|nil checks beyond the schema; return messages
+---@field config? table<string, awaken.Schema>|awaken.Schema the schema of each config field, or a whole object schema (with type and properties)
+---@field validate? fun(config: table): string|string[]|boolean|nil checks beyond the schema; return messages (false: "invalid config"; nil or true: valid)
 ---@field prepare? fun(config: table): any turns a config into what hooks read as ctx.prepared (parsed rules, indexes): run once per agent config and generation when the host configures the agent, with the load budget; return plain tables, strings, numbers and booleans
 ---@field hook_timeout? string|number the time budget of each call, e.g. "250ms" or 250 (milliseconds); default 100ms, at most 1h
 ---@field priority? integer hook order, 0 to 1000 (default 500, higher first); ties follow the agent's plugins list, then the plugin id
@@ -150,6 +154,11 @@
 ---@field description? string
 ---@field parameters? awaken.Schema
 
+---A tool of the step, as ctx.tools lists it (no parameters).
+---@class awaken.StepTool
+---@field name string
+---@field description string
+
 ---@class awaken.Request
 ---@field messages awaken.Message[]
 ---@field tools awaken.ToolSpec[]
@@ -165,7 +174,7 @@
 ---@field messages awaken.Message[]
 ---@field tool? awaken.ToolCall in tool phases
 ---@field response? awaken.Response in after_inference
----@field tools awaken.ToolSpec[] the step's tools: candidates in before_inference, then those offered to the model
+---@field tools awaken.StepTool[] the step's tools: candidates in before_inference, then those offered to the model
 ---@field plugin string this plugin's id
 local Context = {}
 
@@ -489,7 +498,7 @@ function awaken.set_result(result) end
 function awaken.rewrite(args) end
 
 ---A success result.
----@param data any
+---@param data? any
 ---@return awaken.Result
 ---@nodiscard
 function awaken.success(data) end

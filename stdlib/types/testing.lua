@@ -12,6 +12,7 @@
 ---@field id? string
 ---@field system_prompt? string
 ---@field max_steps? integer
+---@field max_continues? integer runtime.continue per run (default 3; 0: none)
 ---@field max_phase_rounds? integer
 ---@field plugins? string[] the activation filter (default: every loaded plugin)
 
@@ -27,6 +28,7 @@
 ---@field reason? string
 ---@field ticket? awaken.Ticket
 ---@field result? awaken.Result
+---@field rewritten_by? string the plugin whose rewrite gave args (decision is then "allow")
 
 ---@class awaken.testing.PhaseInput
 ---@field tool? {id?: string, name: string, args?: table, result?: awaken.Result, resume?: awaken.Resume, decision?: string, decided_by?: string, reason?: string, rewritten_by?: string}
@@ -46,10 +48,17 @@
 ---@field tool_calls? {id?: string, name: string, args?: table}[]
 ---@field usage? awaken.Usage
 
+---What a test tool's function gets after its arguments.
+---@class awaken.testing.ToolCtx
+---@field id? string the call's id
+---@field name string the tool's name
+---@field step integer
+---@field thread_id string
+
 ---@class awaken.testing.RunSpec
 ---@field prompt? string
 ---@field turns awaken.testing.Turn[] the scripted model's answers
----@field tools? table<string, fun(args: table, ctx: table): awaken.Result|any> tools offered to the model
+---@field tools? table<string, fun(args: table, ctx: awaken.testing.ToolCtx): awaken.Result|any> tools offered to the model
 ---@field thread? string
 ---@field messages? awaken.Message[]
 
@@ -57,7 +66,8 @@
 ---@field thread? string
 ---@field decisions {target: string, action: "resume"|"cancel", result?: any, reason?: string}[]
 ---@field turns awaken.testing.Turn[]
----@field tools? table<string, fun(args: table, ctx: table): awaken.Result|any>
+---@field tools? table<string, fun(args: table, ctx: awaken.testing.ToolCtx): awaken.Result|any>
+---@field after? string the decisions come this long after the run suspended, e.g. "2h": tickets whose timeout passed meanwhile expire first
 
 ---@class awaken.testing.RunResult
 ---@field termination string natural, stopped:<code>, blocked:<reason>, suspended, cancelled or error:<code>
@@ -67,6 +77,9 @@
 ---@field requests {messages: awaken.Message[], tools: string[], params: awaken.Params}[]
 ---@field steps integer
 ---@field suspended awaken.Ticket[]
+---@field expired string[] the ids of the calls whose tickets expired (the runtime decided)
+---@field run_id string
+---@field thread string the thread's id
 ---@field effects {key: string, payload: any}[] in dispatch order
 ---@field error? string
 
