@@ -56,6 +56,23 @@ t.test("a run that ends naturally at the step limit is not stopped", function()
   t.eq(r.steps, 2)
 end)
 
+t.test("max_steps holds when another plugin continues the run past it", function()
+  -- verify continues a run that edited files without testing: step 2
+  -- answers without tool calls, at the limit, and is continued
+  local h = t.harness { plugins = { "budget", "verify" }, config = { budget = { max_steps = 2 } } }
+  local ran = 0
+  local function write() ran = ran + 1; return awaken.success("ok") end
+  local r = h:run { prompt = "go", turns = {
+    { tool_calls = { { name = "Write", args = { file_path = "a" } } } },
+    { text = "finished" },
+    { tool_calls = { { name = "Write", args = { file_path = "b" } } } },
+    { text = "done" },
+  }, tools = { Write = write } }
+  t.eq(r.termination, "stopped:budget_steps")
+  t.eq(#r.requests, 2, "no inference past the limit")
+  t.eq(ran, 1, "no call past the limit")
+end)
+
 t.test("max_steps warns once at warn_at", function()
   local h = harness { max_steps = 5, warn_at = 0.6 }
   local r = h:run { prompt = "go", turns = turns(10, { "a" }), tools = counting_tools({}, { "a" }) }

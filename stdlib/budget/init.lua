@@ -4,7 +4,9 @@
 -- one warning context message for the next step (once per limit). Passing a
 -- limit stops the run with stopped:budget_<limit>:
 --   steps       at step_end, once the step count reaches max_steps (unless
---               the step's answer had no tool calls: the run ends naturally);
+--               the step's answer had no tool calls: the run ends naturally;
+--               a step past it, which runtime.continue asked for, stops at
+--               step_start);
 --   tokens      at after_inference, once the total passes max_tokens;
 --   tool calls  a call that would pass max_tool_calls, or its tool's entry in
 --               max_calls_per_tool, is not run: the gate answers it with an
@@ -257,6 +259,18 @@ p:on("after_tool_execute", function(ctx)
   end
   count_calls(ctx, calls)
   ctx:stop("budget_" .. limit, result.message)
+end)
+
+-- A step past max_steps is one another plugin asked for (runtime.continue
+-- after an answer without tool calls at the last allowed step, which
+-- step_end let end naturally): it stops before the model is asked again.
+p:on("step_start", function(ctx)
+  local max = ctx.config.max_steps
+  if max == nil then return end
+  local step = ctx.run.step
+  if step > max then
+    ctx:stop("budget_steps", string.format("%d steps used, the limit is %d", step - 1, max))
+  end
 end)
 
 p:on("step_end", function(ctx)
