@@ -301,6 +301,26 @@ t.test("whole run: a suspension, resumed then cancelled", function()
   })
 end)
 
+t.test("whole run: a reason that quotes masked arguments is masked too", function()
+  -- permission's question quotes the call's arguments; cancelled, it is
+  -- the suspension's recorded reason
+  local h = t.harness { plugins = { "audit", "permission" } }
+  local tools = { login = OK }
+  local r = h:run { prompt = "go", thread = "t1", tools = tools, turns = {
+    { tool_calls = { { name = "login", args = { user = "bob", password = "hunter2", token = "t" } } } } } }
+  t.eq(r.termination, "suspended")
+  r = h:resume { thread = "t1", tools = tools, turns = { { text = "done" } },
+    decisions = { { target = "call_1_1", action = "cancel", reason = "no" } } }
+  local recs = audit_of(r)
+  t.eq(recs[1].event, "gate_decision")
+  t.eq(recs[1].reason,
+    'Allow login {"password":"***","token":"***","user":"bob"}? (asked by the permission default)')
+  t.eq(recs[1].args, { user = "bob", password = "***", token = "***" })
+  t.eq(mask.text("the password is hunter2, not hunter", { "hunter2" }), "the password is ***, not hunter")
+  t.eq(mask.text('a "b" abc', { "b" }), 'a "***" abc', "a short value only as a JSON string")
+  t.eq(mask.text('{"k":"a\\"b c"}', { 'a"b c' }), '{"k":"***"}')
+end)
+
 t.test("whole run: rewrites, set_result answers, the runtime's refusals, the step limit", function()
   local h = t.harness { plugins = { "audit", "fixture_gate" }, agent = { max_steps = 1 },
     config = { fixture_gate = { decisions = {

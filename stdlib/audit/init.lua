@@ -156,9 +156,15 @@ p:on("after_tool_execute", function(ctx)
   -- set_result
   local message = nil
   if rstatus ~= "success" or decision == "block" or decision == "set_result" then message = result.message end
+  local args = tool.args
+  local masked = mask.apply(args, ctx.prepared.mask)
+  if masked ~= args then
+    -- a reason may quote the arguments (a permission question does)
+    local values = mask.hidden(args, masked)
+    reason, message = mask.text(reason, values), mask.text(message, values)
+  end
   audit_call(ctx, tool.name, id, decision, plugin, reason, nil, rewritten_by,
-    rstatus == "success" and "succeeded" or "failed", rstatus, message,
-    mask.apply(tool.args, ctx.prepared.mask), tool.resume)
+    rstatus == "success" and "succeeded" or "failed", rstatus, message, masked, tool.resume)
 end)
 
 -- Whether after_tool_execute never saw a call that is done: cancelled
@@ -185,8 +191,16 @@ local function sweep(ctx, calls)
   for _, id in ipairs(ids) do
     local rec = calls[id]
     local result = rec.result or EMPTY
-    audit_call(ctx, rec.name, id, rec.decision, rec.plugin, rec.reason, rec.ticket, rec.rewritten_by, rec.status,
-      result.status, result.message, mask.apply(rec.args or {}, m))
+    local args = rec.args or {}
+    local masked = mask.apply(args, m)
+    local reason, message = rec.reason, result.message
+    if masked ~= args then
+      -- a reason may quote the arguments (a permission question does)
+      local values = mask.hidden(args, masked)
+      reason, message = mask.text(reason, values), mask.text(message, values)
+    end
+    audit_call(ctx, rec.name, id, rec.decision, rec.plugin, reason, rec.ticket, rec.rewritten_by, rec.status,
+      result.status, message, masked)
     done[id] = true
   end
   ctx:update(swept, { step = ctx.run.step, ids = done })

@@ -5,6 +5,8 @@
 -- dotted entry ("headers.authorization") is a path from the top of the
 -- arguments, where "*" matches any field. Lists are transparent: a path
 -- continues into each of their items. Field names compare case-insensitively.
+local awaken = require("awaken")
+
 local M = {}
 
 M.MASK = "***"
@@ -116,6 +118,67 @@ function M.apply(args, c)
     for _, path in ipairs(c.paths) do active[#active + 1] = { path = path, i = 1 } end
   end
   return walk(args, c, active)
+end
+
+-- The values a mask hid: every string (and number or boolean, as text)
+-- under a field that masked (a copy from M.apply) shows as MASK and args
+-- does not. Nothing when masked is args itself (nothing was masked).
+local function leaves(v, out)
+  local t = type(v)
+  if t == "string" then
+    if v ~= "" then out[#out + 1] = v end
+  elseif t == "number" or t == "boolean" then
+    out[#out + 1] = tostring(v)
+  elseif t == "table" then
+    for _, x in pairs(v) do leaves(x, out) end
+  end
+end
+
+local function hidden(orig, masked, out)
+  if orig == masked or type(orig) ~= "table" or type(masked) ~= "table" then return end
+  for k, v in pairs(orig) do
+    local m = masked[k]
+    if m == M.MASK and v ~= M.MASK then
+      leaves(v, out)
+    elseif type(v) == "table" then
+      hidden(v, m, out)
+    end
+  end
+end
+
+function M.hidden(args, masked)
+  local out = {}
+  hidden(args, masked, out)
+  return out
+end
+
+-- Returns text with every value of values (M.hidden) replaced by MASK
+-- where it shows as a JSON string ("value", for any value) and, for a
+-- value of M.BARE_MIN characters or more, wherever it shows, as it is or
+-- as it shows inside a JSON string: a reason such as a permission
+-- question ("Allow login {"password":"..."}?") quotes the arguments the
+-- records mask. (A shorter value masked wherever it shows would mask
+-- parts of words.)
+M.BARE_MIN = 4
+
+function M.text(text, values)
+  if type(text) ~= "string" or #values == 0 then return text end
+  local forms = {}
+  local function add(f, repl) forms[#forms + 1] = { f = f, repl = repl } end
+  for _, v in ipairs(values) do
+    local j = awaken.json.encode(v) or ('"' .. v .. '"')
+    add(j, '"' .. M.MASK .. '"')
+    if #v >= M.BARE_MIN then
+      add(v, M.MASK)
+      if j:sub(2, -2) ~= v then add(j:sub(2, -2), M.MASK) end
+    end
+  end
+  -- longer first, so a value that holds another is masked whole
+  table.sort(forms, function(a, b) return #a.f > #b.f end)
+  for _, x in ipairs(forms) do
+    text = text:gsub(x.f:gsub("%p", "%%%0"), (x.repl:gsub("%%", "%%%%")))
+  end
+  return text
 end
 
 return M

@@ -56,6 +56,23 @@ t.test("a run that ends naturally at the step limit is not stopped", function()
   t.eq(r.steps, 2)
 end)
 
+t.test("max_steps holds when another plugin continues the run past it", function()
+  -- verify continues a run that edited files without testing: step 2
+  -- answers without tool calls, at the limit, and is continued
+  local h = t.harness { plugins = { "budget", "verify" }, config = { budget = { max_steps = 2 } } }
+  local ran = 0
+  local function write() ran = ran + 1; return awaken.success("ok") end
+  local r = h:run { prompt = "go", turns = {
+    { tool_calls = { { name = "Write", args = { file_path = "a" } } } },
+    { text = "finished" },
+    { tool_calls = { { name = "Write", args = { file_path = "b" } } } },
+    { text = "done" },
+  }, tools = { Write = write } }
+  t.eq(r.termination, "stopped:budget_steps")
+  t.eq(#r.requests, 2, "no inference past the limit")
+  t.eq(ran, 1, "no call past the limit")
+end)
+
 t.test("max_steps warns once at warn_at", function()
   local h = harness { max_steps = 5, warn_at = 0.6 }
   local r = h:run { prompt = "go", turns = turns(10, { "a" }), tools = counting_tools({}, { "a" }) }
@@ -171,17 +188,21 @@ t.test("the gate reads the step's calls only when a limit is near", function()
   local state = { ["__runtime.tool_calls"] = calls }
   t.eq(h:gate({ id = "c4", name = "a" }, { state = state }).decision, "set_result")
   -- budget.step (recorded at after_inference) says the step has 2 calls in
-  -- all: 0 + 2 <= 3, so the gate allows without counting
-  state["budget.step"] = { step = 1, calls = 2, by_tool = {} }
+  -- all, c4 one of them: 0 + 2 <= 3, so the gate allows without counting
+  state["budget.step"] = { step = 1, calls = 2, by_tool = {}, ids = { c3 = true, c4 = true } }
   t.eq(h:gate({ id = "c4", name = "a" }, { state = state }).decision, "allow")
+  -- a call the answer did not have (a host announced it later) is not in
+  -- that count: it is counted exactly
+  state["budget.step"] = { step = 1, calls = 2, by_tool = {}, ids = { c1 = true, c2 = true } }
+  t.eq(h:gate({ id = "c4", name = "a" }, { state = state }).decision, "set_result")
   -- a step that could pass the limit is counted exactly
-  state["budget.step"] = { step = 1, calls = 4, by_tool = {} }
+  state["budget.step"] = { step = 1, calls = 4, by_tool = {}, ids = { c4 = true } }
   t.eq(h:gate({ id = "c4", name = "a" }, { state = state }).decision, "set_result")
   -- the record of another step does not count
-  state["budget.step"] = { step = 7, calls = 1, by_tool = {} }
+  state["budget.step"] = { step = 7, calls = 1, by_tool = {}, ids = { c4 = true } }
   t.eq(h:gate({ id = "c4", name = "a" }, { state = state }).decision, "set_result")
   -- per tool: 1 earlier + 2 in the step > 2
-  state = { ["budget.calls_per_tool"] = { b = 1 }, ["budget.step"] = { step = 1, calls = 2, by_tool = { b = 2 } },
+  state = { ["budget.calls_per_tool"] = { b = 1 }, ["budget.step"] = { step = 1, calls = 2, by_tool = { b = 2 }, ids = { c1 = true, c2 = true } },
     ["__runtime.tool_calls"] = { c1 = { id = "c1", name = "b", args = {}, status = "running", decision = "allow", step = 1 } } }
   t.eq(h:gate({ id = "c2", name = "b" }, { state = state }).decision, "set_result")
 end)
@@ -220,7 +241,7 @@ t.test("after_inference records the step's calls", function()
   local h = harness { max_calls_per_tool = { b = 5 } }
   local r = h:phase("after_inference", { response = { text = "", tool_calls = {
     { id = "1", name = "a", args = {} }, { id = "2", name = "b", args = {} }, { id = "3", name = "b", args = {} } } } }, { step = 4 })
-  t.eq(r.state["budget.step"], { step = 4, calls = 3, by_tool = { b = 2 } })
+  t.eq(r.state["budget.step"], { step = 4, calls = 3, by_tool = { b = 2 }, ids = { ["1"] = true, ["2"] = true, ["3"] = true } })
   -- without a tool-call limit nothing is recorded
   r = harness { max_steps = 3 }:phase("after_inference", { response = { text = "", tool_calls = {} } })
   t.eq(r.state["budget.step"], nil)

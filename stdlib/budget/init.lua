@@ -4,7 +4,9 @@
 -- one warning context message for the next step (once per limit). Passing a
 -- limit stops the run with stopped:budget_<limit>:
 --   steps       at step_end, once the step count reaches max_steps (unless
---               the step's answer had no tool calls: the run ends naturally);
+--               the step's answer had no tool calls: the run ends naturally;
+--               a step past it, which runtime.continue asked for, stops at
+--               step_start);
 --   tokens      at after_inference, once the total passes max_tokens;
 --   tool calls  a call that would pass max_tool_calls, or its tool's entry in
 --               max_calls_per_tool, is not run: the gate answers it with an
@@ -64,15 +66,18 @@ local per_tool = p:key("budget.calls_per_tool", {
 local tokens = p:key("budget.tokens", {
   scope = "run", merge = "commutative", reducer = "add", default = 0, schema = { type = "integer" },
 })
--- The calls the model made in the current step: {step, calls, by_tool}
--- (by_tool only for tools with a limit of their own).
+-- The calls the model made in the current step: {step, calls, by_tool, ids}
+-- (by_tool only for tools with a limit of their own; ids, the calls' ids:
+-- a call the host announced later, such as a coding agent's parallel call,
+-- is not among them and not in the count).
 local step_key = p:key("budget.step", {
-  scope = "run", default = { step = 0, calls = 0, by_tool = {} },
+  scope = "run", default = { step = 0, calls = 0, by_tool = {}, ids = {} },
   schema = {
     type = "object",
     properties = {
       step = { type = "integer" }, calls = { type = "integer" },
       by_tool = { type = "object", additionalProperties = { type = "integer" } },
+      ids = { type = "object", additionalProperties = { type = "boolean" } },
     },
   },
 })
@@ -126,10 +131,13 @@ p:tool_gate(function(ctx, call)
   local max_tool = cfg.max_calls_per_tool[name]
   if max_total == nil and max_tool == nil then return end
   -- fast path: even if every call of the step ran, no limit would be passed
+  -- (only for a call the count holds: a call announced after the answer is
+  -- counted from the runtime's record below)
   local st = ctx:get(step_key)
   local step = ctx.run.step
+  local id = call.id
   local earlier, earlier_tool
-  if st.step == step then
+  if st.step == step and type(st.ids) == "table" and st.ids[id] then
     if max_total ~= nil then earlier = ctx:get(tool_calls) end
     if max_tool ~= nil then earlier_tool = ctx:get(per_tool)[name] or 0 end
     if (max_total == nil or earlier + st.calls <= max_total) and
@@ -139,7 +147,6 @@ p:tool_gate(function(ctx, call)
   end
   -- the step's other calls the gate allowed (run, running or about to run)
   local total, same = 0, 0
-  local id = call.id
   for cid, rec in pairs(step_calls(ctx)) do
     if cid ~= id and rec.decision == "allow" and (rec.step == nil or rec.step == step) then
       total = total + 1
@@ -162,12 +169,14 @@ p:on("after_inference", function(ctx)
     -- the step's calls, for the gate's fast path
     response = ctx.response
     local calls = response.tool_calls
-    local by_tool = {}
+    local by_tool, ids = {}, {}
     for i = 1, #calls do
-      local name = calls[i].name
+      local c = calls[i]
+      local name = c.name
+      ids[c.id] = true
       if limits[name] then by_tool[name] = (by_tool[name] or 0) + 1 end
     end
-    ctx:update(step_key, { step = ctx.run.step, calls = #calls, by_tool = by_tool })
+    ctx:update(step_key, { step = ctx.run.step, calls = #calls, by_tool = by_tool, ids = ids })
   end
   -- tokens are counted only against a token limit
   local max = cfg.max_tokens
@@ -250,6 +259,18 @@ p:on("after_tool_execute", function(ctx)
   end
   count_calls(ctx, calls)
   ctx:stop("budget_" .. limit, result.message)
+end)
+
+-- A step past max_steps is one another plugin asked for (runtime.continue
+-- after an answer without tool calls at the last allowed step, which
+-- step_end let end naturally): it stops before the model is asked again.
+p:on("step_start", function(ctx)
+  local max = ctx.config.max_steps
+  if max == nil then return end
+  local step = ctx.run.step
+  if step > max then
+    ctx:stop("budget_steps", string.format("%d steps used, the limit is %d", step - 1, max))
+  end
 end)
 
 p:on("step_end", function(ctx)

@@ -34,6 +34,32 @@ t.test("deny beats a more specific allow, allow beats ask", function()
   t.eq(h:gate({ name = "Edit", args = { file_path = "lib/a.go" } }).decision, "suspend")
 end)
 
+t.test("a path glob condition is not fooled by . and .. segments", function()
+  local h = harness { rules = {
+    rule('Edit(file_path ~ "src/**")', "allow"),
+    rule('Write(file_path !~ "secret/**")', "allow"),
+    rule('Read(file_path ~ "secret/**")', "deny"),
+    rule("Read", "allow"),
+  } }
+  local function gate(name, path) return h:gate({ name = name, args = { file_path = path } }).decision end
+  -- an allow needs the path the value names to match, not only its text
+  t.eq(gate("Edit", "src/a.go"), "allow")
+  t.eq(gate("Edit", "src/a/../b.go"), "allow")
+  t.eq(gate("Edit", "src/../.env"), "suspend")
+  t.eq(gate("Edit", "src/../../etc/passwd"), "suspend")
+  t.eq(gate("Write", "tmp/a"), "allow")
+  t.eq(gate("Write", "tmp/../secret/key"), "suspend")
+  -- a deny holds when either reading matches
+  t.eq(gate("Read", "secret/key"), "block")
+  t.eq(gate("Read", "public/../secret/key"), "block")
+  t.eq(gate("Read", "./secret/key"), "block")
+  t.eq(gate("Read", "secret//key"), "block")
+  t.eq(gate("Read", "public/a"), "allow")
+  t.eq(rules.clean_path("a/./b/../../../c"), "../c")
+  t.eq(rules.clean_path("/../a//b/"), "/a/b")
+  t.eq(rules.clean_path("a/.."), ".")
+end)
+
 t.test("the most specific rule of the winning behaviour names the decision", function()
   local h = harness { rules = {
     rule("/Bash/", "deny"),

@@ -41,7 +41,9 @@
 -- tables as JSON. A path that selects several values (a[*].b) holds when
 -- ANY of them satisfies a positive operator; the negated operators are the
 -- exact negation (NO value satisfies the positive one), so a missing field
--- satisfies !=, !~ and !=~ and never =, ~ or =~. Regexes match the whole
+-- satisfies !=, !~ and !=~ and never =, ~ or =~. A glob with a "/" on a
+-- value with "." or ".." segments is undecidable (for deny and ask, never
+-- for allow) when it reads the text otherwise than the path it names. Regexes match the whole
 -- name or value, "." newlines included (as if written (?s)^(?:...)$), and
 -- run on awaken.regex: RE2, in time linear in the value. Globs must be
 -- valid UTF-8 (Go's regexp compiles them).
@@ -423,6 +425,47 @@ local function selectValues(args, path, budget)
   return cur
 end
 
+-- dotted reports whether a path has a "." or ".." segment or an empty one
+-- ("a//b"): a text a path glob reads otherwise than the file it names.
+local function dotted(s)
+  return find(s, "//", 1, true) ~= nil or find(s, "^%.%.?/") ~= nil or find(s, "/%.%.?/") ~= nil or
+    find(s, "/%.%.?$") ~= nil
+end
+
+-- cleanPath is a path with its ".", ".." and empty segments resolved, as
+-- Go's path.Clean does: src/../.env is .env.
+local function cleanPath(s)
+  local abs = sub(s, 1, 1) == "/"
+  local out = {}
+  for seg in s:gmatch("[^/]+") do
+    if seg == ".." then
+      if #out > 0 and out[#out] ~= ".." then
+        out[#out] = nil
+      elseif not abs then
+        out[#out + 1] = ".."
+      end
+    elseif seg ~= "." then
+      out[#out + 1] = seg
+    end
+  end
+  local r = table.concat(out, "/")
+  if abs then return "/" .. r end
+  if r == "" then return "." end
+  return r
+end
+M.clean_path = cleanPath
+
+-- pathGlob matches a path glob (one with a "/") on a value: true or false,
+-- or nil when the value has "." or ".." segments and the glob reads it
+-- otherwise than the path they resolve to (src/** holds src/../.env, the
+-- file .env does not): such a value is undecidable, so it counts for deny
+-- and ask rules and never for allow rules.
+local function pathGlob(glob, s)
+  local r = awaken.glob(glob, s)
+  if dotted(s) and awaken.glob(glob, cleanPath(s)) ~= r then return nil end
+  return r
+end
+
 -- evalCondition returns true, false, or nil and a message when the budget
 -- ran out before it could tell.
 local function evalCondition(cond, args, budget)
@@ -438,7 +481,12 @@ local function evalCondition(cond, args, budget)
     if base == "=" then
       r = (s == cond.value)
     elseif base == "~" then
-      r = awaken.glob(cond.value, s)
+      if find(cond.value, "/", 1, true) then
+        r = pathGlob(cond.value, s)
+        if r == nil then err = "a path with . or .. segments that the glob reads otherwise than the path it names" end
+      else
+        r = awaken.glob(cond.value, s)
+      end
     else
       r = regexFind(cond.re, s) ~= nil
     end

@@ -14,6 +14,9 @@ local function rep(class, n) return class:rep(n) end
 local TOKEN = "[%w_%-]" -- base64url and key alphabets
 local BEGIN = "%-%-%-%-%-BEGIN[%u ]*PRIVATE KEY%-%-%-%-%-"
 local END = "%-%-%-%-%-END[%u ]*PRIVATE KEY%-%-%-%-%-"
+-- a password key and its separator, the key's closing quote included:
+-- password=, "password": , \"db_password\":
+local PASSWORD = "%f[%w][Pp][Aa][Ss][Ss][Ww][Oo]?[Rr]?[Dd]%f[^%w_]\\?[\"']?%s*[=:]%s*"
 
 return {
   -- a whole PEM private key block, then a block whose end is cut off
@@ -36,7 +39,13 @@ return {
   -- "Bearer <token>" (16+ characters, so prose such as "a bearer token" stays)
   { name = "bearer", hints = { "bearer" }, nocase = true, keep = true,
     pattern = "(%f[%w][Bb][Ee][Aa][Rr][Ee][Rr]%s+)" .. rep("[%w%-%._~%+/]", 16) .. "[%w%-%._~%+/]*=*" },
-  -- password=..., password: ..., "password": "...", also escaped inside JSON strings
+  -- password=..., password: ..., "password": "...", also escaped inside JSON
+  -- strings: a quoted value up to its closing quote (spaces included), an
+  -- unquoted one up to a space or a separator
+  { name = "password_quoted", hints = { "passw" }, nocase = true, keep = true,
+    pattern = "(" .. PASSWORD .. "\\?\")[^\"\\]+" },
+  { name = "password_single_quoted", hints = { "passw" }, nocase = true, keep = true,
+    pattern = "(" .. PASSWORD .. "')[^']+" },
   { name = "password", hints = { "passw" }, nocase = true, keep = true,
-    pattern = "(%f[%w][Pp][Aa][Ss][Ss][Ww][Oo]?[Rr]?[Dd]%f[^%w_]\\?[\"']?%s*[=:]%s*\\?[\"']?)[^%s&;,\"'}\\]+" },
+    pattern = "(" .. PASSWORD .. ")[^%s&;,\"'}\\]+" },
 }

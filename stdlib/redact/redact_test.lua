@@ -27,7 +27,11 @@ t.test("default patterns: each format is masked", function()
     { "db password=hunter2&user=bob", "db password=" .. R .. "&user=bob" },
     { "PASSWORD: s3cret!", "PASSWORD: " .. R },
     { '{"user":"bob","password":"hunter2"}', '{"user":"bob","password":"' .. R .. '"}' },
-    { '"{\\"db_password\\":\\"x y\\"}"', '"{\\"db_password\\":\\"' .. R .. ' y\\"}"' },
+    -- a quoted value is masked up to its closing quote, spaces included
+    { '"{\\"db_password\\":\\"x y\\"}"', '"{\\"db_password\\":\\"' .. R .. '\\"}"' },
+    { '{"password": "correct horse battery", "user": "bob"}', '{"password": "' .. R .. '", "user": "bob"}' },
+    { "password='correct horse' user=bob", "password='" .. R .. "' user=bob" },
+    { 'DB_PASSWORD="two words"\nHOME=/root', 'DB_PASSWORD="' .. R .. '"\nHOME=/root' },
     { "passwd=abc", "passwd=" .. R },
     { "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAbc+/=\n-----END RSA PRIVATE KEY-----\nrest",
       R .. "\nrest" },

@@ -84,7 +84,7 @@ function prepare(config)
     local rule = rules[i]
     local pattern = match.tool_rule(rule.tool)
     if names ~= nil then
-      if pattern and pattern.mode == "none" and pattern.kind == "exact" then
+      if pattern and pattern.mode == "none" and pattern.kind == "exact" and not match.server(pattern) then
         names[pattern.name] = true
       else
         names = nil

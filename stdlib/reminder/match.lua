@@ -25,9 +25,17 @@ end
 -- permission.rules, with st = {budget, cache, args} shared by the rules of
 -- one call (made by the caller on first need; args read from tool then). A
 -- pattern that cannot be decided within the budget does not match.
+-- server reports whether an exact tool pattern is Claude Code's
+-- mcp__server form, which names every tool of that MCP server
+-- (mcp__server__tool): permission.rules matches those.
+function M.server(rule)
+  local n = rule.name
+  return rule.kind == "exact" and n:sub(1, 5) == "mcp__" and #n > 5 and not n:find("__", 6, true)
+end
+
 function M.simple(rule, name)
   if rule.mode == "none" then
-    if rule.kind == "exact" then return rule.name == name end
+    if rule.kind == "exact" and not M.server(rule) then return rule.name == name end
     if rule.kind == "glob" then return awaken.glob(rule.name, name) end
   end
   return nil

@@ -75,6 +75,24 @@ t.test("exact names, with other patterns or alone; each config its own rules", f
   t.eq(after(exact, "fs_write", awaken.success("ok"))[1].payload, pending[1].payload)
 end)
 
+t.test("mcp__server names every tool of that MCP server, as in permission", function()
+  for _, rules in ipairs {
+    { { tool = "mcp__gh", message = { content = "gh" } } },
+    { { tool = "mcp__gh", message = { content = "gh" } }, { tool = "shell", message = { content = "sh" } } },
+    { { tool = "mcp__gh", message = { content = "gh" } }, { tool = "x*", message = { content = "x" } } },
+  } do
+    local h = t.harness { plugins = { "reminder" }, config = { reminder = { rules = rules } } }
+    local function count(name)
+      local r = h:phase("after_tool_execute", { tool = { id = "c1", name = name, args = {}, result = awaken.success("ok") } })
+      return #r.pending_actions
+    end
+    t.eq(count("mcp__gh__create_issue"), 1, "rules: " .. #rules)
+    t.eq(count("mcp__gh"), 1)
+    t.eq(count("mcp__ghx__a"), 0)
+    t.eq(count("mcp__gl__a"), 0)
+  end
+end)
+
 t.test("tool patterns: regexes and argument conditions (permission's rule syntax)", function()
   local h = harness {
     { tool = "/mcp__(gh|gl)__.*/", message = { content = "forge" } },
