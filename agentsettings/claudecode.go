@@ -523,10 +523,8 @@ func badJSON(p string, data []byte, err error) error {
 // read reads the settings file: the path to write (a symbolic link's
 // target), the bytes, the mode, and whether it exists.
 func read(p string) (target string, data []byte, mode fs.FileMode, exists bool, err error) {
-	target, mode = p, 0o644
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		target = real
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	mode = 0o644
+	if target, err = resolve(p); err != nil {
 		return "", nil, 0, false, errs.Wrap(errs.ConfigInvalid, err, "cannot read %s", p)
 	}
 	f, err := os.Open(target)
@@ -552,6 +550,42 @@ func read(p string) (target string, data []byte, mode fs.FileMode, exists bool, 
 		return "", nil, 0, false, errs.Wrap(errs.ConfigInvalid, err, "cannot read %s", p)
 	}
 	return target, data, st.Mode().Perm(), true, nil
+}
+
+// resolve follows p's symbolic links to the file they name, which need
+// not exist yet: a dotfiles manager's link to a file not yet written is
+// written through too, not replaced by a regular file.
+func resolve(p string) (string, error) {
+	for range 40 {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			// A missing directory on the way may itself be a link.
+			dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+			if err != nil {
+				return p, nil
+			}
+			return filepath.Join(dir, filepath.Base(p)), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return filepath.EvalSymlinks(p)
+		}
+		link, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(link) {
+			dir := filepath.Dir(p)
+			if d, err := filepath.EvalSymlinks(dir); err == nil {
+				dir = d // so that ../ in the link leaves the real directory
+			}
+			link = filepath.Join(dir, link)
+		}
+		p = link
+	}
+	return "", errors.New("too many symbolic links")
 }
 
 func readAll(f *os.File, size int64) ([]byte, error) {

@@ -423,3 +423,23 @@ func TestHandlersNameTheirEvent(t *testing.T) {
 		}
 	}
 }
+
+// A symbolic link to a file not written yet (a dotfiles manager's) is
+// written through, not replaced by a regular file.
+func TestInstallThroughDanglingLink(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "dotfiles"), 0o755)
+	os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+	if err := os.Symlink(filepath.Join("..", "dotfiles", "settings.json"), settingsPath(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InstallClaudeCode(opts(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(settingsPath(dir)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the symbolic link was replaced by a regular file")
+	}
+	if got := readFile(t, filepath.Join(dir, "dotfiles", "settings.json")); !strings.Contains(got, DefaultCommand) {
+		t.Fatalf("the link's target:\n%s", got)
+	}
+}
