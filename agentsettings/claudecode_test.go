@@ -443,3 +443,26 @@ func TestInstallThroughDanglingLink(t *testing.T) {
 		t.Fatalf("the link's target:\n%s", got)
 	}
 }
+
+// Keys keep their spelling (escapes, characters json.Marshal would
+// escape) when the object that holds them changes, so an install and an
+// uninstall give back the file as it was.
+func TestInstallKeepsKeySpelling(t *testing.T) {
+	dir := t.TempDir()
+	const orig = `{"k\u00e9y":1,"a<b&c":2,"\/x":3}` + "\n"
+	p := writeSettings(t, dir, orig)
+	if _, err := InstallClaudeCode(opts(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, p); !strings.HasPrefix(got, `{"k\u00e9y":1,"a<b&c":2,"\/x":3,"hooks":{`) {
+		t.Fatalf("after install:\n%s", got)
+	}
+	o := opts(dir)
+	o.Uninstall = true
+	if _, err := InstallClaudeCode(o); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, p); got != orig {
+		t.Fatalf("after uninstall:\n%s\nwant\n%s", got, orig)
+	}
+}

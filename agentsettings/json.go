@@ -16,11 +16,14 @@ import (
 const maxDepth = 512
 
 type node struct {
-	kind  byte // '{' object, '[' array, 's' scalar
-	keys  []string
-	vals  []*node // object values, in the order of keys
-	elems []*node // array elements
-	raw   []byte  // a scalar as written
+	kind byte // '{' object, '[' array, 's' scalar
+	keys []string
+	// rawKeys are the keys as the file spelt them (escapes kept), for
+	// writing an object that changed.
+	rawKeys [][]byte
+	vals    []*node // object values, in the order of keys
+	elems   []*node // array elements
+	raw     []byte  // a scalar as written
 	// src is the value as the file wrote it (nil for a new one); a value
 	// that did not change is written back as it was, spaces included.
 	src   []byte
@@ -66,7 +69,9 @@ func (n *node) set(key string, v *node) {
 			return
 		}
 	}
+	kb, _ := json.Marshal(key)
 	n.keys = append(n.keys, key)
+	n.rawKeys = append(n.rawKeys, kb)
 	n.vals = append(n.vals, v)
 }
 
@@ -75,6 +80,7 @@ func (n *node) del(key string) {
 	for i := 0; i < len(n.keys); i++ {
 		if n.keys[i] == key {
 			n.keys = append(n.keys[:i], n.keys[i+1:]...)
+			n.rawKeys = append(n.rawKeys[:i], n.rawKeys[i+1:]...)
 			n.vals = append(n.vals[:i], n.vals[i+1:]...)
 			i--
 		}
@@ -198,6 +204,7 @@ func (p *parser) value1(depth int) (*node, error) {
 				return nil, err
 			}
 			n.keys = append(n.keys, key)
+			n.rawKeys = append(n.rawKeys, k.raw)
 			n.vals = append(n.vals, v)
 			p.space()
 			if p.data[p.i] == ',' {
@@ -310,13 +317,12 @@ func writeNode(b *bytes.Buffer, n *node, indent string, level int) {
 			return
 		}
 		b.WriteByte('{')
-		for i, k := range n.keys {
+		for i := range n.keys {
 			if i > 0 {
 				b.WriteByte(',')
 			}
 			newline(level + 1)
-			kb, _ := json.Marshal(k)
-			b.Write(kb)
+			b.Write(n.rawKeys[i])
 			b.WriteString(colon)
 			writeNode(b, n.vals[i], indent, level+1)
 		}
