@@ -111,6 +111,9 @@ type Result struct {
 	Backup  string
 	// Added, Updated and Removed count awaken-lua's hook entries.
 	Added, Updated, Removed int
+	// Deleted reports that an uninstall deleted the file: it held nothing
+	// but what an install writes (no backup is kept then).
+	Deleted bool
 	// Warnings are things the user should know (disableAllHooks is set).
 	Warnings []string
 }
@@ -182,6 +185,9 @@ func InstallClaudeCode(o Options) (Result, error) {
 	}
 	if res.Added+res.Updated+res.Removed == 0 {
 		return res, nil
+	}
+	if o.Uninstall && len(root.keys) == 0 && !isLink(p) {
+		return res, deleteFile(target, data, &res)
 	}
 	out := encode(root, indentOf(data))
 	if len(data) == 0 || bytes.HasSuffix(data, []byte("\n")) {
@@ -339,6 +345,9 @@ func (o Options) merge(root *node, res *Result) error {
 				hooks.del(hooks.keys[i])
 				i--
 			}
+		}
+		if v, _ := hooks.get("enabled"); o.gemini && res.Removed > 0 && len(hooks.keys) == 1 && v != nil && string(v.raw) == "true" {
+			hooks.del("enabled") // the switch install turns on, with no hook left to enable
 		}
 		if len(hooks.keys) == 0 && res.Removed > 0 {
 			root.del("hooks")

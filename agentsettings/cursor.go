@@ -71,6 +71,9 @@ func InstallCursor(o Options) (Result, error) {
 	if res.Added+res.Updated+res.Removed == 0 {
 		return res, nil
 	}
+	if o.Uninstall && len(root.keys) == 0 && !isLink(p) {
+		return res, deleteFile(target, data, &res)
+	}
 	out := encode(root, indentOf(data))
 	if len(data) == 0 || bytes.HasSuffix(data, []byte("\n")) {
 		out = append(out, '\n')
@@ -128,6 +131,12 @@ func (o Options) mergeCursor(root *node, res *Result) error {
 					hooks.del(hooks.keys[i])
 					i--
 				}
+			}
+		}
+		if res.Removed > 0 && len(hooks.keys) == 0 {
+			root.del("hooks")
+			if v, _ := root.get("version"); len(root.keys) == 1 && v != nil && string(v.raw) == "1" {
+				root.del("version") // install's, with no hook left
 			}
 		}
 		return nil

@@ -64,6 +64,29 @@ func writeFile(p string, old, out []byte, mode fs.FileMode, exists bool, now tim
 	return nil
 }
 
+// deleteFile removes a settings file an uninstall left as {}: it held
+// nothing but what install writes, so it goes as if install had never
+// written it, without a backup. As writeFile, it leaves a file that
+// changed since it was read alone.
+func deleteFile(p string, old []byte, res *Result) error {
+	if cur, err := os.ReadFile(p); err != nil || !bytes.Equal(cur, old) {
+		return errs.New(errs.ConfigInvalid, "%s changed while awaken-lua was updating it; nothing was written, uninstall again", p)
+	}
+	if err := os.Remove(p); err != nil {
+		return errs.Wrap(errs.ConfigInvalid, err, "cannot remove %s", p)
+	}
+	syncDir(filepath.Dir(p))
+	res.Changed, res.Deleted = true, true
+	return nil
+}
+
+// isLink reports whether p is a symbolic link: an uninstall writes {}
+// through it rather than leave it dangling.
+func isLink(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
+}
+
 // backup copies the old file to NAME.YYYYMMDDTHHMMSSZ.bak next to it (a
 // new name each time: an earlier backup is never overwritten).
 func backup(p string, old []byte, mode fs.FileMode, now time.Time) (string, error) {
