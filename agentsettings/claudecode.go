@@ -189,9 +189,10 @@ func InstallClaudeCode(o Options) (Result, error) {
 	if o.Uninstall && len(root.keys) == 0 && !isLink(p) {
 		return res, deleteFile(target, data, &res)
 	}
-	out := encode(root, indentOf(data))
+	eol := eolOf(data)
+	out := encode(root, indentOf(data), eol)
 	if len(data) == 0 || bytes.HasSuffix(data, []byte("\n")) {
-		out = append(out, '\n')
+		out = append(out, eol...)
 	}
 	if err := writeFile(target, data, out, mode, exists, o.Now(), &res); err != nil {
 		return res, err

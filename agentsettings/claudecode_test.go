@@ -466,3 +466,26 @@ func TestInstallKeepsKeySpelling(t *testing.T) {
 		t.Fatalf("after uninstall:\n%s\nwant\n%s", got, orig)
 	}
 }
+
+// A file whose lines end in CRLF keeps them: what install writes ends
+// its lines the same way, and uninstall gives back the file as it was.
+func TestInstallKeepsCRLF(t *testing.T) {
+	dir := t.TempDir()
+	const orig = "{\r\n  \"model\": \"m\",\r\n  \"env\": {\r\n    \"A\": \"1\"\r\n  }\r\n}\r\n"
+	p := writeSettings(t, dir, orig)
+	if _, err := InstallClaudeCode(opts(dir)); err != nil {
+		t.Fatal(err)
+	}
+	got := readFile(t, p)
+	if strings.Count(got, "\n") != strings.Count(got, "\r\n") || !strings.Contains(got, DefaultCommand) {
+		t.Fatalf("after install: %q", got)
+	}
+	o := opts(dir)
+	o.Uninstall = true
+	if _, err := InstallClaudeCode(o); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, p); got != orig {
+		t.Fatalf("after uninstall: %q", got)
+	}
+}

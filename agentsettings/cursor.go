@@ -74,9 +74,10 @@ func InstallCursor(o Options) (Result, error) {
 	if o.Uninstall && len(root.keys) == 0 && !isLink(p) {
 		return res, deleteFile(target, data, &res)
 	}
-	out := encode(root, indentOf(data))
+	eol := eolOf(data)
+	out := encode(root, indentOf(data), eol)
 	if len(data) == 0 || bytes.HasSuffix(data, []byte("\n")) {
-		out = append(out, '\n')
+		out = append(out, eol...)
 	}
 	return res, writeFile(target, data, out, mode, exists, o.Now(), &res)
 }

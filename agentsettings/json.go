@@ -257,11 +257,12 @@ func (p *parser) scalar() *node {
 }
 
 // encode writes the tree: what changed with indent per level (none: on
-// one line), the way JSON.stringify does, and what did not as it was.
-func encode(n *node, indent string) []byte {
+// one line), the way JSON.stringify does, each line ended by eol, and
+// what did not as it was.
+func encode(n *node, indent, eol string) []byte {
 	var b bytes.Buffer
 	changed(n)
-	writeNode(&b, n, indent, 0)
+	writeNode(&b, n, indent, eol, 0)
 	return b.Bytes()
 }
 
@@ -278,14 +279,14 @@ func changed(n *node) bool {
 	return d
 }
 
-func writeNode(b *bytes.Buffer, n *node, indent string, level int) {
+func writeNode(b *bytes.Buffer, n *node, indent, eol string, level int) {
 	if !n.dirty {
 		b.Write(n.src)
 		return
 	}
 	newline := func(l int) {
 		if indent != "" {
-			b.WriteByte('\n')
+			b.WriteString(eol)
 			b.WriteString(strings.Repeat(indent, l))
 		}
 	}
@@ -307,7 +308,7 @@ func writeNode(b *bytes.Buffer, n *node, indent string, level int) {
 				b.WriteByte(',')
 			}
 			newline(level + 1)
-			writeNode(b, e, indent, level+1)
+			writeNode(b, e, indent, eol, level+1)
 		}
 		newline(level)
 		b.WriteByte(']')
@@ -324,11 +325,20 @@ func writeNode(b *bytes.Buffer, n *node, indent string, level int) {
 			newline(level + 1)
 			b.Write(n.rawKeys[i])
 			b.WriteString(colon)
-			writeNode(b, n.vals[i], indent, level+1)
+			writeNode(b, n.vals[i], indent, eol, level+1)
 		}
 		newline(level)
 		b.WriteByte('}')
 	}
+}
+
+// eolOf is how a file ends its lines: "\r\n" when its first line ends
+// so (a file written on Windows), else "\n".
+func eolOf(data []byte) string {
+	if nl := bytes.IndexByte(data, '\n'); nl > 0 && data[nl-1] == '\r' {
+		return "\r\n"
+	}
+	return "\n"
 }
 
 // indentOf guesses a file's indentation: the white space that starts its
