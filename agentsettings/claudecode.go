@@ -343,7 +343,7 @@ func (o Options) merge(root *node, res *Result) error {
 			n := o.remove(hooks.vals[i])
 			res.Removed += n
 			if n > 0 && len(hooks.vals[i].elems) == 0 {
-				hooks.del(hooks.keys[i])
+				hooks.delAt(i)
 				i--
 			}
 		}

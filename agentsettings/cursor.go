@@ -129,7 +129,7 @@ func (o Options) mergeCursor(root *node, res *Result) error {
 				res.Removed += removed
 				list.setElems(kept)
 				if len(kept) == 0 {
-					hooks.del(hooks.keys[i])
+					hooks.delAt(i)
 					i--
 				}
 			}

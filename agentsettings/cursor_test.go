@@ -349,3 +349,24 @@ func TestUninstallCopilotKeepsAnEditedFile(t *testing.T) {
 		t.Fatalf("uninstall: %+v %v", res, err)
 	}
 }
+
+// An event given twice (JSON.parse keeps the last) does not make
+// uninstall drop the other copy's hooks or skip the next event.
+func TestUninstallCursorDuplicateEvent(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, ".cursor", "hooks.json")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte(`{"version":1,"hooks":{"stop":[{"command":"./mine"}],"stop":[]}}`), 0o644)
+	o := opts(dir)
+	if _, err := InstallCursor(o); err != nil {
+		t.Fatal(err)
+	}
+	o.Uninstall = true
+	res, err := InstallCursor(o)
+	if err != nil || res.Removed != len(CursorEvents) {
+		t.Fatalf("uninstall: %+v %v", res, err)
+	}
+	if got := readFile(t, p); got != `{"version":1,"hooks":{"stop":[{"command":"./mine"}]}}` {
+		t.Fatalf("after uninstall: %s", got)
+	}
+}

@@ -87,6 +87,14 @@ func (n *node) del(key string) {
 	}
 }
 
+// delAt removes the i-th key (and not another key of the same name).
+func (n *node) delAt(i int) {
+	n.dirty = true
+	n.keys = append(n.keys[:i], n.keys[i+1:]...)
+	n.rawKeys = append(n.rawKeys[:i], n.rawKeys[i+1:]...)
+	n.vals = append(n.vals[:i], n.vals[i+1:]...)
+}
+
 // text returns a string scalar's value, or "" and false.
 func (n *node) text() (string, bool) {
 	if n == nil || n.kind != 's' || len(n.raw) == 0 || n.raw[0] != '"' {
