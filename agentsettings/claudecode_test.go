@@ -489,3 +489,22 @@ func TestInstallKeepsCRLF(t *testing.T) {
 		t.Fatalf("after uninstall: %q", got)
 	}
 }
+
+// A settings file the agent creates while install writes a new one is
+// not overwritten.
+func TestInstallDoesNotClobberAFileCreatedMeanwhile(t *testing.T) {
+	dir := t.TempDir()
+	p := settingsPath(dir)
+	const theirs = `{"model":"written by Claude Code"}`
+	testHookCommit = func(string) { os.WriteFile(p, []byte(theirs), 0o644) }
+	defer func() { testHookCommit = nil }()
+	if _, err := InstallClaudeCode(opts(dir)); err == nil || !strings.Contains(err.Error(), "install again") {
+		t.Fatalf("err %v", err)
+	}
+	if got := readFile(t, p); got != theirs {
+		t.Fatalf("the agent's file was overwritten:\n%s", got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".claude", ".*.tmp")); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}

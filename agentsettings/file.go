@@ -55,8 +55,11 @@ func writeFile(p string, old, out []byte, mode fs.FileMode, exists bool, now tim
 	if err := tmp.Close(); err != nil {
 		return errs.Wrap(errs.ConfigInvalid, err, "cannot write %s", p)
 	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return errs.Wrap(errs.ConfigInvalid, err, "cannot write %s", p)
+	if testHookCommit != nil {
+		testHookCommit(p)
+	}
+	if err := commit(tmp.Name(), p, exists); err != nil {
+		return err
 	}
 	done = true
 	syncDir(dir)
@@ -85,6 +88,35 @@ func deleteFile(p string, old []byte, res *Result) error {
 func isLink(p string) bool {
 	fi, err := os.Lstat(p)
 	return err == nil && fi.Mode()&fs.ModeSymlink != 0
+}
+
+// testHookCommit, when set, runs just before the new file takes p's
+// place.
+var testHookCommit func(p string)
+
+// commit puts the temporary file in p's place. A file that did not exist
+// when it was read must not exist now either (the agent may have just
+// written it): it is linked in, which fails if p exists, rather than
+// renamed over whatever is there.
+func commit(tmp, p string, exists bool) error {
+	if !exists {
+		err := os.Link(tmp, p)
+		if errors.Is(err, fs.ErrExist) {
+			return errs.New(errs.ConfigInvalid, "%s was created while awaken-lua was writing it; nothing was written, install again", p)
+		}
+		if err == nil {
+			os.Remove(tmp)
+			return nil
+		}
+		// No hard links here: check, then rename.
+		if _, err := os.Lstat(p); err == nil {
+			return errs.New(errs.ConfigInvalid, "%s was created while awaken-lua was writing it; nothing was written, install again", p)
+		}
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return errs.Wrap(errs.ConfigInvalid, err, "cannot write %s", p)
+	}
+	return nil
 }
 
 // backup copies the old file to NAME.YYYYMMDDTHHMMSSZ.bak next to it (a
