@@ -520,14 +520,37 @@ func kindName(n *node) string {
 func badJSON(p string, data []byte, err error) error {
 	line, col := 1, 1
 	var se *syntaxError
+	msg := "not valid JSON; fix it (or move it away) and install again: nothing was changed"
 	if errors.As(err, &se) {
 		off := min(se.offset, len(data))
 		before := data[:off]
 		line = bytes.Count(before, []byte("\n")) + 1
 		col = off - bytes.LastIndexByte(before, '\n')
+		if jsonc(data, off) {
+			// Gemini CLI reads such a file; it is not broken, only beyond
+			// what awaken-lua rewrites without losing something.
+			msg = "JSON with a comment or a trailing comma, which awaken-lua cannot keep when it rewrites the file: " +
+				"nothing was changed; take them out and install again, or add awaken-lua's hooks by hand (README.md shows them)"
+		}
 	}
-	e := errs.Wrap(errs.ConfigInvalid, err, "not valid JSON; fix it (or move it away) and install again: nothing was changed")
+	e := errs.Wrap(errs.ConfigInvalid, err, "%s", msg)
 	return e.At(errs.Pos{File: p, Line: line, Col: col})
+}
+
+// jsonc reports whether the syntax error at off is a comment or a
+// trailing comma (JSON with comments, as Gemini CLI and editors allow).
+func jsonc(data []byte, off int) bool {
+	if off >= len(data) {
+		return false
+	}
+	if data[off] == '/' && off+1 < len(data) && (data[off+1] == '/' || data[off+1] == '*') {
+		return true
+	}
+	if data[off] == '}' || data[off] == ']' {
+		before := bytes.TrimRight(data[:off], " \t\r\n")
+		return len(before) > 0 && before[len(before)-1] == ','
+	}
+	return false
 }
 
 // read reads the settings file: the path to write (a symbolic link's

@@ -289,6 +289,8 @@ func TestInstallRefusesBadFiles(t *testing.T) {
 		{"handlers not a list", `{"hooks": {"Stop": [{"hooks": "x"}]}}`, "hooks.Stop[0].hooks is a JSON string"},
 		{"hooks twice", `{"hooks": {}, "hooks": {}}`, `"hooks" is given twice`},
 		{"event twice", `{"hooks": {"Stop": [], "Stop": []}}`, "hooks.Stop is given twice"},
+		{"comment", "{\n  // mine\n  \"a\": 1\n}", "a comment or a trailing comma"},
+		{"trailing comma", "{\"a\": [1,],}", "a comment or a trailing comma"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
