@@ -493,20 +493,24 @@ func TestInstallKeepsCRLF(t *testing.T) {
 }
 
 // A settings file the agent creates while install writes a new one is
-// not overwritten.
+// not overwritten: the new file takes its place only if there is none.
 func TestInstallDoesNotClobberAFileCreatedMeanwhile(t *testing.T) {
 	dir := t.TempDir()
-	p := settingsPath(dir)
-	const theirs = `{"model":"written by Claude Code"}`
-	testHookCommit = func(string) { os.WriteFile(p, []byte(theirs), 0o644) }
-	defer func() { testHookCommit = nil }()
-	if _, err := InstallClaudeCode(opts(dir)); err == nil || !strings.Contains(err.Error(), "install again") {
+	p, tmp := filepath.Join(dir, "settings.json"), filepath.Join(dir, ".settings.json.1.tmp")
+	const theirs, ours = `{"model":"written by Claude Code"}`, `{"hooks":{}}`
+	for _, f := range [][2]string{{p, theirs}, {tmp, ours}} {
+		if err := os.WriteFile(f[0], []byte(f[1]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := commit(tmp, p, false); err == nil || !strings.Contains(err.Error(), "install again") {
 		t.Fatalf("err %v", err)
 	}
 	if got := readFile(t, p); got != theirs {
 		t.Fatalf("the agent's file was overwritten:\n%s", got)
 	}
-	if left, _ := filepath.Glob(filepath.Join(dir, ".claude", ".*.tmp")); len(left) != 0 {
-		t.Fatalf("temporary files left: %v", left)
+	os.Remove(p)
+	if err := commit(tmp, p, false); err != nil || readFile(t, p) != ours {
+		t.Fatalf("with no file there: %v", err)
 	}
 }

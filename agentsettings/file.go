@@ -55,9 +55,6 @@ func writeFile(p string, old, out []byte, mode fs.FileMode, exists bool, now tim
 	if err := tmp.Close(); err != nil {
 		return errs.Wrap(errs.ConfigInvalid, err, "cannot write %s", p)
 	}
-	if testHookCommit != nil {
-		testHookCommit(p)
-	}
 	if err := commit(tmp.Name(), p, exists); err != nil {
 		return err
 	}
@@ -89,10 +86,6 @@ func isLink(p string) bool {
 	fi, err := os.Lstat(p)
 	return err == nil && fi.Mode()&fs.ModeSymlink != 0
 }
-
-// testHookCommit, when set, runs just before the new file takes p's
-// place.
-var testHookCommit func(p string)
 
 // commit puts the temporary file in p's place. A file that did not exist
 // when it was read must not exist now either (the agent may have just
