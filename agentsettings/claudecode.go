@@ -111,6 +111,9 @@ type Result struct {
 	Backup  string
 	// Added, Updated and Removed count awaken-lua's hook entries.
 	Added, Updated, Removed int
+	// Deleted reports that an uninstall deleted the file: it held nothing
+	// but what an install writes (no backup is kept then).
+	Deleted bool
 	// Warnings are things the user should know (disableAllHooks is set).
 	Warnings []string
 }
@@ -183,9 +186,13 @@ func InstallClaudeCode(o Options) (Result, error) {
 	if res.Added+res.Updated+res.Removed == 0 {
 		return res, nil
 	}
-	out := encode(root, indentOf(data))
+	if o.Uninstall && len(root.keys) == 0 && !isLink(p) {
+		return res, deleteFile(target, data, &res)
+	}
+	eol := eolOf(data)
+	out := encode(root, indentOf(data), eol)
 	if len(data) == 0 || bytes.HasSuffix(data, []byte("\n")) {
-		out = append(out, '\n')
+		out = append(out, eol...)
 	}
 	if err := writeFile(target, data, out, mode, exists, o.Now(), &res); err != nil {
 		return res, err
@@ -336,9 +343,12 @@ func (o Options) merge(root *node, res *Result) error {
 			n := o.remove(hooks.vals[i])
 			res.Removed += n
 			if n > 0 && len(hooks.vals[i].elems) == 0 {
-				hooks.del(hooks.keys[i])
+				hooks.delAt(i)
 				i--
 			}
+		}
+		if v, _ := hooks.get("enabled"); o.gemini && res.Removed > 0 && len(hooks.keys) == 1 && v != nil && string(v.raw) == "true" {
+			hooks.del("enabled") // the switch install turns on, with no hook left to enable
 		}
 		if len(hooks.keys) == 0 && res.Removed > 0 {
 			root.del("hooks")
@@ -510,23 +520,44 @@ func kindName(n *node) string {
 func badJSON(p string, data []byte, err error) error {
 	line, col := 1, 1
 	var se *syntaxError
+	msg := "not valid JSON; fix it (or move it away) and install again: nothing was changed"
 	if errors.As(err, &se) {
 		off := min(se.offset, len(data))
 		before := data[:off]
 		line = bytes.Count(before, []byte("\n")) + 1
 		col = off - bytes.LastIndexByte(before, '\n')
+		if jsonc(data, off) {
+			// Gemini CLI reads such a file; it is not broken, only beyond
+			// what awaken-lua rewrites without losing something.
+			msg = "JSON with a comment or a trailing comma, which awaken-lua cannot keep when it rewrites the file: " +
+				"nothing was changed; take them out and install again, or add awaken-lua's hooks by hand (README.md shows them)"
+		}
 	}
-	e := errs.Wrap(errs.ConfigInvalid, err, "not valid JSON; fix it (or move it away) and install again: nothing was changed")
+	e := errs.Wrap(errs.ConfigInvalid, err, "%s", msg)
 	return e.At(errs.Pos{File: p, Line: line, Col: col})
+}
+
+// jsonc reports whether the syntax error at off is a comment or a
+// trailing comma (JSON with comments, as Gemini CLI and editors allow).
+func jsonc(data []byte, off int) bool {
+	if off >= len(data) {
+		return false
+	}
+	if data[off] == '/' && off+1 < len(data) && (data[off+1] == '/' || data[off+1] == '*') {
+		return true
+	}
+	if data[off] == '}' || data[off] == ']' {
+		before := bytes.TrimRight(data[:off], " \t\r\n")
+		return len(before) > 0 && before[len(before)-1] == ','
+	}
+	return false
 }
 
 // read reads the settings file: the path to write (a symbolic link's
 // target), the bytes, the mode, and whether it exists.
 func read(p string) (target string, data []byte, mode fs.FileMode, exists bool, err error) {
-	target, mode = p, 0o644
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		target = real
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	mode = 0o644
+	if target, err = resolve(p); err != nil {
 		return "", nil, 0, false, errs.Wrap(errs.ConfigInvalid, err, "cannot read %s", p)
 	}
 	f, err := os.Open(target)
@@ -552,6 +583,42 @@ func read(p string) (target string, data []byte, mode fs.FileMode, exists bool, 
 		return "", nil, 0, false, errs.Wrap(errs.ConfigInvalid, err, "cannot read %s", p)
 	}
 	return target, data, st.Mode().Perm(), true, nil
+}
+
+// resolve follows p's symbolic links to the file they name, which need
+// not exist yet: a dotfiles manager's link to a file not yet written is
+// written through too, not replaced by a regular file.
+func resolve(p string) (string, error) {
+	for range 40 {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			// A missing directory on the way may itself be a link.
+			dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+			if err != nil {
+				return p, nil
+			}
+			return filepath.Join(dir, filepath.Base(p)), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return filepath.EvalSymlinks(p)
+		}
+		link, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(link) {
+			dir := filepath.Dir(p)
+			if d, err := filepath.EvalSymlinks(dir); err == nil {
+				dir = d // so that ../ in the link leaves the real directory
+			}
+			link = filepath.Join(dir, link)
+		}
+		p = link
+	}
+	return "", errors.New("too many symbolic links")
 }
 
 func readAll(f *os.File, size int64) ([]byte, error) {

@@ -289,6 +289,8 @@ func TestInstallRefusesBadFiles(t *testing.T) {
 		{"handlers not a list", `{"hooks": {"Stop": [{"hooks": "x"}]}}`, "hooks.Stop[0].hooks is a JSON string"},
 		{"hooks twice", `{"hooks": {}, "hooks": {}}`, `"hooks" is given twice`},
 		{"event twice", `{"hooks": {"Stop": [], "Stop": []}}`, "hooks.Stop is given twice"},
+		{"comment", "{\n  // mine\n  \"a\": 1\n}", "a comment or a trailing comma"},
+		{"trailing comma", "{\"a\": [1,],}", "a comment or a trailing comma"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -421,5 +423,94 @@ func TestHandlersNameTheirEvent(t *testing.T) {
 		if got := eventURL(tc.in, "Stop"); got != tc.want {
 			t.Errorf("eventURL(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// A symbolic link to a file not written yet (a dotfiles manager's) is
+// written through, not replaced by a regular file.
+func TestInstallThroughDanglingLink(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "dotfiles"), 0o755)
+	os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+	if err := os.Symlink(filepath.Join("..", "dotfiles", "settings.json"), settingsPath(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InstallClaudeCode(opts(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(settingsPath(dir)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the symbolic link was replaced by a regular file")
+	}
+	if got := readFile(t, filepath.Join(dir, "dotfiles", "settings.json")); !strings.Contains(got, DefaultCommand) {
+		t.Fatalf("the link's target:\n%s", got)
+	}
+}
+
+// Keys keep their spelling (escapes, characters json.Marshal would
+// escape) when the object that holds them changes, so an install and an
+// uninstall give back the file as it was.
+func TestInstallKeepsKeySpelling(t *testing.T) {
+	dir := t.TempDir()
+	const orig = `{"k\u00e9y":1,"a<b&c":2,"\/x":3}` + "\n"
+	p := writeSettings(t, dir, orig)
+	if _, err := InstallClaudeCode(opts(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, p); !strings.HasPrefix(got, `{"k\u00e9y":1,"a<b&c":2,"\/x":3,"hooks":{`) {
+		t.Fatalf("after install:\n%s", got)
+	}
+	o := opts(dir)
+	o.Uninstall = true
+	if _, err := InstallClaudeCode(o); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, p); got != orig {
+		t.Fatalf("after uninstall:\n%s\nwant\n%s", got, orig)
+	}
+}
+
+// A file whose lines end in CRLF keeps them: what install writes ends
+// its lines the same way, and uninstall gives back the file as it was.
+func TestInstallKeepsCRLF(t *testing.T) {
+	dir := t.TempDir()
+	const orig = "{\r\n  \"model\": \"m\",\r\n  \"env\": {\r\n    \"A\": \"1\"\r\n  }\r\n}\r\n"
+	p := writeSettings(t, dir, orig)
+	if _, err := InstallClaudeCode(opts(dir)); err != nil {
+		t.Fatal(err)
+	}
+	got := readFile(t, p)
+	if strings.Count(got, "\n") != strings.Count(got, "\r\n") || !strings.Contains(got, DefaultCommand) {
+		t.Fatalf("after install: %q", got)
+	}
+	o := opts(dir)
+	o.Uninstall = true
+	if _, err := InstallClaudeCode(o); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, p); got != orig {
+		t.Fatalf("after uninstall: %q", got)
+	}
+}
+
+// A settings file the agent creates while install writes a new one is
+// not overwritten: the new file takes its place only if there is none.
+func TestInstallDoesNotClobberAFileCreatedMeanwhile(t *testing.T) {
+	dir := t.TempDir()
+	p, tmp := filepath.Join(dir, "settings.json"), filepath.Join(dir, ".settings.json.1.tmp")
+	const theirs, ours = `{"model":"written by Claude Code"}`, `{"hooks":{}}`
+	for _, f := range [][2]string{{p, theirs}, {tmp, ours}} {
+		if err := os.WriteFile(f[0], []byte(f[1]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := commit(tmp, p, false); err == nil || !strings.Contains(err.Error(), "install again") {
+		t.Fatalf("err %v", err)
+	}
+	if got := readFile(t, p); got != theirs {
+		t.Fatalf("the agent's file was overwritten:\n%s", got)
+	}
+	os.Remove(p)
+	if err := commit(tmp, p, false); err != nil || readFile(t, p) != ours {
+		t.Fatalf("with no file there: %v", err)
 	}
 }

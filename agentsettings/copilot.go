@@ -41,19 +41,6 @@ func InstallCopilot(o Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if o.Uninstall {
-		if !exists {
-			return res, nil
-		}
-		if res.Backup, err = backup(target, data, mode, o.Now()); err != nil {
-			return res, err
-		}
-		if err := os.Remove(target); err != nil {
-			return res, err
-		}
-		res.Changed, res.Removed = true, len(CopilotEvents)
-		return res, nil
-	}
 	hooks := map[string]any{}
 	for _, ev := range CopilotEvents {
 		cmd := "awaken-lua hook --agent copilot --event " + ev
@@ -61,6 +48,24 @@ func InstallCopilot(o Options) (Result, error) {
 	}
 	out, _ := json.MarshalIndent(map[string]any{"version": 1, "hooks": hooks}, "", "  ")
 	out = append(out, '\n')
+	if o.Uninstall {
+		if !exists {
+			return res, nil
+		}
+		res.Removed = len(CopilotEvents)
+		if bytes.Equal(data, out) {
+			// As install wrote it: nothing of the user's to keep.
+			return res, deleteFile(target, data, &res)
+		}
+		if res.Backup, err = backup(target, data, mode, o.Now()); err != nil {
+			return res, err
+		}
+		if err := os.Remove(target); err != nil {
+			return res, err
+		}
+		res.Changed, res.Deleted = true, true
+		return res, nil
+	}
 	if exists && bytes.Equal(data, out) {
 		return res, nil
 	}

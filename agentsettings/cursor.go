@@ -71,9 +71,13 @@ func InstallCursor(o Options) (Result, error) {
 	if res.Added+res.Updated+res.Removed == 0 {
 		return res, nil
 	}
-	out := encode(root, indentOf(data))
+	if o.Uninstall && len(root.keys) == 0 && !isLink(p) {
+		return res, deleteFile(target, data, &res)
+	}
+	eol := eolOf(data)
+	out := encode(root, indentOf(data), eol)
 	if len(data) == 0 || bytes.HasSuffix(data, []byte("\n")) {
-		out = append(out, '\n')
+		out = append(out, eol...)
 	}
 	return res, writeFile(target, data, out, mode, exists, o.Now(), &res)
 }
@@ -125,9 +129,15 @@ func (o Options) mergeCursor(root *node, res *Result) error {
 				res.Removed += removed
 				list.setElems(kept)
 				if len(kept) == 0 {
-					hooks.del(hooks.keys[i])
+					hooks.delAt(i)
 					i--
 				}
+			}
+		}
+		if res.Removed > 0 && len(hooks.keys) == 0 {
+			root.del("hooks")
+			if v, _ := root.get("version"); len(root.keys) == 1 && v != nil && string(v.raw) == "1" {
+				root.del("version") // install's, with no hook left
 			}
 		}
 		return nil

@@ -267,3 +267,106 @@ func TestReadmeAgentSnippets(t *testing.T) {
 		}
 	}
 }
+
+// An uninstall after an install that created the file leaves nothing
+// behind: no {} (nor Cursor's version, nor Gemini's hooks.enabled) and
+// no backup of a file that held only awaken-lua's entries. A file the
+// user had comes back as it was.
+func TestUninstallLeavesNoFileOfOurs(t *testing.T) {
+	type agent struct {
+		name    string
+		install func(Options) (Result, error)
+		file    string
+		user    string // a file of the user's, given back by uninstall
+	}
+	for _, a := range []agent{
+		{"claude-code", InstallClaudeCode, ".claude/settings.json", `{"model":"m"}`},
+		{"codex", InstallCodex, ".codex/hooks.json", `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"./mine"}]}]}}`},
+		{"cursor", InstallCursor, ".cursor/hooks.json", `{"version":1,"hooks":{"stop":[{"command":"./mine"}]}}`},
+		{"gemini", InstallGemini, ".gemini/settings.json", `{"theme":"Dracula"}`},
+		{"copilot", InstallCopilot, ".github/hooks/awaken.json", ""},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, filepath.FromSlash(a.file))
+			o := opts(dir)
+			if _, err := a.install(o); err != nil {
+				t.Fatal(err)
+			}
+			o.Uninstall = true
+			res, err := a.install(o)
+			if err != nil || !res.Deleted || res.Backup != "" {
+				t.Fatalf("uninstall: %+v %v", res, err)
+			}
+			left, _ := filepath.Glob(p + "*")
+			if len(left) != 0 {
+				t.Fatalf("left behind: %v", left)
+			}
+			if a.user == "" {
+				return
+			}
+			os.WriteFile(p, []byte(a.user+"\n"), 0o644)
+			o.Uninstall = false
+			if _, err := a.install(o); err != nil {
+				t.Fatal(err)
+			}
+			o.Uninstall = true
+			if res, err := a.install(o); err != nil || res.Deleted {
+				t.Fatalf("uninstall: %+v %v", res, err)
+			}
+			if got := readFile(t, p); got != a.user+"\n" {
+				t.Fatalf("after uninstall:\n%s\nwant\n%s", got, a.user)
+			}
+		})
+	}
+	// Through a symbolic link, the file stays ({}), not the link dangling.
+	dir := t.TempDir()
+	real := filepath.Join(dir, "dotfiles.json")
+	os.WriteFile(real, []byte("{}\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+	os.Symlink(real, settingsPath(dir))
+	InstallClaudeCode(opts(dir))
+	o := opts(dir)
+	o.Uninstall = true
+	if res, err := InstallClaudeCode(o); err != nil || res.Deleted || readFile(t, real) != "{}\n" {
+		t.Fatalf("through a link: %+v %v %q", res, err, readFile(t, real))
+	}
+}
+
+// Copilot's file, edited by hand, is still backed up before uninstall
+// removes it.
+func TestUninstallCopilotKeepsAnEditedFile(t *testing.T) {
+	dir := t.TempDir()
+	o := opts(dir)
+	res, err := InstallCopilot(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(res.Path, []byte(`{"version": 1, "hooks": {"sessionEnd": [{"type": "command", "bash": "./mine"}]}}`), 0o644)
+	o.Uninstall = true
+	res, err = InstallCopilot(o)
+	if err != nil || !res.Deleted || res.Backup == "" || !strings.Contains(readFile(t, res.Backup), "./mine") {
+		t.Fatalf("uninstall: %+v %v", res, err)
+	}
+}
+
+// An event given twice (JSON.parse keeps the last) does not make
+// uninstall drop the other copy's hooks or skip the next event.
+func TestUninstallCursorDuplicateEvent(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, ".cursor", "hooks.json")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte(`{"version":1,"hooks":{"stop":[{"command":"./mine"}],"stop":[]}}`), 0o644)
+	o := opts(dir)
+	if _, err := InstallCursor(o); err != nil {
+		t.Fatal(err)
+	}
+	o.Uninstall = true
+	res, err := InstallCursor(o)
+	if err != nil || res.Removed != len(CursorEvents) {
+		t.Fatalf("uninstall: %+v %v", res, err)
+	}
+	if got := readFile(t, p); got != `{"version":1,"hooks":{"stop":[{"command":"./mine"}]}}` {
+		t.Fatalf("after uninstall: %s", got)
+	}
+}

@@ -55,12 +55,60 @@ func writeFile(p string, old, out []byte, mode fs.FileMode, exists bool, now tim
 	if err := tmp.Close(); err != nil {
 		return errs.Wrap(errs.ConfigInvalid, err, "cannot write %s", p)
 	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return errs.Wrap(errs.ConfigInvalid, err, "cannot write %s", p)
+	if err := commit(tmp.Name(), p, exists); err != nil {
+		return err
 	}
 	done = true
 	syncDir(dir)
 	res.Changed = true
+	return nil
+}
+
+// deleteFile removes a settings file an uninstall left as {}: it held
+// nothing but what install writes, so it goes as if install had never
+// written it, without a backup. As writeFile, it leaves a file that
+// changed since it was read alone.
+func deleteFile(p string, old []byte, res *Result) error {
+	if cur, err := os.ReadFile(p); err != nil || !bytes.Equal(cur, old) {
+		return errs.New(errs.ConfigInvalid, "%s changed while awaken-lua was updating it; nothing was written, uninstall again", p)
+	}
+	if err := os.Remove(p); err != nil {
+		return errs.Wrap(errs.ConfigInvalid, err, "cannot remove %s", p)
+	}
+	syncDir(filepath.Dir(p))
+	res.Changed, res.Deleted = true, true
+	return nil
+}
+
+// isLink reports whether p is a symbolic link: an uninstall writes {}
+// through it rather than leave it dangling.
+func isLink(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
+}
+
+// commit puts the temporary file in p's place. A file that did not exist
+// when it was read must not exist now either (the agent may have just
+// written it): it is linked in, which fails if p exists, rather than
+// renamed over whatever is there.
+func commit(tmp, p string, exists bool) error {
+	if !exists {
+		err := os.Link(tmp, p)
+		if errors.Is(err, fs.ErrExist) {
+			return errs.New(errs.ConfigInvalid, "%s was created while awaken-lua was writing it; nothing was written, install again", p)
+		}
+		if err == nil {
+			os.Remove(tmp)
+			return nil
+		}
+		// No hard links here: check, then rename.
+		if _, err := os.Lstat(p); err == nil {
+			return errs.New(errs.ConfigInvalid, "%s was created while awaken-lua was writing it; nothing was written, install again", p)
+		}
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return errs.Wrap(errs.ConfigInvalid, err, "cannot write %s", p)
+	}
 	return nil
 }
 

@@ -21,7 +21,7 @@ func FuzzSettings(f *testing.F) {
 			}
 			return
 		}
-		if got := encode(root, indentOf(data)); !bytes.Equal(got, bytes.TrimSpace(data)) {
+		if got := encode(root, indentOf(data), eolOf(data)); !bytes.Equal(got, bytes.TrimSpace(data)) {
 			t.Fatalf("an untouched file was rewritten:\n%q\n%q", data, got)
 		}
 		if root.kind != '{' {
@@ -32,7 +32,7 @@ func FuzzSettings(f *testing.F) {
 		if err := o.merge(root, &res); err != nil {
 			return // a refused shape
 		}
-		out := encode(root, indentOf(data))
+		out := encode(root, indentOf(data), eolOf(data))
 		var before, after any
 		if err := json.Unmarshal(out, &after); err != nil {
 			t.Fatalf("an install wrote invalid JSON: %v\n%s", err, out)
@@ -51,7 +51,7 @@ func FuzzSettings(f *testing.F) {
 		if err := o.merge(again, &res3); err != nil {
 			t.Fatalf("uninstall: %v", err)
 		}
-		if err := json.Unmarshal(encode(again, indentOf(out)), &after); err != nil {
+		if err := json.Unmarshal(encode(again, indentOf(out), eolOf(out)), &after); err != nil {
 			t.Fatalf("an uninstall wrote invalid JSON: %v", err)
 		}
 		// Installing into a file with none of ours, then uninstalling,

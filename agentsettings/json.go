@@ -16,11 +16,14 @@ import (
 const maxDepth = 512
 
 type node struct {
-	kind  byte // '{' object, '[' array, 's' scalar
-	keys  []string
-	vals  []*node // object values, in the order of keys
-	elems []*node // array elements
-	raw   []byte  // a scalar as written
+	kind byte // '{' object, '[' array, 's' scalar
+	keys []string
+	// rawKeys are the keys as the file spelt them (escapes kept), for
+	// writing an object that changed.
+	rawKeys [][]byte
+	vals    []*node // object values, in the order of keys
+	elems   []*node // array elements
+	raw     []byte  // a scalar as written
 	// src is the value as the file wrote it (nil for a new one); a value
 	// that did not change is written back as it was, spaces included.
 	src   []byte
@@ -66,7 +69,9 @@ func (n *node) set(key string, v *node) {
 			return
 		}
 	}
+	kb, _ := json.Marshal(key)
 	n.keys = append(n.keys, key)
+	n.rawKeys = append(n.rawKeys, kb)
 	n.vals = append(n.vals, v)
 }
 
@@ -75,10 +80,19 @@ func (n *node) del(key string) {
 	for i := 0; i < len(n.keys); i++ {
 		if n.keys[i] == key {
 			n.keys = append(n.keys[:i], n.keys[i+1:]...)
+			n.rawKeys = append(n.rawKeys[:i], n.rawKeys[i+1:]...)
 			n.vals = append(n.vals[:i], n.vals[i+1:]...)
 			i--
 		}
 	}
+}
+
+// delAt removes the i-th key (and not another key of the same name).
+func (n *node) delAt(i int) {
+	n.dirty = true
+	n.keys = append(n.keys[:i], n.keys[i+1:]...)
+	n.rawKeys = append(n.rawKeys[:i], n.rawKeys[i+1:]...)
+	n.vals = append(n.vals[:i], n.vals[i+1:]...)
 }
 
 // text returns a string scalar's value, or "" and false.
@@ -198,6 +212,7 @@ func (p *parser) value1(depth int) (*node, error) {
 				return nil, err
 			}
 			n.keys = append(n.keys, key)
+			n.rawKeys = append(n.rawKeys, k.raw)
 			n.vals = append(n.vals, v)
 			p.space()
 			if p.data[p.i] == ',' {
@@ -250,11 +265,12 @@ func (p *parser) scalar() *node {
 }
 
 // encode writes the tree: what changed with indent per level (none: on
-// one line), the way JSON.stringify does, and what did not as it was.
-func encode(n *node, indent string) []byte {
+// one line), the way JSON.stringify does, each line ended by eol, and
+// what did not as it was.
+func encode(n *node, indent, eol string) []byte {
 	var b bytes.Buffer
 	changed(n)
-	writeNode(&b, n, indent, 0)
+	writeNode(&b, n, indent, eol, 0)
 	return b.Bytes()
 }
 
@@ -271,14 +287,14 @@ func changed(n *node) bool {
 	return d
 }
 
-func writeNode(b *bytes.Buffer, n *node, indent string, level int) {
+func writeNode(b *bytes.Buffer, n *node, indent, eol string, level int) {
 	if !n.dirty {
 		b.Write(n.src)
 		return
 	}
 	newline := func(l int) {
 		if indent != "" {
-			b.WriteByte('\n')
+			b.WriteString(eol)
 			b.WriteString(strings.Repeat(indent, l))
 		}
 	}
@@ -300,7 +316,7 @@ func writeNode(b *bytes.Buffer, n *node, indent string, level int) {
 				b.WriteByte(',')
 			}
 			newline(level + 1)
-			writeNode(b, e, indent, level+1)
+			writeNode(b, e, indent, eol, level+1)
 		}
 		newline(level)
 		b.WriteByte(']')
@@ -310,19 +326,27 @@ func writeNode(b *bytes.Buffer, n *node, indent string, level int) {
 			return
 		}
 		b.WriteByte('{')
-		for i, k := range n.keys {
+		for i := range n.keys {
 			if i > 0 {
 				b.WriteByte(',')
 			}
 			newline(level + 1)
-			kb, _ := json.Marshal(k)
-			b.Write(kb)
+			b.Write(n.rawKeys[i])
 			b.WriteString(colon)
-			writeNode(b, n.vals[i], indent, level+1)
+			writeNode(b, n.vals[i], indent, eol, level+1)
 		}
 		newline(level)
 		b.WriteByte('}')
 	}
+}
+
+// eolOf is how a file ends its lines: "\r\n" when its first line ends
+// so (a file written on Windows), else "\n".
+func eolOf(data []byte) string {
+	if nl := bytes.IndexByte(data, '\n'); nl > 0 && data[nl-1] == '\r' {
+		return "\r\n"
+	}
+	return "\n"
 }
 
 // indentOf guesses a file's indentation: the white space that starts its

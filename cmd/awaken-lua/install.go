@@ -19,7 +19,8 @@ const installMore = `The settings file, by agent and --scope:
   gemini       project .gemini/settings.json, user ~/.gemini/settings.json
   copilot      project .github/hooks/awaken.json (its own file)
 A backup is kept first, other hooks are left as they are, and a second
-install changes nothing.`
+install changes nothing. --uninstall deletes a file left with nothing
+of yours in it.`
 
 // cmdInstall merges awaken-lua's hooks into a coding agent's settings
 // (agentsettings): idempotent, with a backup first, other hooks untouched.
@@ -125,6 +126,8 @@ func cmdInstall(e *env) int {
 	switch {
 	case !res.Changed:
 		fmt.Fprintf(e.stdout, "%s: already up to date\n", res.Path)
+	case *uninstall && res.Deleted:
+		fmt.Fprintf(e.stdout, "%s: removed %d awaken-lua hooks, and the file\n", res.Path, res.Removed)
 	case *uninstall:
 		fmt.Fprintf(e.stdout, "%s: removed %d awaken-lua hooks\n", res.Path, res.Removed)
 	default:
