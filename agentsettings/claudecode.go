@@ -14,10 +14,12 @@ package agentsettings
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -267,9 +269,25 @@ func (o Options) ours(h *node) bool {
 			return false
 		}
 		u, err := url.Parse(s)
-		return err == nil && strings.HasSuffix(u.Path, "/v1/hooks/claude-code")
+		if err != nil || !strings.HasSuffix(u.Path, "/v1/hooks/claude-code") {
+			return false
+		}
+		// A sidecar on this machine, or the one this install names: a
+		// hook of that path elsewhere (a company's own audit service,
+		// say) is the user's.
+		own, _ := url.Parse(cmp.Or(o.URL, DefaultURL))
+		return loopback(u.Hostname()) || own != nil && strings.EqualFold(u.Host, own.Host)
 	}
 	return false
+}
+
+// loopback reports whether host names this machine.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // handler builds awaken-lua's hook handler for an event.

@@ -279,6 +279,31 @@ func TestInstallNormalizesOurEntries(t *testing.T) {
 	}
 }
 
+// An HTTP hook of the same path on another machine is the user's (a
+// company's own service): install and uninstall leave it; ours are the
+// ones on this machine or at the install's --url.
+func TestInstallLeavesAnotherHostsHook(t *testing.T) {
+	dir := t.TempDir()
+	const theirs = `{"type": "http", "url": "https://audit.corp.example/v1/hooks/claude-code"}`
+	p := writeSettings(t, dir, `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [`+theirs+`]},
+  {"hooks": [{"type": "http", "url": "http://127.0.0.1:9999/v1/hooks/claude-code"}]}]}}`)
+	for _, uninstall := range []bool{false, true} {
+		o := opts(dir)
+		o.Uninstall = uninstall
+		if _, err := InstallClaudeCode(o); err != nil {
+			t.Fatal(err)
+		}
+		pre := hooksOf(t, readFile(t, p))["PreToolUse"]
+		if len(pre) == 0 || pre[0].Hooks[0]["url"] != "https://audit.corp.example/v1/hooks/claude-code" {
+			t.Fatalf("uninstall %v: the user's hook is gone: %+v", uninstall, pre)
+		}
+		// The old hook on this machine was ours: replaced, then removed.
+		if want := map[bool]int{false: 2, true: 1}[uninstall]; len(pre) != want {
+			t.Errorf("uninstall %v: %d groups, want %d: %+v", uninstall, len(pre), want, pre)
+		}
+	}
+}
+
 func TestInstallRefusesBadFiles(t *testing.T) {
 	tests := []struct{ name, text, want string }{
 		{"invalid JSON", "{\n  \"model\": \"x\",\n  \"hooks\": {,}\n}\n", ":3:13: config_invalid: not valid JSON"},
