@@ -559,6 +559,11 @@ func (h *harness) modelAndTools(L *lua.LState, spec *lua.LTable) (model.Model, [
 	if err != nil {
 		L.ArgError(2, "turns: "+err.Error())
 	}
+	if raw != nil {
+		// a turn written without the list around it ({text = "done"}) is
+		// not a script with no turns
+		raw = harnessField[[]any](L, 2, "turns", raw, "a list of the model's answers {{text?, tool_calls?, usage?}, ...}")
+	}
 	list, _ := raw.([]any)
 	var turns []scripted.Turn
 	for i, x := range list {
@@ -573,6 +578,9 @@ func (h *harness) modelAndTools(L *lua.LState, spec *lua.LTable) (model.Model, [
 		turns = append(turns, scripted.Turn{Text: r.Text, ToolCalls: r.ToolCalls, Usage: r.Usage})
 	}
 	var tools []plugin.Tool
+	if v := spec.RawGetString("tools"); v != lua.LNil && v.Type() != lua.LTTable {
+		L.ArgError(2, fmt.Sprintf("tools must be a table of functions(args, ctx) by tool name, got a %s", v.Type().String()))
+	}
 	if tt, ok := spec.RawGetString("tools").(*lua.LTable); ok {
 		for _, name := range sortedLuaKeys(tt) {
 			fn, ok := tt.RawGetString(name).(*lua.LFunction)

@@ -321,6 +321,25 @@ t.test("whole run: a reason that quotes masked arguments is masked too", functio
   t.eq(mask.text('{"k":"a\\"b c"}', { 'a"b c' }), '{"k":"***"}')
 end)
 
+t.test("whole run: a reason cut short in a masked value shows none of it", function()
+  -- permission's question shortens the arguments it quotes to 300 bytes:
+  -- here inside the password, which must not show its first characters
+  local h = t.harness { plugins = { "audit", "permission" } }
+  local tools = { login = OK }
+  local r = h:run { prompt = "go", thread = "t1", tools = tools, turns = {
+    { tool_calls = { { name = "login", args = { a = string.rep("x", 270), password = "correct-horse-battery-staple" } } } } } }
+  t.eq(r.termination, "suspended")
+  r = h:resume { thread = "t1", tools = tools, turns = { { text = "done" } },
+    decisions = { { target = "call_1_1", action = "cancel", reason = "no" } } }
+  local reason = audit_of(r)[1].reason
+  t.ok(not reason:find("correct", 1, true), reason)
+  t.match(reason, '"password":"%*%*%*%.%.%.%? %(asked by')
+  t.eq(mask.text('x {"k":"ab...', { "abc" }), 'x {"k":"***...')
+  t.eq(mask.text('x {"k":"ab... (12 more bytes)', { "abc" }), 'x {"k":"***... (12 more bytes)')
+  t.eq(mask.text('x {"k":"ab...', { "xyz" }), 'x {"k":"ab...', "not a masked value's start")
+  t.eq(mask.text('x {"k":"..."}', { "xyz" }), 'x {"k":"..."}')
+end)
+
 t.test("whole run: rewrites, set_result answers, the runtime's refusals, the step limit", function()
   local h = t.harness { plugins = { "audit", "fixture_gate" }, agent = { max_steps = 1 },
     config = { fixture_gate = { decisions = {

@@ -158,7 +158,9 @@ end
 -- as it shows inside a JSON string: a reason such as a permission
 -- question ("Allow login {"password":"..."}?") quotes the arguments the
 -- records mask. (A shorter value masked wherever it shows would mask
--- parts of words.)
+-- parts of words.) A JSON string cut short by "..." (a question shortens
+-- the arguments it quotes, errs.Clip a message) whose text begins a value
+-- is masked too: "hunt..." would show the start of "hunter2".
 M.BARE_MIN = 4
 
 function M.text(text, values)
@@ -175,10 +177,17 @@ function M.text(text, values)
   end
   -- longer first, so a value that holds another is masked whole
   table.sort(forms, function(a, b) return #a.f > #b.f end)
+  local contents = {}
   for _, x in ipairs(forms) do
     text = text:gsub(x.f:gsub("%p", "%%%0"), (x.repl:gsub("%%", "%%%%")))
+    if x.repl ~= M.MASK then contents[#contents + 1] = x.f:sub(2, -2) end
   end
-  return text
+  if not text:find("...", 1, true) then return text end
+  return (text:gsub('"([^"]*)%.%.%.', function(cut)
+    for _, c in ipairs(contents) do
+      if cut ~= "" and #cut <= #c and c:sub(1, #cut) == cut then return '"' .. M.MASK .. "..." end
+    end
+  end))
 end
 
 return M

@@ -60,6 +60,26 @@ t.test("a path glob condition is not fooled by . and .. segments", function()
   t.eq(rules.clean_path("a/.."), ".")
 end)
 
+t.test("a URL's scheme is no empty path segment", function()
+  local h = harness { rules = {
+    rule('WebFetch(url ~ "https://docs.example.com/**")', "allow"),
+    rule('Bash(command ~ "curl -s https://api.example.com/*")', "allow"),
+    rule('WebFetch(url ~ "https://evil.example.com/**")', "deny"),
+  } }
+  local function fetch(url) return h:gate({ name = "WebFetch", args = { url = url } }).decision end
+  t.eq(fetch("https://docs.example.com/a/b"), "allow")
+  t.eq(h:gate({ name = "Bash", args = { command = "curl -s https://api.example.com/v1" } }).decision, "allow")
+  -- empty and dot segments after the scheme are still read both ways
+  t.eq(fetch("https://docs.example.com/a/../b"), "allow")
+  -- the allow reads it one way, the deny the other: the deny holds
+  t.eq(fetch("https://docs.example.com/../evil.example.com/x"), "block")
+  t.eq(fetch("https://docs.example.com//a"), "allow")
+  t.eq(fetch("https://evil.example.com/x"), "block")
+  t.eq(fetch("https://evil.example.com//x"), "block")
+  t.eq(rules.clean_path("https://a.com/x/../y"), "https://a.com/y")
+  t.eq(rules.clean_path("https://"), "https://")
+end)
+
 t.test("the most specific rule of the winning behaviour names the decision", function()
   local h = harness { rules = {
     rule("/Bash/", "deny"),

@@ -426,15 +426,24 @@ local function selectValues(args, path, budget)
 end
 
 -- dotted reports whether a path has a "." or ".." segment or an empty one
--- ("a//b"): a text a path glob reads otherwise than the file it names.
+-- ("a//b"): a text a path glob reads otherwise than the file it names. The
+-- "//" of a URL's scheme (https://) is no empty segment: a glob such as
+-- "https://docs.example.com/**" reads the URL as it is.
 local function dotted(s)
-  return find(s, "//", 1, true) ~= nil or find(s, "^%.%.?/") ~= nil or find(s, "/%.%.?/") ~= nil or
-    find(s, "/%.%.?$") ~= nil
+  return find(s, "^//") ~= nil or find(s, "[^:]//") ~= nil or find(s, "^%.%.?/") ~= nil or
+    find(s, "/%.%.?/") ~= nil or find(s, "/%.%.?$") ~= nil
 end
 
 -- cleanPath is a path with its ".", ".." and empty segments resolved, as
--- Go's path.Clean does: src/../.env is .env.
+-- Go's path.Clean does: src/../.env is .env. Up to a first "://" (a URL's
+-- scheme) the text is kept as it is and the rest cleaned.
 local function cleanPath(s)
+  local scheme = find(s, "://", 1, true)
+  if scheme then
+    local head, rest = sub(s, 1, scheme + 2), sub(s, scheme + 3)
+    if rest == "" then return s end
+    return head .. cleanPath(rest)
+  end
   local abs = sub(s, 1, 1) == "/"
   local out = {}
   for seg in s:gmatch("[^/]+") do

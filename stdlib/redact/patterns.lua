@@ -40,12 +40,14 @@ return {
   { name = "bearer", hints = { "bearer" }, nocase = true, keep = true,
     pattern = "(%f[%w][Bb][Ee][Aa][Rr][Ee][Rr]%s+)" .. rep("[%w%-%._~%+/]", 16) .. "[%w%-%._~%+/]*=*" },
   -- password=..., password: ..., "password": "...", also escaped inside JSON
-  -- strings: a quoted value up to its closing quote (spaces included), an
-  -- unquoted one up to a space or a separator
+  -- strings: a quoted value up to its closing quote (spaces included), on
+  -- its line (a quote that the line does not close is no value: in
+  -- log("password: " + x) it closes a string of the code), or up to the end
+  -- of the text; an unquoted one up to a space or a separator
   { name = "password_quoted", hints = { "passw" }, nocase = true, keep = true,
-    pattern = "(" .. PASSWORD .. "\\?\")[^\"\\]+" },
+    pattern = "(" .. PASSWORD .. "\\?\")[^\"\\\r\n]+%f[%z\"\\]" },
   { name = "password_single_quoted", hints = { "passw" }, nocase = true, keep = true,
-    pattern = "(" .. PASSWORD .. "')[^']+" },
+    pattern = "(" .. PASSWORD .. "')[^'\r\n]+%f[%z']" },
   { name = "password", hints = { "passw" }, nocase = true, keep = true,
     pattern = "(" .. PASSWORD .. ")[^%s&;,\"'}\\]+" },
 }

@@ -32,6 +32,9 @@ t.test("default patterns: each format is masked", function()
     { '{"password": "correct horse battery", "user": "bob"}', '{"password": "' .. R .. '", "user": "bob"}' },
     { "password='correct horse' user=bob", "password='" .. R .. "' user=bob" },
     { 'DB_PASSWORD="two words"\nHOME=/root', 'DB_PASSWORD="' .. R .. '"\nHOME=/root' },
+    -- ... or up to the end of the text (a cut-off output)
+    { '{"password": "two words', '{"password": "' .. R },
+    { "password='two words", "password='" .. R },
     { "passwd=abc", "passwd=" .. R },
     { "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAbc+/=\n-----END RSA PRIVATE KEY-----\nrest",
       R .. "\nrest" },
@@ -59,6 +62,19 @@ t.test("default patterns: look-alikes stay", function()
     local out, changed = scrub.text(s, DEFAULTS)
     t.eq(out, s)
     t.eq(changed, false, s)
+  end
+end)
+
+t.test("default patterns: a quote the line does not close is no password value", function()
+  -- the quote after "password:" closes a string of the code: what follows
+  -- up to the next quote, lines later, is code, not a password
+  local same = {
+    'log.info("password: " + user.name);\nif (ok) {\n  return "done";\n}',
+    'print("password:", pw)\nprint("user:", u)',
+    "print('password:', pw)\r\nprint('user:', u)",
+  }
+  for _, s in ipairs(same) do
+    t.eq(redact(s), s, s)
   end
 end)
 

@@ -30,3 +30,12 @@ t.test("a misspelt h:resume field", function()
   t.raises(function() h:resume { after = 7200, decisions = { { target = "c1", action = "resume" } } } end, 'got the number "7200"')
   t.raises(function() h:run { thread = 2, turns = {} } end, "thread must be a string")
 end)
+
+t.test("turns and tools of the wrong shape", function()
+  local h = t.harness { plugins = { "waiter" } }
+  t.raises(function() h:run { prompt = "go", turns = { text = "done" } } end, "turns must be a list")
+  t.raises(function() h:run { prompt = "go", turns = "done" } end, "turns must be a list")
+  t.raises(function() h:run { turns = { { text = "x" } }, tools = function() end } end, "tools must be a table")
+  t.eq(h:run { prompt = "go", turns = { { text = "done" } }, tools = {} }.termination, "natural")
+  t.eq(h:run { prompt = "go", turns = {} }.termination ~= nil, true)
+end)
