@@ -653,15 +653,27 @@ func resolve(p string) (string, error) {
 			return "", err
 		}
 		if !filepath.IsAbs(link) {
-			dir := filepath.Dir(p)
-			if d, err := filepath.EvalSymlinks(dir); err == nil {
-				dir = d // so that ../ in the link leaves the real directory
-			}
-			link = filepath.Join(dir, link)
+			link = filepath.Dir(p) + string(filepath.Separator) + link
 		}
-		p = link
+		p = physical(link)
 	}
 	return "", errors.New("too many symbolic links")
+}
+
+// physical is a link's target with its directory resolved as the system
+// resolves it: ".." after a component that is itself a link leaves that
+// link's target, which cleaning the path as text (filepath.Join) gets
+// wrong ("sub/../x" is not "x" when sub is a link elsewhere).
+func physical(link string) string {
+	i := strings.LastIndexByte(link, filepath.Separator)
+	dir, base := link[:i+1], link[i+1:]
+	if base == "" || base == "." || base == ".." {
+		return filepath.Clean(link) // a directory: read refuses it
+	}
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		return filepath.Join(d, base)
+	}
+	return filepath.Clean(link)
 }
 
 func readAll(f *os.File, size int64) ([]byte, error) {

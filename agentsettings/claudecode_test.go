@@ -471,6 +471,38 @@ func TestInstallThroughDanglingLink(t *testing.T) {
 	}
 }
 
+// A link's ".." after a component that is itself a link leaves that
+// link's target, as the system reads it: the file written is the one the
+// agent reads, not a new one beside the link.
+func TestInstallThroughLinkDotDot(t *testing.T) {
+	for _, rel := range []bool{true, false} {
+		for _, exists := range []bool{true, false} {
+			dir := t.TempDir()
+			os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+			os.MkdirAll(filepath.Join(dir, "dotfiles", "claude"), 0o755)
+			os.Symlink(filepath.Join(dir, "dotfiles", "claude"), filepath.Join(dir, ".claude", "sub"))
+			real := filepath.Join(dir, "dotfiles", "claude.json")
+			if exists {
+				os.WriteFile(real, []byte(`{"model":"m"}`), 0o644)
+			}
+			link := "sub/../claude.json" // not filepath.Join, which cleans it
+			if !rel {
+				link = filepath.Join(dir, ".claude") + "/" + link
+			}
+			os.Symlink(link, settingsPath(dir))
+			if _, err := InstallClaudeCode(opts(dir)); err != nil {
+				t.Fatal(err)
+			}
+			if got := readFile(t, real); !strings.Contains(got, DefaultCommand) {
+				t.Fatalf("relative %v, existing %v: the link's target:\n%s", rel, exists, got)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, ".claude", "*.json*")); len(left) != 1 {
+				t.Fatalf("relative %v, existing %v: files beside the link: %v", rel, exists, left)
+			}
+		}
+	}
+}
+
 // Keys keep their spelling (escapes, characters json.Marshal would
 // escape) when the object that holds them changes, so an install and an
 // uninstall give back the file as it was.
