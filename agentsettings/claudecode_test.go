@@ -279,6 +279,28 @@ func TestInstallNormalizesOurEntries(t *testing.T) {
 	}
 }
 
+// A value of the wrong JSON type is not taken for the wanted one because
+// it prints the same: "30" is not 30, and is put right.
+func TestInstallFixesATimeoutGivenAsAString(t *testing.T) {
+	dir := t.TempDir()
+	p := writeSettings(t, dir, `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"awaken-lua hook --agent claude-code --event Stop","timeout":"30"}]}]}}`)
+	res, err := InstallClaudeCode(opts(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stop := hooksOf(t, readFile(t, p))["Stop"]; res.Updated != 1 || len(stop) != 1 || stop[0].Hooks[0]["timeout"] != float64(DefaultTimeout) {
+		t.Fatalf("%+v: %+v", res, stop)
+	}
+	for _, c := range [][2]string{{`"30"`, `30`}, {`null`, `"<nil>"`}, {`true`, `"true"`}} {
+		if equal(&node{kind: 's', raw: []byte(c[0])}, &node{kind: 's', raw: []byte(c[1])}) {
+			t.Errorf("%s equals %s", c[0], c[1])
+		}
+	}
+	if !equal(&node{kind: 's', raw: []byte(`30`)}, &node{kind: 's', raw: []byte(`3e1`)}) {
+		t.Error("30 is not 3e1")
+	}
+}
+
 // An HTTP hook of the same path on another machine is the user's (a
 // company's own service): install and uninstall leave it; ours are the
 // ones on this machine or at the install's --url.
