@@ -408,3 +408,27 @@ func TestUninstallKeepsAHandWrittenFile(t *testing.T) {
 		})
 	}
 }
+
+// Copilot's awaken.json as a link to a shared file: uninstall does not
+// delete the target without a backup.
+func TestUninstallCopilotThroughALinkKeepsABackup(t *testing.T) {
+	dir := t.TempDir()
+	o := opts(dir)
+	res, err := InstallCopilot(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := filepath.Join(dir, "team-awaken.json")
+	if err := os.Rename(res.Path, shared); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(shared, res.Path)
+	o.Uninstall = true
+	res, err = InstallCopilot(o)
+	if err != nil || res.Backup == "" {
+		t.Fatalf("uninstall: %+v %v", res, err)
+	}
+	if got := readFile(t, res.Backup); !strings.Contains(got, "awaken-lua hook --agent copilot") {
+		t.Fatalf("backup:\n%s", got)
+	}
+}
