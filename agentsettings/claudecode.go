@@ -188,7 +188,7 @@ func InstallClaudeCode(o Options) (Result, error) {
 	if res.Added+res.Updated+res.Removed == 0 {
 		return res, nil
 	}
-	if o.Uninstall && len(root.keys) == 0 && !isLink(p) {
+	if o.Uninstall && len(root.keys) == 0 && !isLink(p) && o.installWrote(data, Options.merge) {
 		return res, deleteFile(target, data, &res)
 	}
 	eol := eolOf(data)
@@ -288,6 +288,31 @@ func loopback(host string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// installWrote reports whether data holds exactly what an install into
+// no file writes (with these options, command or HTTP hooks): only then
+// may an uninstall delete the file without a backup. A file the user
+// wrote or edited (a matcher, a flag, a timeout, an empty "hooks" of
+// theirs) is left as {} and backed up instead.
+func (o Options) installWrote(data []byte, merge func(Options, *node, *Result) error) bool {
+	old, err := parse(data)
+	if err != nil {
+		return false
+	}
+	o.Uninstall = false
+	for _, http := range []bool{false, true} {
+		if http && (o.codex || o.gemini) {
+			break // command hooks only
+		}
+		o.HTTP = http
+		fresh := object()
+		var res Result
+		if merge(o, fresh, &res) == nil && equal(old, fresh) {
+			return true
+		}
+	}
+	return false
 }
 
 // handler builds awaken-lua's hook handler for an event.
@@ -628,15 +653,27 @@ func resolve(p string) (string, error) {
 			return "", err
 		}
 		if !filepath.IsAbs(link) {
-			dir := filepath.Dir(p)
-			if d, err := filepath.EvalSymlinks(dir); err == nil {
-				dir = d // so that ../ in the link leaves the real directory
-			}
-			link = filepath.Join(dir, link)
+			link = filepath.Dir(p) + string(filepath.Separator) + link
 		}
-		p = link
+		p = physical(link)
 	}
 	return "", errors.New("too many symbolic links")
+}
+
+// physical is a link's target with its directory resolved as the system
+// resolves it: ".." after a component that is itself a link leaves that
+// link's target, which cleaning the path as text (filepath.Join) gets
+// wrong ("sub/../x" is not "x" when sub is a link elsewhere).
+func physical(link string) string {
+	i := strings.LastIndexByte(link, filepath.Separator)
+	dir, base := link[:i+1], link[i+1:]
+	if base == "" || base == "." || base == ".." {
+		return filepath.Clean(link) // a directory: read refuses it
+	}
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		return filepath.Join(d, base)
+	}
+	return filepath.Clean(link)
 }
 
 func readAll(f *os.File, size int64) ([]byte, error) {

@@ -279,6 +279,28 @@ func TestInstallNormalizesOurEntries(t *testing.T) {
 	}
 }
 
+// A value of the wrong JSON type is not taken for the wanted one because
+// it prints the same: "30" is not 30, and is put right.
+func TestInstallFixesATimeoutGivenAsAString(t *testing.T) {
+	dir := t.TempDir()
+	p := writeSettings(t, dir, `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"awaken-lua hook --agent claude-code --event Stop","timeout":"30"}]}]}}`)
+	res, err := InstallClaudeCode(opts(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stop := hooksOf(t, readFile(t, p))["Stop"]; res.Updated != 1 || len(stop) != 1 || stop[0].Hooks[0]["timeout"] != float64(DefaultTimeout) {
+		t.Fatalf("%+v: %+v", res, stop)
+	}
+	for _, c := range [][2]string{{`"30"`, `30`}, {`null`, `"<nil>"`}, {`true`, `"true"`}} {
+		if equal(&node{kind: 's', raw: []byte(c[0])}, &node{kind: 's', raw: []byte(c[1])}) {
+			t.Errorf("%s equals %s", c[0], c[1])
+		}
+	}
+	if !equal(&node{kind: 's', raw: []byte(`30`)}, &node{kind: 's', raw: []byte(`3e1`)}) {
+		t.Error("30 is not 3e1")
+	}
+}
+
 // An HTTP hook of the same path on another machine is the user's (a
 // company's own service): install and uninstall leave it; ours are the
 // ones on this machine or at the install's --url.
@@ -468,6 +490,38 @@ func TestInstallThroughDanglingLink(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(dir, "dotfiles", "settings.json")); !strings.Contains(got, DefaultCommand) {
 		t.Fatalf("the link's target:\n%s", got)
+	}
+}
+
+// A link's ".." after a component that is itself a link leaves that
+// link's target, as the system reads it: the file written is the one the
+// agent reads, not a new one beside the link.
+func TestInstallThroughLinkDotDot(t *testing.T) {
+	for _, rel := range []bool{true, false} {
+		for _, exists := range []bool{true, false} {
+			dir := t.TempDir()
+			os.MkdirAll(filepath.Join(dir, ".claude"), 0o755)
+			os.MkdirAll(filepath.Join(dir, "dotfiles", "claude"), 0o755)
+			os.Symlink(filepath.Join(dir, "dotfiles", "claude"), filepath.Join(dir, ".claude", "sub"))
+			real := filepath.Join(dir, "dotfiles", "claude.json")
+			if exists {
+				os.WriteFile(real, []byte(`{"model":"m"}`), 0o644)
+			}
+			link := "sub/../claude.json" // not filepath.Join, which cleans it
+			if !rel {
+				link = filepath.Join(dir, ".claude") + "/" + link
+			}
+			os.Symlink(link, settingsPath(dir))
+			if _, err := InstallClaudeCode(opts(dir)); err != nil {
+				t.Fatal(err)
+			}
+			if got := readFile(t, real); !strings.Contains(got, DefaultCommand) {
+				t.Fatalf("relative %v, existing %v: the link's target:\n%s", rel, exists, got)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, ".claude", "*.json*")); len(left) != 1 {
+				t.Fatalf("relative %v, existing %v: files beside the link: %v", rel, exists, left)
+			}
+		}
 	}
 }
 

@@ -53,8 +53,10 @@ func InstallCopilot(o Options) (Result, error) {
 			return res, nil
 		}
 		res.Removed = len(CopilotEvents)
-		if bytes.Equal(data, out) {
-			// As install wrote it: nothing of the user's to keep.
+		if bytes.Equal(data, out) && !isLink(p) {
+			// As install wrote it: nothing of the user's to keep. A link's
+			// target may be shared (other repositories link to it too):
+			// it is backed up first, as an edited file.
 			return res, deleteFile(target, data, &res)
 		}
 		if res.Backup, err = backup(target, data, mode, o.Now()); err != nil {

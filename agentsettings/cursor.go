@@ -71,7 +71,7 @@ func InstallCursor(o Options) (Result, error) {
 	if res.Added+res.Updated+res.Removed == 0 {
 		return res, nil
 	}
-	if o.Uninstall && len(root.keys) == 0 && !isLink(p) {
+	if o.Uninstall && len(root.keys) == 0 && !isLink(p) && o.installWrote(data, Options.mergeCursor) {
 		return res, deleteFile(target, data, &res)
 	}
 	eol := eolOf(data)

@@ -370,3 +370,65 @@ func TestUninstallCursorDuplicateEvent(t *testing.T) {
 		t.Fatalf("after uninstall: %s", got)
 	}
 }
+
+// A file holding only awaken-lua's hooks, but not as install writes them
+// (the user's matcher, flags or timeout), is not deleted without a
+// backup: uninstall leaves it as {} and keeps the old one beside it.
+func TestUninstallKeepsAHandWrittenFile(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		install func(Options) (Result, error)
+		file    string
+		text    string
+	}{
+		{"claude-code", InstallClaudeCode, ".claude/settings.json",
+			`{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"/opt/bin/awaken-lua hook --policy /etc/policy.lua","timeout":5}]}]}}`},
+		{"cursor", InstallCursor, ".cursor/hooks.json",
+			`{"version":1,"hooks":{"beforeShellExecution":[{"command":"awaken-lua hook --agent cursor --policy p.lua"}]}}`},
+		{"gemini", InstallGemini, ".gemini/settings.json",
+			`{"hooks":{"enabled":true,"BeforeTool":[{"matcher":"run_shell_command","hooks":[{"type":"command","command":"awaken-lua hook --agent gemini"}]}]}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, filepath.FromSlash(c.file))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			os.WriteFile(p, []byte(c.text+"\n"), 0o644)
+			o := opts(dir)
+			o.Uninstall = true
+			res, err := c.install(o)
+			if err != nil || res.Removed != 1 || res.Deleted || res.Backup == "" {
+				t.Fatalf("uninstall: %+v %v", res, err)
+			}
+			if got := readFile(t, res.Backup); got != c.text+"\n" {
+				t.Fatalf("backup:\n%s", got)
+			}
+			if got := readFile(t, p); got != "{}\n" {
+				t.Fatalf("after uninstall:\n%s", got)
+			}
+		})
+	}
+}
+
+// Copilot's awaken.json as a link to a shared file: uninstall does not
+// delete the target without a backup.
+func TestUninstallCopilotThroughALinkKeepsABackup(t *testing.T) {
+	dir := t.TempDir()
+	o := opts(dir)
+	res, err := InstallCopilot(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := filepath.Join(dir, "team-awaken.json")
+	if err := os.Rename(res.Path, shared); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(shared, res.Path)
+	o.Uninstall = true
+	res, err = InstallCopilot(o)
+	if err != nil || res.Backup == "" {
+		t.Fatalf("uninstall: %+v %v", res, err)
+	}
+	if got := readFile(t, res.Backup); !strings.Contains(got, "awaken-lua hook --agent copilot") {
+		t.Fatalf("backup:\n%s", got)
+	}
+}

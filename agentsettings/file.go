@@ -64,8 +64,8 @@ func writeFile(p string, old, out []byte, mode fs.FileMode, exists bool, now tim
 	return nil
 }
 
-// deleteFile removes a settings file an uninstall left as {}: it held
-// nothing but what install writes, so it goes as if install had never
+// deleteFile removes a settings file an uninstall left as {} that held
+// exactly what install writes (installWrote), so it goes as if install had never
 // written it, without a backup. As writeFile, it leaves a file that
 // changed since it was read alone.
 func deleteFile(p string, old []byte, res *Result) error {

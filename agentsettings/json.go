@@ -122,7 +122,8 @@ func equal(a, b *node) bool {
 			return true
 		}
 		var x, y any
-		return json.Unmarshal(a.raw, &x) == nil && json.Unmarshal(b.raw, &y) == nil && fmt.Sprint(x) == fmt.Sprint(y)
+		// As decoded values, of the same type: "30" is not 30.
+		return json.Unmarshal(a.raw, &x) == nil && json.Unmarshal(b.raw, &y) == nil && x == y
 	case '[':
 		if len(a.elems) != len(b.elems) {
 			return false
