@@ -118,7 +118,9 @@ func (w *walker) su(idx int, words []iword, appended bool) {
 		}
 		return
 	}
-	w.sub(idx, script)
+	// Run as another user: su must be allowed as well as the script's
+	// commands, as sudo must (Runner), not stand aside as bash -c does.
+	w.subVia(idx, script, Runner)
 }
 
 // optValue is the value of the option in words[i]: attached to it
@@ -193,7 +195,9 @@ func (w *walker) ssh(idx int, words []iword, appended bool) {
 				}
 				parts = append(parts, a.Value)
 			}
-			w.sub(idx, strings.Join(parts, " "))
+			// Run on another machine: ssh must be allowed as well as the
+			// remote command (Runner), not stand aside as bash -c does.
+			w.subVia(idx, strings.Join(parts, " "), Runner)
 			return
 		}
 	}
@@ -264,10 +268,8 @@ func (w *walker) sshOption(idx int, words []iword, i int) (int, bool) {
 		if v[j] == 'o' {
 			if key, arg, ok := sshConfigLine(val); ok && arg != "" && !strings.EqualFold(arg, "none") {
 				switch {
-				case sshLocal[key]:
+				case sshLocal[key], key == "remotecommand": // RemoteCommand: as the command after the destination
 					w.subVia(idx, arg, Runner)
-				case key == "remotecommand": // as the command after the destination
-					w.sub(idx, arg)
 				case key == "proxyjump" && strings.ContainsAny(arg, sshJumpMeta):
 					w.unknown(idx, words[i].Source+" (a jump host in ssh's command line)", Runner)
 				}

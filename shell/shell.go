@@ -99,7 +99,9 @@ const (
 	// Runner: a command another program runs with changed privileges,
 	// environment or arguments: sudo, doas, env, setsid, xargs with
 	// options, find -exec, a wrapper builtin's namesake on disk
-	// (/usr/bin/command); and a command of trap's action or alias's value,
+	// (/usr/bin/command); a command of the script su -c and runuser -c run
+	// as another user, and of the command line ssh runs remotely or here
+	// (ProxyCommand); and a command of trap's action or alias's value,
 	// which runs as that builtin's effect. Its parent is that command.
 	Runner
 	// Script: a command of a script that its parent (a shell with -c, eval,

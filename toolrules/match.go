@@ -482,8 +482,8 @@ func onlyNull(ws []shell.Word) bool {
 // it matches, or when a transparent wrapper's command does (timeout 5 npm
 // test), or when it is a shell or eval whose script is judged instead
 // (bash -c '...'); and in every case the commands it runs through a runner
-// (sudo, env, xargs with options, find -exec) and its script's commands
-// must be allowed too, whatever matched.
+// (sudo, env, xargs with options, find -exec, su -c, ssh) and its script's
+// commands must be allowed too, whatever matched.
 func allowed(cmds []shell.Command, match func(i int) bool) bool {
 	kids := make([][]int, len(cmds))
 	for i := range cmds {

@@ -99,6 +99,40 @@ func TestDecideBuiltinsNeedAllowing(t *testing.T) {
 	}
 }
 
+// su -c and runuser -c run their script as another user and ssh its
+// remote command on another machine: like sudo, the program must be
+// allowed as well as what it runs, which alone does not cover it.
+func TestDecideSuAndSshNeedAllowing(t *testing.T) {
+	for _, tc := range []struct {
+		allow []string
+		cmd   string
+		want  Behavior
+	}{
+		{[]string{"Bash(git *)"}, "su -c 'git status' root", ""},
+		{[]string{"Bash(git *)"}, "su - deploy -c 'git pull'", ""},
+		{[]string{"Bash(git *)"}, "runuser -c 'git status' app", ""},
+		{[]string{"Bash(git *)"}, "runuser -u app -- git status", ""},
+		{[]string{"Bash(ls *)"}, "ssh host ls", ""},
+		{[]string{"Bash(ls *)"}, "ssh -o RemoteCommand=ls host", ""},
+		{[]string{"Bash(su *)"}, "su -c 'git status' root", ""},
+		{[]string{"Bash(ssh *)"}, "ssh host ls", ""},
+		{[]string{"Bash(su *)", "Bash(git *)"}, "su -c 'git status' root", Allow},
+		{[]string{"Bash(runuser *)", "Bash(git *)"}, "runuser -c 'git status' app", Allow},
+		{[]string{"Bash(ssh *)", "Bash(ls *)"}, "ssh host ls", Allow},
+		{[]string{"Bash(ssh *)", "Bash(ls *)"}, "ssh -o RemoteCommand=ls host", Allow},
+		{[]string{"Bash(ssh *)", "Bash(ls *)"}, "ssh host 'bash -c ls'", Allow},
+		{[]string{"Bash(git *)"}, "bash -c 'git status'", Allow},
+	} {
+		p, err := ParsePolicy(tc.allow, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := p.Decide(bash(tc.cmd)); d.Behavior != tc.want {
+			t.Errorf("%v on %q: %q (%s), want %q", tc.allow, tc.cmd, d.Behavior, d.Reason, tc.want)
+		}
+	}
+}
+
 // Bash runs the command substitution held in x in each of these: a deny
 // rule for rm must deny.
 func TestDecideHiddenArithmetic(t *testing.T) {

@@ -821,6 +821,19 @@ func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e Run, res *c
 	sess := e.Session()
 	cs.continued = nil
 	for range maxFinishMoves {
+		if stop && len(cs.continued) > 0 && sess.Termination() == "" && stageOf(e) == run.StageStepEnded {
+			// The continued step starts now, not at Claude's next event: a
+			// plugin that stops it at its step_start (the budget, past
+			// max_steps) ends the run here, and Claude is let stop rather
+			// than told to go on into a step that is already over.
+			if _, err = sess.StepStart(ctx); err != nil {
+				return err
+			}
+			if sess.Termination() != "" {
+				cs.continued = nil
+				continue
+			}
+		}
 		if stop && len(cs.continued) > 0 && sess.Termination() == "" {
 			parts := make([]string, len(cs.continued))
 			for j, m := range cs.continued {

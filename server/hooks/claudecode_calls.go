@@ -48,7 +48,7 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	if id != "" {
 		if le, err := c.lock(ctx, cs, id); err == nil {
 			st := le.Session().Stage()
-			if le.Done() || !c.adoptable(cs, le) || (st != run.StageStepEnded && st != run.StageInferenceReady) {
+			if le.Done() || !c.adoptable(cs, le) || (st != run.StageStepEnded && st != run.StageStepStarted && st != run.StageInferenceReady) {
 				c.unlock(cs, le)
 			} else {
 				e = le
@@ -69,9 +69,11 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	sess := e.Session()
 	var o run.Outcome
 	err := func() error {
-		if sess.Stage() != run.StageInferenceReady {
-			if _, err := sess.StepStart(ctx); err != nil || sess.Termination() != "" {
-				return err
+		if st := sess.Stage(); st != run.StageInferenceReady {
+			if st != run.StageStepStarted { // a continued step has started
+				if _, err := sess.StepStart(ctx); err != nil || sess.Termination() != "" {
+					return err
+				}
 			}
 			if _, _, err := sess.BeforeInference(ctx, model.Request{}); err != nil || sess.Termination() != "" {
 				return err
@@ -81,7 +83,13 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 			return err
 		}
 		var err error
-		o, err = sess.StepEnd(ctx)
+		if o, err = sess.StepEnd(ctx); err != nil || sess.Termination() != "" || len(o.Continued) == 0 {
+			return err
+		}
+		// The continued step starts now: a plugin that stops it at its
+		// step_start (the budget, past max_steps) ends the run here rather
+		// than after the subagent was told to go on.
+		_, err = sess.StepStart(ctx)
 		return err
 	}()
 	if err == nil && sess.Termination() == "" && len(o.Continued) > 0 {

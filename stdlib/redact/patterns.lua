@@ -48,6 +48,12 @@ return {
     pattern = "(" .. PASSWORD .. "\\?\")[^\"\\\r\n]+%f[%z\"\\]" },
   { name = "password_single_quoted", hints = { "passw" }, nocase = true, keep = true,
     pattern = "(" .. PASSWORD .. "')[^'\r\n]+%f[%z']" },
+  -- a quote its line does not close, then one word up to the line's end:
+  -- a value cut off (grep -o 'PASSWORD="[^"]*'), not a string of code
+  -- such as log("password: " + x) or log("password:"+x), where a space,
+  -- an operator or a bracket follows
+  { name = "password_unclosed", hints = { "passw" }, nocase = true, keep = true,
+    pattern = "(" .. PASSWORD .. "\\?[\"'])[^%s&;,\"'}\\%(%)%[%]{+]+%f[%z\r\n]" },
   { name = "password", hints = { "passw" }, nocase = true, keep = true,
     pattern = "(" .. PASSWORD .. ")[^%s&;,\"'}\\]+" },
 }

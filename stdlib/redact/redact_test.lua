@@ -35,6 +35,9 @@ t.test("default patterns: each format is masked", function()
     -- ... or up to the end of the text (a cut-off output)
     { '{"password": "two words', '{"password": "' .. R },
     { "password='two words", "password='" .. R },
+    -- ... or, one word, up to the end of its line (grep -o cuts the quote off)
+    { '.env:PASSWORD="s3cret\n.env.prod:PASSWORD="pr0d', '.env:PASSWORD="' .. R .. '\n.env.prod:PASSWORD="' .. R },
+    { "password='s3cret\r\nnext", "password='" .. R .. "\r\nnext" },
     { "passwd=abc", "passwd=" .. R },
     { "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAbc+/=\n-----END RSA PRIVATE KEY-----\nrest",
       R .. "\nrest" },
@@ -72,6 +75,9 @@ t.test("default patterns: a quote the line does not close is no password value",
     'log.info("password: " + user.name);\nif (ok) {\n  return "done";\n}',
     'print("password:", pw)\nprint("user:", u)',
     "print('password:', pw)\r\nprint('user:', u)",
+    'fmt.Println("password: "+pw)\nreturn',
+    'log("password:"+user.name)\nreturn',
+    'ask("password: ")\nreturn',
   }
   for _, s in ipairs(same) do
     t.eq(redact(s), s, s)

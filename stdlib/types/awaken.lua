@@ -329,7 +329,7 @@ function regex.match(pattern, s) end
 ---@field line string the words on one line, quoted where the shell needs it (what permission rules match)
 ---@field dynamic boolean some word is not known before the command runs
 ---@field unknown boolean the command's name is not known before it runs ($CMD x, bash -c "$X"): judge it as any command
----@field via "top"|"wrapper"|"runner"|"script" found on the line itself; wrapped by a transparent wrapper (timeout, nice, nohup, exec...); run by sudo, env, xargs or find -exec; in the script of bash -c, eval or env -S
+---@field via "top"|"wrapper"|"runner"|"script" found on the line itself; wrapped by a transparent wrapper (timeout, nice, nohup, exec...); run by sudo, env, xargs, find -exec, su -c or ssh; in the script of bash -c, eval or env -S
 ---@field parent integer|nil the index of the command it was found in (via ~= "top")
 ---@field env string[] the leading assignments (FOO=1), as written
 ---@field writes {value: string, source: string, literal: boolean}[] the targets of output redirections, the enclosing groups' included
