@@ -197,6 +197,10 @@ type StartOptions struct {
 	Cwd string
 }
 
+// TransformsResults reports whether the run's plugins review tool results
+// (result transforms: a redaction, say) before the model reads them.
+func (s *Session) TransformsResults() bool { return len(s.agent.view.ResultTransforms()) > 0 }
+
 // HostTools returns the tools given in StartOptions.Tools. The caller must
 // not modify them.
 func (s *Session) HostTools() []model.ToolSpec { return s.hostTools }

@@ -861,3 +861,38 @@ func TestHookEventFromQuery(t *testing.T) {
 		}
 	}
 }
+
+// brokenRedactLua is a result transform that fails (a redaction that ran
+// out of its budget on a large output, say).
+const brokenRedactLua = `local awaken = require("awaken")
+local p = awaken.plugin { id = "broken" }
+p:result_transform(function(call, result, ctx)
+  error("cannot read this output")
+end)
+return p
+`
+
+// TestClaudeCodeWithholdsOutputItCouldNotReview: when a result transform
+// fails, Claude reads none of the tool's output (it may hold what the
+// transform would have taken out), in the tool's shape, and the next
+// event goes on.
+func TestClaudeCodeWithholdsOutputItCouldNotReview(t *testing.T) {
+	sc := newSidecar(t, project(t, "", map[string]string{"broken.lua": brokenRedactLua}), Options{Log: quietLog()})
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "w"}), "")
+	ev := map[string]any{"session_id": "w", "tool_name": "Bash", "tool_input": map[string]any{"command": "env"}, "tool_use_id": "toolu_W1"}
+	if out := sc.hook(t, fixture(t, "pre_tool_use_mcp", ev), ""); len(out) != 0 {
+		t.Fatalf("pre: %s", mustJSON(out))
+	}
+	p := fixture(t, "post_tool_use_write", ev)
+	p["tool_response"] = map[string]any{"stdout": "PASSWORD=hunter2\n", "stderr": "", "interrupted": false, "isImage": false}
+	s := specific(sc.hook(t, p, ""))
+	got := mustJSON(s["updatedToolOutput"])
+	if s == nil || strings.Contains(mustJSON(s), "hunter2") || !strings.Contains(got, `"stdout":"[awaken-lua withheld this output`) ||
+		!strings.Contains(got, `"interrupted":false`) || !strings.Contains(got, "cannot read this output") {
+		t.Fatalf("PostToolUse after a failed review: %v", s)
+	}
+	ev["tool_use_id"] = "toolu_W2"
+	if out := sc.hook(t, fixture(t, "pre_tool_use_mcp", ev), ""); len(out) != 0 {
+		t.Fatalf("the next call: %s", mustJSON(out))
+	}
+}

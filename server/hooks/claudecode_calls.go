@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/value"
 	"github.com/awaken-lua/awaken-lua/model"
@@ -499,6 +500,18 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 				}
 			}
 			out, _, err := sess.AfterToolExecute(ctx, rec.Call, result)
+			if err != nil && in.HookEventName == evPostToolUse && sess.TransformsResults() {
+				// The plugins that review the output (a redaction that ran
+				// out of time on a large one, say) could not: what they
+				// would have taken out may be in it, so Claude reads none
+				// of it, in the tool's shape.
+				c.o.Failed(err)
+				c.failClosed("Claude Code", in.HookEventName, err)
+				res.toolOutput, res.hasToolOutput = withheld(result.Data,
+					"[awaken-lua withheld this output: a plugin that reviews tool output failed: "+errs.Clip(err.Error(), 300)+"]"), true
+				res.mcp = strings.HasPrefix(call.Name, "mcp__")
+				return res, c.release(ctx, cs, e, nil)
+			}
 			if err != nil {
 				return res, c.release(ctx, cs, e, err)
 			}
@@ -542,6 +555,29 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 // the Lua view of orig (the output as the tool gave it) lost put back: an
 // empty list where orig has one and out an empty object, and orig's null
 // members that out lacks. out is not modified.
+// withheld is data with every string in it, or data itself when it is
+// none of a string, an object or a list, replaced by msg: a tool output
+// nobody may read, in the shape the tool gave it.
+func withheld(data any, msg string) any {
+	switch x := data.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, v := range x {
+			out[k] = withheld(v, msg)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, v := range x {
+			out[i] = withheld(v, msg)
+		}
+		return out
+	case bool, float64:
+		return x
+	}
+	return msg
+}
+
 func reshape(orig, out any) any {
 	switch o := orig.(type) {
 	case []any:
