@@ -2,14 +2,9 @@ package server
 
 import "testing"
 
-// A plugin continues Claude at its Stop (runtime.continue) while the
-// budget's max_steps is spent: the budget stops the continued step at its
-// step_start, so the Stop lets Claude stop ({}) instead of telling it to go
-// on (decision block) into a step that is already over, whose first call
-// would then be denied and Claude stopped. With steps left, the Stop
-// continues Claude and its next call runs in the continued step.
-func TestClaudeCodeStopContinueWithinBudget(t *testing.T) {
-	extra := `
+// budgetedReviewer is an agent whose plugin continues Claude at its stops
+// while the budget allows two steps.
+const budgetedReviewer = `
 [agents.reviewed]
 tools = []
 plugins = ["reviewer", "budget"]
@@ -17,7 +12,15 @@ plugins = ["reviewer", "budget"]
 [plugins.budget]
 max_steps = 2
 `
-	sc := newSidecar(t, project(t, extra, map[string]string{"reviewer.lua": ccContinueLua}), Options{Log: quietLog()})
+
+// A plugin continues Claude at its Stop (runtime.continue) while the
+// budget's max_steps is spent: the budget stops the continued step at its
+// step_start, so the Stop lets Claude stop ({}) instead of telling it to go
+// on (decision block) into a step that is already over, whose first call
+// would then be denied and Claude stopped. With steps left, the Stop
+// continues Claude and its next call runs in the continued step.
+func TestClaudeCodeStopContinueWithinBudget(t *testing.T) {
+	sc := newSidecar(t, project(t, budgetedReviewer, map[string]string{"reviewer.lua": ccContinueLua}), Options{Log: quietLog()})
 	q := "?agent=reviewed"
 	for _, tc := range []struct {
 		name  string
@@ -53,15 +56,7 @@ max_steps = 2
 // max_steps ends the subagent's run at the SubagentStop ({}), and with a
 // step left the continue keeps it open for the subagent's next calls.
 func TestClaudeCodeSubagentStopContinueWithinBudget(t *testing.T) {
-	extra := `
-[agents.reviewed]
-tools = []
-plugins = ["reviewer", "budget"]
-
-[plugins.budget]
-max_steps = 2
-`
-	sc := newSidecar(t, project(t, extra, map[string]string{"reviewer.lua": ccContinueLua}), Options{Log: quietLog(), HookAgent: "reviewed"})
+	sc := newSidecar(t, project(t, budgetedReviewer, map[string]string{"reviewer.lua": ccContinueLua}), Options{Log: quietLog(), HookAgent: "reviewed"})
 	const sid = "sub-budget"
 	call := func(agent, id string) {
 		t.Helper()

@@ -48,18 +48,7 @@ func TestWaitTakeBackOnPostgres(t *testing.T) {
 
 func waitTakeBack(t *testing.T, st run.Store) {
 	ctx := context.Background()
-	rt := approvingRuntime(t, st)
-	s, _, err := rt.Start(ctx, run.StartOptions{ThreadID: "T", Tools: []model.ToolSpec{{Name: "deploy"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deploy := model.ToolCall{ID: "d1", Name: "deploy", Args: map[string]any{}}
-	s.StepStart(ctx)
-	s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "deploy"}}})
-	s.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{deploy}})
-	if d, _, err := s.ToolGate(ctx, deploy); err != nil || d.Decision != gate.Suspend {
-		t.Fatalf("gate: %+v %v", d, err)
-	}
+	s := suspendedDeploy(t, approvingRuntime(t, st))
 	// The server checkpoints after every call (settle -> SaveRun).
 	if err := s.SaveRun(ctx); err != nil {
 		t.Fatal(err)
@@ -70,7 +59,7 @@ func waitTakeBack(t *testing.T, st run.Store) {
 	if _, err := st.PutThread(ctx, th); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.StepEnd(ctx)
+	_, err := s.StepEnd(ctx)
 	var se *run.SaveError
 	if !errors.As(err, &se) {
 		t.Fatalf("step_end: %v, want a SaveError", err)
@@ -93,14 +82,12 @@ func waitTakeBack(t *testing.T, st run.Store) {
 	}
 }
 
-// Two replicas hold one waiting run at save N: B saves an approval (save
-// N+1), then A cancels from save N. Ending the run is one transaction
-// that checks the run's save count, so A's cancel is revision_conflict
-// and B's approval stays.
-func TestRunEndLosesToAConcurrentSave(t *testing.T) {
-	st, ctx := open(t), context.Background()
-	rtA, rtB := approvingRuntime(t, st), approvingRuntime(t, st)
-	s, _, err := rtA.Start(ctx, run.StartOptions{ThreadID: "T", Tools: []model.ToolSpec{{Name: "deploy"}}})
+// suspendedDeploy starts a run on thread T whose model calls deploy (id
+// d1), and gates the call: the approving runtime suspends it.
+func suspendedDeploy(t *testing.T, rt *run.Runtime) *run.Session {
+	t.Helper()
+	ctx := context.Background()
+	s, _, err := rt.Start(ctx, run.StartOptions{ThreadID: "T", Tools: []model.ToolSpec{{Name: "deploy"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +95,20 @@ func TestRunEndLosesToAConcurrentSave(t *testing.T) {
 	s.StepStart(ctx)
 	s.BeforeInference(ctx, model.Request{Tools: []model.ToolSpec{{Name: "deploy"}}})
 	s.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{deploy}})
-	s.ToolGate(ctx, deploy)
+	if d, _, err := s.ToolGate(ctx, deploy); err != nil || d.Decision != gate.Suspend {
+		t.Fatalf("gate: %+v %v", d, err)
+	}
+	return s
+}
+
+// Two replicas hold one waiting run at save N: B saves an approval (save
+// N+1), then A cancels from save N. Ending the run is one transaction
+// that checks the run's save count, so A's cancel is revision_conflict
+// and B's approval stays.
+func TestRunEndLosesToAConcurrentSave(t *testing.T) {
+	st, ctx := open(t), context.Background()
+	rtA, rtB := approvingRuntime(t, st), approvingRuntime(t, st)
+	s := suspendedDeploy(t, rtA)
 	if _, err := s.StepEnd(ctx); err != nil || s.Status() != run.Waiting {
 		t.Fatalf("step_end: %v %s", err, s.Status())
 	}
