@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"regexp"
@@ -14,7 +15,9 @@ import (
 // (server/README.md, "Gemini CLI"). Gemini's built-in tools are decided
 // under Claude Code's names (run_shell_command is Bash, read_file Read,
 // ...), so the same rules apply. Gemini cannot ask a person from a hook:
-// an ask is a deny that says so.
+// an ask is a deny that says so. An output a result transform changed
+// (redaction) is AfterTool's deny, whose reason Gemini gives the model in
+// place of the output.
 
 // geminiInput is a Gemini CLI hook event (the fields the adapter reads).
 type geminiInput struct {
@@ -145,7 +148,20 @@ func geminiReply(event string, out ccOutput, orig map[string]any, back map[strin
 			}
 			r.HookSpecificOutput.AdditionalContext = spec.AdditionalContext
 		}
-	case "AfterTool", "BeforeAgent", "SessionStart":
+	case "AfterTool":
+		if spec != nil && spec.hasOutput {
+			// A result transform changed the output (redaction): Gemini
+			// replaces what the model reads only with a deny's reason.
+			r.Decision, r.Reason = "deny", geminiOutputText(spec.UpdatedToolOutput)
+			if spec.AdditionalContext != "" {
+				r.Reason += "\n\n" + spec.AdditionalContext // a deny drops additionalContext
+			}
+			break
+		}
+		if spec != nil && spec.AdditionalContext != "" {
+			r.HookSpecificOutput = &geminiSpecific{HookEventName: event, AdditionalContext: spec.AdditionalContext}
+		}
+	case "BeforeAgent", "SessionStart":
 		if spec != nil && spec.AdditionalContext != "" {
 			r.HookSpecificOutput = &geminiSpecific{HookEventName: event, AdditionalContext: spec.AdditionalContext}
 		}
@@ -160,4 +176,27 @@ func geminiReply(event string, out ccOutput, orig map[string]any, back map[strin
 		r.Continue, r.StopReason = &f, strings.TrimSpace(out.StopReason)
 	}
 	return r
+}
+
+// geminiOutputText is the text the model reads for a tool output a result
+// transform changed: its llmContent when it is text (Gemini's
+// tool_response is {llmContent, returnDisplay, error}), else the output as
+// JSON.
+func geminiOutputText(out any) string {
+	if m, ok := out.(map[string]any); ok {
+		if s, ok := m["llmContent"].(string); ok {
+			out = s
+		} else if c, ok := m["llmContent"]; ok {
+			out = c
+		}
+	}
+	s, ok := out.(string)
+	if !ok {
+		b, _ := json.Marshal(out)
+		s = string(b)
+	}
+	if strings.TrimSpace(s) == "" {
+		return "awaken-lua withheld this tool's output" // Gemini needs a reason with a deny
+	}
+	return s
 }
