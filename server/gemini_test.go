@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -57,5 +58,41 @@ func TestGeminiRedactsToolOutput(t *testing.T) {
 				t.Fatalf("want decision deny with the redacted output %q as the reason, got %s", tc.want, r.raw)
 			}
 		})
+	}
+}
+
+// Gemini CLI's search tools are decided as Claude Code's (grep_search,
+// the current name of search_file_content, is Grep; glob is Glob), with
+// their directory argument dir_path as Claude Code's path, so a Read rule
+// on a directory covers searching it as it does for Claude Code.
+func TestGeminiSearchToolsFollowReadRules(t *testing.T) {
+	sc := pastedSidecar(t, "Read(./secrets/**)")
+	for i, tc := range []struct {
+		tool  string
+		input map[string]any
+		deny  bool
+	}{
+		{"grep_search", map[string]any{"pattern": "PASSWORD", "dir_path": "secrets/"}, true},
+		{"search_file_content", map[string]any{"pattern": "PASSWORD", "dir_path": "secrets/"}, true},
+		{"glob", map[string]any{"pattern": "*.pem", "dir_path": "secrets/"}, true},
+		{"grep_search", map[string]any{"pattern": "TODO", "dir_path": "src/"}, false},
+		{"grep_search", map[string]any{"pattern": "TODO"}, false},
+	} {
+		ev := map[string]any{"session_id": fmt.Sprintf("gem-search-%d", i), "transcript_path": "/tmp/t.json", "cwd": "/home/dev/shop",
+			"timestamp": "2026-11-24T09:03:00.000Z", "hook_event_name": "BeforeTool", "tool_name": tc.tool, "tool_input": tc.input}
+		r := sc.must(200, "POST", "/v1/hooks/gemini", ev)
+		if denied := r.str("decision") == "deny"; denied != tc.deny {
+			t.Errorf("%s %v: denied=%v, want %v: %s", tc.tool, tc.input, denied, tc.deny, r.raw)
+		}
+		// Claude Code decides its own Grep on the same directory alike.
+		cc := fixture(t, "pre_tool_use_bash_ls", map[string]any{"session_id": fmt.Sprintf("cc-search-%d", i), "cwd": "/home/dev/shop",
+			"tool_name": "Grep", "tool_input": map[string]any{"pattern": "x", "path": tc.input["dir_path"]}})
+		if tc.input["dir_path"] == nil {
+			cc["tool_input"] = map[string]any{"pattern": "x"}
+		}
+		out := sc.must(200, "POST", "/v1/hooks/claude-code", cc)
+		if denied := strings.Contains(string(out.raw), `"deny"`); denied != tc.deny {
+			t.Errorf("calibration: Claude Code's Grep in %v: denied=%v, want %v: %s", tc.input["dir_path"], denied, tc.deny, out.raw)
+		}
 	}
 }

@@ -53,13 +53,16 @@ type geminiSpecific struct {
 // geminiTools maps Gemini CLI's built-in tools to Claude Code's, with
 // their arguments renamed, so Bash(rm *), Read(./.env) and the like apply.
 var geminiTools = map[string]agentTool{
-	"run_shell_command":   {"Bash", map[string]string{"command": "command"}},
-	"read_file":           {"Read", map[string]string{"absolute_path": "file_path", "file_path": "file_path"}},
-	"read_many_files":     {"Read", map[string]string{}},
-	"write_file":          {"Write", map[string]string{"file_path": "file_path", "content": "content"}},
-	"replace":             {"Edit", map[string]string{"file_path": "file_path", "old_string": "old_string", "new_string": "new_string"}},
-	"glob":                {"Glob", map[string]string{"pattern": "pattern", "path": "path"}},
-	"search_file_content": {"Grep", map[string]string{"pattern": "pattern", "path": "path"}},
+	"run_shell_command": {"Bash", map[string]string{"command": "command"}},
+	"read_file":         {"Read", map[string]string{"absolute_path": "file_path", "file_path": "file_path"}},
+	"read_many_files":   {"Read", map[string]string{}},
+	"write_file":        {"Write", map[string]string{"file_path": "file_path", "content": "content"}},
+	"replace":           {"Edit", map[string]string{"file_path": "file_path", "old_string": "old_string", "new_string": "new_string"}},
+	// Gemini names the directory a search runs in dir_path (path in
+	// earlier versions); grep_search is search_file_content's current name.
+	"glob":                {"Glob", map[string]string{"pattern": "pattern", "path": "path", "dir_path": "path"}},
+	"grep_search":         {"Grep", map[string]string{"pattern": "pattern", "path": "path", "dir_path": "path"}},
+	"search_file_content": {"Grep", map[string]string{"pattern": "pattern", "path": "path", "dir_path": "path"}},
 	"web_fetch":           {"WebFetch", map[string]string{"url": "url", "prompt": "prompt"}},
 	"google_web_search":   {"WebSearch", map[string]string{"query": "query"}},
 }
