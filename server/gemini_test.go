@@ -96,3 +96,27 @@ func TestGeminiSearchToolsFollowReadRules(t *testing.T) {
 		}
 	}
 }
+
+// An argument given under two of its names (read_file's absolute_path and
+// file_path, glob's path and dir_path) is denied: whichever name the rules
+// judged, the tool might use the other. Go's maps make the order random,
+// so each is posted many times.
+func TestGeminiArgumentUnderTwoNames(t *testing.T) {
+	sc := pastedSidecar(t, "Read(./secrets/**)")
+	for _, tc := range []struct {
+		tool  string
+		input map[string]any
+	}{
+		{"read_file", map[string]any{"absolute_path": "/home/dev/shop/secrets/key.pem", "file_path": "/home/dev/shop/README.md"}},
+		{"grep_search", map[string]any{"pattern": "PASSWORD", "path": "src/", "dir_path": "secrets/"}},
+	} {
+		for i := range 24 {
+			ev := map[string]any{"session_id": fmt.Sprintf("gem-two-%s-%d", tc.tool, i), "transcript_path": "/tmp/t.json", "cwd": "/home/dev/shop",
+				"timestamp": "2026-11-24T09:03:00.000Z", "hook_event_name": "BeforeTool", "tool_name": tc.tool, "tool_input": tc.input}
+			r := sc.must(200, "POST", "/v1/hooks/gemini", ev)
+			if r.str("decision") != "deny" || !strings.Contains(r.str("reason"), "give one") {
+				t.Fatalf("%s %v (try %d): %s", tc.tool, tc.input, i, r.raw)
+			}
+		}
+	}
+}

@@ -163,7 +163,9 @@ func (cc *claudeCode) copilot(ctx context.Context, event string, in copilotInput
 		if event == "postToolUse" {
 			c.HookEventName, c.ToolResponse = evPostToolUse, in.ToolResult
 		}
-		c.ToolName, c.ToolInput, back = asClaudeCode(copilotTools, in.ToolName, args)
+		if c.ToolName, c.ToolInput, back, err = asClaudeCode(copilotTools, in.ToolName, args); err != nil {
+			return cc.copilotFailure(event, err)
+		}
 	case "":
 		return cc.copilotFailure("preToolUse", errors.New("the event is not named: call /v1/hooks/copilot?event=NAME (awaken-lua hook --agent copilot --event NAME)"))
 	default:

@@ -113,7 +113,10 @@ func (cc *claudeCode) gemini(ctx context.Context, in geminiInput, agent string) 
 		if in.HookEventName == "AfterTool" {
 			c.HookEventName = evPostToolUse
 		}
-		c.ToolName, c.ToolInput, renames = asClaudeCode(geminiTools, in.ToolName, in.ToolInput)
+		var err error
+		if c.ToolName, c.ToolInput, renames, err = asClaudeCode(geminiTools, in.ToolName, in.ToolInput); err != nil {
+			return cc.geminiFailure(in.HookEventName, err)
+		}
 	default:
 		return geminiOutput{} // BeforeModel, Notification, PreCompress, ...: nothing to decide
 	}
