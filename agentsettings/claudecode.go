@@ -406,6 +406,10 @@ func (o Options) merge(root *node, res *Result) error {
 		if v, _ := hooks.get("enabled"); v == nil {
 			hooks.set("enabled", &node{kind: 's', raw: []byte("true")})
 			res.Warnings = append(res.Warnings, `hooks.enabled is now true; Gemini CLI also needs "tools": {"enableHooks": true} in the user settings while hooks are experimental`)
+		} else if string(v.raw) == "false" {
+			// The user's switch, left as it is; but with it off no hook
+			// runs, and nothing would be gated.
+			res.Warnings = append(res.Warnings, `hooks.enabled is false: Gemini CLI runs none of its hooks, so awaken-lua decides nothing; set it to true`)
 		}
 	}
 	for _, event := range events {

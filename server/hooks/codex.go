@@ -1,7 +1,9 @@
 package hooks
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -16,7 +18,14 @@ import (
 //     command as an argv array ("bash", "-lc", "..."): it is decided as
 //     Bash {command}, so Bash(rm *) rules and the shell parser apply;
 //   - Codex enforces a PreToolUse deny but not ask, so ask answers deny
-//     (the safe side), with the reason saying a person must approve.
+//     (the safe side), with the reason saying a person must approve;
+//   - Codex reads PreToolUse and PermissionRequest replies strictly: one
+//     with continue:false or stopReason, or a PermissionRequest decision
+//     with updatedInput, is an invalid output that Codex logs and
+//     ignores, so the call would go on as if no hook had answered. A
+//     plugin's stop is said as the deny's reason instead, and a rewrite
+//     at PermissionRequest, which Codex cannot apply there, is a deny that
+//     names the arguments the policy wanted.
 
 // codexShellTools are Codex's names for running a command.
 var codexShellTools = map[string]bool{"shell": true, "exec_command": true, "local_shell": true, "container.exec": true}
@@ -34,6 +43,47 @@ func (cc *claudeCode) serveCodex(ctx context.Context, r *http.Request, in *ccInp
 		spec.PermissionDecisionReason, _ = spec.denial("Codex")
 		spec.PermissionDecision = "deny"
 		cc.o.Log.LogAttrs(r.Context(), slog.LevelInfo, "Codex cannot ask: an ask is answered deny", slog.String("session_id", in.SessionID))
+	}
+	switch in.HookEventName {
+	case evPreToolUse, evPermissionRequest:
+		return codexPermission(in.HookEventName, out)
+	}
+	return out
+}
+
+// codexPermission makes a PreToolUse or PermissionRequest reply one Codex
+// accepts: without continue:false and stopReason (a stopped run's call is
+// denied with the stop as its reason), and without a PermissionRequest
+// rewrite (denied, naming the arguments the policy wanted).
+func codexPermission(event string, out ccOutput) ccOutput {
+	stop := ""
+	if out.Continue != nil && !*out.Continue {
+		stop = cmp.Or(strings.TrimSpace(out.StopReason), "awaken-lua: a plugin stopped the run")
+	}
+	out.Continue, out.StopReason = nil, ""
+	spec := out.HookSpecificOutput
+	if event == evPreToolUse {
+		if stop != "" && (spec == nil || spec.PermissionDecision != "deny") {
+			out.HookSpecificOutput = &ccSpecific{HookEventName: evPreToolUse, PermissionDecision: "deny", PermissionDecisionReason: stop}
+		}
+		if spec := out.HookSpecificOutput; spec != nil && spec.PermissionDecision == "deny" && strings.TrimSpace(spec.PermissionDecisionReason) == "" {
+			spec.PermissionDecisionReason = "awaken-lua denied this call" // Codex ignores a deny without a reason
+		}
+		return out
+	}
+	var d *ccPermission
+	if spec != nil {
+		d = spec.Decision
+	}
+	switch {
+	case stop != "" && (d == nil || d.Behavior != "deny"):
+		d = &ccPermission{Behavior: "deny", Message: stop}
+	case d != nil && d.UpdatedInput != nil:
+		b, _ := json.Marshal(d.UpdatedInput)
+		d = &ccPermission{Behavior: "deny", Message: "the policy would run this call with other arguments, which Codex cannot do when it asks for permission, so it is denied: " + string(b)}
+	}
+	if d != nil {
+		out.HookSpecificOutput = &ccSpecific{HookEventName: evPermissionRequest, Decision: d}
 	}
 	return out
 }

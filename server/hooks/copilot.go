@@ -133,10 +133,17 @@ func (o copilotOutput) withVS() copilotOutput {
 
 func (cc *claudeCode) copilot(ctx context.Context, event string, in copilotInput, agent string) copilotOutput {
 	event, vs := in.normalize(event)
+	fail := func(event string, err error) copilotOutput {
+		r := cc.copilotFailure(event, err)
+		if vs && r.PermissionDecision != "" {
+			return r.withVS() // also where that format reads a decision
+		}
+		return r
+	}
 	session := in.SessionID
 	if session == "" {
 		if in.Cwd == "" {
-			return cc.copilotFailure(event, errors.New("the event has neither sessionId nor cwd, so it belongs to no session"))
+			return fail(event, errors.New("the event has neither sessionId nor cwd, so it belongs to no session"))
 		}
 		session = copilotSession(in.Cwd, cc.o.MaxIDLen)
 	}
@@ -153,19 +160,21 @@ func (cc *claudeCode) copilot(ctx context.Context, event string, in copilotInput
 		c.HookEventName = evStop
 	case "preToolUse", "postToolUse":
 		if in.ToolName == "" {
-			return cc.copilotFailure(event, errors.New("toolName must be a non-empty string"))
+			return fail(event, errors.New("toolName must be a non-empty string"))
 		}
 		args, err := copilotArgs(in.ToolArgs)
 		if err != nil {
-			return cc.copilotFailure(event, err)
+			return fail(event, err)
 		}
 		c.HookEventName = evPreToolUse
 		if event == "postToolUse" {
 			c.HookEventName, c.ToolResponse = evPostToolUse, in.ToolResult
 		}
-		c.ToolName, c.ToolInput, back = asClaudeCode(copilotTools, in.ToolName, args)
+		if c.ToolName, c.ToolInput, back, err = asClaudeCode(copilotTools, in.ToolName, args); err != nil {
+			return fail(event, err)
+		}
 	case "":
-		return cc.copilotFailure("preToolUse", errors.New("the event is not named: call /v1/hooks/copilot?event=NAME (awaken-lua hook --agent copilot --event NAME)"))
+		return fail("preToolUse", errors.New("the event is not named: call /v1/hooks/copilot?event=NAME (awaken-lua hook --agent copilot --event NAME)"))
 	default:
 		return copilotOutput{} // errorOccurred, subagentStop, ...: nothing to decide
 	}

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"regexp"
@@ -14,7 +15,9 @@ import (
 // (server/README.md, "Gemini CLI"). Gemini's built-in tools are decided
 // under Claude Code's names (run_shell_command is Bash, read_file Read,
 // ...), so the same rules apply. Gemini cannot ask a person from a hook:
-// an ask is a deny that says so.
+// an ask is a deny that says so. An output a result transform changed
+// (redaction) is AfterTool's deny, whose reason Gemini gives the model in
+// place of the output.
 
 // geminiInput is a Gemini CLI hook event (the fields the adapter reads).
 type geminiInput struct {
@@ -50,13 +53,16 @@ type geminiSpecific struct {
 // geminiTools maps Gemini CLI's built-in tools to Claude Code's, with
 // their arguments renamed, so Bash(rm *), Read(./.env) and the like apply.
 var geminiTools = map[string]agentTool{
-	"run_shell_command":   {"Bash", map[string]string{"command": "command"}},
-	"read_file":           {"Read", map[string]string{"absolute_path": "file_path", "file_path": "file_path"}},
-	"read_many_files":     {"Read", map[string]string{}},
-	"write_file":          {"Write", map[string]string{"file_path": "file_path", "content": "content"}},
-	"replace":             {"Edit", map[string]string{"file_path": "file_path", "old_string": "old_string", "new_string": "new_string"}},
-	"glob":                {"Glob", map[string]string{"pattern": "pattern", "path": "path"}},
-	"search_file_content": {"Grep", map[string]string{"pattern": "pattern", "path": "path"}},
+	"run_shell_command": {"Bash", map[string]string{"command": "command"}},
+	"read_file":         {"Read", map[string]string{"absolute_path": "file_path", "file_path": "file_path"}},
+	"read_many_files":   {"Read", map[string]string{}},
+	"write_file":        {"Write", map[string]string{"file_path": "file_path", "content": "content"}},
+	"replace":           {"Edit", map[string]string{"file_path": "file_path", "old_string": "old_string", "new_string": "new_string"}},
+	// Gemini names the directory a search runs in dir_path (path in
+	// earlier versions); grep_search is search_file_content's current name.
+	"glob":                {"Glob", map[string]string{"pattern": "pattern", "path": "path", "dir_path": "path"}},
+	"grep_search":         {"Grep", map[string]string{"pattern": "pattern", "path": "path", "dir_path": "path"}},
+	"search_file_content": {"Grep", map[string]string{"pattern": "pattern", "path": "path", "dir_path": "path"}},
 	"web_fetch":           {"WebFetch", map[string]string{"url": "url", "prompt": "prompt"}},
 	"google_web_search":   {"WebSearch", map[string]string{"query": "query"}},
 }
@@ -107,7 +113,10 @@ func (cc *claudeCode) gemini(ctx context.Context, in geminiInput, agent string) 
 		if in.HookEventName == "AfterTool" {
 			c.HookEventName = evPostToolUse
 		}
-		c.ToolName, c.ToolInput, renames = asClaudeCode(geminiTools, in.ToolName, in.ToolInput)
+		var err error
+		if c.ToolName, c.ToolInput, renames, err = asClaudeCode(geminiTools, in.ToolName, in.ToolInput); err != nil {
+			return cc.geminiFailure(in.HookEventName, err)
+		}
 	default:
 		return geminiOutput{} // BeforeModel, Notification, PreCompress, ...: nothing to decide
 	}
@@ -145,7 +154,20 @@ func geminiReply(event string, out ccOutput, orig map[string]any, back map[strin
 			}
 			r.HookSpecificOutput.AdditionalContext = spec.AdditionalContext
 		}
-	case "AfterTool", "BeforeAgent", "SessionStart":
+	case "AfterTool":
+		if spec != nil && spec.hasOutput {
+			// A result transform changed the output (redaction): Gemini
+			// replaces what the model reads only with a deny's reason.
+			r.Decision, r.Reason = "deny", geminiOutputText(spec.UpdatedToolOutput)
+			if spec.AdditionalContext != "" {
+				r.Reason += "\n\n" + spec.AdditionalContext // a deny drops additionalContext
+			}
+			break
+		}
+		if spec != nil && spec.AdditionalContext != "" {
+			r.HookSpecificOutput = &geminiSpecific{HookEventName: event, AdditionalContext: spec.AdditionalContext}
+		}
+	case "BeforeAgent", "SessionStart":
 		if spec != nil && spec.AdditionalContext != "" {
 			r.HookSpecificOutput = &geminiSpecific{HookEventName: event, AdditionalContext: spec.AdditionalContext}
 		}
@@ -160,4 +182,27 @@ func geminiReply(event string, out ccOutput, orig map[string]any, back map[strin
 		r.Continue, r.StopReason = &f, strings.TrimSpace(out.StopReason)
 	}
 	return r
+}
+
+// geminiOutputText is the text the model reads for a tool output a result
+// transform changed: its llmContent when it is text (Gemini's
+// tool_response is {llmContent, returnDisplay, error}), else the output as
+// JSON.
+func geminiOutputText(out any) string {
+	if m, ok := out.(map[string]any); ok {
+		if s, ok := m["llmContent"].(string); ok {
+			out = s
+		} else if c, ok := m["llmContent"]; ok {
+			out = c
+		}
+	}
+	s, ok := out.(string)
+	if !ok {
+		b, _ := json.Marshal(out)
+		s = string(b)
+	}
+	if strings.TrimSpace(s) == "" {
+		return "awaken-lua withheld this tool's output" // Gemini needs a reason with a deny
+	}
+	return s
 }

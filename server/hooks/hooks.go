@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -149,11 +150,14 @@ type agentTool struct {
 
 // asClaudeCode names a call of one of tools as Claude Code would, and
 // returns how its arguments were renamed (Claude Code's name -> the
-// agent's); a tool not in tools keeps its name and arguments.
-func asClaudeCode(tools map[string]agentTool, name string, args map[string]any) (string, map[string]any, map[string]string) {
+// agent's); a tool not in tools keeps its name and arguments. Two
+// arguments that would take one name (read_file's absolute_path and
+// file_path, glob's path and dir_path) are an error: keeping either one
+// would let the rules judge an argument the tool may not use.
+func asClaudeCode(tools map[string]agentTool, name string, args map[string]any) (string, map[string]any, map[string]string, error) {
 	t, ok := tools[name]
 	if !ok {
-		return name, args, nil
+		return name, args, nil, nil
 	}
 	out := make(map[string]any, len(args))
 	back := make(map[string]string, len(args))
@@ -162,9 +166,13 @@ func asClaudeCode(tools map[string]agentTool, name string, args map[string]any) 
 		if m, ok := t.args[k]; ok {
 			to = m
 		}
+		if other, taken := back[to]; taken {
+			a, b := min(k, other), max(k, other)
+			return "", nil, nil, fmt.Errorf("tool_input of %s gives both %s and %s, which name one argument (%s); give one", name, a, b, to)
+		}
 		out[to], back[to] = v, k
 	}
-	return t.name, out, back
+	return t.name, out, back, nil
 }
 
 // fromClaudeCode gives rewritten arguments back the agent's names.
