@@ -49,3 +49,30 @@ func TestClaudeCodeStopAtAfterInference(t *testing.T) {
 		})
 	}
 }
+
+// A rewrite to no arguments is sent as an empty updatedInput: leaving it
+// out would have Claude Code run the original input the policy replaced.
+func TestClaudeCodeRewriteToNoArguments(t *testing.T) {
+	sc := newSidecar(t, project(t, "", map[string]string{"ccedge.lua": ccEdgeLua}), Options{Log: quietLog()})
+	s := specific(sc.hook(t, ccEdgeEvent("empty", "PreToolUse", "toolu_e1", "forget"), ""))
+	in, present := s["updatedInput"].(map[string]any)
+	if s["permissionDecision"] != "allow" || !present || len(in) != 0 {
+		t.Fatalf("want allow with updatedInput {}, got %s", mustJSON(s))
+	}
+	s = specific(sc.hook(t, ccEdgeEvent("empty-perm", "PermissionRequest", "toolu_e2", "forget"), ""))
+	d, _ := s["decision"].(map[string]any)
+	if in, present := d["updatedInput"].(map[string]any); d["behavior"] != "allow" || !present || len(in) != 0 {
+		t.Fatalf("want allow with updatedInput {}, got %s", mustJSON(s))
+	}
+}
+
+// Copilot CLI likewise gets a rewrite to no arguments as modifiedArgs {}.
+func TestCopilotRewriteToNoArguments(t *testing.T) {
+	sc := newSidecar(t, project(t, "", map[string]string{"ccedge.lua": ccEdgeLua}), Options{Log: quietLog()})
+	ev := map[string]any{"timestamp": 1764000002000, "cwd": "/home/dev/shop", "toolName": "bash",
+		"toolArgs": `{"command": "forget"}`}
+	r := sc.must(200, "POST", "/v1/hooks/copilot?event=preToolUse", ev)
+	if m, present := r.body["modifiedArgs"].(map[string]any); r.str("permissionDecision") != "allow" || !present || len(m) != 0 {
+		t.Fatalf("want allow with modifiedArgs {}, got %s", r.raw)
+	}
+}
