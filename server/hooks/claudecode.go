@@ -100,7 +100,7 @@ type ccSpecific struct {
 	HookEventName            string         `json:"hookEventName"`
 	PermissionDecision       string         `json:"permissionDecision,omitempty"`
 	PermissionDecisionReason string         `json:"permissionDecisionReason,omitempty"`
-	UpdatedInput             map[string]any `json:"updatedInput,omitempty"`
+	UpdatedInput             map[string]any `json:"updatedInput,omitzero"` // a rewrite to {} is sent
 	AdditionalContext        string         `json:"additionalContext,omitempty"`
 	Decision                 *ccPermission  `json:"decision,omitempty"` // PermissionRequest
 	UpdatedToolOutput        any            `json:"updatedToolOutput,omitempty"`
@@ -113,7 +113,7 @@ type ccSpecific struct {
 type ccPermission struct {
 	Behavior     string         `json:"behavior"` // allow or deny
 	Message      string         `json:"message,omitempty"`
-	UpdatedInput map[string]any `json:"updatedInput,omitempty"`
+	UpdatedInput map[string]any `json:"updatedInput,omitzero"`
 }
 
 // Bounds of the adapter's loops. Each turn of a loop moves a run by one

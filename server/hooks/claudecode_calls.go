@@ -271,6 +271,12 @@ func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e Run, res *ccRe
 			if _, err := sess.AfterInference(ctx, model.Response{ToolCalls: []model.ToolCall{call}}); err != nil {
 				return e, err
 			}
+			if sess.Termination() != "" {
+				// A plugin stopped the run as the call came in: drive
+				// denies the call with the stop, or carries on in a new
+				// run after another ending.
+				continue
+			}
 			if cs.listed[call.Name] {
 				return e, nil
 			}

@@ -47,7 +47,7 @@ type copilotInput struct {
 type copilotOutput struct {
 	PermissionDecision       string         `json:"permissionDecision,omitempty"`
 	PermissionDecisionReason string         `json:"permissionDecisionReason,omitempty"`
-	ModifiedArgs             map[string]any `json:"modifiedArgs,omitempty"`
+	ModifiedArgs             map[string]any `json:"modifiedArgs,omitzero"` // a rewrite to {} is sent
 	Decision                 string         `json:"decision,omitempty"`
 	Reason                   string         `json:"reason,omitempty"`
 	HookSpecificOutput       *ccSpecific    `json:"hookSpecificOutput,omitempty"`
