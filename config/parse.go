@@ -527,6 +527,9 @@ func (p *parser) durationIn(dst *Duration, zero bool, max Duration) func(toml.Ke
 			return
 		}
 		switch {
+		case d < 0 && zero:
+			p.fail(k, "must be \"0s\" (none) or positive, got %q", s)
+			return
 		case d < 0 || (d == 0 && !zero):
 			p.fail(k, "must be positive, got %q", s)
 			return

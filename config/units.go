@@ -39,9 +39,17 @@ func (d Duration) String() string {
 
 // UnmarshalText parses a Go duration string such as "100ms" or "1m30s".
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(strings.TrimSpace(string(b)))
+	text := strings.TrimSpace(string(b))
+	v, err := time.ParseDuration(text)
 	if err != nil {
-		return fmt.Errorf("invalid duration %q; write a number with a unit, such as \"100ms\", \"10s\" or \"1m\"", b)
+		hint := ""
+		switch lower := strings.ToLower(text); {
+		case strings.ContainsAny(lower, "dwy"):
+			hint = "; there is no unit of days: write hours, such as \"720h\" for 30 days"
+		case strings.ContainsAny(text, " \t"):
+			hint = "; write the unit right after the number, without a space"
+		}
+		return fmt.Errorf("invalid duration %q; write a number with a unit (ns, us, ms, s, m or h), such as \"100ms\", \"10s\" or \"1m\"%s", b, hint)
 	}
 	*d = Duration(v)
 	return nil

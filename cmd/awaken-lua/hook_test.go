@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -446,6 +447,60 @@ func TestHookLocal(t *testing.T) {
 	out, errOut, code = runChild(t, work, nil, []byte("not json"), "hook", "--local", "--event", "PreToolUse")
 	if code != 0 || !strings.Contains(out, `"permissionDecision":"deny"`) || !strings.Contains(out, "not valid JSON") {
 		t.Fatalf("not JSON, --event PreToolUse: exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+}
+
+// TestHookLocalParallel runs the PreToolUse hooks of parallel tool calls
+// as a coding agent does, each `hook --local` a process of its own on one
+// file store: none may fail the others' saves (a process that starts
+// removes temp files a crash left, and once removed those of a save in
+// progress) or lose them, so each call gets the decision it gets alone.
+func TestHookLocalParallel(t *testing.T) {
+	dir, _ := recordedEvents(t)
+	policy, _ := filepath.Abs(filepath.Join(dir, "policy"))
+	work := t.TempDir()
+	cfg := "plugin_dir = " + quote(policy) + "\n\n[store]\nkind = \"file\"\npath = \"state\"\n\n[audit]\npath = \"\"\n\n" +
+		"[agents.default]\nplugins = [\"reference\"]\ntools = []\n"
+	if err := os.WriteFile(filepath.Join(work, "awaken.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prompt, _ := os.ReadFile(filepath.Join(dir, "02.user_prompt_submit.json"))
+	if out, errOut, code := runChild(t, work, nil, prompt, "hook", "--local"); code != 0 {
+		t.Fatalf("prompt: exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	var event map[string]any
+	raw, _ := os.ReadFile(filepath.Join(dir, "09.pre_tool_use.bash_npm_test.json"))
+	if err := json.Unmarshal(raw, &event); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := filepath.Abs(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal([]string{"hook", "--local"})
+	const n = 12
+	cmds := make([]*exec.Cmd, n)
+	outs := make([]*bytes.Buffer, n)
+	for i := range cmds {
+		event["tool_use_id"] = fmt.Sprint("toolu_parallel_", i)
+		body, _ := json.Marshal(event)
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Dir, cmd.Env, cmd.Stdin = work, append(os.Environ(), childEnv+"="+string(args)), bytes.NewReader(body)
+		outs[i] = &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[i] = cmd
+	}
+	for i, cmd := range cmds {
+		err := cmd.Wait()
+		if got := strings.TrimSpace(outs[i].String()); err != nil || got != "{}" {
+			t.Errorf("call %d of %d in parallel: %v, output %s", i, n, err, got)
+		}
+	}
+	if aside, _ := filepath.Glob(filepath.Join(work, "state", "*", "*.corrupt-*")); len(aside) > 0 {
+		t.Errorf("files set aside: %v", aside)
 	}
 }
 

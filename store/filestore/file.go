@@ -56,9 +56,9 @@ var (
 // either the old or the new one, never a mix. A save that returns an error
 // leaves the old record (see write).
 //
-// Operations on one record are serialized; different records proceed in
-// parallel. The revision compare-and-swap holds within one process, so one
-// directory must have one Store (one sidecar) at a time.
+// Operations on one record are serialized, in this process and with other
+// processes that use the directory (see lock.go); different records
+// proceed in parallel.
 type Store struct {
 	dir   string
 	log   *slog.Logger
@@ -120,6 +120,12 @@ func openFS(dir string, log *slog.Logger, fsys fileSystem) (*Store, error) {
 			log.Warn("could not sync the store's parent directory", "dir", parent, "err", err)
 		}
 	}
+	// Another process's save in progress has temp files too: wait for it.
+	unlock, err := lockAll(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open file store: %w", err)
+	}
+	defer unlock()
 	for _, sub := range []string{threadsDir, runsDir} {
 		if err := s.removeTemps(filepath.Join(dir, sub)); err != nil {
 			return nil, fmt.Errorf("open file store: %w", err)
@@ -226,7 +232,11 @@ func (s *Store) PutThread(ctx context.Context, t run.Thread) (uint64, error) {
 		return 0, err
 	}
 	path := s.path(threadsDir, t.ID)
-	defer s.locks.lock(path)()
+	unlock, err := s.lockRecord(path)
+	if err != nil {
+		return 0, fmt.Errorf("save thread %q: %w", t.ID, err)
+	}
+	defer unlock()
 	cur, _, err := load(ctx, s, path, t.ID, threadID)
 	if err != nil {
 		return 0, fmt.Errorf("save thread %q: %w", t.ID, err)
@@ -251,7 +261,11 @@ func (s *Store) Run(ctx context.Context, id string) (run.Checkpoint, bool, error
 		return run.Checkpoint{}, false, nil // PutRun never saves one
 	}
 	path := s.path(runsDir, id)
-	defer s.locks.lock(path)()
+	unlock, err := s.lockRecord(path)
+	if err != nil {
+		return run.Checkpoint{}, false, fmt.Errorf("read run %q: %w", id, err)
+	}
+	defer unlock()
 	cp, st, clean, ok, err := s.readRun(ctx, id, path)
 	if ok && clean && st.epoch != "" && s.state(path) == nil {
 		s.remember(path, &st) // the next AppendRun need not read the files
@@ -269,7 +283,11 @@ func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
 		return err
 	}
 	path := s.path(runsDir, cp.RunID)
-	defer s.locks.lock(path)()
+	unlock, err := s.lockRecord(path)
+	if err != nil {
+		return fmt.Errorf("save run %q: %w", cp.RunID, err)
+	}
+	defer unlock()
 	if _, err := s.putBase(ctx, path, s.logPath(cp.RunID), cp); err != nil {
 		return fmt.Errorf("save run %q: %w", cp.RunID, err)
 	}
@@ -287,7 +305,11 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 		return nil
 	}
 	path := s.path(runsDir, id)
-	defer s.locks.lock(path)()
+	unlock, err := s.lockRecord(path)
+	if err != nil {
+		return fmt.Errorf("delete run %q: %w", id, err)
+	}
+	defer unlock()
 	s.forget(path)
 	if err := s.fs.Remove(path); err == nil {
 		s.release(path) // a log without a base is never read

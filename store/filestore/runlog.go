@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -79,6 +80,27 @@ type logState struct {
 	seq      uint64
 	baseSize int64
 	logSize  int64
+	// base is the base file as this process last wrote or read it: another
+	// process on the store that rewrote it since made this state stale.
+	base fs.FileInfo
+}
+
+// current reports whether a run's files are still as st knows them, so an
+// append may trust it: another process on the store may have appended to
+// the log or rewritten the base since (see lock.go).
+func (s *Store) current(path, logPath string, st *logState) bool {
+	if st.base == nil {
+		return false
+	}
+	fi, err := s.fs.Lstat(path)
+	if err != nil || !os.SameFile(fi, st.base) || fi.Size() != st.base.Size() || !fi.ModTime().Equal(st.base.ModTime()) {
+		return false
+	}
+	if st.logSize < 0 {
+		return true // AppendRun measures the log itself
+	}
+	n, err := s.logLen(logPath)
+	return err == nil && n == st.logSize
 }
 
 func (s *Store) logPath(id string) string {
@@ -117,8 +139,17 @@ func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
 		return err
 	}
 	path := s.path(runsDir, d.RunID)
-	defer s.locks.lock(path)()
+	unlock, err := s.lockRecord(path)
+	if err != nil {
+		return fmt.Errorf("save run %q: %w", d.RunID, err)
+	}
+	defer unlock()
+	logPath := s.logPath(d.RunID)
 	st := s.state(path)
+	if st != nil && !s.current(path, logPath, st) {
+		s.forget(path) // another process saved the run since
+		st = nil
+	}
 	if st == nil {
 		var err error
 		if st, err = s.openLog(ctx, d.RunID, path); err != nil {
@@ -137,7 +168,6 @@ func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
 	if err != nil {
 		return fmt.Errorf("save run %q: %w", d.RunID, err)
 	}
-	logPath := s.logPath(d.RunID)
 	size := st.logSize
 	if size < 0 { // putBase could not remove the old log: its length is not known
 		if size, err = s.logLen(logPath); err != nil {
@@ -273,15 +303,16 @@ func (s *Store) putBase(ctx context.Context, path, logPath string, cp run.Checkp
 	if err != nil {
 		return nil, err
 	}
-	s.release(path) // the log's lines are of another epoch now
+	s.release(path)             // the log's lines are of another epoch now
+	base, _ := s.fs.Lstat(path) // nil: the next append reads the files again
 	if err := s.removeLog(logPath); err != nil {
 		// The base is saved; the log's lines are of another epoch, skipped
 		// when read, and removed by the next save that reads them.
 		s.log.LogAttrs(ctx, slog.LevelWarn, "cannot remove a run's replaced log", slog.String("path", logPath),
 			slog.String("err", err.Error()))
-		return &logState{epoch: epoch, seq: cp.Seq, baseSize: int64(n), logSize: -1}, nil // not remembered
+		return &logState{epoch: epoch, seq: cp.Seq, baseSize: int64(n), logSize: -1, base: base}, nil // not remembered
 	}
-	st := &logState{epoch: epoch, seq: cp.Seq, baseSize: int64(n)}
+	st := &logState{epoch: epoch, seq: cp.Seq, baseSize: int64(n), base: base}
 	s.remember(path, st)
 	return st, nil
 }
@@ -343,6 +374,7 @@ func (s *Store) readRun(ctx context.Context, id, path string) (cp run.Checkpoint
 		return cp, st, false, false, s.setAsideRun(ctx, path, logPath, derr)
 	}
 	cp, st = f.Checkpoint, logState{epoch: f.Epoch, seq: f.Seq, baseSize: int64(len(data))}
+	st.base, _ = s.fs.Lstat(path) // under the record's lock: the file just read
 	log, err := s.fs.ReadFile(logPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return cp, st, true, true, nil
