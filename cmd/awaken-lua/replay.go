@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -203,26 +204,66 @@ func cmdJournal(e *env) int {
 		fmt.Fprintf(e.stdout, "ok: %d records, every link holds\n", n)
 		return exitOK
 	}
-	w := e.stdout
-	if *out != "" {
-		f, err := os.Create(*out)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "awaken-lua journal export: %v\n", err)
-			return exitUsage
-		}
-		defer f.Close()
-		w = f
-	}
 	var configs map[string]any
 	if cfg, err := projectConfig(e); err == nil {
 		configs = cfg.Plugins
 	}
-	if err := replay.Export(w, runID, src, configs); err != nil {
+	// The test is made in memory and the file written only once it is
+	// whole: a failed export leaves -o's file as it was (an existing test
+	// is not emptied, and no empty *_test.lua is left for test to load).
+	var b strings.Builder
+	if err := replay.Export(&b, runID, src, configs); err != nil {
 		e.fail(err, exitUsage)
 		return exitUsage
 	}
-	if *out != "" {
-		fmt.Fprintf(e.stderr, "wrote %s: run it with awaken-lua test %s\n", *out, *out)
+	if *out == "" {
+		fmt.Fprint(e.stdout, b.String())
+		return exitOK
 	}
+	if err := writeFileAtomic(*out, []byte(b.String())); err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua journal export: %v; name a file in a directory that exists and can be written\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(e.stderr, "wrote %s: run it with awaken-lua test %s\n", *out, *out)
 	return exitOK
+}
+
+// writeFileAtomic writes data to path through a temporary file in its
+// directory renamed over it, so that path holds either what it held or
+// data, never part of it.
+func writeFileAtomic(path string, data []byte) error {
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return fmt.Errorf("%s is a directory", path)
+		}
+		mode = fi.Mode().Perm()
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			path = real // the file a link names is replaced, not the link
+		}
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // not the random name
+		}
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp, mode)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("cannot write %s: %w", path, werr)
+	}
+	return nil
 }
