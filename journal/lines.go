@@ -58,7 +58,7 @@ func Lines(each func(yield func(Line) error) error) Source {
 		var problems []Problem
 		var order []string
 		runs := map[string][]item{}
-		g := newGaps() // each stream is read in the order written
+		g := newGaps(false) // each stream is read in the order written
 		err := each(func(l Line) error {
 			pos := Pos{File: l.Stream, Line: l.N}
 			rec := new(Record)

@@ -62,9 +62,10 @@ func Expand(paths []string) ([]string, error) {
 // torn last line of a file (a crash while writing) is reported as a
 // Problem and skipped, and so are a line that is not a record and a line
 // longer than a reader takes (maxLine); every other record stays usable,
-// but those of the runs in flight in the file when a line was lost (or
-// found missing from the file's chain), which are left out from there on
-// with a Problem each (see gaps).
+// but those of the runs in flight in the writer's files when a line was
+// lost (or found missing: from the file's chain, from its start, or with a
+// file of the writer), which are left out from there on with a Problem
+// each (see gaps).
 // A run header of another format is an error (journal_invalid): its
 // records cannot be read as this version's.
 func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
@@ -73,9 +74,12 @@ func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
 		return nil, err
 	}
 	var problems []Problem
-	g := newGaps()
+	g := newGaps(true)
 	for _, file := range files {
+		g.file(file)
+		empty := true
 		err := eachLine(file, func(pos Pos, line []byte, long *overLong, last bool) error {
+			empty = false
 			if long != nil {
 				problems = append(problems, Problem{pos, long.problem(pos, last)})
 				g.lost(pos)
@@ -102,6 +106,12 @@ func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
 		})
 		if err != nil {
 			return problems, err
+		}
+		if empty {
+			// A writer makes a file at the record it writes first: one
+			// left empty lost its lines (emptied, or the writer stopped
+			// before they reached it).
+			g.lost(Pos{File: file})
 		}
 	}
 	return problems, nil

@@ -50,3 +50,55 @@ func TestExportFailureKeepsTheOutputFile(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A journal rotated in the middle of a run, with the first line of a
+// later file damaged (hand-edited, removed) or the file removed: replay
+// of the same plugins reports no flip and exits 0, naming the run it
+// could not follow. It used to drive the run on without the lost phase
+// and report a "replay failed" flip (exit 1): the journal's damage blamed
+// on the candidate.
+func TestReplayOfADamagedRotatedJournalFlipsNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, file string)
+	}{
+		{"not a record", func(t *testing.T, file string) { editLine(t, file, func(string) string { return "garbage" }) }},
+		{"first line removed", func(t *testing.T, file string) { editLine(t, file, func(string) string { return "" }) }},
+		{"file removed", func(t *testing.T, file string) { os.Remove(file) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := project(t, strings.Replace(journalToml, "path = \"journal\"\n", "path = \"journal\"\nmax_file_size = \"2KiB\"\n", 1), map[string]string{
+				"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+				"ws/README.md": "readme", "ws/notes.txt": "notes",
+			})
+			cfg := filepath.Join(dir, "awaken.toml")
+			record(t, cfg, "read both")
+			files, _ := filepath.Glob(filepath.Join(dir, "journal", "journal-*.ndjson"))
+			if len(files) < 3 {
+				t.Fatalf("the run rotated into %d files, want 3 or more", len(files))
+			}
+			tc.damage(t, files[1])
+			code, out, errOut := awaken(t, "", "--config", cfg, "replay")
+			if code != exitOK || !strings.Contains(out, "no flips") || !strings.Contains(out, "its records from here on are left out") {
+				t.Fatalf("replay: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+		})
+	}
+}
+
+// editLine replaces a file's first line with what edit makes of it, or
+// removes it when that is empty.
+func editLine(t *testing.T, file string, edit func(string) string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, rest, _ := strings.Cut(string(b), "\n")
+	if s := edit(first); s != "" {
+		rest = s + "\n" + rest
+	}
+	if err := os.WriteFile(file, []byte(rest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
