@@ -102,3 +102,47 @@ func editLine(t *testing.T, file string, edit func(string) string) {
 		t.Fatal(err)
 	}
 }
+
+// replay and journal verify of a journal with no records (a wrong
+// directory, a file that is not a journal, a journal nothing was recorded
+// to yet) are errors (exit 2, journal_invalid) naming what was read: they
+// used to report "no flips: 0 runs" and "ok: 0 records" with exit 0, which
+// passes a CI gate that compared nothing.
+func TestEmptyJournalIsAnError(t *testing.T) {
+	dir, cfg := journalProject(t)
+	empty := filepath.Join(dir, "elsewhere")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"replay, an empty directory", []string{"replay", empty}, "journal_invalid: " + empty + " holds no journal records"},
+		{"replay, the plugin directory", []string{"replay", filepath.Join(dir, "scripts")}, "holds no journal records"},
+		{"replay, not a journal", []string{"replay", filepath.Join(dir, "scenario.toml")}, "scenario.toml holds no journal records"},
+		{"replay, nothing recorded yet", []string{"replay"}, "the journal directory " + filepath.Join(dir, "journal") + " holds no journal records"},
+		{"replay --json", []string{"replay", "--json", empty}, "holds no journal records"},
+		{"verify, an empty directory", []string{"journal", "verify", empty}, "journal_invalid: " + empty + " holds no journal records"},
+		{"verify, two", []string{"journal", "verify", empty, filepath.Join(dir, "scripts")}, empty + " and " + filepath.Join(dir, "scripts") + " holds no"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "replay, nothing recorded yet" {
+				os.MkdirAll(filepath.Join(dir, "journal"), 0o755) // as dev leaves it
+			}
+			code, out, errOut := awaken(t, "", append([]string{"--config", cfg}, tc.args...)...)
+			if code != exitUsage || strings.Contains(out, "no flips") || strings.Contains(out, "ok:") || !strings.Contains(errOut, tc.want) ||
+				!strings.Contains(errOut, "record some runs first") {
+				t.Fatalf("exit %d (want %d)\nstdout %q\nstderr %q\nwant %q", code, exitUsage, out, errOut, tc.want)
+			}
+		})
+	}
+	// Once a run is recorded, the same commands pass.
+	record(t, cfg, "read both")
+	for _, args := range [][]string{{"replay"}, {"journal", "verify"}} {
+		if code, out, errOut := awaken(t, "", append([]string{"--config", cfg}, args...)...); code != exitOK {
+			t.Errorf("%v after a run: exit %d: %s %s", args, code, out, errOut)
+		}
+	}
+}
