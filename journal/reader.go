@@ -37,23 +37,47 @@ type Problem struct {
 func (p Problem) String() string { return p.Pos.String() + ": " + p.Msg }
 
 // Expand turns paths into journal files: a directory stands for its
-// journal files, oldest first; a file stands for itself.
+// journal files, oldest first; a file stands for itself. A file named
+// twice (a directory and one of its files, or a path given twice) is
+// read once, where it comes first: read again, its runs would count twice
+// and its lines look like a gap in its writer's chain.
 func Expand(paths []string) ([]string, error) {
 	var out []string
+	var seen []os.FileInfo
+	add := func(file string) error {
+		st, err := os.Stat(file)
+		if err != nil {
+			return errs.Wrap(errs.JournalInvalid, err, "cannot read the journal %s; give a journal directory or file", file)
+		}
+		for _, s := range seen {
+			if os.SameFile(s, st) {
+				return nil
+			}
+		}
+		seen = append(seen, st)
+		out = append(out, file)
+		return nil
+	}
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
 			return nil, errs.Wrap(errs.JournalInvalid, err, "cannot read the journal %s; give a journal directory or file", p)
 		}
 		if !st.IsDir() {
-			out = append(out, p)
+			if err := add(p); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		files, err := Files(p)
 		if err != nil {
 			return nil, errs.Wrap(errs.JournalInvalid, err, "cannot list the journal directory %s", p)
 		}
-		out = append(out, files...)
+		for _, f := range files {
+			if err := add(f); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
 }

@@ -146,3 +146,28 @@ func TestEmptyJournalIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// A journal file named twice (its directory and itself, or twice over) is
+// read once: replay used to count its runs twice (and, since a file read
+// again looks like a gap in its writer's chain, could leave runs out), and
+// verify its lines twice.
+func TestJournalFileNamedTwiceIsReadOnce(t *testing.T) {
+	dir, cfg := journalProject(t)
+	record(t, cfg, "read both")
+	jdir := filepath.Join(dir, "journal")
+	files, _ := filepath.Glob(filepath.Join(jdir, "journal-*.ndjson"))
+	if len(files) != 1 {
+		t.Fatalf("files %v, want 1", files)
+	}
+	_, once, _ := awaken(t, "", "--config", cfg, "journal", "verify", jdir)
+	for _, paths := range [][]string{{jdir, files[0]}, {files[0], files[0]}, {jdir, jdir + "/"}} {
+		code, out, errOut := awaken(t, "", append([]string{"--config", cfg, "replay"}, paths...)...)
+		if code != exitOK || !strings.HasPrefix(out, "no flips: 1 run,") {
+			t.Errorf("replay %v: exit %d: %s %s", paths, code, out, errOut)
+		}
+		code, out, errOut = awaken(t, "", append([]string{"--config", cfg, "journal", "verify"}, paths...)...)
+		if code != exitOK || out != once {
+			t.Errorf("verify %v: exit %d: %q %s; want %q", paths, code, out, errOut, once)
+		}
+	}
+}
