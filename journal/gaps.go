@@ -59,13 +59,15 @@ func (g *gaps) writerOf(file string) (string, int) {
 
 // file notes that a file is read next: one its writer numbered past the
 // one after the last read means the files between are missing, and the
-// lines of the runs in flight in them with them.
+// lines of the runs in flight in them with them. A number not past the
+// last is a new writer of the process (a reload that changed [journal]),
+// which numbers its files from 1 and takes over the runs in flight.
 func (g *gaps) file(file string) {
 	w, seq := g.writerOf(file)
 	if seq == 0 {
 		return
 	}
-	if last, ok := g.seq[w]; ok && seq != last+1 {
+	if last, ok := g.seq[w]; ok && seq > last+1 {
 		g.lost(Pos{File: file})
 	}
 	g.seq[w] = seq

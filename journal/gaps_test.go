@@ -179,3 +179,23 @@ func chain(id string, lines ...string) []string {
 	}
 	return out
 }
+
+// A reload that changes [journal] opens a new writer in the same process,
+// which numbers its files from 1 again; runs in flight go on in its
+// files, and nothing is lost: they are read whole.
+func TestNewWriterOfTheSameProcessIsNoGap(t *testing.T) {
+	dir := t.TempDir()
+	for name, lines := range map[string][]string{
+		"journal-20260101T000000.000Z-7-0001.ndjson": chain("a", rl(KindRun, "r1", "")),
+		"journal-20260101T000000.100Z-7-0002.ndjson": chain("b", rl(KindPhase, "r1", "step_start")),
+		"journal-20260101T000000.200Z-7-0001.ndjson": chain("c", rl(KindPhase, "r1", "step_end"), rl(KindEnd, "r1", "")),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, problems := readAll(t, dir)
+	if len(got) != 4 || len(problems) != 0 {
+		t.Fatalf("read %d records, problems %v; want 4 and none", len(got), problems)
+	}
+}
