@@ -171,3 +171,23 @@ func TestJournalFileNamedTwiceIsReadOnce(t *testing.T) {
 		}
 	}
 }
+
+// replay --since with a negative duration is a usage error: it used to be
+// ignored, replaying the whole journal as if the flag were not given.
+func TestReplaySinceMustNotBeNegative(t *testing.T) {
+	_, cfg := journalProject(t)
+	record(t, cfg, "read both")
+	for _, tc := range []struct {
+		since string
+		code  int
+		want  string
+	}{
+		{"-24h", exitUsage, "awaken-lua replay: --since -24h0m0s: a duration back from now, such as 24h"},
+		{"24h", exitOK, ""},
+	} {
+		code, out, errOut := awaken(t, "", "--config", cfg, "replay", "--since", tc.since)
+		if code != tc.code || !strings.Contains(errOut, tc.want) || (tc.code == exitUsage) != (out == "") {
+			t.Errorf("--since %s: exit %d (want %d), stdout %q, stderr %q (want %q)", tc.since, code, tc.code, out, errOut, tc.want)
+		}
+	}
+}

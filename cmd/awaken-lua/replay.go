@@ -39,6 +39,11 @@ func cmdReplay(e *env) int {
 	if err != nil {
 		return exitUsage
 	}
+	if *since < 0 {
+		// It used to be ignored: the whole journal was replayed.
+		fmt.Fprintf(e.stderr, "awaken-lua replay: --since %s: a duration back from now, such as 24h; leave it out to replay the whole journal\n", *since)
+		return exitUsage
+	}
 	var kinds []string
 	if *failOn != "" {
 		kinds = strings.Split(*failOn, ",")
