@@ -107,7 +107,7 @@ func (g *gaps) admit(pos Pos, rec *Record, problems *[]Problem) bool {
 	if at, ok := g.cut[rec.RunID]; ok {
 		if !g.told[rec.RunID] {
 			g.told[rec.RunID] = true
-			*problems = append(*problems, Problem{pos, fmt.Sprintf(
+			*problems = append(*problems, Problem{Pos: pos, RunID: rec.RunID, Msg: fmt.Sprintf(
 				"run %s: %s and may be one of this run's, so its records from here on are left out", rec.RunID, lostText(at, pos))})
 		}
 		return false

@@ -63,7 +63,7 @@ func Lines(each func(yield func(Line) error) error) Source {
 			pos := Pos{File: l.Stream, Line: l.N}
 			rec := new(Record)
 			if err := json.Unmarshal(l.Data, rec); err != nil {
-				problems = append(problems, Problem{pos, "not a journal record: " + err.Error()})
+				problems = append(problems, Problem{Pos: pos, Msg: "not a journal record: " + err.Error()})
 				g.lost(pos)
 				return nil
 			}

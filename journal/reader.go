@@ -32,6 +32,9 @@ func (p Pos) String() string { return fmt.Sprintf("%s:%d", p.File, p.Line) }
 type Problem struct {
 	Pos
 	Msg string
+	// RunID is the run whose records are left out from Pos on (a line
+	// lost before them may have been one of its), if that is the problem.
+	RunID string
 }
 
 func (p Problem) String() string { return p.Pos.String() + ": " + p.Msg }
@@ -105,7 +108,7 @@ func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
 		err := eachLine(file, func(pos Pos, line []byte, long *overLong, last bool) error {
 			empty = false
 			if long != nil {
-				problems = append(problems, Problem{pos, long.problem(pos, last)})
+				problems = append(problems, Problem{Pos: pos, Msg: long.problem(pos, last)})
 				g.lost(pos)
 				return nil
 			}
@@ -115,7 +118,7 @@ func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
 				if last {
 					msg = "the last line is incomplete (the writer stopped while writing it); skipped"
 				}
-				problems = append(problems, Problem{pos, msg})
+				problems = append(problems, Problem{Pos: pos, Msg: msg})
 				g.lost(pos)
 				return nil
 			}
@@ -272,7 +275,7 @@ func Verify(paths []string) (int, []Problem, error) {
 			}
 			if err != nil {
 				if last && (long != nil || !json.Valid(line)) {
-					problems = append(problems, Problem{pos, "the last line is incomplete (the writer stopped while writing it)"})
+					problems = append(problems, Problem{Pos: pos, Msg: "the last line is incomplete (the writer stopped while writing it)"})
 					return nil
 				}
 				return errs.New(errs.JournalTampered, "%s: %v", pos, err)
@@ -284,7 +287,7 @@ func Verify(paths []string) (int, []Problem, error) {
 				return errs.New(errs.JournalTampered, "%s: prev does not match the line before it: lines were removed, added or reordered before this one", pos)
 			}
 			if long != nil {
-				problems = append(problems, Problem{pos, fmt.Sprintf("a line of %d bytes, longer than the %d bytes a journal reader takes: its link holds, but replay and export skip its record",
+				problems = append(problems, Problem{Pos: pos, Msg: fmt.Sprintf("a line of %d bytes, longer than the %d bytes a journal reader takes: its link holds, but replay and export skip its record",
 					long.size, maxLine)})
 			}
 			want = sum

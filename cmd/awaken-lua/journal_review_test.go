@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/awaken-lua/awaken-lua/journal"
 )
 
 // journal export -o FILE that fails (an unknown run, a run that did not
@@ -81,6 +83,20 @@ func TestReplayOfADamagedRotatedJournalFlipsNothing(t *testing.T) {
 			code, out, errOut := awaken(t, "", "--config", cfg, "replay")
 			if code != exitOK || !strings.Contains(out, "no flips") || !strings.Contains(out, "its records from here on are left out") {
 				t.Fatalf("replay: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			// export names the damage, where it used to say the run had
+			// not ended.
+			var runID string
+			journal.Read([]string{filepath.Join(dir, "journal")}, func(_ journal.Pos, r *journal.Record) error {
+				if r.Rec == journal.KindRun {
+					runID = r.RunID
+				}
+				return nil
+			})
+			code, out, errOut = awaken(t, "", "--config", cfg, "journal", "export", runID)
+			if code != exitUsage || out != "" || !strings.Contains(errOut, "journal_invalid: ") ||
+				!strings.Contains(errOut, "run "+runID+": line ") && !strings.Contains(errOut, "run "+runID+": lines before") || !strings.Contains(errOut, "cannot be exported") || strings.Contains(errOut, "has not ended") {
+				t.Fatalf("export: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 			}
 		})
 	}
