@@ -98,19 +98,21 @@ func (j *journalSink) open(cfg *config.Config, store run.Store) error {
 	if key == j.key {
 		return nil
 	}
+	// The new writer is opened before the old one is closed: a reload
+	// whose journal cannot be opened fails, and the generation it keeps
+	// goes on recording to the journal it had.
+	var w *journal.Writer
+	if key != "" {
+		var err error
+		if w, err = journal.Open(o); err != nil {
+			return journalError(cfg, err)
+		}
+	}
 	old := j.w
-	j.w, j.key = nil, ""
+	j.w, j.key = w, key
 	if old != nil {
 		old.Close()
 	}
-	if key == "" {
-		return nil
-	}
-	w, err := journal.Open(o)
-	if err != nil {
-		return journalError(cfg, err)
-	}
-	j.w, j.key = w, key
 	return nil
 }
 

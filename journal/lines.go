@@ -58,12 +58,12 @@ func Lines(each func(yield func(Line) error) error) Source {
 		var problems []Problem
 		var order []string
 		runs := map[string][]item{}
-		g := newGaps() // each stream is read in the order written
+		g := newGaps(false) // each stream is read in the order written
 		err := each(func(l Line) error {
 			pos := Pos{File: l.Stream, Line: l.N}
 			rec := new(Record)
 			if err := json.Unmarshal(l.Data, rec); err != nil {
-				problems = append(problems, Problem{pos, "not a journal record: " + err.Error()})
+				problems = append(problems, Problem{Pos: pos, Msg: "not a journal record: " + err.Error()})
 				g.lost(pos)
 				return nil
 			}

@@ -32,28 +32,55 @@ func (p Pos) String() string { return fmt.Sprintf("%s:%d", p.File, p.Line) }
 type Problem struct {
 	Pos
 	Msg string
+	// RunID is the run whose records are left out from Pos on (a line
+	// lost before them may have been one of its), if that is the problem.
+	RunID string
 }
 
 func (p Problem) String() string { return p.Pos.String() + ": " + p.Msg }
 
 // Expand turns paths into journal files: a directory stands for its
-// journal files, oldest first; a file stands for itself.
+// journal files, oldest first; a file stands for itself. A file named
+// twice (a directory and one of its files, or a path given twice) is
+// read once, where it comes first: read again, its runs would count twice
+// and its lines look like a gap in its writer's chain.
 func Expand(paths []string) ([]string, error) {
 	var out []string
+	var seen []os.FileInfo
+	add := func(file string) error {
+		st, err := os.Stat(file)
+		if err != nil {
+			return errs.Wrap(errs.JournalInvalid, err, "cannot read the journal %s; give a journal directory or file", file)
+		}
+		for _, s := range seen {
+			if os.SameFile(s, st) {
+				return nil
+			}
+		}
+		seen = append(seen, st)
+		out = append(out, file)
+		return nil
+	}
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
 			return nil, errs.Wrap(errs.JournalInvalid, err, "cannot read the journal %s; give a journal directory or file", p)
 		}
 		if !st.IsDir() {
-			out = append(out, p)
+			if err := add(p); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		files, err := Files(p)
 		if err != nil {
 			return nil, errs.Wrap(errs.JournalInvalid, err, "cannot list the journal directory %s", p)
 		}
-		out = append(out, files...)
+		for _, f := range files {
+			if err := add(f); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
 }
@@ -62,9 +89,10 @@ func Expand(paths []string) ([]string, error) {
 // torn last line of a file (a crash while writing) is reported as a
 // Problem and skipped, and so are a line that is not a record and a line
 // longer than a reader takes (maxLine); every other record stays usable,
-// but those of the runs in flight in the file when a line was lost (or
-// found missing from the file's chain), which are left out from there on
-// with a Problem each (see gaps).
+// but those of the runs in flight in the writer's files when a line was
+// lost (or found missing: from the file's chain, from its start, or with a
+// file of the writer), which are left out from there on with a Problem
+// each (see gaps).
 // A run header of another format is an error (journal_invalid): its
 // records cannot be read as this version's.
 func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
@@ -73,11 +101,14 @@ func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
 		return nil, err
 	}
 	var problems []Problem
-	g := newGaps()
+	g := newGaps(true)
 	for _, file := range files {
+		g.file(file)
+		empty := true
 		err := eachLine(file, func(pos Pos, line []byte, long *overLong, last bool) error {
+			empty = false
 			if long != nil {
-				problems = append(problems, Problem{pos, long.problem(pos, last)})
+				problems = append(problems, Problem{Pos: pos, Msg: long.problem(pos, last)})
 				g.lost(pos)
 				return nil
 			}
@@ -87,7 +118,7 @@ func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
 				if last {
 					msg = "the last line is incomplete (the writer stopped while writing it); skipped"
 				}
-				problems = append(problems, Problem{pos, msg})
+				problems = append(problems, Problem{Pos: pos, Msg: msg})
 				g.lost(pos)
 				return nil
 			}
@@ -102,6 +133,12 @@ func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
 		})
 		if err != nil {
 			return problems, err
+		}
+		if empty {
+			// A writer makes a file at the record it writes first: one
+			// left empty lost its lines (emptied, or the writer stopped
+			// before they reached it).
+			g.lost(Pos{File: file})
 		}
 	}
 	return problems, nil
@@ -238,7 +275,7 @@ func Verify(paths []string) (int, []Problem, error) {
 			}
 			if err != nil {
 				if last && (long != nil || !json.Valid(line)) {
-					problems = append(problems, Problem{pos, "the last line is incomplete (the writer stopped while writing it)"})
+					problems = append(problems, Problem{Pos: pos, Msg: "the last line is incomplete (the writer stopped while writing it)"})
 					return nil
 				}
 				return errs.New(errs.JournalTampered, "%s: %v", pos, err)
@@ -250,7 +287,7 @@ func Verify(paths []string) (int, []Problem, error) {
 				return errs.New(errs.JournalTampered, "%s: prev does not match the line before it: lines were removed, added or reordered before this one", pos)
 			}
 			if long != nil {
-				problems = append(problems, Problem{pos, fmt.Sprintf("a line of %d bytes, longer than the %d bytes a journal reader takes: its link holds, but replay and export skip its record",
+				problems = append(problems, Problem{Pos: pos, Msg: fmt.Sprintf("a line of %d bytes, longer than the %d bytes a journal reader takes: its link holds, but replay and export skip its record",
 					long.size, maxLine)})
 			}
 			want = sum

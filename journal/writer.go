@@ -106,7 +106,12 @@ type Writer struct {
 	enc     []byte
 	line    []byte
 	seq     int // files opened
-	spare   []*Record
+	// gap: records were lost since the current file (or the last one) was
+	// opened; the next file's number skips one, which a reader takes for
+	// a file missing there (see gaps), so that the runs in flight are not
+	// driven on without the lost records.
+	gap   bool
+	spare []*Record
 	// stream and batch: with a Sink, the writer's chain and the sealed
 	// lines of the batch being written.
 	stream string
@@ -270,6 +275,7 @@ func (w *Writer) failed(err error, n int) {
 	now := w.o.Now()
 	w.lose(n, err)
 	w.downLost += int64(n)
+	w.gap = true
 	w.closing = false // Close's one more try was this one
 	if !w.down {
 		w.down, w.downSince, w.backoff, w.lastLog = true, now, retryMin, now
@@ -295,6 +301,7 @@ func (w *Writer) waiting() bool {
 func (w *Writer) drop() {
 	w.count(1)
 	w.downLost++
+	w.gap = true
 }
 
 // recovered logs the end of an outage: a write succeeded again.
@@ -373,6 +380,9 @@ func (w *Writer) encode(rec *Record) bool {
 	if len(w.enc) > maxBody {
 		w.lose(1, errors.New("journal: a record too large for a reader was not written"))
 		w.o.Log.Error("a journal record is too large for a reader even without its input and was not written", attrs...)
+		// No gap for the reader (see Writer.gap): the identity that is
+		// this long (a run id, a termination) is that of its run's later
+		// records too, which are not written either.
 		return false
 	}
 	w.o.Log.Warn("a journal record is too large for a reader; written without the fields listed in its \"omitted\"",
@@ -536,6 +546,10 @@ func (w *Writer) closeFile() {
 // open starts the next file.
 func (w *Writer) open() error {
 	w.seq++
+	if w.gap {
+		w.seq++
+		w.gap = false
+	}
 	name := fmt.Sprintf("journal-%s-%d-%04d.ndjson", w.o.Now().UTC().Format("20060102T150405.000Z"), os.Getpid(), w.seq)
 	f, err := os.OpenFile(filepath.Join(w.o.Dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {

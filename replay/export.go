@@ -24,7 +24,7 @@ import (
 func Export(w io.Writer, runID string, src journal.Source, configs map[string]any) error {
 	var header *journal.Record
 	var recs []*journal.Record
-	_, err := src(func(_ journal.Pos, r *journal.Record) error {
+	problems, err := src(func(_ journal.Pos, r *journal.Record) error {
 		if r.RunID != runID {
 			return nil
 		}
@@ -40,6 +40,14 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 	}
 	if header == nil {
 		return errs.New(errs.JournalInvalid, "run %s has no header in the journal (it started before the oldest record, or the id is wrong); `awaken-lua replay --json` lists the journal's runs (run_ids)", runID)
+	}
+	for _, p := range problems {
+		if p.RunID == runID {
+			// Its records from there on were left out: exported, it
+			// would read as a run that has not ended, or one cut short.
+			return errs.New(errs.JournalInvalid, "%s: %s; a run whose recording is not all there cannot be exported (`awaken-lua journal verify` shows where the journal is damaged)",
+				p.Pos, p.Msg)
+		}
 	}
 	var (
 		start     *journal.Record

@@ -55,13 +55,21 @@ type Shadow struct {
 	dropped   atomic.Int64
 
 	// The queue between the enforced path and the loop.
-	qmu    sync.Mutex
-	queue  []*journal.Record
-	lost   map[string]bool // runs whose records were dropped
-	busy   bool            // the loop is replaying records it took
-	closed bool
-	wake   chan struct{}
-	done   chan struct{}
+	qmu   sync.Mutex
+	queue []*journal.Record
+	lost  map[string]bool // runs whose records were dropped
+	// newlyLost are the runs lost since the loop last took the queue: it
+	// stops following them before it replays anything more, so that lost
+	// may forget them (maxLost) without their later records being driven
+	// with a phase missing, which would be a false disagreement.
+	newlyLost []string
+	busy      bool // the loop is replaying records it took
+	// maxQueue and maxLost: maxShadowQueue and maxShadowRuns (tests
+	// lower them).
+	maxQueue, maxLost int
+	closed            bool
+	wake              chan struct{}
+	done              chan struct{}
 }
 
 type shadowRun struct {
@@ -75,7 +83,8 @@ func NewShadow(cand Candidate, out run.Recorder, log *slog.Logger) *Shadow {
 		log = slog.New(slog.DiscardHandler)
 	}
 	sh := &Shadow{cand: cand, out: out, log: log, runs: map[string]*shadowRun{}, repls: map[string]*Replayer{},
-		count: map[Count]int64{}, lost: map[string]bool{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+		count: map[Count]int64{}, lost: map[string]bool{}, wake: make(chan struct{}, 1), done: make(chan struct{}),
+		maxQueue: maxShadowQueue, maxLost: maxShadowRuns}
 	go sh.loop()
 	return sh
 }
@@ -105,11 +114,14 @@ func (sh *Shadow) Record(rec *journal.Record) {
 	case sh.lost[rec.RunID]:
 		sh.dropped.Add(1)
 		return
-	case len(sh.queue) >= maxShadowQueue:
-		if len(sh.lost) >= maxShadowRuns {
-			clear(sh.lost) // runs that never ended; their records now fail to apply and are counted
+	case len(sh.queue) >= sh.maxQueue:
+		if len(sh.lost) >= sh.maxLost {
+			// Runs that never ended: the loop stopped following them
+			// (newlyLost), so their later records are ignored there.
+			clear(sh.lost)
 		}
 		sh.lost[rec.RunID] = true
+		sh.newlyLost = append(sh.newlyLost, rec.RunID)
 		sh.dropped.Add(1)
 		return
 	}
@@ -125,24 +137,31 @@ func (sh *Shadow) Record(rec *journal.Record) {
 func (sh *Shadow) loop() {
 	defer close(sh.done)
 	var batch []*journal.Record
+	var lost []string
 	for {
 		sh.qmu.Lock()
 		for i := range batch {
 			batch[i] = nil
 		}
 		batch, sh.queue = sh.queue, batch[:0]
+		lost, sh.newlyLost = sh.newlyLost, lost[:0]
 		sh.busy = len(batch) > 0
 		closed := sh.closed
 		sh.qmu.Unlock()
+		for _, rec := range batch {
+			sh.apply(rec)
+		}
+		// After the batch: the queue was full from a run's first drop
+		// until the loop took it, so the batch holds only records made
+		// before the drop, and the next batch none of the run's.
+		for _, id := range lost {
+			sh.unfollow(id)
+		}
 		if len(batch) == 0 {
 			if closed {
 				return
 			}
 			<-sh.wake
-			continue
-		}
-		for _, rec := range batch {
-			sh.apply(rec)
 		}
 	}
 }
@@ -199,6 +218,19 @@ func (sh *Shadow) apply(rec *journal.Record) {
 	if flip != nil {
 		sh.disagree(rec, flip)
 	}
+}
+
+// unfollow stops following a run (on the loop): its later records are
+// ignored, and what it holds is released.
+func (sh *Shadow) unfollow(id string) {
+	sr := sh.runs[id]
+	if sr == nil {
+		return
+	}
+	sr.r.forget(id)
+	delete(sh.runs, id)
+	sh.following.Store(int64(len(sh.runs)))
+	sr.release()
 }
 
 // start pins the candidate's current generation for a new run.

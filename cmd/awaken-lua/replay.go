@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -23,8 +24,9 @@ model responses, tool results, decisions and clock; no model and no tool
 runs. PATH defaults to the configured [journal] path.
 
 Exit codes: 0 no flip, 1 flips (with --fail-on, only flips of those kinds),
-2 an error (no journal, a bad flag or --fail-on kind, a --plugin-dir that
-is not a directory, a candidate that does not load).`
+2 an error (no journal, a journal with no records, a bad flag or --fail-on
+kind, a --plugin-dir that is not a directory, a candidate that does not
+load).`
 
 // cmdReplay re-drives recorded runs through a candidate generation.
 func cmdReplay(e *env) int {
@@ -35,6 +37,11 @@ func cmdReplay(e *env) int {
 	failOn := fs.String("fail-on", "", "exit 1 only for these flip kinds, comma-separated: allow->block,block->allow,context changed,...")
 	paths, err := parse(fs, e.args)
 	if err != nil {
+		return exitUsage
+	}
+	if *since < 0 {
+		// It used to be ignored: the whole journal was replayed.
+		fmt.Fprintf(e.stderr, "awaken-lua replay: --since %s: a duration back from now, such as 24h; leave it out to replay the whole journal\n", *since)
 		return exitUsage
 	}
 	var kinds []string
@@ -58,6 +65,8 @@ func cmdReplay(e *env) int {
 		return exitUsage
 	}
 	defer closeSrc()
+	records := 0
+	src = src.Counting(&records)
 	h, err := host.Open(e.ctx, host.Options{ConfigPath: e.config, PluginDir: *pluginDir, Candidate: true})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "awaken-lua replay: the candidate does not load:")
@@ -71,10 +80,18 @@ func cmdReplay(e *env) int {
 	if *since > 0 {
 		o.Since = time.Now().Add(-*since)
 	}
-	rep, err := replay.RunSource(e.ctx, g.Runtime, src, o)
+	rep, err := replay.RunSource(e.ctx, g.Runtime, src.Source, o)
 	if err != nil {
 		e.fail(err, exitUsage)
 		return exitUsage
+	}
+	if records == 0 {
+		// Nothing was compared: "no flips" would pass a CI gate pointed
+		// at the wrong directory, or run before anything was recorded.
+		for _, p := range rep.Problems {
+			fmt.Fprintf(e.stderr, "warning: %s\n", p)
+		}
+		return e.fail(src.empty(), exitUsage)
 	}
 	if *asJSON {
 		out := struct {
@@ -127,38 +144,73 @@ func projectConfig(e *env) (*config.Config, error) {
 	return config.Load(path)
 }
 
+// namedSource is a journal Source with what to call it in messages.
+type namedSource struct {
+	journal.Source
+	where string // "the journal directory .awaken/journal", ...
+}
+
+// Counting is the source, counting the records it hands on in n.
+func (s namedSource) Counting(n *int) namedSource {
+	src := s.Source
+	s.Source = func(fn func(journal.Pos, *journal.Record) error) ([]journal.Problem, error) {
+		return src(func(pos journal.Pos, rec *journal.Record) error {
+			*n++
+			return fn(pos, rec)
+		})
+	}
+	return s
+}
+
+// empty is the error of a journal with no record to replay or verify.
+func (s namedSource) empty() error {
+	return errs.New(errs.JournalInvalid, "%s holds no journal records: nothing was replayed or checked; "+
+		"name the journal's directory or files ([journal] path, where files are named journal-*.ndjson), or record some runs first", s.where)
+}
+
 // journalSource is the journal named by paths, else the configured one:
 // its files, or the PostgreSQL store's ([journal] kind = "postgres"), with
 // a verifier for journal verify and a function that closes what it opened.
-func journalSource(e *env, paths []string) (journal.Source, func() (int, []journal.Problem, error), func(), error) {
+func journalSource(e *env, paths []string) (namedSource, func() (int, []journal.Problem, error), func(), error) {
 	if len(paths) > 0 {
-		return journal.FileSource(paths...), func() (int, []journal.Problem, error) { return journal.Verify(paths) }, func() {}, nil
+		return namedSource{journal.FileSource(paths...), describePaths(paths)},
+			func() (int, []journal.Problem, error) { return journal.Verify(paths) }, func() {}, nil
 	}
 	cfg, err := projectConfig(e)
 	if err != nil {
-		return nil, nil, nil, err
+		return namedSource{}, nil, nil, err
 	}
 	if cfg.Journal.Kind == config.JournalPostgres {
 		s, err := host.OpenPostgres(e.ctx, cfg)
 		if err != nil {
-			return nil, nil, nil, err
+			return namedSource{}, nil, nil, err
 		}
 		each := func(yield func(journal.Line) error) error { return s.JournalLines(e.ctx, time.Time{}, yield) }
 		verify := func() (int, []journal.Problem, error) {
 			n, err := journal.VerifyLines(each)
 			return n, nil, err
 		}
-		return journal.Lines(each), verify, s.Close, nil
+		return namedSource{journal.Lines(each), "the PostgreSQL journal"}, verify, s.Close, nil
 	}
 	if cfg.Journal.Path == "" {
-		return nil, nil, nil, fmt.Errorf("the configuration has no [journal] path; give the journal's directory or files, or set [journal] path and record some runs first")
+		return namedSource{}, nil, nil, fmt.Errorf("the configuration has no [journal] path; give the journal's directory or files, or set [journal] path and record some runs first")
 	}
 	dir := []string{cfg.Path(cfg.Journal.Path)}
-	return journal.FileSource(dir...), func() (int, []journal.Problem, error) { return journal.Verify(dir) }, func() {}, nil
+	return namedSource{journal.FileSource(dir...), "the journal directory " + dir[0]},
+		func() (int, []journal.Problem, error) { return journal.Verify(dir) }, func() {}, nil
+}
+
+// describePaths names the journal paths given on the command line.
+func describePaths(paths []string) string {
+	if len(paths) == 1 {
+		return paths[0]
+	}
+	return strings.Join(paths[:len(paths)-1], ", ") + " and " + paths[len(paths)-1]
 }
 
 const journalMore = `Subcommands:
-  verify [PATH...]          check the hash chain; exit 1 at the first broken link
+  verify [PATH...]          check the hash chain; exit 1 at the first broken link,
+                            2 for a journal with no records
   export RUN_ID [PATH...]   write a *_test.lua that replays the run in the
                             harness and asserts its decisions (-o FILE, default stdout);
                             replay --json lists the run ids (run_ids)
@@ -200,29 +252,72 @@ func cmdJournal(e *env) int {
 			fmt.Fprintln(e.stderr, err)
 			return exitFailed
 		}
+		if n == 0 {
+			return e.fail(src.empty(), exitUsage)
+		}
 		fmt.Fprintf(e.stdout, "ok: %d records, every link holds\n", n)
 		return exitOK
-	}
-	w := e.stdout
-	if *out != "" {
-		f, err := os.Create(*out)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "awaken-lua journal export: %v\n", err)
-			return exitUsage
-		}
-		defer f.Close()
-		w = f
 	}
 	var configs map[string]any
 	if cfg, err := projectConfig(e); err == nil {
 		configs = cfg.Plugins
 	}
-	if err := replay.Export(w, runID, src, configs); err != nil {
+	// The test is made in memory and the file written only once it is
+	// whole: a failed export leaves -o's file as it was (an existing test
+	// is not emptied, and no empty *_test.lua is left for test to load).
+	var b strings.Builder
+	if err := replay.Export(&b, runID, src.Source, configs); err != nil {
 		e.fail(err, exitUsage)
 		return exitUsage
 	}
-	if *out != "" {
-		fmt.Fprintf(e.stderr, "wrote %s: run it with awaken-lua test %s\n", *out, *out)
+	if *out == "" {
+		fmt.Fprint(e.stdout, b.String())
+		return exitOK
 	}
+	if err := writeFileAtomic(*out, []byte(b.String())); err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua journal export: %v; name a file in a directory that exists and can be written\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(e.stderr, "wrote %s: run it with awaken-lua test %s\n", *out, *out)
 	return exitOK
+}
+
+// writeFileAtomic writes data to path through a temporary file in its
+// directory renamed over it, so that path holds either what it held or
+// data, never part of it.
+func writeFileAtomic(path string, data []byte) error {
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return fmt.Errorf("%s is a directory", path)
+		}
+		mode = fi.Mode().Perm()
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			path = real // the file a link names is replaced, not the link
+		}
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // not the random name
+		}
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp, mode)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("cannot write %s: %w", path, werr)
+	}
+	return nil
 }
