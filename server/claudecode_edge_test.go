@@ -1,6 +1,7 @@
 package server
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -74,5 +75,20 @@ func TestCopilotRewriteToNoArguments(t *testing.T) {
 	r := sc.must(200, "POST", "/v1/hooks/copilot?event=preToolUse", ev)
 	if m, present := r.body["modifiedArgs"].(map[string]any); r.str("permissionDecision") != "allow" || !present || len(m) != 0 {
 		t.Fatalf("want allow with modifiedArgs {}, got %s", r.raw)
+	}
+}
+
+// A PreToolUse that reuses a decided call's tool_use_id with other input
+// is denied: the kept decision is about the input first sent, and Claude
+// Code would run this one (the reference policy allowed ls, then was
+// asked about rm -rf / under the same id and answered allow).
+func TestClaudeCodeReusedToolUseIDWithOtherInput(t *testing.T) {
+	sc := newSidecar(t, filepath.Join("..", "testdata", "agents", "claude-code", "policy"), Options{Log: quietLog()})
+	wantEmpty(t, sc.hook(t, ccEdgeEvent("reuse", "PreToolUse", "toolu_r1", "ls"), ""))
+	wantEmpty(t, sc.hook(t, ccEdgeEvent("reuse", "PreToolUse", "toolu_r1", "ls"), "")) // a true retry
+	wantDecision(t, sc.hook(t, ccEdgeEvent("reuse", "PreToolUse", "toolu_r1", "rm -rf /"), ""), "deny", "already decided")
+	s := specific(sc.hook(t, ccEdgeEvent("reuse", "PermissionRequest", "toolu_r1", "rm -rf /"), ""))
+	if d, _ := s["decision"].(map[string]any); d["behavior"] == "allow" {
+		t.Fatalf("PermissionRequest allowed other input under a decided id: %s", mustJSON(s))
 	}
 }

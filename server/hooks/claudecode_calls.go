@@ -292,7 +292,13 @@ func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e Run, res *ccRe
 			continue
 		}
 		// An open step (stage inferred).
-		if _, ok := findCall(e, call.ID); ok {
+		if rec, ok := findCall(e, call.ID); ok {
+			if rec.Call.Name != call.Name || !value.Equal(rec.Call.Args, call.Args) {
+				// The kept decision is about the input first sent; the
+				// agent would run this one.
+				return e, errs.New(errs.BadRequest, "tool_use_id %q was already decided for %s with other input; "+
+					"give each tool call its own tool_use_id", call.ID, rec.Call.Name)
+			}
 			return e, nil // a retry: the gate answers with its kept decision
 		}
 		if c.stepBusy(e) && cs.listed[call.Name] && (cs.posts || e.Session().NumCalls() < PreOnlyBatch) {
