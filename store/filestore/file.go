@@ -382,8 +382,14 @@ func (s *Store) setAside(ctx context.Context, path string, cause error) error {
 	aside := ""
 	for n := at.UnixNano(); ; n++ { // a coarse clock must not make two set-asides collide
 		aside = path + corruptSuffix + strconv.FormatInt(n, 10)
-		if _, err := s.fs.Lstat(aside); errors.Is(err, fs.ErrNotExist) {
+		_, err := s.fs.Lstat(aside)
+		if errors.Is(err, fs.ErrNotExist) {
 			break
+		}
+		if err != nil {
+			// Not knowing whether the name is free must not spin: the
+			// record stays corrupt and in place, and reading it fails.
+			return fmt.Errorf("set aside corrupt %s (%v): look for a free name: %w", path, cause, err)
 		}
 	}
 	if err := s.fs.Rename(path, aside); err != nil {
