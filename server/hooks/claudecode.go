@@ -83,6 +83,10 @@ type ccInput struct {
 	// suspend is how a suspended call is answered (?suspend=): ask, or
 	// defer for a headless Claude Code (claudecode_defer.go).
 	suspend string
+	// interrupted: the turn this Stop ends was aborted or failed (Cursor's
+	// stop status), so the run ends without a runtime.continue: going on
+	// would start the agent again against its user.
+	interrupted bool
 }
 
 // ccOutput is Claude Code's hook output.
@@ -590,7 +594,7 @@ func (c *claudeCode) event(ctx context.Context, cs *ccSession, in ccInput) (ccRe
 		if err != nil || e == nil {
 			return res, err
 		}
-		return res, c.finishRun(ctx, cs, e, &res, true)
+		return res, c.finishRun(ctx, cs, e, &res, !in.interrupted)
 	case evSessionEnd:
 		err := c.endOpenRun(ctx, cs)
 		if err == nil {

@@ -172,6 +172,10 @@ func (cu *cursor) event(ctx context.Context, in cursorInput, agent string) curso
 		cc.HookEventName, cc.Prompt = evUserPromptSubmit, in.Prompt
 	case cuStop:
 		cc.HookEventName, cc.StopHookActive = evStop, in.LoopCount > 0
+		// Cursor submits a followup_message as the user's next message:
+		// after a turn the user aborted (or that failed) that would start
+		// the agent again.
+		cc.interrupted = in.Status != "" && in.Status != "completed"
 	case cuBeforeShell, cuBeforeMCP, cuBeforeReadFile, cuPreToolUse:
 		name, args, err := cursorCallOf(in)
 		if err != nil {
