@@ -578,3 +578,27 @@ func (s *Session) checkStop() {
 		s.termination = Termination{Kind: Stopped, Detail: code}.String()
 	}
 }
+
+// Compact lets a finished run's session go of what only its phases read:
+// the run's conversation, the copy of the thread's conversation it
+// started from (the store keeps the thread), and its last step's calls and
+// tools. A host that keeps a done session to answer reads (the sidecar
+// keeps a finished run readable for a while) calls it as the run ends, so
+// that what it holds does not grow with the conversations of the runs its
+// sessions finished. Status, stage, step, revision, state, termination,
+// the saves and the other reads a done run answers stay as they were;
+// Messages and Calls are then empty. It does nothing to a run that is not
+// done.
+func (s *Session) Compact() {
+	if s.status != Done {
+		return
+	}
+	s.messages, s.offered, s.tools, s.hostTools = nil, nil, nil, nil
+	s.calls, s.index = nil, nil
+	s.callsGen++
+	s.nSuspended, s.suspendedKnown = 0, true
+	if s.thread.Waiting == "" {
+		// Release writes the thread only while it names this run.
+		s.thread.Messages = nil
+	}
+}

@@ -318,14 +318,15 @@ func (s *Server) checkpoint(ctx context.Context, e *entry) error {
 	return nil
 }
 
-// finish marks a run done and unpins its generation; the entry stays
-// readable for DoneRetention.
+// finish marks a run done (e locked) and unpins its generation; the entry
+// stays readable for DoneRetention, holding only what a read answers.
 func (s *Server) finish(e *entry) {
 	if e.done.Swap(true) {
 		return
 	}
 	e.touch()
 	e.release()
+	e.sess.Compact()
 	s.mu.Lock()
 	if s.threads[e.threadID] == e.id {
 		delete(s.threads, e.threadID)

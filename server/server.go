@@ -83,8 +83,10 @@ type Options struct {
 	// unpins its generation. Its checkpoint stays in the store, so a later
 	// call restores it, on the generation current then, as after a restart.
 	IdleTimeout time.Duration
-	// DoneRetention keeps a finished run readable (GET) for this long; the
-	// store forgets a run when it ends, so afterwards it is 404.
+	// DoneRetention keeps a finished run readable (GET) for this long,
+	// holding what a read answers but not its conversation or calls
+	// (run.Session.Compact); the store forgets a run when it ends, so
+	// afterwards it is 404.
 	DoneRetention time.Duration
 	// AbandonAfter forgets, with the memory store only, a run in the middle
 	// of a step that nobody called for this long: that store would
