@@ -103,8 +103,7 @@ func cmdReplay(e *env) int {
 		for _, p := range rep.Problems {
 			out.Problems = append(out.Problems, p.String())
 		}
-		b, _ := json.MarshalIndent(out, "", "  ")
-		fmt.Fprintf(e.stdout, "%s\n", b)
+		fmt.Fprintf(e.stdout, "%s\n", jsonText(out, "  "))
 	} else {
 		rep.WriteText(e.stdout)
 	}
@@ -112,6 +111,20 @@ func cmdReplay(e *env) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// jsonText is v as JSON for a person or a script to read: `->`, `<` and
+// `&` as they are (a flip kind is "allow->block", the string --fail-on
+// takes and grep looks for), not escaped for HTML as json.Marshal does.
+func jsonText(v any, indent string) []byte {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(v); err != nil {
+		return []byte(fmt.Sprint(v))
+	}
+	return []byte(strings.TrimSuffix(b.String(), "\n"))
 }
 
 // checkDirFlag reports a flag that names a directory that is missing or
