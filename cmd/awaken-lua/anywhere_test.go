@@ -285,3 +285,42 @@ func TestTheBuiltBinary(t *testing.T) {
 		t.Fatalf("the directory holds %v; only init's project was expected", left)
 	}
 }
+
+// TestDevWithoutConfigWaits: dev where there is no awaken.toml says it
+// waits for one, rather than a generation of 0 plugins whose tests
+// complain of a missing scripts/; once init makes a project, it loads.
+func TestDevWithoutConfigWaits(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	buf := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- cli(ctx, []string{"dev"}, strings.NewReader(""), buf, buf) }()
+	wait := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(buf.String(), want); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("dev never said %q:\n%s", want, buf.String())
+			}
+		}
+	}
+	wait("no awaken.toml here: waiting for one")
+	if out := buf.String(); strings.Contains(out, "loaded") || strings.Contains(out, "tests:") {
+		t.Fatalf("dev without an awaken.toml:\n%s", out)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("dev wrote %v while it waited", left)
+	}
+	var out, errOut syncBuffer
+	if code := cli(context.Background(), []string{"init", "."}, strings.NewReader(""), &out, &errOut); code != 0 {
+		t.Fatalf("init: exit %d %s", code, errOut.String())
+	}
+	wait("4 passed, 0 failed")
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("dev did not stop")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -35,6 +36,16 @@ func cmdDev(e *env) int {
 	}
 	defer h.Close()
 	d := &devStatus{w: e.stdout, h: h, log: log}
+	if e.config == "" {
+		// Without an awaken.toml the host holds the defaults, with no
+		// plugin directory: there is nothing to load or test until one
+		// appears, and "0 plugins" with the test runner's complaint
+		// about a missing scripts/ would send a newcomer looking there.
+		d.noConfig = func() bool {
+			_, err := os.Stat(host.DefaultConfig)
+			return err != nil
+		}
+	}
 	d.print(h.Status())
 	err = h.Watch(e.ctx, d.print)
 	if err != nil {
@@ -52,6 +63,9 @@ type devStatus struct {
 	h      *host.Host
 	log    *slog.Logger
 	failed bool // the last reload failed
+	// noConfig reports that there is no awaken.toml to load yet; nil
+	// when one was named with --config.
+	noConfig func() bool
 }
 
 func (d *devStatus) print(st host.Status) {
@@ -63,6 +77,10 @@ func (d *devStatus) print(st host.Status) {
 		for _, e := range st.Errors {
 			fmt.Fprintf(w, "  %s\n", e)
 		}
+		return
+	}
+	if d.noConfig != nil && d.noConfig() {
+		fmt.Fprintf(w, "%s no awaken.toml here: waiting for one (awaken-lua init . makes a project; --config names another)\n", now)
 		return
 	}
 	g := d.h.Current()

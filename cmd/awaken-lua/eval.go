@@ -77,8 +77,7 @@ func cmdEval(e *env) int {
 		return e.fail(err, configCode(err))
 	}
 	if *asJSON {
-		b, _ := json.Marshal(d)
-		fmt.Fprintf(e.stdout, "%s\n", b)
+		fmt.Fprintf(e.stdout, "%s\n", jsonText(d, ""))
 	} else {
 		line := d.Decision.String()
 		if d.Decision == gate.Allow && d.Plugin != "" {
@@ -96,8 +95,7 @@ func cmdEval(e *env) int {
 		}
 		fmt.Fprintln(e.stdout, line)
 		if d.Decision == gate.Allow && d.Plugin != "" {
-			b, _ := json.Marshal(d.Args)
-			fmt.Fprintf(e.stdout, "  args: %s\n", b)
+			fmt.Fprintf(e.stdout, "  args: %s\n", jsonText(d.Args, ""))
 		}
 	}
 	if d.Decision == gate.Allow {

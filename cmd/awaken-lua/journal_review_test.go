@@ -207,3 +207,28 @@ func TestReplaySinceMustNotBeNegative(t *testing.T) {
 		}
 	}
 }
+
+// Before anything was recorded, the configured journal directory does not
+// exist: replay, journal verify and export say so and to record runs first
+// (exit 2), rather than "give a journal directory" as if the path were
+// wrong; and verify of a path that is not there is an error (exit 2), not
+// the broken link exit 1 means.
+func TestJournalNotRecordedYet(t *testing.T) {
+	dir, cfg := journalProject(t)
+	jdir := filepath.Join(dir, "journal")
+	if _, err := os.Stat(jdir); !os.IsNotExist(err) {
+		t.Fatalf("the project already has %s: %v", jdir, err)
+	}
+	for _, args := range [][]string{{"replay"}, {"journal", "verify"}, {"journal", "export", "run_x"}} {
+		code, out, errOut := awaken(t, "", append([]string{"--config", cfg}, args...)...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "the journal directory "+jdir+" does not exist yet") ||
+			!strings.Contains(errOut, "record some runs first") {
+			t.Errorf("%v: exit %d (want %d)\nstdout %q\nstderr %q", args, code, exitUsage, out, errOut)
+		}
+	}
+	missing := filepath.Join(dir, "nowhere")
+	if code, _, errOut := awaken(t, "", "--config", cfg, "journal", "verify", missing); code != exitUsage ||
+		!strings.Contains(errOut, "journal_invalid: cannot read the journal "+missing) {
+		t.Errorf("verify %s: exit %d (want %d): %s", missing, code, exitUsage, errOut)
+	}
+}

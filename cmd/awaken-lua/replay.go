@@ -103,8 +103,7 @@ func cmdReplay(e *env) int {
 		for _, p := range rep.Problems {
 			out.Problems = append(out.Problems, p.String())
 		}
-		b, _ := json.MarshalIndent(out, "", "  ")
-		fmt.Fprintf(e.stdout, "%s\n", b)
+		fmt.Fprintf(e.stdout, "%s\n", jsonText(out, "  "))
 	} else {
 		rep.WriteText(e.stdout)
 	}
@@ -112,6 +111,20 @@ func cmdReplay(e *env) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// jsonText is v as JSON for a person or a script to read: `->`, `<` and
+// `&` as they are (a flip kind is "allow->block", the string --fail-on
+// takes and grep looks for), not escaped for HTML as json.Marshal does.
+func jsonText(v any, indent string) []byte {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(v); err != nil {
+		return []byte(fmt.Sprint(v))
+	}
+	return []byte(strings.TrimSuffix(b.String(), "\n"))
 }
 
 // checkDirFlag reports a flag that names a directory that is missing or
@@ -196,6 +209,12 @@ func journalSource(e *env, paths []string) (namedSource, func() (int, []journal.
 		return namedSource{}, nil, nil, fmt.Errorf("the configuration has no [journal] path; give the journal's directory or files, or set [journal] path and record some runs first")
 	}
 	dir := []string{cfg.Path(cfg.Journal.Path)}
+	if _, err := os.Stat(dir[0]); errors.Is(err, fs.ErrNotExist) {
+		// The configured journal before anything was recorded: not a
+		// wrong path to correct, as "give a journal directory" implied.
+		return namedSource{}, nil, nil, errs.New(errs.JournalInvalid, "the journal directory %s does not exist yet: nothing was recorded to it; "+
+			"record some runs first (run, serve, dev and the hooks write it), or name the journal's directory or files", dir[0])
+	}
 	return namedSource{journal.FileSource(dir...), "the journal directory " + dir[0]},
 		func() (int, []journal.Problem, error) { return journal.Verify(dir) }, func() {}, nil
 }
@@ -210,7 +229,7 @@ func describePaths(paths []string) string {
 
 const journalMore = `Subcommands:
   verify [PATH...]          check the hash chain; exit 1 at the first broken link,
-                            2 for a journal with no records
+                            2 for a journal with no records or that cannot be read
   export RUN_ID [PATH...]   write a *_test.lua that replays the run in the
                             harness and asserts its decisions (-o FILE, default stdout);
                             replay --json lists the run ids (run_ids)
@@ -250,6 +269,12 @@ func cmdJournal(e *env) int {
 		}
 		if err != nil {
 			fmt.Fprintln(e.stderr, err)
+			if errs.CodeOf(err) != errs.JournalTampered {
+				// A journal that cannot be read (a path that is not
+				// there) is an error, as for replay: exit 1 says a link
+				// is broken.
+				return exitUsage
+			}
 			return exitFailed
 		}
 		if n == 0 {

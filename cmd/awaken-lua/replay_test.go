@@ -117,6 +117,22 @@ func TestRecordReplayExportVerify(t *testing.T) {
 	if code != exitFailed || !strings.Contains(out, "allow->block 1") || !strings.Contains(out, `call call_1_2 fs_read {"path":"notes.txt"}`) {
 		t.Fatalf("replay, candidate: exit %d:\n%s", code, out)
 	}
+	// --json writes the kind as --fail-on takes it and grep finds it, not
+	// HTML-escaped ("allow-\u003eblock"); eval --json and test --format
+	// json alike.
+	if code, out, _ := awaken(t, "", "--config", cfg, "replay", "--json"); code != exitFailed || !strings.Contains(out, `"kind": "allow->block"`) {
+		t.Fatalf("replay --json, candidate: exit %d:\n%s", code, out)
+	}
+	if _, out, _ := awaken(t, "", "--config", cfg, "eval", "--json", "fs_read", `{"path": "notes.txt", "q": "a<b && c->d"}`); !strings.Contains(out, `"decision":"block"`) ||
+		!strings.Contains(out, `"q":"a<b && c->d"`) {
+		t.Fatalf("eval --json: %s", out)
+	}
+	failing := filepath.Join(dir, "scripts", "arrow_test.lua")
+	os.WriteFile(failing, []byte(`require("awaken.testing").test("arrow", function() error("want a<b && c->d") end)`), 0o644)
+	if _, out, _ := awaken(t, "", "--config", cfg, "test", "--format", "json", failing); !strings.Contains(out, `"failed": 1`) || !strings.Contains(out, `want a<b && c->d`) {
+		t.Fatalf("test --format json: %s", out)
+	}
+	os.Remove(failing)
 	if code, out, _ := awaken(t, "", "--config", cfg, "replay", "--fail-on", "block->allow"); code != exitOK {
 		t.Fatalf("--fail-on a kind that did not flip: exit %d\n%s", code, out)
 	}

@@ -33,6 +33,7 @@ func writeTestJSON(w io.Writer, sum luabridge.TestSummary) error {
 			Message: r.Message, DurationMS: float64(r.Duration.Microseconds()) / 1000})
 	}
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // a message's "<" and "->" as they are
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
 }
