@@ -120,6 +120,9 @@ func appendRecord(b []byte, r *Record) []byte {
 	if r.Shadow != nil {
 		e.any("shadow", r.Shadow)
 	}
+	if len(r.Lost) > 0 {
+		e.any("lost", r.Lost)
+	}
 	return append(e.b, '}')
 }
 

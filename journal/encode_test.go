@@ -35,6 +35,7 @@ func TestAppendRecordRoundTrips(t *testing.T) {
 			Expired: []string{"c2"}},
 		{Rec: KindEnd, RunID: "r", Termination: "natural", Steps: 3, TS: now},
 		{Rec: KindShadow, RunID: "r", Shadow: &Flip{Kind: "allow->block", RunID: "r", From: "a", To: "b"}},
+		{Rec: KindLost, Lost: []LostRun{{RunID: "r", Rec: KindPhase, Save: 3}, {RunID: "s", Rec: KindRun}}},
 	}
 	for i, r := range recs {
 		fast := appendRecord(nil, r)

@@ -104,6 +104,9 @@ func (g *gaps) admit(pos Pos, rec *Record, problems *[]Problem) bool {
 	if rec.Sum != "" {
 		g.last[f] = rec.Sum
 	}
+	if rec.Rec == KindLost {
+		return true // a writer's marker, of no run (see Lines)
+	}
 	if at, ok := g.cut[rec.RunID]; ok {
 		if !g.told[rec.RunID] {
 			g.told[rec.RunID] = true

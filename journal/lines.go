@@ -49,6 +49,12 @@ func FileSource(paths ...string) Source {
 // (runs in the order their headers came) and each run's put in the order
 // of its saves (Record.Save), arrival order within a save. This holds the
 // journal in memory; narrow it with since.
+//
+// A writer that could not write some records goes on in a new stream,
+// whose first line (a KindLost record) names their runs: each such run's
+// records from its first lost one on are left out, with a Problem, since
+// replayed with a phase missing it would show flips the candidate did not
+// make.
 func Lines(each func(yield func(Line) error) error) Source {
 	return func(fn func(Pos, *Record) error) ([]Problem, error) {
 		type item struct {
@@ -58,6 +64,11 @@ func Lines(each func(yield func(Line) error) error) Source {
 		var problems []Problem
 		var order []string
 		runs := map[string][]item{}
+		type cut struct {
+			from LostRun
+			pos  Pos
+		}
+		cuts := map[string]cut{}
 		g := newGaps(false) // each stream is read in the order written
 		err := each(func(l Line) error {
 			pos := Pos{File: l.Stream, Line: l.N}
@@ -74,6 +85,14 @@ func Lines(each func(yield func(Line) error) error) Source {
 			if !g.admit(pos, rec, &problems) {
 				return nil
 			}
+			if rec.Rec == KindLost {
+				for _, l := range rec.Lost {
+					if c, ok := cuts[l.RunID]; !ok || c.from.before(l.Rec, l.Save) {
+						cuts[l.RunID] = cut{l, pos}
+					}
+				}
+				return nil
+			}
 			if _, seen := runs[rec.RunID]; !seen {
 				order = append(order, rec.RunID)
 			}
@@ -83,24 +102,25 @@ func Lines(each func(yield func(Line) error) error) Source {
 		if err != nil {
 			return problems, err
 		}
-		rank := func(r *Record) int {
-			switch r.Rec {
-			case KindRun:
-				return 0
-			case KindEnd:
-				return 2
-			}
-			return 1
-		}
 		for _, id := range order {
 			list := runs[id]
 			sort.SliceStable(list, func(i, j int) bool {
 				a, b := list[i].rec, list[j].rec
-				if rank(a) != rank(b) {
-					return rank(a) < rank(b)
+				if rank(a.Rec) != rank(b.Rec) {
+					return rank(a.Rec) < rank(b.Rec)
 				}
 				return a.Save < b.Save
 			})
+			if c, ok := cuts[id]; ok {
+				kept := 0
+				for kept < len(list) && c.from.before(list[kept].rec.Rec, list[kept].rec.Save) {
+					kept++
+				}
+				list = list[:kept]
+				problems = append(problems, Problem{Pos: c.pos, RunID: id, Msg: fmt.Sprintf(
+					"run %s: its writer could not write its %s and went on in a new stream, so its records from there on are left out",
+					id, lostWhat(c.from))})
+			}
 			for _, it := range list {
 				if err := fn(it.pos, it.rec); err != nil {
 					return problems, err
@@ -143,4 +163,15 @@ func streamName(now time.Time) string {
 	var b [4]byte
 	rand.Read(b[:])
 	return fmt.Sprintf("%s-%s-%s-%x", host, strconv.Itoa(os.Getpid()), now.UTC().Format("20060102T150405.000Z"), b)
+}
+
+// lostWhat names a run's first lost record.
+func lostWhat(l LostRun) string {
+	switch l.Rec {
+	case KindRun:
+		return "header"
+	case KindEnd:
+		return "end record"
+	}
+	return fmt.Sprintf("phase record of save %d", l.Save)
 }

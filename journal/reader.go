@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -78,6 +79,9 @@ func Expand(paths []string) ([]string, error) {
 		}
 		for _, f := range files {
 			if err := add(f); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // aged out since the listing: as if listed after
+				}
 				return nil, err
 			}
 		}
@@ -131,6 +135,11 @@ func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
 			}
 			return fn(pos, &rec)
 		})
+		if errors.Is(err, errRemoved) {
+			problems = append(problems, removedProblem(file))
+			g.lost(Pos{File: file})
+			continue
+		}
 		if err != nil {
 			return problems, err
 		}
@@ -142,6 +151,19 @@ func Read(paths []string, fn func(Pos, *Record) error) ([]Problem, error) {
 		}
 	}
 	return problems, nil
+}
+
+// errRemoved: a journal file listed was gone when it was to be read (the
+// journal's age-out removed it meanwhile, or someone did by hand). Read
+// and Verify count it as a file lost, as one removed before the listing
+// would be.
+var errRemoved = errors.New("journal: the file was removed while the journal was read")
+
+// removedProblem is the Problem of a file removed while the journal was
+// read.
+func removedProblem(file string) Problem {
+	return Problem{Pos: Pos{File: file}, Msg: "the file was removed after the journal was listed and before it was read " +
+		"(the journal's age-out, or by hand); its records are not read"}
 }
 
 // overLong is a line longer than maxLine. It is not held: it is read
@@ -171,6 +193,9 @@ func (l *overLong) problem(pos Pos, last bool) string {
 // newline.
 func eachLine(file string, fn func(pos Pos, line []byte, long *overLong, last bool) error) error {
 	f, err := os.Open(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return errRemoved
+	}
 	if err != nil {
 		return errs.Wrap(errs.JournalInvalid, err, "cannot read the journal file %s", file)
 	}
@@ -294,6 +319,10 @@ func Verify(paths []string) (int, []Problem, error) {
 			lines++
 			return nil
 		})
+		if errors.Is(err, errRemoved) {
+			problems = append(problems, removedProblem(file))
+			continue
+		}
 		if err != nil {
 			return lines, problems, err
 		}

@@ -30,6 +30,12 @@ const (
 	KindPhase  = "phase"  // one phase of a run
 	KindEnd    = "end"    // a run ended
 	KindShadow = "shadow" // a shadow generation disagreed
+	// KindLost: a writer with a Sink could not write some records (a
+	// batch the store refused, or records dropped until a retry); the
+	// first line of its next stream names their runs (Record.Lost), so a
+	// reader leaves those runs out from the first record lost rather than
+	// replay them with a phase missing.
+	KindLost = "lost"
 )
 
 // Phases of phase records: one per method of a run's session that a
@@ -106,6 +112,9 @@ type Record struct {
 
 	// Shadow record: what the shadow generation decided differently.
 	Shadow *Flip `json:"shadow,omitempty"`
+
+	// Lost record: the runs whose records the writer could not write.
+	Lost []LostRun `json:"lost,omitempty"`
 
 	slot *Slot // the slot a Writer recycles once the record is written
 }
@@ -190,4 +199,31 @@ type Flip struct {
 	From   string         `json:"from"`
 	To     string         `json:"to"`
 	Detail string         `json:"detail,omitempty"`
+}
+
+// LostRun names a run some of whose records a writer could not write, and
+// the first of them in the run's order (see Lines): its kind and, for a
+// phase, its save.
+type LostRun struct {
+	RunID string `json:"run_id"`
+	Rec   string `json:"rec"`
+	Save  uint64 `json:"save,omitempty"`
+}
+
+// before reports whether a record of kind rec at save comes before l in
+// its run's order: a header first, then the phases by save, the end last.
+func (l LostRun) before(rec string, save uint64) bool {
+	a, b := rank(rec), rank(l.Rec)
+	return a < b || a == b && save < l.Save
+}
+
+// rank orders a run's records by kind: its header, its phases, its end.
+func rank(rec string) int {
+	switch rec {
+	case KindRun:
+		return 0
+	case KindEnd:
+		return 2
+	}
+	return 1
 }

@@ -117,6 +117,15 @@ type Writer struct {
 	stream string
 	batch  [][]byte
 	sunk   int // lines given to the sink since the last age-out
+	// With a Sink: refs names the record of each line of batch (the
+	// marker's is empty), cur the record being written; lostRuns the runs
+	// whose records were not written, which the next stream's first line
+	// names (a KindLost record, the marker) until a batch holding it is
+	// written; marked: batch holds it.
+	refs     []LostRun
+	cur      LostRun
+	lostRuns map[string]LostRun
+	marked   bool
 	// down: a write failed, and records are dropped (and counted) until
 	// retryAt, when a new file (or stream) is tried; closing: the last
 	// batch, which is tried whatever retryAt says.
@@ -324,6 +333,7 @@ func (w *Writer) loop() {
 		w.closing = closed
 		for i, rec := range batch {
 			if w.encode(rec) {
+				w.cur = LostRun{RunID: rec.RunID, Rec: rec.Rec, Save: rec.Save}
 				w.write(w.enc)
 			}
 			recycle(rec)
@@ -333,6 +343,14 @@ func (w *Writer) loop() {
 		w.sink()
 		w.flush()
 		if closed && len(batch) == 0 {
+			if len(w.lostRuns) > 0 {
+				// Records were lost and no line came after: one more try
+				// to name their runs, which other replicas may go on
+				// recording.
+				w.closing = true
+				w.mark()
+				w.sink()
+			}
 			break
 		}
 		if !closed {
@@ -420,13 +438,25 @@ func (w *Writer) sink() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := w.o.Sink.WriteLines(ctx, w.stream, w.batch); err != nil {
-		w.failed(fmt.Errorf("journal: %w", err), len(w.batch))
+		n := len(w.batch)
+		if w.marked {
+			n-- // the marker is not a record; its runs stay in lostRuns
+		}
+		for _, r := range w.refs {
+			w.lostRun(r)
+		}
+		w.failed(fmt.Errorf("journal: %w", err), n)
 		w.stream, w.n = streamName(w.o.Now()), 0
-	} else if w.down {
-		w.recovered(w.stream)
+	} else {
+		if w.marked {
+			clear(w.lostRuns)
+		}
+		if w.down {
+			w.recovered(w.stream)
+		}
 	}
 	w.sunk += len(w.batch)
-	w.batch = w.batch[:0]
+	w.batch, w.refs, w.marked = w.batch[:0], w.refs[:0], false
 	if w.sunk > sinkRotate {
 		// A new stream (and chain) every so often, as a file rotates,
 		// so that a long-lived writer's old lines can age out whole.
@@ -434,6 +464,52 @@ func (w *Writer) sink() {
 		w.stream, w.n = streamName(w.o.Now()), 0
 		w.ageOut()
 	}
+}
+
+// sinkLine chains b to the previous line of the stream and adds it to the
+// batch; ref names its record.
+func (w *Writer) sinkLine(b []byte, ref LostRun) {
+	var prev []byte
+	if w.n > 0 {
+		prev = w.prevHex[:]
+	}
+	line := w.sealer.seal(nil, prev, b) // the sink keeps it: its own slice
+	at := len(sealHead) + len(prev) + len(sealMid)
+	copy(w.prevHex[:], line[at:at+2*sha256.Size])
+	w.batch = append(w.batch, line)
+	w.refs = append(w.refs, ref)
+	w.n++
+}
+
+// lostRun notes that a record of r's run was not written: the next
+// stream's first line names the run with its first record lost.
+func (w *Writer) lostRun(r LostRun) {
+	if r.RunID == "" {
+		return // the marker
+	}
+	if w.lostRuns == nil {
+		w.lostRuns = map[string]LostRun{}
+	}
+	if have, ok := w.lostRuns[r.RunID]; !ok || have.before(r.Rec, r.Save) {
+		w.lostRuns[r.RunID] = r
+	}
+}
+
+// mark starts a new stream with the marker (a KindLost record naming the
+// runs whose records were lost), when records were lost: a stream's chain
+// cannot show what was lost between two streams, so a reader learns it
+// from the marker (see Lines).
+func (w *Writer) mark() {
+	if w.n > 0 || len(w.lostRuns) == 0 {
+		return
+	}
+	rec := Record{Rec: KindLost, Lost: make([]LostRun, 0, len(w.lostRuns))}
+	for _, r := range w.lostRuns {
+		rec.Lost = append(rec.Lost, r)
+	}
+	sort.Slice(rec.Lost, func(i, j int) bool { return rec.Lost[i].RunID < rec.Lost[j].RunID })
+	w.sinkLine(appendRecord(nil, &rec), LostRun{})
+	w.marked = true
 }
 
 // sinkRotate is how many lines a writer gives one stream of a Sink before
@@ -447,17 +523,11 @@ func (w *Writer) write(b []byte) {
 	if w.o.Sink != nil {
 		if w.waiting() {
 			w.drop()
+			w.lostRun(w.cur)
 			return
 		}
-		var prev []byte
-		if w.n > 0 {
-			prev = w.prevHex[:]
-		}
-		line := w.sealer.seal(nil, prev, b) // the sink keeps it: its own slice
-		at := len(sealHead) + len(prev) + len(sealMid)
-		copy(w.prevHex[:], line[at:at+2*sha256.Size])
-		w.batch = append(w.batch, line)
-		w.n++
+		w.mark()
+		w.sinkLine(b, w.cur)
 		return
 	}
 	if len(w.out) > 0 && len(w.out)+len(b)+sealSize+1 > bufSize {

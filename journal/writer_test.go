@@ -3,9 +3,11 @@ package journal
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -224,11 +226,16 @@ func TestWriterRecoversAfterASinkError(t *testing.T) {
 	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "(1 records lost)") {
 		t.Errorf("Close = %v", err)
 	}
-	if len(sink.lines) != 3 {
-		t.Fatalf("stored %d lines, want r1's header and r2's two", len(sink.lines))
+	if len(sink.lines) != 4 {
+		t.Fatalf("stored %d lines, want r1's header, the marker of r1's lost end and r2's two", len(sink.lines))
 	}
 	if sink.lines[1].Stream == sink.lines[0].Stream {
 		t.Fatal("the lines after the error went on in the stream whose chain names the lost line")
+	}
+	var marker Record
+	if err := json.Unmarshal(sink.lines[1].Data, &marker); err != nil || marker.Rec != KindLost ||
+		!reflect.DeepEqual(marker.Lost, []LostRun{{RunID: "r1", Rec: KindEnd}}) {
+		t.Fatalf("the new stream starts with %s, want a marker naming r1's end (%v)", sink.lines[1].Data, err)
 	}
 	each := func(yield func(Line) error) error {
 		for _, l := range sink.lines {
@@ -238,7 +245,7 @@ func TestWriterRecoversAfterASinkError(t *testing.T) {
 		}
 		return nil
 	}
-	if n, err := VerifyLines(each); err != nil || n != 3 {
+	if n, err := VerifyLines(each); err != nil || n != 4 {
 		t.Fatalf("verify: %d %v", n, err)
 	}
 }

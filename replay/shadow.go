@@ -178,7 +178,12 @@ func (sh *Shadow) apply(rec *journal.Record) {
 	defer func() {
 		if v := recover(); v != nil {
 			sh.errors.Add(1)
-			sh.log.Error("the shadow generation panicked; the enforced answer is unchanged", "run_id", rec.RunID, "panic", fmt.Sprint(v))
+			sh.log.Error("the shadow generation panicked; the enforced answer is unchanged, and the shadow stops following the run",
+				"run_id", rec.RunID, "panic", fmt.Sprint(v))
+			// The candidate's copy of the run stopped in the middle of
+			// a phase: driven on, it would refuse the run's next records,
+			// which would count as disagreements it never made.
+			sh.unfollow(rec.RunID)
 		}
 	}()
 	// runs and repls belong to the loop: nothing else touches them.

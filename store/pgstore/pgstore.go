@@ -262,12 +262,25 @@ func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
 	if !d.NextExpiry.IsZero() {
 		expiry = d.NextExpiry
 	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return unavailable(err, "save run "+d.RunID)
+	}
+	defer conn.Release()
+	pid := conn.Conn().PgConn().PID()
 	var behind int64
-	err = s.pool.QueryRow(ctx, `WITH u AS (UPDATE awaken_runs SET seq = $2 + 1, status = $3,
+	err = conn.QueryRow(ctx, `WITH u AS (UPDATE awaken_runs SET seq = $2 + 1, status = $3,
 			next_expiry = CASE WHEN $3 = 'waiting' THEN $5::timestamptz END, expiry_claim = NULL, updated_at = now()
 			WHERE id = $1 AND seq = $2 RETURNING id, seq - base_seq AS behind),
 		i AS (INSERT INTO awaken_run_deltas (run_id, seq, body) SELECT id, $2 + 1, $4 FROM u)
 		SELECT behind FROM u`, d.RunID, d.Base, string(d.Status), body, expiry).Scan(&behind)
+	if ambiguous(err) {
+		err = s.settle(ctx, pid, err, "save run "+d.RunID, `SELECT coalesce((SELECT body = $3 FROM awaken_run_deltas WHERE run_id = $1 AND seq = $2 + 1), false),
+			coalesce((SELECT seq > $2 FROM awaken_runs WHERE id = $1), false)`, d.RunID, d.Base, body)
+		if err == nil || !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errs.New(errs.RevisionConflict, "run %s was saved by another replica since this one loaded it (save %d); call again", d.RunID, d.Base+1)
 	}
@@ -308,17 +321,31 @@ func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
 	if at := cp.NextExpiry(); !at.IsZero() {
 		expiry = at
 	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return unavailable(err, "save run "+cp.RunID)
+	}
+	defer conn.Release()
+	pid := conn.Conn().PgConn().PID()
 	var tag pgconn.CommandTag
 	if cp.Seq <= 1 {
-		tag, err = s.pool.Exec(ctx, `INSERT INTO awaken_runs (id, thread_id, seq, base_seq, status, next_expiry, body) VALUES ($1, $2, $3, $3, $4, $5, $6)
+		tag, err = conn.Exec(ctx, `INSERT INTO awaken_runs (id, thread_id, seq, base_seq, status, next_expiry, body) VALUES ($1, $2, $3, $3, $4, $5, $6)
 			ON CONFLICT (id) DO NOTHING`, cp.RunID, cp.ThreadID, cp.Seq, string(cp.Status), expiry, body)
 	} else {
 		var n int64
-		err = s.pool.QueryRow(ctx, `WITH u AS (UPDATE awaken_runs SET thread_id = $2, seq = $3, base_seq = $3, status = $4, next_expiry = $5, body = $6,
+		err = conn.QueryRow(ctx, `WITH u AS (UPDATE awaken_runs SET thread_id = $2, seq = $3, base_seq = $3, status = $4, next_expiry = $5, body = $6,
 				updated_at = now(), expiry_claim = NULL WHERE id = $1 AND seq = $3 - 1 RETURNING id),
 			d AS (DELETE FROM awaken_run_deltas WHERE run_id IN (SELECT id FROM u))
 			SELECT count(*) FROM u`, cp.RunID, cp.ThreadID, cp.Seq, string(cp.Status), expiry, body).Scan(&n)
 		tag = pgconn.NewCommandTag(fmt.Sprintf("UPDATE %d", n))
+	}
+	if ambiguous(err) {
+		err = s.settle(ctx, pid, err, "save run "+cp.RunID, `SELECT coalesce((SELECT base_seq = $2 AND body = $3 FROM awaken_runs WHERE id = $1), false),
+			coalesce((SELECT seq >= $2 FROM awaken_runs WHERE id = $1), false)`, cp.RunID, cp.Seq, body)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		tag, err = pgconn.NewCommandTag("UPDATE 0"), nil
 	}
 	if err != nil {
 		return unavailable(err, "save run "+cp.RunID)
@@ -410,6 +437,52 @@ func (s *Store) Probe(ctx context.Context) error {
 		return errs.New(errs.NotReady, "the database schema is at version %d and this awaken-lua needs %d; run awaken-lua migrate", v, SchemaVersion())
 	}
 	return nil
+}
+
+// ambiguous reports whether a statement's error leaves its outcome
+// unknown: it was sent (pgx could not call it safe to retry), and the
+// database did not answer (an error it reports means the statement
+// failed, and so changed nothing). The connection was lost or the
+// context ended while the database ran it: it may have committed.
+func ambiguous(err error) bool {
+	if err == nil || errors.Is(err, pgx.ErrNoRows) || pgconn.SafeToRetry(err) {
+		return false
+	}
+	var pe *pgconn.PgError
+	return !errors.As(err, &pe)
+}
+
+// settle finds out whether a save whose outcome is unknown (see
+// ambiguous) committed: it ends the database session that ran it (pid),
+// waiting until that session is gone so that its transaction is over one
+// way or the other, then asks check (with args) two things: is the save
+// there (committed: nil), and is the run past the save's base (another
+// replica's save won: pgx.ErrNoRows, which the caller reports as a
+// revision conflict). Otherwise the save did not commit: err, as
+// unavailable. When it cannot tell, it says so.
+func (s *Store) settle(ctx context.Context, pid uint32, err error, what, check string, args ...any) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var gone bool
+	qerr := s.pool.QueryRow(ctx, `SELECT pg_terminate_backend($1, 5000) OR NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`,
+		int64(pid)).Scan(&gone)
+	var committed, behind bool
+	if qerr == nil && gone {
+		qerr = s.pool.QueryRow(ctx, check, args...).Scan(&committed, &behind)
+	}
+	switch {
+	case qerr != nil || !gone:
+		if qerr == nil {
+			qerr = fmt.Errorf("the session %d that ran it did not end", pid)
+		}
+		return fmt.Errorf("pgstore: %s: the connection was lost while the database ran the save, and whether it committed "+
+			"cannot be told now (%v); GET the run to see its save count: %w", what, qerr, err)
+	case committed:
+		return nil
+	case behind:
+		return pgx.ErrNoRows
+	}
+	return unavailable(err, what)
 }
 
 // unavailable wraps a database failure: the store could not do what was

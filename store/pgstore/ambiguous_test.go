@@ -1,0 +1,102 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/internal/pgtest"
+	"github.com/awaken-lua/awaken-lua/run"
+	"github.com/awaken-lua/awaken-lua/store/pgstore"
+)
+
+// openProxied returns a migrated store whose connections go through a
+// proxy that can cut them, and a store on the same database that does not.
+func openProxied(t *testing.T) (*pgstore.Store, *pgstore.Store, *pgtest.Proxy) {
+	t.Helper()
+	ctx := context.Background()
+	dsn, err := cluster.NewDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := pgstore.Open(ctx, dsn, pgstore.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(direct.Close)
+	if _, err := direct.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, db, _ := strings.Cut(dsn, "dbname=")
+	db, _, _ = strings.Cut(db, " ")
+	px, err := cluster.Proxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(px.Close)
+	s, err := pgstore.Open(ctx, px.DSN(db), pgstore.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, direct, px
+}
+
+// A save whose connection is lost after the database committed it, before
+// the reply came, is a success: it is in the store, and a 503 "changed
+// nothing" would be false (the retried phase would then find the run past
+// it). The store checks what the database holds before it answers.
+func TestSaveCommittedButReplyLost(t *testing.T) {
+	s, direct, px := openProxied(t)
+	cuts := 0
+	cutAt := func(marker string) {
+		t.Helper()
+		if cuts != px.Cuts() {
+			t.Fatalf("the proxy cut %d connections, want %d", px.Cuts(), cuts)
+		}
+		cuts++
+		px.CutAt(marker)
+	}
+	ctx := context.Background()
+	cp := run.Checkpoint{RunID: "run_cut", ThreadID: "t", Status: run.Running, Seq: 1, Values: map[string]any{}}
+	if err := s.PutRun(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+
+	// A change appended (the usual save).
+	cutAt("run_cut")
+	err := s.AppendRun(ctx, run.Delta{RunID: "run_cut", Base: 1, Status: run.Running})
+	if seq, _, _ := direct.RunSeq(ctx, "run_cut"); seq != 2 {
+		t.Fatalf("the cut save did not commit (seq %d): the proxy cut too early (%v)", seq, err)
+	}
+	if err != nil {
+		t.Errorf("append committed, reply lost: %v; want success", err)
+	}
+
+	// A whole checkpoint.
+	cp.Seq = 3
+	cutAt("run_cut")
+	err = s.PutRun(ctx, cp)
+	if seq, _, _ := direct.RunSeq(ctx, "run_cut"); seq != 3 {
+		t.Fatalf("the cut put did not commit (seq %d)", seq)
+	}
+	if err != nil {
+		t.Errorf("put committed, reply lost: %v; want success", err)
+	}
+
+	// Another replica's save on the same base, then ours cut before the
+	// database ran it: a conflict, not a success.
+	if err := direct.AppendRun(ctx, run.Delta{RunID: "run_cut", Base: 3, Status: run.Waiting}); err != nil {
+		t.Fatal(err)
+	}
+	cutAt("run_cut")
+	err = s.AppendRun(ctx, run.Delta{RunID: "run_cut", Base: 3, Status: run.Running})
+	if !errors.Is(err, errs.RevisionConflict) {
+		t.Errorf("a save that lost to another replica's, reply lost: %v; want revision_conflict", err)
+	}
+	if px.Cuts() != cuts {
+		t.Fatalf("the proxy cut %d connections, want %d", px.Cuts(), cuts)
+	}
+}
