@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -202,5 +203,26 @@ func TestCursorReadsLargeFiles(t *testing.T) {
 				t.Fatalf("denied for another reason: %s", r.raw)
 			}
 		})
+	}
+}
+
+// Options.HookFailed sees the error of a hook event that failed (answered
+// failing closed), with its code, and nothing of one that succeeded.
+func TestHookFailedSeesTheError(t *testing.T) {
+	var mu sync.Mutex
+	var seen []error
+	sc := newSidecar(t, filepath.Join("..", "testdata", "agents", "claude-code", "policy"), Options{Log: quietLog(),
+		HookFailed: func(err error) { mu.Lock(); seen = append(seen, err); mu.Unlock() }})
+	pre := map[string]any{"hook_event_name": "PreToolUse", "session_id": "s1", "tool_name": "Bash",
+		"tool_input": map[string]any{"command": "npm test"}, "tool_use_id": "toolu_1"}
+	sc.must(200, "POST", "/v1/hooks/claude-code", pre)
+	pre["session_id"] = ""
+	if r := sc.must(200, "POST", "/v1/hooks/claude-code", pre); !strings.Contains(string(r.raw), `"permissionDecision":"deny"`) {
+		t.Fatalf("no session: %s", r.raw)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || !strings.Contains(seen[0].Error(), "session_id") {
+		t.Fatalf("HookFailed saw %v, want the one failure", seen)
 	}
 }

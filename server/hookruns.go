@@ -60,7 +60,16 @@ func (h hookRuns) AgentID(agent string) string {
 func (s *Server) newHookAdapters() *hooks.Adapters {
 	return hooks.New(hooks.Options{Runs: hookRuns{s}, BodyLimit: s.bodyLimit, MaxIDLen: maxIDLen, Slots: s.sem,
 		HookAgent: s.hookAgent, MaxSessions: s.maxRuns, Log: s.log, CheckBody: duplicateKey,
-		Decided: func(k gate.Kind) { s.metrics.decisions.inc(k.String()) }, Failed: s.noteStore})
+		Decided: func(k gate.Kind) { s.metrics.decisions.inc(k.String()) }, Failed: s.hookFailure})
+}
+
+// hookFailure sees the error a hook event failed with: the store's health
+// watches it, and so does Options.HookFailed.
+func (s *Server) hookFailure(err error) {
+	s.noteStore(err)
+	if s.hookFailed != nil {
+		s.hookFailed(err)
+	}
 }
 
 // claudeCodeSession is GET /v1/hooks/claude-code/sessions/{session}.

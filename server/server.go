@@ -121,6 +121,10 @@ type Options struct {
 	// Pprof serves Go's profiles under PprofPath (token, no concurrency
 	// limit); off, those paths answer 404 saying how to turn them on.
 	Pprof bool
+	// HookFailed, when set, sees the error of every coding-agent hook
+	// event that failed (the adapter has answered it, failing closed):
+	// `hook --local` runs an event again whose save lost a race.
+	HookFailed func(error)
 }
 
 // outRun is a run that left memory before it ended: when, the thread it
@@ -165,6 +169,8 @@ type Server struct {
 
 	agents    *hooks.Adapters // the coding agents' hook endpoints
 	hookAgent string
+	// hookFailed is Options.HookFailed, or nil.
+	hookFailed func(error)
 
 	curGen atomic.Pointer[[]string] // {current generation id} for reply headers
 
@@ -219,6 +225,7 @@ func New(h *host.Host, o Options) *Server {
 	s.shadowing = o.Shadow
 	s.pprof = o.Pprof
 	s.hookAgent = o.HookAgent
+	s.hookFailed = o.HookFailed
 	s.agents = s.newHookAdapters()
 	s.routes()
 	s.janitor.Add(1)

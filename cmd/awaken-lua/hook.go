@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/config"
@@ -361,10 +362,23 @@ func checkHookReply(status int, out []byte) ([]byte, error) {
 	return out, nil
 }
 
+// maxLocalTries bounds how often hookLocal runs one event whose save lost
+// a race (another process saved the session's thread or run meanwhile).
+const maxLocalTries = 4
+
 // hookLocal decides in this process: the configuration and plugins of
 // awaken.toml, with the file store, so thread state carries from one event
 // to the next. The adapter's per-session memory does not: each event runs
 // in a fresh process.
+//
+// A coding agent runs the hooks of parallel tool calls at once, each in a
+// process of its own, and two events that read the session's thread and
+// save it would make one of them a revision_conflict, which fails a tool
+// call closed. So the event holds the session's event lock in the store
+// from its first read to its last save (the plugins load before, in
+// parallel), and an event whose save still lost a race (to a sidecar or
+// `run --thread` on the same store) runs again, on a fresh read of the
+// store, up to maxLocalTries times; both within ctx, the hook's --timeout.
 func hookLocal(ctx context.Context, e *env, agent, as, event string, body []byte) ([]byte, error) {
 	path := e.config
 	if path == "" {
@@ -391,11 +405,83 @@ func hookLocal(ctx context.Context, e *env, agent, as, event string, body []byte
 		return nil, err
 	}
 	defer h.Close()
-	srv := server.New(h, server.Options{HookAgent: cfg.Server.HookAgent, Log: log})
-	defer srv.Close()
+	unlock, err := store.LockEvent(ctx, hookSessionKey(body))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return retryLost(ctx, cfg.Path(cfg.Store.Path), func() localTry {
+		return hookLocalOnce(ctx, h, cfg, log, agent, as, event, body)
+	})
+}
+
+// retryLost runs an event (once) again while its save lost a race, at
+// most maxLocalTries times and while ctx lasts. An event that lost every
+// time is an error (the hook fails it closed) that says what to do.
+func retryLost(ctx context.Context, store string, once func() localTry) ([]byte, error) {
+	var lost error
+	for range maxLocalTries {
+		t := once()
+		if lost = t.lost; lost == nil {
+			return t.reply, t.err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errs.Wrap(errs.RevisionConflict, lost, "the event lost the race for its session's records to another process "+
+		"(tried up to %d times within --timeout); run the call again, and if this repeats, keep other processes "+
+		"(a sidecar, awaken-lua run --thread) off the store %s while hook --local uses it", maxLocalTries, store)
+}
+
+// localTry is what one run of a hook --local event gave: the reply or
+// err, as checkHookReply has them, and lost, the revision_conflict the
+// event failed with when it did (a save on a base another process changed).
+type localTry struct {
+	reply     []byte
+	lost, err error
+}
+
+// hookLocalOnce runs the event on a server of its own, which reads the
+// session from the store afresh.
+func hookLocalOnce(ctx context.Context, h *host.Host, cfg *config.Config, log *slog.Logger, agent, as, event string, body []byte) localTry {
+	var mu sync.Mutex
+	var t localTry
+	srv := server.New(h, server.Options{HookAgent: cfg.Server.HookAgent, Log: log, HookFailed: func(err error) {
+		if errs.CodeOf(err) == errs.RevisionConflict {
+			mu.Lock()
+			t.lost = err
+			mu.Unlock()
+		}
+	}})
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequestWithContext(ctx, "POST", "http://127.0.0.1"+hookPath(agent, as, event, ""), bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	srv.ServeHTTP(rec, req)
-	return checkHookReply(rec.Code, rec.Body.Bytes())
+	srv.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	t.reply, t.err = checkHookReply(rec.Code, rec.Body.Bytes())
+	return t
+}
+
+// hookSessionKey is the session an event belongs to, as the agents name
+// it (session_id; Copilot CLI's sessionId, else its cwd; Cursor's
+// conversation_id), which keys the event lock: events of one session wait
+// for each other, other sessions' do not. An event that names none takes
+// the lock of "" (they all wait for each other).
+func hookSessionKey(body []byte) string {
+	var in struct {
+		SessionID      string `json:"session_id"`
+		SessionIDCamel string `json:"sessionId"`
+		Conversation   string `json:"conversation_id"`
+		Cwd            string `json:"cwd"`
+	}
+	_ = json.Unmarshal(body, &in) // a body that does not decode is the adapter's to answer
+	for _, k := range []string{in.SessionID, in.SessionIDCamel, in.Conversation, in.Cwd} {
+		if k != "" {
+			return k
+		}
+	}
+	return ""
 }

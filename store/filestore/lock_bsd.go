@@ -29,3 +29,19 @@ func lockRange(path string, off, n int64) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// tryLock takes flock(2) on f if no other open file holds it, and reports
+// whether it did; off and n are Linux's finer grain.
+func tryLock(f *os.File, off, n int64) (bool, error) {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, syscall.EWOULDBLOCK):
+			return false, nil
+		case !errors.Is(err, syscall.EINTR):
+			return false, err
+		}
+	}
+}

@@ -31,3 +31,23 @@ func lockRange(path string, off, n int64) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// fOFDSetlk is F_OFD_SETLK: fOFDSetlkw without the wait.
+const fOFDSetlk = 0x25
+
+// tryLock takes a write lock on n bytes of f at off if no other open file
+// holds one there, and reports whether it did.
+func tryLock(f *os.File, off, n int64) (bool, error) {
+	lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: off, Len: n}
+	for {
+		err := syscall.FcntlFlock(f.Fd(), fOFDSetlk, &lk)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES):
+			return false, nil
+		case !errors.Is(err, syscall.EINTR):
+			return false, err
+		}
+	}
+}

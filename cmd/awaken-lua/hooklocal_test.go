@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
+)
+
+// TestHookLocalParallelOneSession runs the PreToolUse hooks of many
+// parallel tool calls of ONE session, each `hook --local` a process of its
+// own on one file store, for Claude Code and Gemini CLI: half are denied
+// by the policy, and each of those ends its run and saves the session's
+// thread. Every call must get the decision it gets alone (the policy's
+// deny, or none), never a fail-closed deny because another event saved
+// the thread first, and every thread save must be kept.
+func TestHookLocalParallelOneSession(t *testing.T) {
+	dir, _ := recordedEvents(t)
+	policy, _ := filepath.Abs(filepath.Join(dir, "policy"))
+	exe, err := filepath.Abs(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		agent, prompt, allowed, blocked string
+		allowedReply                    string
+	}{
+		{"claude-code", "02.user_prompt_submit.json", "09.pre_tool_use.bash_npm_test.json", "06.pre_tool_use.bash_rm.json", "{}"},
+		{"gemini", "02.before_agent.json", "03.before_tool.read_file.json", "05.before_tool.shell_rm.json", "{}"},
+	} {
+		t.Run(tc.agent, func(t *testing.T) {
+			events, _ := agentEvents(t, tc.agent)
+			work := t.TempDir()
+			cfg := "plugin_dir = " + quote(policy) + "\n\n[store]\nkind = \"file\"\npath = \"state\"\n\n[audit]\npath = \"\"\n\n" +
+				"[agents.default]\nplugins = [\"reference\"]\ntools = []\n"
+			if err := os.WriteFile(filepath.Join(work, "awaken.toml"), []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			read := func(name string) map[string]any {
+				var m map[string]any
+				raw, _ := os.ReadFile(filepath.Join(events, name))
+				if err := json.Unmarshal(raw, &m); err != nil {
+					t.Fatal(err)
+				}
+				return m
+			}
+			prompt, _ := json.Marshal(read(tc.prompt))
+			args := []string{"hook", "--local", "--agent", tc.agent}
+			if out, errOut, code := runChild(t, work, nil, prompt, args...); code != 0 {
+				t.Fatalf("prompt: exit %d, stdout %s, stderr %s", code, out, errOut)
+			}
+			rawArgs, _ := json.Marshal(args)
+			const n = 16
+			type child struct {
+				cmd     *exec.Cmd
+				out     bytes.Buffer
+				blocked bool
+			}
+			children := make([]*child, n)
+			for i := range children {
+				c := &child{blocked: i%2 == 1}
+				ev := read(tc.allowed)
+				if c.blocked {
+					ev = read(tc.blocked)
+					ev["tool_input"].(map[string]any)["command"] = fmt.Sprint("rm -rf dist", i)
+				} else if tc.agent == "gemini" { // Gemini names a call by its tool and input
+					ev["tool_input"].(map[string]any)["absolute_path"] = fmt.Sprint("/home/dev/shop/src/f", i, ".ts")
+				}
+				ev["tool_use_id"] = fmt.Sprint("toolu_parallel_", i)
+				if tc.agent == "gemini" {
+					delete(ev, "tool_use_id")
+				}
+				body, _ := json.Marshal(ev)
+				c.cmd = exec.Command(exe, "-test.run=^$")
+				c.cmd.Dir, c.cmd.Env, c.cmd.Stdin = work, append(os.Environ(), childEnv+"="+string(rawArgs)), bytes.NewReader(body)
+				c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
+				if err := c.cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				children[i] = c
+			}
+			deadline := time.AfterFunc(60*time.Second, func() {
+				for _, c := range children {
+					c.cmd.Process.Kill()
+				}
+			})
+			defer deadline.Stop()
+			wrong := 0
+			for i, c := range children {
+				err := c.cmd.Wait()
+				got := strings.TrimSpace(c.out.String())
+				want := tc.allowedReply
+				ok := got == want
+				if c.blocked {
+					want = fmt.Sprint("Bash(rm *) denies this command: rm -rf dist", i)
+					ok = strings.Contains(got, want) && !strings.Contains(got, "fail closed")
+				}
+				if err != nil || !ok {
+					wrong++
+					t.Errorf("call %d of %d in parallel: %v, output %s; want %s", i, n, err, got, want)
+				}
+			}
+			if wrong > 0 {
+				t.Fatalf("%d of %d parallel events of one session were not decided as alone", wrong, n)
+			}
+			// Each denied call ended its run, which saved the thread once.
+			threads, _ := filepath.Glob(filepath.Join(work, "state", "threads", "*.json"))
+			if len(threads) != 1 {
+				t.Fatalf("threads: %v", threads)
+			}
+			raw, _ := os.ReadFile(threads[0])
+			var th struct {
+				Revision int `json:"revision"`
+			}
+			if err := json.Unmarshal(raw, &th); err != nil || th.Revision != n/2 {
+				t.Fatalf("the thread is at revision %d (%v), want %d: a run's thread save was lost", th.Revision, err, n/2)
+			}
+		})
+	}
+}
+
+// An event whose save lost a race runs again from the store, within the
+// deadline; one that loses every time is denied with a reason that says
+// what to do, and a deadline ends the tries.
+func TestRetryLost(t *testing.T) {
+	conflict := errs.New(errs.RevisionConflict, "thread \"s\" was saved by another run")
+	tries := 0
+	reply, err := retryLost(context.Background(), "state", func() localTry {
+		tries++
+		if tries < 3 {
+			return localTry{reply: []byte(`{"deny":1}`), lost: conflict}
+		}
+		return localTry{reply: []byte("{}")}
+	})
+	if err != nil || string(reply) != "{}" || tries != 3 {
+		t.Fatalf("lost twice, then won: reply %s, err %v, %d tries", reply, err, tries)
+	}
+	tries = 0
+	_, err = retryLost(context.Background(), "state", func() localTry { tries++; return localTry{lost: conflict} })
+	if errs.CodeOf(err) != errs.RevisionConflict || tries != maxLocalTries || !strings.Contains(err.Error(), "run the call again") {
+		t.Fatalf("lost every time: %v after %d tries", err, tries)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tries = 0
+	_, err = retryLost(ctx, "state", func() localTry { tries++; cancel(); return localTry{lost: conflict} })
+	if !errors.Is(err, errs.RevisionConflict) || tries != 1 {
+		t.Fatalf("past the deadline: %v after %d tries", err, tries)
+	}
+}
