@@ -126,7 +126,7 @@ func NewKey(spec Spec, plugin string, pos errs.Pos) (*Key, error) {
 	}
 	k := &Key{Spec: spec, Plugin: plugin, Pos: pos, index: -1}
 	if spec.Reduce != nil {
-		k.reduce = spec.Reduce
+		k.reduce = guarded(spec.Reduce)
 	} else {
 		r, ok := builtinReducers[spec.Reducer]
 		if !ok {

@@ -154,3 +154,17 @@ func MergeFields(current, update any) (any, error) {
 	}
 	return out, nil
 }
+
+// guarded runs a plugin's own reducer so that a panic in it is the
+// commit's error, as any reducer's error is (the phase fails and the run
+// ends, naming the key), not a crash of the process serving the run.
+func guarded(f ReduceFunc) ReduceFunc {
+	return func(current, update any) (v any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				v, err = nil, fmt.Errorf("its reducer panicked: %v", r)
+			}
+		}()
+		return f(current, update)
+	}
+}

@@ -128,6 +128,22 @@ func TestCustomReducer(t *testing.T) {
 	}
 }
 
+// A plugin's own reducer that panics fails the commit, naming the key,
+// and leaves the state as it was.
+func TestCustomReducerPanics(t *testing.T) {
+	boom := func(cur, upd any) (any, error) { panic("boom") }
+	st, reg := newStore(t, state.Spec{Name: "m", Reduce: boom}, state.Spec{Name: "n"})
+	rev := st.Revision()
+	_, err := st.Commit(rev, []state.Update{{Key: "n", Value: 1.0}, {Key: "m", Value: 3.0}})
+	if !errors.Is(err, errs.SchemaViolation) || !contains(err.Error(), `"m"`) || !contains(err.Error(), "panicked: boom") {
+		t.Fatalf("err = %v", err)
+	}
+	n, _ := reg.Key("n")
+	if st.Revision() != rev || st.Snapshot().Get(n) != nil {
+		t.Fatal("a failed commit changed the state")
+	}
+}
+
 func contains(s, sub string) bool {
 	return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0)
 }
