@@ -130,6 +130,8 @@ func TestCallTimeMisuse(t *testing.T) {
 		{"ctx write", head + "p:on(\"step_start\", function(ctx)\n ctx.phase = 'x'\nend)\nreturn p", errs.HookFailed, "ctx is read-only"},
 		{"library write", head + "p:on(\"step_start\", function(ctx)\n string.upper = nil\nend)\nreturn p", errs.HookFailed, "string is read-only"},
 		{"rawset on globals", head + "p:on(\"step_start\", function(ctx)\n rawset(_G, 'x', 1)\nend)\nreturn p", errs.HookFailed, "read-only"},
+		{"rawset of a NaN key", head + "p:on(\"step_start\", function(ctx)\n rawset({}, 0/0, 1)\nend)\nreturn p", errs.HookFailed, "table index is NaN"},
+		{"rawset of a nil key", head + "p:on(\"step_start\", function(ctx)\n rawset({}, nil, 1)\nend)\nreturn p", errs.HookFailed, "table index is nil"},
 		{"register from a hook", head + "p:on(\"step_start\", function(ctx)\n p:on(\"step_end\", function() end)\nend)\nreturn p", errs.PluginLoadFailed, "after the plugin has loaded"},
 		{"stale ctx", head + "local saved\np:on(\"run_start\", function(ctx) saved = ctx end)\np:on(\"step_start\", function(ctx)\n saved:get('x')\nend)\nreturn p", errs.HookFailed, "call that has ended"},
 		{"math.random", head + "p:on(\"step_start\", function(ctx)\n math.random()\nend)\nreturn p", errs.HookFailed, "scripts/x.lua:4"},
