@@ -138,6 +138,8 @@ func TestBuildersAreBounded(t *testing.T) {
 		{"upper, lower and reverse of 16 MiB", "", `local s = string.rep("x", 16777000); for i = 1, 100 do s = s:upper():lower():reverse() end`,
 			[]errs.Code{errs.HookTimeout}, "budget", 0, false},
 		{"unpack feeding string.char", "", `string.char(unpack({}, 1, 100000))`, []errs.Code{errs.HookFailed}, "too many results", 16 << 20, false},
+		{"unpack of a range wider than an integer", "", `local n = select("#", unpack({}, -2^62, 2^62))`,
+			[]errs.Code{errs.HookFailed}, "too many results", 16 << 20, false},
 		{"rawset far past the end of a list", "", `rawset({}, 67108863, true)`, []errs.Code{errs.HookFailed}, "past the end of the list", 16 << 20, false},
 		{"rawset far past the end from __newindex", "", `local t = setmetatable({}, {__newindex = function(t, k, v) rawset(t, k, v) end}); t[67108863] = true`,
 			[]errs.Code{errs.HookFailed}, "past the end of the list", 16 << 20, false},
