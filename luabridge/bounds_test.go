@@ -285,6 +285,47 @@ return p`}, func(l *luabridge.Loader) {
 	})
 }
 
+// gopher-lua folds constants in a way that walks the whole arithmetic
+// expression below every operator it compiles: a chain of n operators costs
+// n*n/2 steps, and y + y + ... with 300,000 terms (600 KB) compiled for
+// half an hour. A file whose expressions would take that long is refused
+// at the line of the longest; long expressions of constants, which fold in
+// one walk, and sound arithmetic still load.
+func TestLongArithmeticIsRefused(t *testing.T) {
+	const n = 300000
+	tests := []struct {
+		name, src string
+		want      string // "" loads
+	}{
+		{"left chain", "local y = 1\nlocal x = y" + strings.Repeat(" + y", n), "scripts/x.lua:4"},
+		{"right chain", "local y = 1\nlocal x = y" + strings.Repeat(" ^ y", n), "scripts/x.lua:4"},
+		{"negations", "local y = 1\nlocal x = y" + strings.Repeat(" - -y", n), "scripts/x.lua:4"},
+		{"nested", "local y = 1\nlocal x = " + strings.Repeat("-(y * ", n/2) + "y" + strings.Repeat(")", n/2), "scripts/x.lua:4"},
+		{"inside a call", "local y = 1\nlocal x = tostring(1 - y" + strings.Repeat(" % y", n) + ")", "scripts/x.lua:4"},
+		{"constants", "local x = 1" + strings.Repeat(" + 1", n), ""},
+		{"sound arithmetic", strings.Repeat("do local y = 2; local x = y"+strings.Repeat(" * y + 1", 20)+" end\n", 2000), ""},
+		{"a long expression", "local y = 1\nlocal x = y" + strings.Repeat(" + y", 1000), ""},
+		{"many long expressions", strings.Repeat("do local y = 2; local x = y"+strings.Repeat(" * y + 1", 200)+" end\n", 200), "scripts/x.lua:3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := within(t, 20*time.Second, func() error {
+				_, err := load(t, map[string]string{"x.lua": head + tc.src + "\nreturn p"})
+				return err
+			})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, errs.PluginLoadFailed) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "arithmetic") {
+				t.Fatalf("err = %.300v", err)
+			}
+		})
+	}
+}
+
 // The default hook budget is 100ms: a plugin that sets none is stopped
 // after 100ms, not before and not much later.
 func TestDefaultHookBudget(t *testing.T) {
