@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -393,6 +394,57 @@ return p`})
 			}
 			if got := s.State()["x.k"]; got != tc.want {
 				t.Errorf("x.k = %v, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// An error object that is not a string has no stable text of its own
+// (tostring of a table is its address, different in every run, and its
+// __tostring may raise or loop): the error names its type, at the line of
+// the error call, at load time and at call time alike.
+func TestNonStringErrorObjects(t *testing.T) {
+	tests := []struct {
+		name, raise, want string
+	}{
+		{"table", `error({code = "x"})`, "(error object is a table value)"},
+		{"__tostring that raises", `error(setmetatable({}, {__tostring = function() error("inner") end}))`, "(error object is a table value)"},
+		{"__tostring that loops", `error(setmetatable({}, {__tostring = function() while true do end end}))`, "(error object is a table value)"},
+		{"function", `error(print)`, "(error object is a function value)"},
+		{"ctx", `error(ctx)`, "(error object is a userdata value)"},
+		{"number", `error(42)`, "42"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, where := range []string{"call", "load"} {
+				src := head + "p:on(\"step_start\", function(ctx)\n " + tc.raise + "\nend)\nreturn p"
+				code := errs.HookFailed
+				if where == "load" {
+					src = head + "local ctx = awaken.null\n" + tc.raise + "\nreturn p" // a userdata too
+					code = errs.PluginLoadFailed
+				}
+				var msgs []string
+				for range 2 {
+					err := within(t, 10*time.Second, func() error {
+						g, err := load(t, map[string]string{"x.lua": src})
+						if err != nil {
+							return err
+						}
+						s, _, err := runtimeFor(t, g).Start(context.Background(), run.StartOptions{})
+						if err == nil {
+							_, err = s.StepStart(context.Background())
+						}
+						return err
+					})
+					var e *errs.Error
+					if !errors.As(err, &e) || e.Code != code || e.Msg != tc.want || e.Pos.String() != "scripts/x.lua:4" {
+						t.Fatalf("%s: err = %v (%#v); want %s at scripts/x.lua:4 with %q", where, err, e, code, tc.want)
+					}
+					msgs = append(msgs, err.Error())
+				}
+				if msgs[0] != msgs[1] {
+					t.Fatalf("%s: the error changed between runs: %q, %q", where, msgs[0], msgs[1])
+				}
 			}
 		})
 	}
