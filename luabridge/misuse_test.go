@@ -3,6 +3,7 @@ package luabridge_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -445,6 +446,28 @@ func TestNonStringErrorObjects(t *testing.T) {
 				if msgs[0] != msgs[1] {
 					t.Fatalf("%s: the error changed between runs: %q, %q", where, msgs[0], msgs[1])
 				}
+			}
+		})
+	}
+}
+
+// awaken.json.decode's errors quote what they refuse.
+func TestJSONDecodeErrors(t *testing.T) {
+	tests := []struct{ doc, want string }{
+		{`1e400`, "json: the number 1e400 does not fit a float64 (at byte 0)"},
+		{`[1, -2e999]`, "json: the number -2e999 does not fit a float64 (at byte 4)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.doc, func(t *testing.T) {
+			g := mustLoad(t, map[string]string{"x.lua": head + "p:on(\"step_start\", function(ctx)\n local v, err = awaken.json.decode(" +
+				strconv.Quote(tc.doc) + ")\n error(err, 0)\nend)\nreturn p"})
+			s, _, err := runtimeFor(t, g).Start(context.Background(), run.StartOptions{})
+			if err == nil {
+				_, err = s.StepStart(context.Background())
+			}
+			var e *errs.Error
+			if !errors.As(err, &e) || e.Msg != tc.want {
+				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
 	}
