@@ -138,6 +138,11 @@ func TestBuildersAreBounded(t *testing.T) {
 		{"upper, lower and reverse of 16 MiB", "", `local s = string.rep("x", 16777000); for i = 1, 100 do s = s:upper():lower():reverse() end`,
 			[]errs.Code{errs.HookTimeout}, "budget", 0, false},
 		{"unpack feeding string.char", "", `string.char(unpack({}, 1, 100000))`, []errs.Code{errs.HookFailed}, "too many results", 16 << 20, false},
+		{"unpack of a range wider than an integer", "", `local n = select("#", unpack({}, -2^62, 2^62))`,
+			[]errs.Code{errs.HookFailed}, "too many results", 16 << 20, false},
+		{"rawset far past the end of a list", "", `rawset({}, 67108863, true)`, []errs.Code{errs.HookFailed}, "past the end of the list", 16 << 20, false},
+		{"rawset far past the end from __newindex", "", `local t = setmetatable({}, {__newindex = function(t, k, v) rawset(t, k, v) end}); t[67108863] = true`,
+			[]errs.Code{errs.HookFailed}, "past the end of the list", 16 << 20, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -278,6 +283,47 @@ return p`}, func(l *luabridge.Loader) {
 			t.Fatalf("the load took %s, budget %s", elapsed, budget)
 		}
 	})
+}
+
+// gopher-lua folds constants in a way that walks the whole arithmetic
+// expression below every operator it compiles: a chain of n operators costs
+// n*n/2 steps, and y + y + ... with 300,000 terms (600 KB) compiled for
+// half an hour. A file whose expressions would take that long is refused
+// at the line of the longest; long expressions of constants, which fold in
+// one walk, and sound arithmetic still load.
+func TestLongArithmeticIsRefused(t *testing.T) {
+	const n = 300000
+	tests := []struct {
+		name, src string
+		want      string // "" loads
+	}{
+		{"left chain", "local y = 1\nlocal x = y" + strings.Repeat(" + y", n), "scripts/x.lua:4"},
+		{"right chain", "local y = 1\nlocal x = y" + strings.Repeat(" ^ y", n), "scripts/x.lua:4"},
+		{"negations", "local y = 1\nlocal x = y" + strings.Repeat(" - -y", n), "scripts/x.lua:4"},
+		{"nested", "local y = 1\nlocal x = " + strings.Repeat("-(y * ", n/2) + "y" + strings.Repeat(")", n/2), "scripts/x.lua:4"},
+		{"inside a call", "local y = 1\nlocal x = tostring(1 - y" + strings.Repeat(" % y", n) + ")", "scripts/x.lua:4"},
+		{"constants", "local x = 1" + strings.Repeat(" + 1", n), ""},
+		{"sound arithmetic", strings.Repeat("do local y = 2; local x = y"+strings.Repeat(" * y + 1", 20)+" end\n", 2000), ""},
+		{"a long expression", "local y = 1\nlocal x = y" + strings.Repeat(" + y", 1000), ""},
+		{"many long expressions", strings.Repeat("do local y = 2; local x = y"+strings.Repeat(" * y + 1", 200)+" end\n", 200), "scripts/x.lua:3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := within(t, 20*time.Second, func() error {
+				_, err := load(t, map[string]string{"x.lua": head + tc.src + "\nreturn p"})
+				return err
+			})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, errs.PluginLoadFailed) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "arithmetic") {
+				t.Fatalf("err = %.300v", err)
+			}
+		})
+	}
 }
 
 // The default hook budget is 100ms: a plugin that sets none is stopped

@@ -129,7 +129,7 @@ func luaError(err error, code errs.Code) *errs.Error {
 			}
 		}
 		if api.Object != nil {
-			msg = api.Object.String()
+			msg = errorObjectText(api.Object)
 		}
 	}
 	// A hook can raise a 16 MiB message; what the runtime keeps, logs and
@@ -145,5 +145,37 @@ func luaError(err error, code errs.Code) *errs.Error {
 		}
 		pos, rest = p2, r2
 	}
+	if !pos.IsValid() && api != nil {
+		// error() puts no position on what is not a string (nor on a
+		// string with level 0): the innermost Lua line of the stack is
+		// where it was raised.
+		pos = traceWhere(api.StackTrace)
+	}
 	return &errs.Error{Code: code, Pos: pos, Msg: rest}
+}
+
+// errorObjectText is the message of an error object: a string or a
+// number as it is, and anything else by its type, as the Lua interpreter
+// reports it. tostring of a table or a function is its address, which
+// differs in every run, and a __tostring is plugin code that may raise or
+// loop, with the hook's budget over.
+func errorObjectText(v lua.LValue) string {
+	switch v.(type) {
+	case lua.LString, lua.LNumber, lua.LBool, *lua.LNilType:
+		return v.String()
+	}
+	return "(error object is a " + v.Type().String() + " value)"
+}
+
+// traceWhere is the first position of a .lua file in a stack traceback,
+// from the innermost frame out.
+func traceWhere(trace string) errs.Pos {
+	for trace != "" {
+		line, rest, _ := strings.Cut(trace, "\n")
+		trace = rest
+		if p, _ := splitWhere(strings.TrimSpace(line)); p.IsValid() {
+			return p
+		}
+	}
+	return errs.Pos{}
 }

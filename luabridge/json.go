@@ -497,8 +497,9 @@ func (d *jsonDecoder) number() (lua.LValue, error) {
 	}
 	f, err := strconv.ParseFloat(s[start:d.i], 64)
 	if err != nil {
+		num := s[start:d.i]
 		d.i = start
-		return nil, d.fail("the number %s does not fit a float64", truncate(s[start:d.i], 40))
+		return nil, d.fail("the number %s does not fit a float64", truncate(num, 40))
 	}
 	return lua.LNumber(f), nil
 }

@@ -153,8 +153,10 @@ func baseUnpack(L *lua.LState) int {
 	if i > j {
 		return 0
 	}
-	if n := int64(j) - int64(i) + 1; n > maxResults {
-		L.RaiseError("unpack: too many results (%d, the limit is %d)", n, maxResults)
+	// j - i can pass the largest int (unpack(t, -2^62, 2^62)); as an
+	// unsigned number it is exact, since i <= j.
+	if d := uint64(j) - uint64(i); d >= maxResults {
+		L.RaiseError("unpack: too many results (%d values from %d to %d, the limit is %d)", d+1, i, j, maxResults)
 	}
 	for k := i; k <= j; k++ {
 		L.Push(t.RawGetInt(k))

@@ -359,7 +359,11 @@ func compile(src []byte, chunk string) (*lua.FunctionProto, error) {
 		}
 		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: chunk}, Msg: "syntax error: " + err.Error()}
 	}
-	proto, err := lua.Compile(rewriteConcat(stmts), chunk)
+	stmts, err = rewriteConcat(stmts, chunk)
+	if err != nil {
+		return nil, err
+	}
+	proto, err := lua.Compile(stmts, chunk)
 	if err != nil {
 		p, msg := splitWhere(err.Error())
 		if !p.IsValid() {

@@ -3,10 +3,12 @@ package luabridge_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -130,6 +132,8 @@ func TestCallTimeMisuse(t *testing.T) {
 		{"ctx write", head + "p:on(\"step_start\", function(ctx)\n ctx.phase = 'x'\nend)\nreturn p", errs.HookFailed, "ctx is read-only"},
 		{"library write", head + "p:on(\"step_start\", function(ctx)\n string.upper = nil\nend)\nreturn p", errs.HookFailed, "string is read-only"},
 		{"rawset on globals", head + "p:on(\"step_start\", function(ctx)\n rawset(_G, 'x', 1)\nend)\nreturn p", errs.HookFailed, "read-only"},
+		{"rawset of a NaN key", head + "p:on(\"step_start\", function(ctx)\n rawset({}, 0/0, 1)\nend)\nreturn p", errs.HookFailed, "table index is NaN"},
+		{"rawset of a nil key", head + "p:on(\"step_start\", function(ctx)\n rawset({}, nil, 1)\nend)\nreturn p", errs.HookFailed, "table index is nil"},
 		{"register from a hook", head + "p:on(\"step_start\", function(ctx)\n p:on(\"step_end\", function() end)\nend)\nreturn p", errs.PluginLoadFailed, "after the plugin has loaded"},
 		{"stale ctx", head + "local saved\np:on(\"run_start\", function(ctx) saved = ctx end)\np:on(\"step_start\", function(ctx)\n saved:get('x')\nend)\nreturn p", errs.HookFailed, "call that has ended"},
 		{"math.random", head + "p:on(\"step_start\", function(ctx)\n math.random()\nend)\nreturn p", errs.HookFailed, "scripts/x.lua:4"},
@@ -391,6 +395,79 @@ return p`})
 			}
 			if got := s.State()["x.k"]; got != tc.want {
 				t.Errorf("x.k = %v, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// An error object that is not a string has no stable text of its own
+// (tostring of a table is its address, different in every run, and its
+// __tostring may raise or loop): the error names its type, at the line of
+// the error call, at load time and at call time alike.
+func TestNonStringErrorObjects(t *testing.T) {
+	tests := []struct {
+		name, raise, want string
+	}{
+		{"table", `error({code = "x"})`, "(error object is a table value)"},
+		{"__tostring that raises", `error(setmetatable({}, {__tostring = function() error("inner") end}))`, "(error object is a table value)"},
+		{"__tostring that loops", `error(setmetatable({}, {__tostring = function() while true do end end}))`, "(error object is a table value)"},
+		{"function", `error(print)`, "(error object is a function value)"},
+		{"ctx", `error(ctx)`, "(error object is a userdata value)"},
+		{"number", `error(42)`, "42"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, where := range []string{"call", "load"} {
+				src := head + "p:on(\"step_start\", function(ctx)\n " + tc.raise + "\nend)\nreturn p"
+				code := errs.HookFailed
+				if where == "load" {
+					src = head + "local ctx = awaken.null\n" + tc.raise + "\nreturn p" // a userdata too
+					code = errs.PluginLoadFailed
+				}
+				var msgs []string
+				for range 2 {
+					err := within(t, 10*time.Second, func() error {
+						g, err := load(t, map[string]string{"x.lua": src})
+						if err != nil {
+							return err
+						}
+						s, _, err := runtimeFor(t, g).Start(context.Background(), run.StartOptions{})
+						if err == nil {
+							_, err = s.StepStart(context.Background())
+						}
+						return err
+					})
+					var e *errs.Error
+					if !errors.As(err, &e) || e.Code != code || e.Msg != tc.want || e.Pos.String() != "scripts/x.lua:4" {
+						t.Fatalf("%s: err = %v (%#v); want %s at scripts/x.lua:4 with %q", where, err, e, code, tc.want)
+					}
+					msgs = append(msgs, err.Error())
+				}
+				if msgs[0] != msgs[1] {
+					t.Fatalf("%s: the error changed between runs: %q, %q", where, msgs[0], msgs[1])
+				}
+			}
+		})
+	}
+}
+
+// awaken.json.decode's errors quote what they refuse.
+func TestJSONDecodeErrors(t *testing.T) {
+	tests := []struct{ doc, want string }{
+		{`1e400`, "json: the number 1e400 does not fit a float64 (at byte 0)"},
+		{`[1, -2e999]`, "json: the number -2e999 does not fit a float64 (at byte 4)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.doc, func(t *testing.T) {
+			g := mustLoad(t, map[string]string{"x.lua": head + "p:on(\"step_start\", function(ctx)\n local v, err = awaken.json.decode(" +
+				strconv.Quote(tc.doc) + ")\n error(err, 0)\nend)\nreturn p"})
+			s, _, err := runtimeFor(t, g).Start(context.Background(), run.StartOptions{})
+			if err == nil {
+				_, err = s.StepStart(context.Background())
+			}
+			var e *errs.Error
+			if !errors.As(err, &e) || e.Msg != tc.want {
+				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
 	}

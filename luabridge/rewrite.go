@@ -1,12 +1,15 @@
 package luabridge
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/ast"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
 )
 
 // concatName is the function every ".." of a plugin calls instead of the
@@ -18,9 +21,21 @@ const concatName = "awaken concat"
 // the VM's concatenation cannot be bounded or interrupted, and a string
 // doubled thirty times is a gigabyte before any deadline is looked at.
 // Chains of constants are left alone (their size is the source's).
-func rewriteConcat(chunk []ast.Stmt) []ast.Stmt {
+//
+// It also refuses a chunk whose arithmetic would take gopher-lua too long
+// to compile (see foldWork).
+func rewriteConcat(chunk []ast.Stmt, name string) ([]ast.Stmt, error) {
 	r := rewriter{}
 	r.stmts(chunk)
+	if r.foldWork > maxFoldWork {
+		msg := fmt.Sprintf("this expression has %d arithmetic operators, too many to compile in reasonable time "+
+			"(the time grows with the square of the operators in one expression): split it with local variables", r.worstSize)
+		if r.worstWork <= maxFoldWork {
+			msg = fmt.Sprintf("the arithmetic expressions of this file would take too long to compile (the longest, here, has %d operators, "+
+				"and the time grows with the square of the operators in one expression): split them with local variables", r.worstSize)
+		}
+		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: name, Line: r.worstLine}, Msg: msg}
+	}
 	// Bind each function once as a local of the chunk: every use is then an
 	// upvalue read, not a global lookup.
 	var names []string
@@ -31,17 +46,78 @@ func rewriteConcat(chunk []ast.Stmt) []ast.Stmt {
 		names = append(names, setIndexName, tableName)
 	}
 	if len(names) == 0 {
-		return chunk
+		return chunk, nil
 	}
 	exprs := make([]ast.Expr, len(names))
 	for i, n := range names {
 		exprs[i] = &ast.IdentExpr{Value: n}
 	}
 	local := &ast.LocalAssignStmt{Names: names, Exprs: exprs}
-	return append([]ast.Stmt{local}, chunk...)
+	return append([]ast.Stmt{local}, chunk...), nil
 }
 
-type rewriter struct{ changed, indexed bool }
+// maxFoldWork bounds the steps gopher-lua's constant folding may take to
+// compile one chunk: about a tenth of a second. Compiling an arithmetic
+// operator folds the whole arithmetic expression below it again, so a
+// chain of n operators costs n*n/2 steps (y + y + ... with 300,000 terms:
+// half an hour); the compiler cannot be interrupted, so such a chunk is
+// refused before it is compiled. A sound plugin is far below the bound:
+// an expression of 2,000 operators costs 2,000,000 steps.
+const maxFoldWork = 1 << 22
+
+type rewriter struct {
+	changed, indexed bool
+	// foldWork is what compiling the chunk's arithmetic will cost, in
+	// nodes constant folding visits; worstLine and worstSize are the line
+	// and the operators of the expression that costs the most.
+	foldWork, worstWork, worstLine, worstSize int
+}
+
+// foldCost is what constant folding costs for an expression: size is
+// the operators one folding of it visits (its arithmetic below the first
+// operand that is not arithmetic), work the visits compiling it takes in
+// all, constant whether it folds into a number.
+type foldCost struct {
+	size, work int
+	constant   bool
+}
+
+// arith rewrites an operand of an arithmetic operator and says what it
+// costs to fold; any other expression starts a count of its own.
+func (r *rewriter) arith(e ast.Expr) (ast.Expr, foldCost) {
+	switch x := e.(type) {
+	case *ast.NumberExpr:
+		return e, foldCost{constant: true}
+	case *ast.ArithmeticOpExpr:
+		var lhs, rhs foldCost
+		x.Lhs, lhs = r.arith(x.Lhs)
+		x.Rhs, rhs = r.arith(x.Rhs)
+		return e, fold(1+lhs.size+rhs.size, lhs.constant && rhs.constant, lhs.work+rhs.work)
+	case *ast.UnaryMinusOpExpr:
+		var c foldCost
+		x.Expr, c = r.arith(x.Expr)
+		return e, fold(1+c.size, c.constant, c.work)
+	}
+	return r.expr(e), foldCost{}
+}
+
+// fold is the cost of an operator whose operands are size operators and
+// cost below: a constant folds in one walk, and the operands of anything
+// else are compiled, each folded again.
+func fold(size int, constant bool, below int) foldCost {
+	if constant {
+		return foldCost{size: size, work: size, constant: true}
+	}
+	return foldCost{size: size, work: size + below}
+}
+
+// count adds the cost of an arithmetic expression compiled on its own.
+func (r *rewriter) count(e ast.Expr, c foldCost) {
+	r.foldWork += c.work
+	if c.work > r.worstWork {
+		r.worstWork, r.worstLine, r.worstSize = c.work, e.Line(), c.size
+	}
+}
 
 func (r *rewriter) stmts(ss []ast.Stmt) {
 	for i, s := range ss {
@@ -199,11 +275,10 @@ func (r *rewriter) expr(e ast.Expr) ast.Expr {
 	case *ast.RelationalOpExpr:
 		x.Lhs = r.expr(x.Lhs)
 		x.Rhs = r.expr(x.Rhs)
-	case *ast.ArithmeticOpExpr:
-		x.Lhs = r.expr(x.Lhs)
-		x.Rhs = r.expr(x.Rhs)
-	case *ast.UnaryMinusOpExpr:
-		x.Expr = r.expr(x.Expr)
+	case *ast.ArithmeticOpExpr, *ast.UnaryMinusOpExpr:
+		e, c := r.arith(e)
+		r.count(e, c)
+		return e
 	case *ast.UnaryNotOpExpr:
 		x.Expr = r.expr(x.Expr)
 	case *ast.UnaryLenOpExpr:

@@ -234,7 +234,12 @@ func (inst *instance) openGlobals() {
 		if mt, ok := t.Metatable.(*lua.LTable); ok && mt.RawGetString("__metatable") != lua.LNil {
 			L.RaiseError("rawset: this table is read-only")
 		}
-		t.RawSet(L.CheckAny(2), L.CheckAny(3))
+		k := L.CheckAny(2)
+		// The checks of t[k] = v (setIndex): a key far past the end of a
+		// list would fill the gap one slot at a time, and a nil or NaN key
+		// would hide the value from pairs and next.
+		checkSparse(L, t, k)
+		L.RawSet(t, k, L.CheckAny(3))
 		L.Push(t)
 		return 1
 	}))
