@@ -55,18 +55,17 @@ const clients = 16
 // load against a handler that only answers a canned decision: what loopback
 // HTTP with 16 clients in one process costs on this machine.
 func BenchmarkServeToolGate(b *testing.B) {
-	defer gctune.TuneGC()() // as awaken-lua serve runs
-	b.Run("sidecar", func(b *testing.B) { benchSidecar(b, quietLog(), 0) })
-	b.Run("sidecar-at-10k", func(b *testing.B) { benchSidecar(b, quietLog(), 10000) })
-	b.Run("sidecar+access-log-at-10k", func(b *testing.B) {
+	b.Run("sidecar", asServe(func(b *testing.B) { benchSidecar(b, quietLog(), 0) }))
+	b.Run("sidecar-at-10k", asServe(func(b *testing.B) { benchSidecar(b, quietLog(), 10000) }))
+	b.Run("sidecar+access-log-at-10k", asServe(func(b *testing.B) {
 		benchSidecar(b, slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})), 10000)
-	})
+	}))
 	for _, rate := range []float64{0, 10000} {
 		name := "net-http-floor"
 		if rate > 0 {
 			name += "-at-10k"
 		}
-		b.Run(name, func(b *testing.B) {
+		b.Run(name, asServe(func(b *testing.B) {
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				_, _ = io.Copy(io.Discard, r.Body)
 				w.Header().Set("Content-Type", "application/json")
@@ -74,7 +73,17 @@ func BenchmarkServeToolGate(b *testing.B) {
 			}))
 			defer ts.Close()
 			loadAt(b, ts.URL, rate, func(c, i int) string { return "/v1/runs/x/phases/tool_gate" }, runEnds(func(c, i int) string { return "x" }))
-		})
+		}))
+	}
+}
+
+// asServe runs a benchmark with the Go runtime set up as awaken-lua serve
+// sets it (gctune). It wraps each sub-benchmark, not the parent: testing
+// sets GOMAXPROCS afresh for every benchmark it runs.
+func asServe(f func(b *testing.B)) func(b *testing.B) {
+	return func(b *testing.B) {
+		defer gctune.TuneGC()()
+		f(b)
 	}
 }
 
@@ -529,7 +538,6 @@ func BenchmarkToolGateHandler(b *testing.B) {
 // testdata/agents/claude-code (Bash split with the shell parser, deny rm,
 // ask for git push): as fast as the clients can, and at 10,000/s.
 func BenchmarkServeClaudeCode(b *testing.B) {
-	defer gctune.TuneGC()()
 	for _, c := range []struct {
 		name    string
 		rate    float64
@@ -538,7 +546,7 @@ func BenchmarkServeClaudeCode(b *testing.B) {
 	}{{"pre-tool-use", 0, false, false}, {"pre-tool-use-journal", 0, true, false}, {"pre-tool-use-shadow", 0, false, true},
 		{"pre-tool-use-at-10k", 10000, false, false}} {
 		rate := c.rate
-		b.Run(c.name, func(b *testing.B) {
+		b.Run(c.name, asServe(func(b *testing.B) {
 			dir := filepath.Join("..", "testdata", "agents", "claude-code", "policy")
 			if c.journal {
 				dir = journaled(b, dir)
@@ -575,7 +583,7 @@ func BenchmarkServeClaudeCode(b *testing.B) {
 				sum := shadow.Summary()
 				b.ReportMetric(float64(sum.Dropped)/float64(b.N), "shadow-dropped/op")
 			}
-		})
+		}))
 	}
 }
 

@@ -45,3 +45,30 @@ func TestTuneGC(t *testing.T) {
 		}
 	}
 }
+
+// TuneGC runs with at least MinProcs processors unless GOMAXPROCS is set,
+// and its release puts back what there was.
+func TestTuneGCProcessors(t *testing.T) {
+	for _, tc := range []struct {
+		env   string // GOMAXPROCS, "" for unset
+		floor bool
+	}{{"", true}, {"2", false}} {
+		t.Setenv("GOMAXPROCS", tc.env) // restored after the test
+		if tc.env == "" {
+			os.Unsetenv("GOMAXPROCS")
+		}
+		runtime.SetDefaultGOMAXPROCS()
+		before := runtime.GOMAXPROCS(0)
+		release := TuneGC()
+		during := runtime.GOMAXPROCS(0)
+		release()
+		after := runtime.GOMAXPROCS(0)
+		want := before
+		if tc.floor {
+			want = max(before, MinProcs)
+		}
+		if during != want || after != before {
+			t.Errorf("GOMAXPROCS=%q: processors %d -> %d -> %d, want %d during and %d after", tc.env, before, during, after, want, before)
+		}
+	}
+}
