@@ -298,6 +298,9 @@ func (s *Session) applyGate(ctx context.Context, c *CallRecord, g *GateRecord) e
 		}
 	}
 	c.Gate = g
+	if c.Sent == nil && !value.Equal(c.Call.Args, g.Args) {
+		c.Sent = c.Call.Args
+	}
 	c.Call.Args = g.Args
 	if resuming && g.Decision != gate.Suspend {
 		if err := s.move(c, CallRunning); err != nil {

@@ -31,7 +31,11 @@ type Thread struct {
 
 // CallRecord is one tool call of the current step, as a checkpoint keeps it.
 type CallRecord struct {
-	Call    model.ToolCall    `json:"call"`
+	Call model.ToolCall `json:"call"`
+	// Sent are the call's arguments as the model (or the agent) sent them,
+	// kept once the gate replaced them in Call (a rewrite, a decision
+	// passed to the tool): a host's retry of the call sends these.
+	Sent    map[string]any    `json:"sent,omitempty"`
 	Status  CallStatus        `json:"status"`
 	Gate    *GateRecord       `json:"gate,omitempty"`
 	Result  *model.ToolResult `json:"result,omitempty"`
@@ -43,6 +47,15 @@ type CallRecord struct {
 	// Expired: the call's ticket expired and the runtime decided for it
 	// (ticket.on_timeout), not a human.
 	Expired bool `json:"expired,omitempty"`
+}
+
+// SentArgs are the call's arguments as they were sent: Sent when the gate
+// replaced them, else Call.Args.
+func (c CallRecord) SentArgs() map[string]any {
+	if c.Sent != nil {
+		return c.Sent
+	}
+	return c.Call.Args
 }
 
 // Checkpoint is a run as a store keeps it: enough to continue it in another
@@ -460,6 +473,7 @@ func cloneCheckpoint(cp Checkpoint) Checkpoint {
 		for i, c := range cp.Calls {
 			calls[i] = c
 			calls[i].Call.Args = cloneMap(c.Call.Args)
+			calls[i].Sent = cloneMap(c.Sent)
 			if c.Result != nil {
 				r := *c.Result
 				r.Data = value.Clone(r.Data)

@@ -293,9 +293,10 @@ func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e Run, res *ccRe
 		}
 		// An open step (stage inferred).
 		if rec, ok := findCall(e, call.ID); ok {
-			if rec.Call.Name != call.Name || !value.Equal(rec.Call.Args, call.Args) {
-				// The kept decision is about the input first sent; the
-				// agent would run this one.
+			if rec.Call.Name != call.Name || !value.Equal(rec.SentArgs(), call.Args) {
+				// The kept decision is about the input first sent (not
+				// the arguments a rewrite made of it); the agent would
+				// run this one.
 				return e, errs.New(errs.BadRequest, "tool_use_id %q was already decided for %s with other input; "+
 					"give each tool call its own tool_use_id", call.ID, rec.Call.Name)
 			}
