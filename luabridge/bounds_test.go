@@ -305,7 +305,9 @@ func TestLongArithmeticIsRefused(t *testing.T) {
 		{"constants", "local x = 1" + strings.Repeat(" + 1", n), ""},
 		{"sound arithmetic", strings.Repeat("do local y = 2; local x = y"+strings.Repeat(" * y + 1", 20)+" end\n", 2000), ""},
 		{"a long expression", "local y = 1\nlocal x = y" + strings.Repeat(" + y", 1000), ""},
-		{"many long expressions", strings.Repeat("do local y = 2; local x = y"+strings.Repeat(" * y + 1", 200)+" end\n", 200), "scripts/x.lua:3"},
+		{"many long expressions", strings.Repeat("do local y = 2; local x = y"+strings.Repeat(" * y + 1", 200)+" end\n", 200), ""},
+		{"a large file of ordinary arithmetic", strings.Repeat("do local y = 2; local x = y"+strings.Repeat(" * y + 1", 20)+" end\n", 10000), ""},
+		{"too many long expressions", strings.Repeat("do local y = 2; local x = y"+strings.Repeat(" * y + 1", 700)+" end\n", 300), "scripts/x.lua:3"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

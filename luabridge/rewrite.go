@@ -30,7 +30,7 @@ func rewriteConcat(chunk []ast.Stmt, name string) ([]ast.Stmt, error) {
 	if r.foldWork > maxFoldWork {
 		msg := fmt.Sprintf("this expression has %d arithmetic operators, too many to compile in reasonable time "+
 			"(the time grows with the square of the operators in one expression): split it with local variables", r.worstSize)
-		if r.worstWork <= maxFoldWork {
+		if r.worstWork <= maxFoldWork/2 {
 			msg = fmt.Sprintf("the arithmetic expressions of this file would take too long to compile (the longest, here, has %d operators, "+
 				"and the time grows with the square of the operators in one expression): split them with local variables", r.worstSize)
 		}
@@ -57,13 +57,14 @@ func rewriteConcat(chunk []ast.Stmt, name string) ([]ast.Stmt, error) {
 }
 
 // maxFoldWork bounds the steps gopher-lua's constant folding may take to
-// compile one chunk: about a tenth of a second. Compiling an arithmetic
-// operator folds the whole arithmetic expression below it again, so a
-// chain of n operators costs n*n/2 steps (y + y + ... with 300,000 terms:
-// half an hour); the compiler cannot be interrupted, so such a chunk is
-// refused before it is compiled. A sound plugin is far below the bound:
-// an expression of 2,000 operators costs 2,000,000 steps.
-const maxFoldWork = 1 << 22
+// compile one chunk: about half a second. Compiling an arithmetic operator
+// folds the whole arithmetic expression below it again, so a chain of n
+// operators costs n*n/2 steps (y + y + ... with 300,000 terms: half an
+// hour); the compiler cannot be interrupted, so such a chunk is refused
+// before it is compiled. Ordinary arithmetic costs steps in proportion to
+// its size, so a large file of it (a generated table near the 2 MiB a
+// file may have) loads; one expression may have about 8,000 operators.
+const maxFoldWork = 1 << 25
 
 type rewriter struct {
 	changed, indexed bool
