@@ -484,8 +484,11 @@ func (w *Writer) sinkLine(b []byte, ref LostRun) {
 // lostRun notes that a record of r's run was not written: the next
 // stream's first line names the run with its first record lost.
 func (w *Writer) lostRun(r LostRun) {
-	if r.RunID == "" {
-		return // the marker
+	if r.RunID == "" || r.Rec == KindShadow {
+		// The marker; or a shadow record, which replay does not drive:
+		// it carries no save, and named as lost it would cut its run
+		// from the run's first phase.
+		return
 	}
 	if w.lostRuns == nil {
 		w.lostRuns = map[string]LostRun{}

@@ -379,7 +379,34 @@ const maxLocalTries = 4
 // parallel), and an event whose save still lost a race (to a sidecar or
 // `run --thread` on the same store) runs again, on a fresh read of the
 // store, up to maxLocalTries times; both within ctx, the hook's --timeout.
+//
+// The event runs on a goroutine of its own, and hookLocal answers when ctx
+// ends even if the event has not: a wait that cannot see ctx (a lock of
+// the store a hung process holds, a save the server detaches from the
+// request's context) must not hold the answer past --timeout, after which
+// the agent kills the hook and, for most agents, lets the call run. The
+// process exits after the answer, which ends the event as a crash would.
 func hookLocal(ctx context.Context, e *env, agent, as, event string, body []byte) ([]byte, error) {
+	type result struct {
+		reply []byte
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		reply, err := hookLocalEvent(ctx, e, agent, as, event, body)
+		done <- result{reply, err}
+	}()
+	select {
+	case r := <-done:
+		return r.reply, r.err
+	case <-ctx.Done():
+		return nil, errs.Wrap(errs.HookTimeout, context.Cause(ctx), "hook --local did not decide within --timeout; "+
+			"if that repeats, look for a hung awaken-lua process on the store, or give the hook a longer --timeout")
+	}
+}
+
+// hookLocalEvent is hookLocal's work, which may outlast ctx.
+func hookLocalEvent(ctx context.Context, e *env, agent, as, event string, body []byte) ([]byte, error) {
 	path := e.config
 	if path == "" {
 		if _, err := os.Stat(host.DefaultConfig); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/internal/pgtest"
@@ -15,6 +16,13 @@ import (
 // openProxied returns a migrated store whose connections go through a
 // proxy that can cut them, and a store on the same database that does not.
 func openProxied(t *testing.T) (*pgstore.Store, *pgstore.Store, *pgtest.Proxy) {
+	t.Helper()
+	return openProxiedConns(t, 4)
+}
+
+// openProxiedConns is openProxied with a pool of maxConns connections
+// for the proxied store.
+func openProxiedConns(t *testing.T, maxConns int32) (*pgstore.Store, *pgstore.Store, *pgtest.Proxy) {
 	t.Helper()
 	ctx := context.Background()
 	dsn, err := cluster.NewDatabase(ctx)
@@ -36,7 +44,7 @@ func openProxied(t *testing.T) (*pgstore.Store, *pgstore.Store, *pgtest.Proxy) {
 		t.Fatal(err)
 	}
 	t.Cleanup(px.Close)
-	s, err := pgstore.Open(ctx, px.DSN(db), pgstore.Options{MaxConns: 4})
+	s, err := pgstore.Open(ctx, px.DSN(db), pgstore.Options{MaxConns: maxConns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,5 +106,45 @@ func TestSaveCommittedButReplyLost(t *testing.T) {
 	}
 	if px.Cuts() != cuts {
 		t.Fatalf("the proxy cut %d connections, want %d", px.Cuts(), cuts)
+	}
+}
+
+// A save whose reply was lost is settled on another connection of the
+// pool, so the lost one must be given back first: with every connection
+// of the pool taken (one here; under a network failure, each by a save
+// of its own), the check would otherwise wait for itself until its
+// deadline and answer "cannot be told" for a save that committed.
+func TestSettleWithEveryConnectionTaken(t *testing.T) {
+	s, direct, px := openProxiedConns(t, 1)
+	ctx := context.Background()
+	cp := run.Checkpoint{RunID: "run_one", ThreadID: "t", Status: run.Running, Seq: 1, Values: map[string]any{}}
+	if err := s.PutRun(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		save func() error
+		seq  uint64
+	}{
+		{"append", func() error { return s.AppendRun(ctx, run.Delta{RunID: "run_one", Base: 1, Status: run.Running}) }, 2},
+		{"put", func() error { cp.Seq = 3; return s.PutRun(ctx, cp) }, 3},
+	} {
+		cuts := px.Cuts()
+		px.CutAt("run_one")
+		start := time.Now()
+		err := tc.save()
+		took := time.Since(start)
+		if px.Cuts() != cuts+1 {
+			t.Fatalf("%s: the proxy did not cut the save", tc.name)
+		}
+		if seq, _, _ := direct.RunSeq(ctx, "run_one"); seq != tc.seq {
+			t.Fatalf("%s: the cut save did not commit (seq %d)", tc.name, seq)
+		}
+		if err != nil {
+			t.Errorf("%s committed, reply lost, one connection: %v (after %v); want success", tc.name, err, took)
+		}
+		if took > 5*time.Second {
+			t.Errorf("%s: settling took %v", tc.name, took)
+		}
 	}
 }

@@ -171,3 +171,54 @@ func TestJournalLostRecordOtherReplica(t *testing.T) {
 		t.Errorf("read %q, problems %v; want run a up to its lost record, and a problem", g, problems)
 	}
 }
+
+// A shadow record (a candidate's disagreement, which replay does not
+// drive) that a refused batch lost takes nothing from its run: the
+// marker must not name the run, whose phases were all written (a shadow
+// record carries no save, and named as lost it would cut the run from
+// its first phase).
+func TestJournalLostShadowRecordKeepsItsRun(t *testing.T) {
+	st, ctx := open(t), context.Background()
+	refuse, accept := refuseJournal(t, st)
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	w, err := journal.Open(journal.Options{Sink: st, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := func() int64 {
+		n, err := st.Exec(ctx, `SELECT 1 FROM awaken_journal`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	w.Record(&journal.Record{Rec: journal.KindRun, Format: journal.Format, RunID: "a", Agent: "a"})
+	w.Record(&journal.Record{Rec: journal.KindPhase, RunID: "a", Save: 1, Phase: journal.RunStart, Step: 1})
+	waitFor(t, "the first batch", func() bool { return rows() == 2 })
+
+	refuse()
+	w.Record(&journal.Record{Rec: journal.KindShadow, RunID: "a", Phase: journal.RunStart, Step: 1,
+		Shadow: &journal.Flip{Kind: "allow->block", From: "allow", To: "block"}})
+	waitFor(t, "the refused batch", func() bool { return w.Lost() == 1 })
+	accept()
+	clock.Add(int64(time.Minute)) // the retry is due
+
+	w.Record(&journal.Record{Rec: journal.KindPhase, RunID: "a", Save: 2, Phase: journal.StepStart, Step: 1})
+	w.Record(&journal.Record{Rec: journal.KindEnd, RunID: "a", Termination: "natural"})
+	w.Close()
+
+	each := func(y func(journal.Line) error) error { return st.JournalLines(ctx, time.Time{}, y) }
+	var got []string
+	problems, err := journal.Lines(each)(func(_ journal.Pos, r *journal.Record) error {
+		got = append(got, r.Rec+":"+r.Phase)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := strings.Join(got, " "); g != "run: phase:run_start phase:step_start end:" || len(problems) != 0 {
+		t.Errorf("read %q, problems %v; want all of run a, which lost only a shadow record", g, problems)
+	}
+}

@@ -275,6 +275,7 @@ func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
 		i AS (INSERT INTO awaken_run_deltas (run_id, seq, body) SELECT id, $2 + 1, $4 FROM u)
 		SELECT behind FROM u`, d.RunID, d.Base, string(d.Status), body, expiry).Scan(&behind)
 	if ambiguous(err) {
+		conn.Release() // settle needs a connection of the pool: this one is lost
 		err = s.settle(ctx, pid, err, "save run "+d.RunID, `SELECT coalesce((SELECT body = $3 FROM awaken_run_deltas WHERE run_id = $1 AND seq = $2 + 1), false),
 			coalesce((SELECT seq > $2 FROM awaken_runs WHERE id = $1), false)`, d.RunID, d.Base, body)
 		if err == nil || !errors.Is(err, pgx.ErrNoRows) {
@@ -340,6 +341,7 @@ func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
 		tag = pgconn.NewCommandTag(fmt.Sprintf("UPDATE %d", n))
 	}
 	if ambiguous(err) {
+		conn.Release() // settle needs a connection of the pool: this one is lost
 		err = s.settle(ctx, pid, err, "save run "+cp.RunID, `SELECT coalesce((SELECT base_seq = $2 AND body = $3 FROM awaken_runs WHERE id = $1), false),
 			coalesce((SELECT seq >= $2 FROM awaken_runs WHERE id = $1), false)`, cp.RunID, cp.Seq, body)
 		if !errors.Is(err, pgx.ErrNoRows) {
@@ -459,7 +461,10 @@ func ambiguous(err error) bool {
 // there (committed: nil), and is the run past the save's base (another
 // replica's save won: pgx.ErrNoRows, which the caller reports as a
 // revision conflict). Otherwise the save did not commit: err, as
-// unavailable. When it cannot tell, it says so.
+// unavailable. When it cannot tell, it says so. It asks on a connection
+// of the pool, so the caller gives the lost one back first: with every
+// connection held (a pool of one, or a network failure that cut a save
+// on each) it would wait for itself until its deadline.
 func (s *Store) settle(ctx context.Context, pid uint32, err error, what, check string, args ...any) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
