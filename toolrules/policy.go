@@ -83,7 +83,7 @@ func (p *Policy) decideRules(base *matcher) Decision {
 				return Decision{}
 			}
 			if m.rule(&rules[i], true) {
-				return Decision{Behavior: b, Rule: rules[i], Reason: reason(c.Tool, b, &rules[i], "")}
+				return Decision{Behavior: b, Rule: rules[i], Reason: m.ruleReason(b, &rules[i])}
 			}
 		}
 		if r, target, ok := m.writes(rules); ok {
@@ -120,6 +120,21 @@ func (p *Policy) DeniesTool(tool string, tools Tools) bool {
 		}
 	}
 	return false
+}
+
+// ruleReason is reason for a deny or ask rule that matched the call,
+// saying so when it matched a shell command only because the command
+// cannot be checked (too long, or not bash): the rule's own words would
+// send the reader looking for a command the line may not contain.
+func (m *matcher) ruleReason(b Behavior, r *Rule) string {
+	if s, ok := m.shellArg(); ok && r.HasSpecifier {
+		if _, err := m.shell(s); err != nil {
+			verb := map[Behavior]string{Deny: "denied", Ask: "needs approval"}[b]
+			return fmt.Sprintf("%s %s: the command cannot be checked (%v), so the permission rule %s is taken to cover it",
+				m.c.Tool, verb, err, quoteRule(r.Source))
+		}
+	}
+	return reason(m.c.Tool, b, r, "")
 }
 
 func reason(tool string, b Behavior, r *Rule, target string) string {

@@ -53,6 +53,17 @@ func TestDecide(t *testing.T) {
 	if !strings.Contains(d.Reason, "writes to /etc/passwd") {
 		t.Errorf("reason %q does not name the target", d.Reason)
 	}
+	// A command that cannot be checked is denied by the first deny rule,
+	// and the reason says why rather than suggest the line holds rm.
+	for _, cmd := range []string{"npm test 'x", "echo " + strings.Repeat("a", 70<<10)} {
+		d := p.Decide(bash(cmd))
+		if d.Behavior != Deny || !strings.Contains(d.Reason, "cannot be checked") || !strings.Contains(d.Reason, "Bash(rm *)") {
+			t.Errorf("%.40q: %q by %q", cmd, d.Reason, d.Rule.Source)
+		}
+	}
+	if d := p.Decide(bash("rm -rf x")); strings.Contains(d.Reason, "cannot be checked") {
+		t.Errorf("a checked command's reason: %q", d.Reason)
+	}
 }
 
 // A builtin runs only by its bare name: ./alias and /tmp/x/trap are
