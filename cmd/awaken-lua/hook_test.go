@@ -457,13 +457,7 @@ func TestHookLocal(t *testing.T) {
 // progress) or lose them, so each call gets the decision it gets alone.
 func TestHookLocalParallel(t *testing.T) {
 	dir, _ := recordedEvents(t)
-	policy, _ := filepath.Abs(filepath.Join(dir, "policy"))
-	work := t.TempDir()
-	cfg := "plugin_dir = " + quote(policy) + "\n\n[store]\nkind = \"file\"\npath = \"state\"\n\n[audit]\npath = \"\"\n\n" +
-		"[agents.default]\nplugins = [\"reference\"]\ntools = []\n"
-	if err := os.WriteFile(filepath.Join(work, "awaken.toml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	work := localProject(t, filepath.Join(dir, "policy"))
 	prompt, _ := os.ReadFile(filepath.Join(dir, "02.user_prompt_submit.json"))
 	if out, errOut, code := runChild(t, work, nil, prompt, "hook", "--local"); code != 0 {
 		t.Fatalf("prompt: exit %d, stdout %s, stderr %s", code, out, errOut)
@@ -727,4 +721,22 @@ func TestHookCursorLeavesContentOut(t *testing.T) {
 	if b := <-got; bytes.Contains(b, []byte(`"content"`)) || !bytes.Contains(b, []byte(`"file_path":"/home/dev/shop/package-lock.json"`)) {
 		t.Fatalf("the sidecar got %.300s", b)
 	}
+}
+
+// localProject makes a project for hook --local in a temp dir: the
+// plugins of policy, the file store in state/, no audit file; it returns
+// the project's directory.
+func localProject(t *testing.T, policy string) string {
+	t.Helper()
+	policy, err := filepath.Abs(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	cfg := "plugin_dir = " + quote(policy) + "\n\n[store]\nkind = \"file\"\npath = \"state\"\n\n[audit]\npath = \"\"\n\n" +
+		"[agents.default]\nplugins = [\"reference\"]\ntools = []\n"
+	if err := os.WriteFile(filepath.Join(work, "awaken.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return work
 }

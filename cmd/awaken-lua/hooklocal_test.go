@@ -39,12 +39,7 @@ func TestHookLocalParallelOneSession(t *testing.T) {
 	} {
 		t.Run(tc.agent, func(t *testing.T) {
 			events, _ := agentEvents(t, tc.agent)
-			work := t.TempDir()
-			cfg := "plugin_dir = " + quote(policy) + "\n\n[store]\nkind = \"file\"\npath = \"state\"\n\n[audit]\npath = \"\"\n\n" +
-				"[agents.default]\nplugins = [\"reference\"]\ntools = []\n"
-			if err := os.WriteFile(filepath.Join(work, "awaken.toml"), []byte(cfg), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			work := localProject(t, policy)
 			read := func(name string) map[string]any {
 				var m map[string]any
 				raw, _ := os.ReadFile(filepath.Join(events, name))

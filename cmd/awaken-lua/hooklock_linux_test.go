@@ -18,13 +18,7 @@ import (
 // the hook's own deadline denies it (fail closed).
 func TestHookLocalLockHolderHung(t *testing.T) {
 	dir, _ := recordedEvents(t)
-	policy, _ := filepath.Abs(filepath.Join(dir, "policy"))
-	work := t.TempDir()
-	cfg := "plugin_dir = " + quote(policy) + "\n\n[store]\nkind = \"file\"\npath = \"state\"\n\n[audit]\npath = \"\"\n\n" +
-		"[agents.default]\nplugins = [\"reference\"]\ntools = []\n"
-	if err := os.WriteFile(filepath.Join(work, "awaken.toml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	work := localProject(t, filepath.Join(dir, "policy"))
 	prompt, _ := os.ReadFile(filepath.Join(dir, "02.user_prompt_submit.json"))
 	if out, errOut, code := runChild(t, work, nil, prompt, "hook", "--local"); code != 0 {
 		t.Fatalf("prompt: exit %d, stdout %s, stderr %s", code, out, errOut)
