@@ -34,7 +34,7 @@ const BallastSize = 128 << 20
 // processors then mark at once while replies wait. With four it marks
 // with one dedicated worker, and the operating system shares the cores
 // between it and the rest. On the 2-core development VM this took the
-// Claude Code benchmark's p95 at 10,000 decisions/s from 0.78-2.1 ms to
+// Claude Code benchmark's p95 at 10,000 decisions/s from 0.71-2.1 ms to
 // 0.45-0.73 ms (server/README.md, "Performance").
 const MinProcs = 4
 
