@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -282,11 +283,15 @@ func (j *jsonLines) Emit(ev event.Event) {
 	case event.RunFinish:
 		since(j.run)
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
+	// `&`, `<` and `>` as they are (a file's text, a command's `&&`), not
+	// escaped for HTML as json.Marshal does; Encode ends the line.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
 		return
 	}
-	j.w.Write(append(b, '\n'))
+	j.w.Write(b.Bytes())
 }
 
 // isTerminal reports whether f is a character device (a terminal).
