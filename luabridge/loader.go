@@ -40,14 +40,15 @@ type Source struct {
 	Name string
 }
 
-// Loader loads generations. The zero value of each field is a sensible
-// default; Plugins is required.
+// Loader loads generations. Plugins is required; the zero value of every
+// other field is a sensible default, Stdlib's being none.
 type Loader struct {
 	// Plugins is the plugin directory: every name.lua and name/init.lua in
 	// it is a plugin (files ending in _test.lua are tests, not plugins).
 	Plugins Source
 	// Stdlib holds the shipped plugins and modules; its plugins load only
-	// when Enable names them.
+	// when Enable names them. The zero value has none: set
+	// Source{Name: "stdlib", FS: stdlib.FS} for the ones awaken.toml loads.
 	Stdlib Source
 	Enable []string
 	// Go plugins are registered after the runtime built-ins, before Lua.
@@ -219,8 +220,12 @@ func (l *Loader) files() ([]PluginFile, error) {
 				// The suggestion is from both places: a typo of the plugin
 				// directory's own plugin ("polcy") is the commoner one.
 				candidates := slices.Concat(ids, slices.Sorted(maps.Keys(have)))
-				e := errs.New(errs.ConfigInvalid, "plugin %q is %s%s; stdlib plugins: %s",
-					id, where, errs.DidYouMean(id, candidates), strings.Join(ids, ", "))
+				shipped := "stdlib plugins: " + strings.Join(ids, ", ")
+				if l.Stdlib.FS == nil {
+					shipped = "Loader.Stdlib is not set; the shipped plugins are luabridge.Source{Name: \"stdlib\", FS: stdlib.FS}"
+				}
+				e := errs.New(errs.ConfigInvalid, "plugin %q is %s%s; %s",
+					id, where, errs.DidYouMean(id, candidates), shipped)
 				e.Key = id // the host places it where the configuration names the plugin
 				list.Add(e)
 				continue

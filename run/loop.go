@@ -63,7 +63,11 @@ type Result struct {
 	Expired []string
 	State   map[string]any
 	Session *Session
-	// Err is the error that ended the run "error:<code>", if any.
+	// Err is the first error the run met, if any: the one that ended it
+	// "error:<code>", or one after the run ended another way, such as
+	// run_end's thread save refused with revision_conflict because another
+	// run saved the thread meanwhile (this run's thread state was not
+	// kept; run again). Check it whatever Termination says.
 	Err error
 }
 

@@ -175,8 +175,13 @@ func NewSet(plugins ...plugin.Plugin) (*plugin.Set, error) {
 	return plugin.NewSet(append([]plugin.Plugin{Builtins()}, plugins...)...)
 }
 
-// New makes a runtime over an engine whose set was built with NewSet.
+// New makes a runtime over an engine whose set has the runtime's built-ins:
+// one built with NewSet, or a luabridge Generation's Set. A nil engine, an
+// engine without a set, or a set without the built-ins is config_invalid.
 func New(eng *engine.Engine, opts ...Option) (*Runtime, error) {
+	if eng == nil || eng.Set() == nil {
+		return nil, errs.New(errs.ConfigInvalid, "run: New needs an engine over a plugin set (engine.New(set), the set from run.NewSet or a luabridge generation)")
+	}
 	r := &Runtime{eng: eng, set: eng.Set(), agents: map[string]*agentRT{}, tools: map[string]plugin.Tool{},
 		log: eng.Logger(), clock: eng.Now, generation: "g0", offers: &offerCache{}}
 	r.newID = newRandomID
@@ -190,7 +195,7 @@ func New(eng *engine.Engine, opts ...Option) (*Runtime, error) {
 	}
 	var ok bool
 	if r.toolCalls, ok = r.set.Registry().Key(KeyToolCalls); !ok {
-		return nil, fmt.Errorf("run: the plugin set lacks the runtime built-ins; build it with run.NewSet")
+		return nil, errs.New(errs.ConfigInvalid, "run: the plugin set lacks the runtime built-ins; build it with run.NewSet")
 	}
 	if len(r.agents) == 0 {
 		if err := r.addAgent(Agent{ID: "default"}); err != nil {

@@ -2,14 +2,20 @@ package server
 
 import (
 	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/awaken-lua/awaken-lua/engine/errs"
 )
 
 // askLua suspends the word count, so the client's resume path runs too.
@@ -133,5 +139,57 @@ func TestPythonReadmeOutput(t *testing.T) {
 	doc := ids.ReplaceAllString(string(readme), "${1}_ID")
 	if !strings.Contains(doc, "```\n"+got+"\n```") {
 		t.Fatalf("examples/python/README.md does not show what the client prints now:\n%s", got)
+	}
+}
+
+// The sidecar answers 429 overloaded and 503 store_unavailable with
+// Retry-After, and says the call changed nothing and may be retried:
+// examples/python/client.py retries them instead of giving up on the run.
+func TestPythonClientRetries(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is not on PATH; install Python 3 (.ci/run does)")
+	}
+	script, err := filepath.Abs(filepath.Join("..", "examples", "python", "client.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := newSidecar(t, project(t, "", map[string]string{"ask.lua": askLua}), Options{Log: quietLog()})
+	// In front of the sidecar: the first POST /v1/runs is refused as an
+	// overloaded sidecar refuses it, the first tool_gate as a failed store
+	// save is, each before the sidecar sees it.
+	refused := map[string]*apiError{
+		"/v1/runs":  fail(http.StatusTooManyRequests, errs.Overloaded, "1 requests are being served"),
+		"tool_gate": storeUnavailable(errors.New("disk full")),
+	}
+	refused["/v1/runs"].retryAfter = "1"
+	var mu sync.Mutex
+	seen := map[string]int{}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.URL.Path
+		if strings.HasSuffix(key, "/tool_gate") {
+			key = "tool_gate"
+		}
+		mu.Lock()
+		seen[key]++
+		first := seen[key] == 1
+		mu.Unlock()
+		if e, ok := refused[key]; ok && first {
+			sc.srv.writeProblem(w, r, e)
+			return
+		}
+		sc.srv.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, python, script, "--url", front.URL, "--approve", "all").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "termination: natural") {
+		t.Fatalf("client.py gave up on a refusal it may retry: %v\n%s", err, out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["/v1/runs"] != 2 || seen["tool_gate"] < 2 {
+		t.Fatalf("requests seen: %v; want POST /v1/runs twice and tool_gate at least twice", seen)
 	}
 }

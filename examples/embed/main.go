@@ -86,5 +86,8 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+	if res.Err != nil { // set even when the run ended naturally but its thread was not saved
+		log.Fatal(res.Err)
+	}
 	fmt.Println("termination:", res.Termination)
 }

@@ -11,13 +11,15 @@ gate decided. Standard library only.
 
 With the repository's plugins (scripts/guard.lua) the model's fs_read of
 .env is answered by the gate without running the tool, and the word count
-runs here. A token is read from --token or $AWAKEN_TOKEN.
+runs here. A token is read from --token or $AWAKEN_TOKEN. A 429 overloaded
+or 503 store_unavailable reply is retried after its Retry-After.
 """
 
 import argparse
 import json
 import os
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -25,19 +27,36 @@ import urllib.request
 class SidecarError(Exception):
     """A problem+json reply: status, code and detail."""
 
-    def __init__(self, status, problem):
+    def __init__(self, status, problem, retry_after=1):
         self.status = status
         self.problem = problem
+        self.retry_after = retry_after
         super().__init__("%s %s: %s" % (status, problem.get("code"), problem.get("detail")))
 
 
+# Refusals after which the call changed nothing and may be sent again, after
+# the reply's Retry-After: 429 overloaded (more requests in flight than
+# [server] max_concurrent) and 503 store_unavailable (a save failed).
+RETRIED = {(429, "overloaded"), (503, "store_unavailable")}
+
+
 class Sidecar:
-    def __init__(self, url, token=None, timeout=10):
+    def __init__(self, url, token=None, timeout=10, attempts=5):
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self.attempts = attempts
 
     def request(self, method, path, body=None):
+        for attempt in range(1, self.attempts + 1):
+            try:
+                return self.send(method, path, body)
+            except SidecarError as err:
+                if (err.status, err.problem.get("code")) not in RETRIED or attempt == self.attempts:
+                    raise
+                time.sleep(max(0, min(err.retry_after, 10)))
+
+    def send(self, method, path, body):
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("Content-Type", "application/json")
@@ -53,7 +72,11 @@ class Sidecar:
                 problem = json.loads(raw)
             except ValueError:
                 problem = {"code": "http_%d" % err.code, "detail": raw.decode(errors="replace")}
-            raise SidecarError(err.code, problem) from None
+            try:
+                retry_after = float(err.headers.get("Retry-After", "1"))
+            except ValueError:
+                retry_after = 1
+            raise SidecarError(err.code, problem, retry_after) from None
 
     def phase(self, run_id, name, body=None):
         return self.request("POST", "/v1/runs/%s/phases/%s" % (run_id, name), body or {})
