@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -281,13 +282,51 @@ func (o Options) ours(h *node) bool {
 	return false
 }
 
-// loopback reports whether host names this machine.
+// loopback reports whether host names this machine: localhost (also
+// as the absolute name "localhost."), a loopback address, or an IPv4
+// loopback address in the shorthand the system's resolver reads (127.1,
+// 2130706433, 0x7f.0.0.1).
 func loopback(host string) bool {
+	host = strings.TrimSuffix(host, ".")
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.IsLoopback()
+	}
+	ip, ok := inetAton(host)
+	return ok && ip.IsLoopback()
+}
+
+// inetAton reads an IPv4 address as inet_aton does: one to four parts,
+// each decimal, octal (a leading 0) or hexadecimal (0x), the last filling
+// the bytes the others leave.
+func inetAton(s string) (netip.Addr, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	var vals []uint64
+	for _, p := range parts {
+		v, err := strconv.ParseUint(p, 0, 32)
+		if err != nil || p == "" || strings.HasPrefix(p, "+") || strings.Contains(p, "_") {
+			return netip.Addr{}, false
+		}
+		vals = append(vals, v)
+	}
+	var n uint64
+	for i, v := range vals[:len(vals)-1] {
+		if v > 0xff {
+			return netip.Addr{}, false
+		}
+		n |= v << (8 * (3 - i))
+	}
+	last := vals[len(vals)-1]
+	if last >= 1<<(8*(5-len(vals))) {
+		return netip.Addr{}, false
+	}
+	n |= last
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
 }
 
 // installWrote reports whether data holds exactly what an install into
