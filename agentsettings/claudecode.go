@@ -23,7 +23,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -239,21 +238,97 @@ func (o Options) check() error {
 	return nil
 }
 
-// isOurCommand reports whether a command hook runs awaken-lua hook: its
+// isOurCommand reports whether a command runs awaken-lua hook: its
 // executable is awaken-lua (any directory) or the one Options.Command
-// names, and its first argument is hook.
+// names, and its first argument is hook. An install's --command must.
 func (o Options) isOurCommand(cmd string) bool {
-	f := strings.Fields(cmd)
+	f := words(cmd)
 	if len(f) < 2 || f[1] != "hook" {
 		return false
 	}
-	base := filepath.Base(strings.Trim(f[0], `"'`))
-	own := filepath.Base(strings.Trim(strings.Fields(o.Command + " x")[0], `"'`))
-	return base == "awaken-lua" || base == "awaken-lua.exe" || base == own
+	base := exeBase(f[0])
+	return base == "awaken-lua" || base == "awaken-lua.exe" || base == exeBase(words(o.Command + " x")[0])
 }
 
-// ours reports whether a hook handler is one awaken-lua installed.
-func (o Options) ours(h *node) bool {
+// installed reports whether a command hook under event is one an install
+// wrote, whatever --command named it: the shape install writes, EXE hook
+// ... --agent AGENT --event EVENT (the event the hook sits under), of any
+// executable; or awaken-lua hook (or Options.Command's executable) naming
+// an --event or an --agent, which a user's own awaken-lua hook (say
+// "awaken-lua hook --local --config x.toml") does not.
+func (o Options) installed(cmd, event string) bool {
+	f := words(cmd)
+	if len(f) < 2 || f[1] != "hook" {
+		return false
+	}
+	agent, hasAgent := flagValue(f[2:], "agent")
+	ev, hasEvent := flagValue(f[2:], "event")
+	if o.isOurCommand(cmd) {
+		return hasAgent || hasEvent
+	}
+	return hookAgents[agent] && ev == event
+}
+
+// hookAgents are the values awaken-lua hook's --agent takes.
+var hookAgents = map[string]bool{"claude-code": true, "codex": true, "copilot": true, "cursor": true, "gemini": true, "gemini-cli": true}
+
+// flagValue finds --name VALUE, --name=VALUE (or with one dash) in args.
+func flagValue(args []string, name string) (string, bool) {
+	for i, a := range args {
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if a == name {
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+			return "", true
+		}
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// words splits a command line at blanks outside quotes, taking the
+// quotes out: "/opt/my tools/awaken-lua" hook is two words.
+func words(cmd string) []string {
+	var out []string
+	var cur strings.Builder
+	in, quote, started := byte(0), false, false
+	for i := 0; i < len(cmd); i++ {
+		c := cmd[i]
+		switch {
+		case quote && c == in:
+			quote = false
+		case quote:
+			cur.WriteByte(c)
+		case c == '"' || c == '\'':
+			in, quote, started = c, true, true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			if started {
+				out = append(out, cur.String())
+				cur.Reset()
+				started = false
+			}
+		default:
+			cur.WriteByte(c)
+			started = true
+		}
+	}
+	if started {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// exeBase is an executable's file name, for either kind of separator.
+func exeBase(exe string) string {
+	return exe[strings.LastIndexAny(exe, `/\`)+1:]
+}
+
+// ours reports whether a hook handler under event is one awaken-lua
+// installed.
+func (o Options) ours(h *node, event string) bool {
 	if h.kind != '{' {
 		return false
 	}
@@ -262,7 +337,7 @@ func (o Options) ours(h *node) bool {
 	case "command":
 		c, _ := h.get("command")
 		s, ok := c.text()
-		return ok && o.isOurCommand(s)
+		return ok && o.installed(s, event)
 	case "http":
 		v, _ := h.get("url")
 		s, ok := v.text()
@@ -368,7 +443,7 @@ func (o Options) handler(event string) *node {
 		}
 	} else {
 		h.set("type", str("command"))
-		h.set("command", str(eventCommand(o.Command, event)))
+		h.set("command", str(eventCommand(o.Command, o.agent(), event)))
 	}
 	h.set("timeout", number(o.Timeout))
 	return h
@@ -377,13 +452,33 @@ func (o Options) handler(event string) *node {
 // eventCommand is the command hook for one event: it names the event
 // (--event), so that input the hook cannot parse, which names no event,
 // is answered as that event's failure: a tool event's call is denied
-// rather than let through with an empty reply. A command that names one
-// already is kept.
-func eventCommand(cmd, event string) string {
-	if slices.ContainsFunc(strings.Fields(cmd), func(f string) bool { return f == "--event" || strings.HasPrefix(f, "--event=") }) {
-		return cmd
+// rather than let through with an empty reply; and it names the agent
+// (--agent), so that with the event it has the shape a later uninstall
+// knows for install's, whatever the executable is called. A command
+// that names either already is kept so.
+func eventCommand(cmd, agent, event string) string {
+	args := words(cmd)
+	if len(args) > 2 {
+		args = args[2:]
 	}
-	return cmd + " --event " + event
+	if _, ok := flagValue(args, "agent"); !ok {
+		cmd += " --agent " + agent
+	}
+	if _, ok := flagValue(args, "event"); !ok {
+		cmd += " --event " + event
+	}
+	return cmd
+}
+
+// agent is the agent an install is for, as awaken-lua hook's --agent.
+func (o Options) agent() string {
+	switch {
+	case o.codex:
+		return "codex"
+	case o.gemini:
+		return "gemini"
+	}
+	return "claude-code"
 }
 
 // eventURL is the HTTP hook's address for one event (?event=, as
@@ -422,7 +517,7 @@ func (o Options) merge(root *node, res *Result) error {
 	}
 	if o.Uninstall {
 		for i := 0; i < len(hooks.keys); i++ {
-			n := o.remove(hooks.vals[i])
+			n := o.remove(hooks.vals[i], hooks.keys[i])
 			res.Removed += n
 			if n > 0 && len(hooks.vals[i].elems) == 0 {
 				hooks.delAt(i)
@@ -491,7 +586,7 @@ func checkHooks(hooks *node) error {
 
 // remove takes awaken-lua's handlers out of an event's groups, and the
 // groups they leave empty; it returns how many it removed.
-func (o Options) remove(groups *node) int {
+func (o Options) remove(groups *node, event string) int {
 	removed := 0
 	var kept []*node
 	for _, g := range groups.elems {
@@ -502,7 +597,7 @@ func (o Options) remove(groups *node) int {
 		}
 		var left []*node
 		for _, h := range hs.elems {
-			if !o.ours(h) {
+			if !o.ours(h, event) {
 				left = append(left, h)
 			}
 		}
@@ -541,7 +636,7 @@ func (o Options) install(hooks *node, event string, res *Result) {
 			continue
 		}
 		for hi, h := range hs.elems {
-			if o.ours(h) {
+			if o.ours(h, event) {
 				found = append(found, place{gi, hi})
 			}
 		}
@@ -560,7 +655,7 @@ func (o Options) install(hooks *node, event string, res *Result) {
 		}
 	}
 	if len(found) > 0 {
-		o.remove(groups)
+		o.remove(groups, event)
 		res.Updated++
 	} else {
 		res.Added++

@@ -83,13 +83,13 @@ func InstallCursor(o Options) (Result, error) {
 }
 
 // cursorOurs reports whether a Cursor hook entry is awaken-lua's.
-func (o Options) cursorOurs(h *node) bool {
+func (o Options) cursorOurs(h *node, event string) bool {
 	if h.kind != '{' {
 		return false
 	}
 	c, _ := h.get("command")
 	s, ok := c.text()
-	return ok && o.isOurCommand(s)
+	return ok && o.installed(s, event)
 }
 
 func (o Options) mergeCursor(root *node, res *Result) error {
@@ -118,10 +118,10 @@ func (o Options) mergeCursor(root *node, res *Result) error {
 	}
 	if o.Uninstall {
 		for i := 0; i < len(hooks.keys); i++ {
-			list := hooks.vals[i]
+			list, event := hooks.vals[i], hooks.keys[i]
 			var kept []*node
 			for _, h := range list.elems {
-				if !o.cursorOurs(h) {
+				if !o.cursorOurs(h, event) {
 					kept = append(kept, h)
 				}
 			}
@@ -144,7 +144,7 @@ func (o Options) mergeCursor(root *node, res *Result) error {
 	}
 	for _, event := range CursorEvents {
 		want := object()
-		want.set("command", str(eventCommand(o.Command, event)))
+		want.set("command", str(eventCommand(o.Command, "cursor", event)))
 		list, _ := hooks.get(event)
 		if list == nil {
 			list = array()
@@ -152,7 +152,7 @@ func (o Options) mergeCursor(root *node, res *Result) error {
 		}
 		var ours []int
 		for i, h := range list.elems {
-			if o.cursorOurs(h) {
+			if o.cursorOurs(h, event) {
 				ours = append(ours, i)
 			}
 		}
@@ -165,7 +165,7 @@ func (o Options) mergeCursor(root *node, res *Result) error {
 		default:
 			var kept []*node
 			for _, h := range list.elems {
-				if !o.cursorOurs(h) {
+				if !o.cursorOurs(h, event) {
 					kept = append(kept, h)
 				}
 			}

@@ -382,7 +382,7 @@ func TestUninstallKeepsAHandWrittenFile(t *testing.T) {
 		text    string
 	}{
 		{"claude-code", InstallClaudeCode, ".claude/settings.json",
-			`{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"/opt/bin/awaken-lua hook --policy /etc/policy.lua","timeout":5}]}]}}`},
+			`{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"/opt/bin/awaken-lua hook --agent claude-code --policy /etc/policy.lua","timeout":5}]}]}}`},
 		{"cursor", InstallCursor, ".cursor/hooks.json",
 			`{"version":1,"hooks":{"beforeShellExecution":[{"command":"awaken-lua hook --agent cursor --policy p.lua"}]}}`},
 		{"gemini", InstallGemini, ".gemini/settings.json",

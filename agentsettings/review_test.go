@@ -1,6 +1,8 @@
 package agentsettings
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -29,6 +31,94 @@ func TestLoopbackSpellingsAreOurs(t *testing.T) {
 		o.Uninstall = true
 		if res, err := InstallClaudeCode(o); err != nil || res.Removed != 0 || !strings.Contains(readFile(t, p), host) {
 			t.Fatalf("%s: %+v %v", host, res, err)
+		}
+	}
+}
+
+type agentCase struct {
+	name    string
+	install func(Options) (Result, error)
+	file    string
+}
+
+var mergedAgents = []agentCase{
+	{"claude-code", InstallClaudeCode, ".claude/settings.json"},
+	{"codex", InstallCodex, ".codex/hooks.json"},
+	{"cursor", InstallCursor, ".cursor/hooks.json"},
+	{"gemini", InstallGemini, ".gemini/settings.json"},
+}
+
+// Hooks installed with a --command of another name are found by an
+// uninstall run without it: they have install's shape, hook --agent A
+// --event E.
+func TestUninstallFindsHooksOfAnotherCommand(t *testing.T) {
+	for _, a := range mergedAgents {
+		for _, cmd := range []string{"/opt/tools/al hook --agent " + a.name, "/opt/tools/al hook --suspend defer", `"/opt/my tools/awaken-lua" hook`} {
+			t.Run(a.name+"/"+cmd, func(t *testing.T) {
+				dir := t.TempDir()
+				p := filepath.Join(dir, filepath.FromSlash(a.file))
+				o := opts(dir)
+				o.Command = cmd
+				if _, err := a.install(o); err != nil {
+					t.Fatal(err)
+				}
+				o.Command = ""
+				if res, err := a.install(o); err != nil || res.Updated == 0 || res.Added != 0 {
+					t.Fatalf("install with the default command: %+v %v\n%s", res, err, readFile(t, p))
+				}
+				o.Command = cmd
+				if _, err := a.install(o); err != nil {
+					t.Fatal(err)
+				}
+				o.Command = ""
+				o.Uninstall = true
+				res, err := a.install(o)
+				if err != nil || res.Removed == 0 {
+					t.Fatalf("uninstall: %+v %v", res, err)
+				}
+				// Not what a default install writes: kept as {}, backed up.
+				if got := readFile(t, p); got != "{}\n" {
+					t.Fatalf("left behind:\n%s", got)
+				}
+			})
+		}
+	}
+}
+
+// A user's own awaken-lua hook command (no --event, no --agent: not the
+// shape install writes), or another program's hook subcommand, stays
+// through install and uninstall.
+func TestUserAwakenHookCommandIsTheirs(t *testing.T) {
+	const mine = `awaken-lua hook --local --config x.toml`
+	const other = `/usr/bin/other hook --agent mine --event Stop`
+	dir := t.TempDir()
+	p := writeSettings(t, dir, `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "`+mine+`"}, {"type": "command", "command": "`+other+`"}]}]}}`)
+	for _, uninstall := range []bool{false, true} {
+		o := opts(dir)
+		o.Uninstall = uninstall
+		if _, err := InstallClaudeCode(o); err != nil {
+			t.Fatal(err)
+		}
+		stop := hooksOf(t, readFile(t, p))["Stop"]
+		if len(stop) == 0 || len(stop[0].Hooks) != 2 || stop[0].Hooks[0]["command"] != mine || stop[0].Hooks[1]["command"] != other {
+			t.Fatalf("uninstall %v: the user's hooks changed: %+v", uninstall, stop)
+		}
+		if want := map[bool]int{false: 2, true: 1}[uninstall]; len(stop) != want {
+			t.Fatalf("uninstall %v: %d groups, want %d: %+v", uninstall, len(stop), want, stop)
+		}
+	}
+	// Cursor's too.
+	cp := filepath.Join(dir, ".cursor", "hooks.json")
+	os.MkdirAll(filepath.Dir(cp), 0o755)
+	os.WriteFile(cp, []byte(`{"version": 1, "hooks": {"stop": [{"command": "`+mine+`"}]}}`), 0o644)
+	for _, uninstall := range []bool{false, true} {
+		o := opts(dir)
+		o.Uninstall = uninstall
+		if _, err := InstallCursor(o); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, cp); !strings.Contains(got, mine) {
+			t.Fatalf("uninstall %v: the user's hook is gone:\n%s", uninstall, got)
 		}
 	}
 }
