@@ -71,13 +71,18 @@ func InstallCursor(o Options) (Result, error) {
 	if res.Added+res.Updated+res.Removed == 0 {
 		return res, nil
 	}
-	if o.Uninstall && len(root.keys) == 0 && !isLink(p) && o.installWrote(data, Options.mergeCursor) {
-		return res, deleteFile(target, data, &res)
-	}
 	eol := eolOf(data)
 	out := encode(root, indentOf(data), eol)
 	if len(data) == 0 || bytes.HasSuffix(data, []byte("\n")) {
 		out = append(out, eol...)
+	}
+	if o.Uninstall && len(root.keys) == 0 {
+		old, existed := o.before(target, data, Options.mergeCursor)
+		if old != nil {
+			out = old // as it was before install
+		} else if !existed && !isLink(p) && o.installWrote(data, Options.mergeCursor) {
+			return res, deleteFile(target, data, &res)
+		}
 	}
 	return res, writeFile(target, data, out, mode, exists, o.Now(), &res)
 }

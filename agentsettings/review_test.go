@@ -122,3 +122,57 @@ func TestUserAwakenHookCommandIsTheirs(t *testing.T) {
 		}
 	}
 }
+
+// A settings file that was there before install, with nothing in it
+// (or only what install adds to), is there after uninstall as it was:
+// uninstall deletes only a file install created.
+func TestUninstallKeepsATrivialFileThatWasThere(t *testing.T) {
+	for _, a := range mergedAgents {
+		texts := []string{"{}\n", `{"hooks":{}}`, "", "{ }\r\n"}
+		if a.name == "cursor" {
+			texts = append(texts, `{"version": 1, "hooks": {}}`+"\n")
+		}
+		if a.name == "gemini" {
+			texts = append(texts, `{"hooks": {"enabled": true}}`+"\n")
+		}
+		for _, text := range texts {
+			t.Run(a.name+"/"+text, func(t *testing.T) {
+				dir := t.TempDir()
+				p := filepath.Join(dir, filepath.FromSlash(a.file))
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				os.WriteFile(p, []byte(text), 0o644)
+				o := opts(dir)
+				for range 2 { // a second install changes nothing
+					if _, err := a.install(o); err != nil {
+						t.Fatal(err)
+					}
+				}
+				o.Uninstall = true
+				res, err := a.install(o)
+				if err != nil || res.Deleted || res.Backup == "" {
+					t.Fatalf("uninstall: %+v %v", res, err)
+				}
+				if got := readFile(t, p); got != text {
+					t.Fatalf("after uninstall %q, want %q", got, text)
+				}
+				if res, err := a.install(o); err != nil || res.Changed {
+					t.Fatalf("second uninstall: %+v %v", res, err)
+				}
+			})
+		}
+	}
+	// A file install created goes, also after a reinstall with other
+	// options backed up install's own file.
+	dir := t.TempDir()
+	o := opts(dir)
+	o.Timeout = 20
+	InstallClaudeCode(o)
+	o.Timeout = 0
+	if res, err := InstallClaudeCode(o); err != nil || res.Backup == "" {
+		t.Fatalf("reinstall: %+v %v", res, err)
+	}
+	o.Uninstall = true
+	if res, err := InstallClaudeCode(o); err != nil || !res.Deleted {
+		t.Fatalf("uninstall: %+v %v", res, err)
+	}
+}
