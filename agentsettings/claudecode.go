@@ -198,7 +198,11 @@ func InstallClaudeCode(o Options) (Result, error) {
 		if old != nil {
 			out = old // as it was before install
 		} else if !existed && !isLink(p) && o.installWrote(data, Options.merge) {
-			return res, deleteFile(target, data, &res)
+			if err := deleteFile(target, data, &res); err != nil {
+				return res, err
+			}
+			o.prune(p)
+			return res, nil
 		}
 	}
 	if err := writeFile(target, data, out, mode, exists, o.Now(), &res); err != nil {

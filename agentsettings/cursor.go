@@ -81,7 +81,11 @@ func InstallCursor(o Options) (Result, error) {
 		if old != nil {
 			out = old // as it was before install
 		} else if !existed && !isLink(p) && o.installWrote(data, Options.mergeCursor) {
-			return res, deleteFile(target, data, &res)
+			if err := deleteFile(target, data, &res); err != nil {
+				return res, err
+			}
+			o.prune(p)
+			return res, nil
 		}
 	}
 	return res, writeFile(target, data, out, mode, exists, o.Now(), &res)

@@ -305,6 +305,7 @@ func TestUninstallLeavesNoFileOfOurs(t *testing.T) {
 			if a.user == "" {
 				return
 			}
+			os.MkdirAll(filepath.Dir(p), 0o755) // uninstall took the directory too
 			os.WriteFile(p, []byte(a.user+"\n"), 0o644)
 			o.Uninstall = false
 			if _, err := a.install(o); err != nil {

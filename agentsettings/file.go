@@ -228,3 +228,25 @@ func parseOrEmpty(data []byte) (*node, error) {
 	}
 	return parse(data)
 }
+
+// prune removes the directories between a deleted settings file and the
+// project that it leaves empty (.claude/, .github/hooks/ and .github/,
+// ...), as an install into a fresh project made them; a directory with
+// anything else in it (a backup, a file of the user's) stays, as do a
+// linked directory, the project, and the user scope's directories (the
+// agent's own, ~/.claude).
+func (o Options) prune(p string) {
+	if o.Scope == User || o.ProjectDir == "" {
+		return
+	}
+	stop := filepath.Clean(o.ProjectDir)
+	for d := filepath.Dir(p); d != stop && strings.HasPrefix(d, stop+string(filepath.Separator)); d = filepath.Dir(d) {
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			return
+		}
+		if os.Remove(d) != nil {
+			return
+		}
+		syncDir(filepath.Dir(d))
+	}
+}

@@ -176,3 +176,48 @@ func TestUninstallKeepsATrivialFileThatWasThere(t *testing.T) {
 		t.Fatalf("uninstall: %+v %v", res, err)
 	}
 }
+
+// The directories an install into a fresh project made (.claude/,
+// .github/hooks/ and .github/, ...) go with the file uninstall deletes;
+// a directory with anything else in it stays.
+func TestUninstallRemovesTheDirectoriesItEmptied(t *testing.T) {
+	for _, a := range append(mergedAgents, agentCase{"copilot", InstallCopilot, ".github/hooks/awaken.json"}) {
+		t.Run(a.name, func(t *testing.T) {
+			dir := t.TempDir()
+			o := opts(dir)
+			if _, err := a.install(o); err != nil {
+				t.Fatal(err)
+			}
+			o.Uninstall = true
+			if res, err := a.install(o); err != nil || !res.Deleted {
+				t.Fatalf("uninstall: %+v %v", res, err)
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+				t.Fatalf("left in the project: %v", ents)
+			}
+			// Something else beside it: that directory stays.
+			top := strings.Split(a.file, "/")[0]
+			if _, err := a.install(Options{ProjectDir: dir, Now: o.Now}); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(dir, top, "mine"), []byte("x"), 0o644)
+			if res, err := a.install(o); err != nil || !res.Deleted {
+				t.Fatalf("uninstall: %+v %v", res, err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, top, "mine")); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	// The user scope's directory is the agent's own: it stays.
+	cfg := filepath.Join(t.TempDir(), ".claude")
+	o := Options{Scope: User, ConfigDir: cfg, Now: opts("").Now}
+	InstallClaudeCode(o)
+	o.Uninstall = true
+	if res, err := InstallClaudeCode(o); err != nil || !res.Deleted {
+		t.Fatalf("uninstall: %+v %v", res, err)
+	}
+	if _, err := os.Stat(cfg); err != nil {
+		t.Fatal(err)
+	}
+}
