@@ -173,7 +173,7 @@ func InstallClaudeCode(o Options) (Result, error) {
 	root := object()
 	if len(bytes.TrimSpace(data)) > 0 {
 		if root, err = parse(data); err != nil {
-			return res, badJSON(p, data, err)
+			return res, badJSON(p, data, err, o.agent(), o.Uninstall)
 		}
 		if root.kind != '{' {
 			return res, errs.New(errs.ConfigInvalid, "%s holds a JSON %s, not an object; awaken-lua leaves it alone", p, kindName(root))
@@ -706,25 +706,80 @@ func kindName(n *node) string {
 	return "number"
 }
 
-// badJSON reports a syntax error with its line and column.
-func badJSON(p string, data []byte, err error) error {
+// badJSON reports a syntax error with its line and column. A comment or
+// a trailing comma is told apart from a broken file: the agent (its name
+// as awaken-lua hook's --agent) may read it (Gemini CLI reads comments),
+// and rewriting it would drop them, so it is refused with what to do.
+func badJSON(p string, data []byte, err error, agent string, uninstall bool) error {
 	line, col := 1, 1
 	var se *syntaxError
-	msg := "not valid JSON; fix it (or move it away) and install again: nothing was changed"
+	again := "install again"
+	if uninstall {
+		again = "uninstall again"
+	}
+	msg := "not valid JSON; fix it (or move it away) and " + again + ": nothing was changed"
 	if errors.As(err, &se) {
 		off := min(se.offset, len(data))
 		before := data[:off]
 		line = bytes.Count(before, []byte("\n")) + 1
 		col = off - bytes.LastIndexByte(before, '\n')
 		if jsonc(data, off) {
-			// Gemini CLI reads such a file; it is not broken, only beyond
-			// what awaken-lua rewrites without losing something.
-			msg = "JSON with a comment or a trailing comma, which awaken-lua cannot keep when it rewrites the file: " +
-				"nothing was changed; take them out and install again, or add awaken-lua's hooks by hand (README.md shows them)"
+			hand := "or add (or take out) awaken-lua's hooks by hand (README.md shows them)"
+			_, perr := parse(stripComments(data))
+			switch {
+			case agent == "gemini" && perr == nil:
+				msg = "JSON with comments: Gemini CLI reads its comments, but awaken-lua cannot keep them when it rewrites the file; " +
+					"nothing was changed: move the comments out (to a README beside it, say) and " + again + ", " + hand
+			case agentNames[agent] != "":
+				msg = "JSON with a comment or a trailing comma, and " + agentNames[agent] + " cannot read it either (it reads plain JSON" +
+					map[bool]string{true: " and comments", false: ""}[agent == "gemini"] + "); nothing was changed: take them out and " + again + ", " + hand
+			default:
+				msg = "JSON with a comment or a trailing comma, which awaken-lua cannot keep when it rewrites the file: " +
+					"nothing was changed; take them out and " + again + ", " + hand
+			}
 		}
 	}
 	e := errs.Wrap(errs.ConfigInvalid, err, "%s", msg)
 	return e.At(errs.Pos{File: p, Line: line, Col: col})
+}
+
+// agentNames are the agents whose settings reader badJSON knows: Claude
+// Code and Codex read plain JSON only, Gemini CLI plain JSON with
+// comments (no trailing commas).
+var agentNames = map[string]string{"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
+
+// stripComments blanks out // and /* */ comments outside strings (as
+// Gemini CLI's reader does), keeping every other byte where it was.
+func stripComments(data []byte) []byte {
+	out := bytes.Clone(data)
+	inStr := false
+	for i := 0; i < len(out); i++ {
+		c := out[i]
+		switch {
+		case inStr && c == '\\':
+			i++
+		case c == '"':
+			inStr = !inStr
+		case inStr:
+		case c == '/' && i+1 < len(out) && out[i+1] == '/':
+			for ; i < len(out) && out[i] != '\n'; i++ {
+				out[i] = ' '
+			}
+		case c == '/' && i+1 < len(out) && out[i+1] == '*':
+			j := bytes.Index(out[i+2:], []byte("*/"))
+			end := len(out)
+			if j >= 0 {
+				end = i + 2 + j + 2
+			}
+			for ; i < end; i++ {
+				if out[i] != '\n' {
+					out[i] = ' '
+				}
+			}
+			i--
+		}
+	}
+	return out
 }
 
 // jsonc reports whether the syntax error at off is a comment or a

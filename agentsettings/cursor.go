@@ -59,7 +59,7 @@ func InstallCursor(o Options) (Result, error) {
 	root := object()
 	if len(bytes.TrimSpace(data)) > 0 {
 		if root, err = parse(data); err != nil {
-			return res, badJSON(p, data, err)
+			return res, badJSON(p, data, err, "cursor", o.Uninstall)
 		}
 		if root.kind != '{' {
 			return res, errs.New(errs.ConfigInvalid, "%s holds a JSON %s, not an object; awaken-lua leaves it alone", p, kindName(root))

@@ -221,3 +221,40 @@ func TestUninstallRemovesTheDirectoriesItEmptied(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A settings file with comments is never rewritten (that would drop
+// them): install and uninstall refuse it, unchanged and without a
+// backup, saying whether the agent itself reads it (Gemini CLI reads
+// comments; Claude Code and Codex read plain JSON, and no agent trailing
+// commas) and what to do.
+func TestCommentsAreRefusedSayingWhatToDo(t *testing.T) {
+	const comment = "{\n  // my theme\n  \"theme\": \"Dracula\", /* and hooks: */ \"hooks\": {}\n}\n"
+	const comma = "{\n  // my theme\n  \"theme\": \"Dracula\",\n}\n"
+	for _, c := range []struct {
+		agent      agentCase
+		text, want string
+	}{
+		{mergedAgents[3], comment, "Gemini CLI reads its comments"},
+		{mergedAgents[3], comma, "Gemini CLI cannot read it either"},
+		{mergedAgents[0], comment, "Claude Code cannot read it either"},
+		{mergedAgents[1], comment, "Codex cannot read it either"},
+		{mergedAgents[2], comment, "awaken-lua cannot keep"},
+	} {
+		for _, uninstall := range []bool{false, true} {
+			dir := t.TempDir()
+			p := filepath.Join(dir, filepath.FromSlash(c.agent.file))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			os.WriteFile(p, []byte(c.text), 0o644)
+			o := opts(dir)
+			o.Uninstall = uninstall
+			_, err := c.agent.install(o)
+			again := map[bool]string{false: "install again", true: "uninstall again"}[uninstall]
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), again) || !strings.Contains(err.Error(), "by hand") {
+				t.Errorf("%s uninstall %v: %v", c.agent.name, uninstall, err)
+			}
+			if got := readFile(t, p); got != c.text || len(backups(t, p)) != 0 {
+				t.Errorf("%s: the file changed:\n%s", c.agent.name, got)
+			}
+		}
+	}
+}
