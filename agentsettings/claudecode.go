@@ -23,7 +23,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -173,7 +173,7 @@ func InstallClaudeCode(o Options) (Result, error) {
 	root := object()
 	if len(bytes.TrimSpace(data)) > 0 {
 		if root, err = parse(data); err != nil {
-			return res, badJSON(p, data, err)
+			return res, badJSON(p, data, err, o.agent(), o.Uninstall)
 		}
 		if root.kind != '{' {
 			return res, errs.New(errs.ConfigInvalid, "%s holds a JSON %s, not an object; awaken-lua leaves it alone", p, kindName(root))
@@ -188,13 +188,22 @@ func InstallClaudeCode(o Options) (Result, error) {
 	if res.Added+res.Updated+res.Removed == 0 {
 		return res, nil
 	}
-	if o.Uninstall && len(root.keys) == 0 && !isLink(p) && o.installWrote(data, Options.merge) {
-		return res, deleteFile(target, data, &res)
-	}
 	eol := eolOf(data)
 	out := encode(root, indentOf(data), eol)
 	if len(data) == 0 || bytes.HasSuffix(data, []byte("\n")) {
 		out = append(out, eol...)
+	}
+	if o.Uninstall && len(root.keys) == 0 {
+		old, existed := o.before(target, data, Options.merge)
+		if old != nil {
+			out = old // as it was before install
+		} else if !existed && !isLink(p) && o.installWrote(data, Options.merge) {
+			if err := deleteFile(target, data, &res); err != nil {
+				return res, err
+			}
+			o.prune(p)
+			return res, nil
+		}
 	}
 	if err := writeFile(target, data, out, mode, exists, o.Now(), &res); err != nil {
 		return res, err
@@ -238,21 +247,97 @@ func (o Options) check() error {
 	return nil
 }
 
-// isOurCommand reports whether a command hook runs awaken-lua hook: its
+// isOurCommand reports whether a command runs awaken-lua hook: its
 // executable is awaken-lua (any directory) or the one Options.Command
-// names, and its first argument is hook.
+// names, and its first argument is hook. An install's --command must.
 func (o Options) isOurCommand(cmd string) bool {
-	f := strings.Fields(cmd)
+	f := words(cmd)
 	if len(f) < 2 || f[1] != "hook" {
 		return false
 	}
-	base := filepath.Base(strings.Trim(f[0], `"'`))
-	own := filepath.Base(strings.Trim(strings.Fields(o.Command + " x")[0], `"'`))
-	return base == "awaken-lua" || base == "awaken-lua.exe" || base == own
+	base := exeBase(f[0])
+	return base == "awaken-lua" || base == "awaken-lua.exe" || base == exeBase(words(o.Command + " x")[0])
 }
 
-// ours reports whether a hook handler is one awaken-lua installed.
-func (o Options) ours(h *node) bool {
+// installed reports whether a command hook under event is one an install
+// wrote, whatever --command named it: the shape install writes, EXE hook
+// ... --agent AGENT --event EVENT (the event the hook sits under), of any
+// executable; or awaken-lua hook (or Options.Command's executable) naming
+// an --event or an --agent, which a user's own awaken-lua hook (say
+// "awaken-lua hook --local --config x.toml") does not.
+func (o Options) installed(cmd, event string) bool {
+	f := words(cmd)
+	if len(f) < 2 || f[1] != "hook" {
+		return false
+	}
+	agent, hasAgent := flagValue(f[2:], "agent")
+	ev, hasEvent := flagValue(f[2:], "event")
+	if o.isOurCommand(cmd) {
+		return hasAgent || hasEvent
+	}
+	return hookAgents[agent] && ev == event
+}
+
+// hookAgents are the values awaken-lua hook's --agent takes.
+var hookAgents = map[string]bool{"claude-code": true, "codex": true, "copilot": true, "cursor": true, "gemini": true, "gemini-cli": true}
+
+// flagValue finds --name VALUE, --name=VALUE (or with one dash) in args.
+func flagValue(args []string, name string) (string, bool) {
+	for i, a := range args {
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if a == name {
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+			return "", true
+		}
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// words splits a command line at blanks outside quotes, taking the
+// quotes out: "/opt/my tools/awaken-lua" hook is two words.
+func words(cmd string) []string {
+	var out []string
+	var cur strings.Builder
+	in, quote, started := byte(0), false, false
+	for i := 0; i < len(cmd); i++ {
+		c := cmd[i]
+		switch {
+		case quote && c == in:
+			quote = false
+		case quote:
+			cur.WriteByte(c)
+		case c == '"' || c == '\'':
+			in, quote, started = c, true, true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			if started {
+				out = append(out, cur.String())
+				cur.Reset()
+				started = false
+			}
+		default:
+			cur.WriteByte(c)
+			started = true
+		}
+	}
+	if started {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// exeBase is an executable's file name, for either kind of separator.
+func exeBase(exe string) string {
+	return exe[strings.LastIndexAny(exe, `/\`)+1:]
+}
+
+// ours reports whether a hook handler under event is one awaken-lua
+// installed.
+func (o Options) ours(h *node, event string) bool {
 	if h.kind != '{' {
 		return false
 	}
@@ -261,7 +346,7 @@ func (o Options) ours(h *node) bool {
 	case "command":
 		c, _ := h.get("command")
 		s, ok := c.text()
-		return ok && o.isOurCommand(s)
+		return ok && o.installed(s, event)
 	case "http":
 		v, _ := h.get("url")
 		s, ok := v.text()
@@ -281,13 +366,51 @@ func (o Options) ours(h *node) bool {
 	return false
 }
 
-// loopback reports whether host names this machine.
+// loopback reports whether host names this machine: localhost (also
+// as the absolute name "localhost."), a loopback address, or an IPv4
+// loopback address in the shorthand the system's resolver reads (127.1,
+// 2130706433, 0x7f.0.0.1).
 func loopback(host string) bool {
+	host = strings.TrimSuffix(host, ".")
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.IsLoopback()
+	}
+	ip, ok := inetAton(host)
+	return ok && ip.IsLoopback()
+}
+
+// inetAton reads an IPv4 address as inet_aton does: one to four parts,
+// each decimal, octal (a leading 0) or hexadecimal (0x), the last filling
+// the bytes the others leave.
+func inetAton(s string) (netip.Addr, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	var vals []uint64
+	for _, p := range parts {
+		v, err := strconv.ParseUint(p, 0, 32)
+		if err != nil || p == "" || strings.HasPrefix(p, "+") || strings.Contains(p, "_") {
+			return netip.Addr{}, false
+		}
+		vals = append(vals, v)
+	}
+	var n uint64
+	for i, v := range vals[:len(vals)-1] {
+		if v > 0xff {
+			return netip.Addr{}, false
+		}
+		n |= v << (8 * (3 - i))
+	}
+	last := vals[len(vals)-1]
+	if last >= 1<<(8*(5-len(vals))) {
+		return netip.Addr{}, false
+	}
+	n |= last
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
 }
 
 // installWrote reports whether data holds exactly what an install into
@@ -329,7 +452,7 @@ func (o Options) handler(event string) *node {
 		}
 	} else {
 		h.set("type", str("command"))
-		h.set("command", str(eventCommand(o.Command, event)))
+		h.set("command", str(eventCommand(o.Command, o.agent(), event)))
 	}
 	h.set("timeout", number(o.Timeout))
 	return h
@@ -338,13 +461,33 @@ func (o Options) handler(event string) *node {
 // eventCommand is the command hook for one event: it names the event
 // (--event), so that input the hook cannot parse, which names no event,
 // is answered as that event's failure: a tool event's call is denied
-// rather than let through with an empty reply. A command that names one
-// already is kept.
-func eventCommand(cmd, event string) string {
-	if slices.ContainsFunc(strings.Fields(cmd), func(f string) bool { return f == "--event" || strings.HasPrefix(f, "--event=") }) {
-		return cmd
+// rather than let through with an empty reply; and it names the agent
+// (--agent), so that with the event it has the shape a later uninstall
+// knows for install's, whatever the executable is called. A command
+// that names either already is kept so.
+func eventCommand(cmd, agent, event string) string {
+	args := words(cmd)
+	if len(args) > 2 {
+		args = args[2:]
 	}
-	return cmd + " --event " + event
+	if _, ok := flagValue(args, "agent"); !ok {
+		cmd += " --agent " + agent
+	}
+	if _, ok := flagValue(args, "event"); !ok {
+		cmd += " --event " + event
+	}
+	return cmd
+}
+
+// agent is the agent an install is for, as awaken-lua hook's --agent.
+func (o Options) agent() string {
+	switch {
+	case o.codex:
+		return "codex"
+	case o.gemini:
+		return "gemini"
+	}
+	return "claude-code"
 }
 
 // eventURL is the HTTP hook's address for one event (?event=, as
@@ -383,7 +526,7 @@ func (o Options) merge(root *node, res *Result) error {
 	}
 	if o.Uninstall {
 		for i := 0; i < len(hooks.keys); i++ {
-			n := o.remove(hooks.vals[i])
+			n := o.remove(hooks.vals[i], hooks.keys[i])
 			res.Removed += n
 			if n > 0 && len(hooks.vals[i].elems) == 0 {
 				hooks.delAt(i)
@@ -452,7 +595,7 @@ func checkHooks(hooks *node) error {
 
 // remove takes awaken-lua's handlers out of an event's groups, and the
 // groups they leave empty; it returns how many it removed.
-func (o Options) remove(groups *node) int {
+func (o Options) remove(groups *node, event string) int {
 	removed := 0
 	var kept []*node
 	for _, g := range groups.elems {
@@ -463,7 +606,7 @@ func (o Options) remove(groups *node) int {
 		}
 		var left []*node
 		for _, h := range hs.elems {
-			if !o.ours(h) {
+			if !o.ours(h, event) {
 				left = append(left, h)
 			}
 		}
@@ -502,7 +645,7 @@ func (o Options) install(hooks *node, event string, res *Result) {
 			continue
 		}
 		for hi, h := range hs.elems {
-			if o.ours(h) {
+			if o.ours(h, event) {
 				found = append(found, place{gi, hi})
 			}
 		}
@@ -521,7 +664,7 @@ func (o Options) install(hooks *node, event string, res *Result) {
 		}
 	}
 	if len(found) > 0 {
-		o.remove(groups)
+		o.remove(groups, event)
 		res.Updated++
 	} else {
 		res.Added++
@@ -563,25 +706,80 @@ func kindName(n *node) string {
 	return "number"
 }
 
-// badJSON reports a syntax error with its line and column.
-func badJSON(p string, data []byte, err error) error {
+// badJSON reports a syntax error with its line and column. A comment or
+// a trailing comma is told apart from a broken file: the agent (its name
+// as awaken-lua hook's --agent) may read it (Gemini CLI reads comments),
+// and rewriting it would drop them, so it is refused with what to do.
+func badJSON(p string, data []byte, err error, agent string, uninstall bool) error {
 	line, col := 1, 1
 	var se *syntaxError
-	msg := "not valid JSON; fix it (or move it away) and install again: nothing was changed"
+	again := "install again"
+	if uninstall {
+		again = "uninstall again"
+	}
+	msg := "not valid JSON; fix it (or move it away) and " + again + ": nothing was changed"
 	if errors.As(err, &se) {
 		off := min(se.offset, len(data))
 		before := data[:off]
 		line = bytes.Count(before, []byte("\n")) + 1
 		col = off - bytes.LastIndexByte(before, '\n')
 		if jsonc(data, off) {
-			// Gemini CLI reads such a file; it is not broken, only beyond
-			// what awaken-lua rewrites without losing something.
-			msg = "JSON with a comment or a trailing comma, which awaken-lua cannot keep when it rewrites the file: " +
-				"nothing was changed; take them out and install again, or add awaken-lua's hooks by hand (README.md shows them)"
+			hand := "or add (or take out) awaken-lua's hooks by hand (README.md shows them)"
+			_, perr := parse(stripComments(data))
+			switch {
+			case agent == "gemini" && perr == nil:
+				msg = "JSON with comments: Gemini CLI reads its comments, but awaken-lua cannot keep them when it rewrites the file; " +
+					"nothing was changed: move the comments out (to a README beside it, say) and " + again + ", " + hand
+			case agentNames[agent] != "":
+				msg = "JSON with a comment or a trailing comma, and " + agentNames[agent] + " cannot read it either (it reads plain JSON" +
+					map[bool]string{true: " and comments", false: ""}[agent == "gemini"] + "); nothing was changed: take them out and " + again + ", " + hand
+			default:
+				msg = "JSON with a comment or a trailing comma, which awaken-lua cannot keep when it rewrites the file: " +
+					"nothing was changed; take them out and " + again + ", " + hand
+			}
 		}
 	}
 	e := errs.Wrap(errs.ConfigInvalid, err, "%s", msg)
 	return e.At(errs.Pos{File: p, Line: line, Col: col})
+}
+
+// agentNames are the agents whose settings reader badJSON knows: Claude
+// Code and Codex read plain JSON only, Gemini CLI plain JSON with
+// comments (no trailing commas).
+var agentNames = map[string]string{"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}
+
+// stripComments blanks out // and /* */ comments outside strings (as
+// Gemini CLI's reader does), keeping every other byte where it was.
+func stripComments(data []byte) []byte {
+	out := bytes.Clone(data)
+	inStr := false
+	for i := 0; i < len(out); i++ {
+		c := out[i]
+		switch {
+		case inStr && c == '\\':
+			i++
+		case c == '"':
+			inStr = !inStr
+		case inStr:
+		case c == '/' && i+1 < len(out) && out[i+1] == '/':
+			for ; i < len(out) && out[i] != '\n'; i++ {
+				out[i] = ' '
+			}
+		case c == '/' && i+1 < len(out) && out[i+1] == '*':
+			j := bytes.Index(out[i+2:], []byte("*/"))
+			end := len(out)
+			if j >= 0 {
+				end = i + 2 + j + 2
+			}
+			for ; i < end; i++ {
+				if out[i] != '\n' {
+					out[i] = ' '
+				}
+			}
+			i--
+		}
+	}
+	return out
 }
 
 // jsonc reports whether the syntax error at off is a comment or a

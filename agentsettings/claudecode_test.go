@@ -448,17 +448,18 @@ func TestInstallEmptyFileAndWarnings(t *testing.T) {
 	_ = p
 }
 
-// Each handler names its event, unless the command or URL the user gave
-// names one already.
+// Each handler names its event and agent, unless the command or URL the
+// user gave names them already.
 func TestHandlersNameTheirEvent(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
-		{"awaken-lua hook", "awaken-lua hook --event Stop"},
-		{"awaken-lua hook --suspend defer", "awaken-lua hook --suspend defer --event Stop"},
-		{"awaken-lua hook --event PreToolUse", "awaken-lua hook --event PreToolUse"},
-		{"awaken-lua hook --event=PreToolUse", "awaken-lua hook --event=PreToolUse"},
-		{"awaken-lua hook --events-log x", "awaken-lua hook --events-log x --event Stop"},
+		{"awaken-lua hook", "awaken-lua hook --agent claude-code --event Stop"},
+		{"awaken-lua hook --suspend defer", "awaken-lua hook --suspend defer --agent claude-code --event Stop"},
+		{"awaken-lua hook --agent codex --event PreToolUse", "awaken-lua hook --agent codex --event PreToolUse"},
+		{"awaken-lua hook --agent=codex --event=PreToolUse", "awaken-lua hook --agent=codex --event=PreToolUse"},
+		{"awaken-lua hook --event PreToolUse", "awaken-lua hook --event PreToolUse --agent claude-code"},
+		{"awaken-lua hook --events-log x", "awaken-lua hook --events-log x --agent claude-code --event Stop"},
 	} {
-		if got := eventCommand(tc.in, "Stop"); got != tc.want {
+		if got := eventCommand(tc.in, "claude-code", "Stop"); got != tc.want {
 			t.Errorf("eventCommand(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}

@@ -57,7 +57,11 @@ func InstallCopilot(o Options) (Result, error) {
 			// As install wrote it: nothing of the user's to keep. A link's
 			// target may be shared (other repositories link to it too):
 			// it is backed up first, as an edited file.
-			return res, deleteFile(target, data, &res)
+			if err := deleteFile(target, data, &res); err != nil {
+				return res, err
+			}
+			o.prune(p)
+			return res, nil
 		}
 		if res.Backup, err = backup(target, data, mode, o.Now()); err != nil {
 			return res, err
@@ -66,6 +70,7 @@ func InstallCopilot(o Options) (Result, error) {
 			return res, err
 		}
 		res.Changed, res.Deleted = true, true
+		o.prune(p)
 		return res, nil
 	}
 	if exists && bytes.Equal(data, out) {

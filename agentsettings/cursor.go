@@ -59,7 +59,7 @@ func InstallCursor(o Options) (Result, error) {
 	root := object()
 	if len(bytes.TrimSpace(data)) > 0 {
 		if root, err = parse(data); err != nil {
-			return res, badJSON(p, data, err)
+			return res, badJSON(p, data, err, "cursor", o.Uninstall)
 		}
 		if root.kind != '{' {
 			return res, errs.New(errs.ConfigInvalid, "%s holds a JSON %s, not an object; awaken-lua leaves it alone", p, kindName(root))
@@ -71,25 +71,34 @@ func InstallCursor(o Options) (Result, error) {
 	if res.Added+res.Updated+res.Removed == 0 {
 		return res, nil
 	}
-	if o.Uninstall && len(root.keys) == 0 && !isLink(p) && o.installWrote(data, Options.mergeCursor) {
-		return res, deleteFile(target, data, &res)
-	}
 	eol := eolOf(data)
 	out := encode(root, indentOf(data), eol)
 	if len(data) == 0 || bytes.HasSuffix(data, []byte("\n")) {
 		out = append(out, eol...)
 	}
+	if o.Uninstall && len(root.keys) == 0 {
+		old, existed := o.before(target, data, Options.mergeCursor)
+		if old != nil {
+			out = old // as it was before install
+		} else if !existed && !isLink(p) && o.installWrote(data, Options.mergeCursor) {
+			if err := deleteFile(target, data, &res); err != nil {
+				return res, err
+			}
+			o.prune(p)
+			return res, nil
+		}
+	}
 	return res, writeFile(target, data, out, mode, exists, o.Now(), &res)
 }
 
 // cursorOurs reports whether a Cursor hook entry is awaken-lua's.
-func (o Options) cursorOurs(h *node) bool {
+func (o Options) cursorOurs(h *node, event string) bool {
 	if h.kind != '{' {
 		return false
 	}
 	c, _ := h.get("command")
 	s, ok := c.text()
-	return ok && o.isOurCommand(s)
+	return ok && o.installed(s, event)
 }
 
 func (o Options) mergeCursor(root *node, res *Result) error {
@@ -118,10 +127,10 @@ func (o Options) mergeCursor(root *node, res *Result) error {
 	}
 	if o.Uninstall {
 		for i := 0; i < len(hooks.keys); i++ {
-			list := hooks.vals[i]
+			list, event := hooks.vals[i], hooks.keys[i]
 			var kept []*node
 			for _, h := range list.elems {
-				if !o.cursorOurs(h) {
+				if !o.cursorOurs(h, event) {
 					kept = append(kept, h)
 				}
 			}
@@ -144,7 +153,7 @@ func (o Options) mergeCursor(root *node, res *Result) error {
 	}
 	for _, event := range CursorEvents {
 		want := object()
-		want.set("command", str(eventCommand(o.Command, event)))
+		want.set("command", str(eventCommand(o.Command, "cursor", event)))
 		list, _ := hooks.get(event)
 		if list == nil {
 			list = array()
@@ -152,7 +161,7 @@ func (o Options) mergeCursor(root *node, res *Result) error {
 		}
 		var ours []int
 		for i, h := range list.elems {
-			if o.cursorOurs(h) {
+			if o.cursorOurs(h, event) {
 				ours = append(ours, i)
 			}
 		}
@@ -165,7 +174,7 @@ func (o Options) mergeCursor(root *node, res *Result) error {
 		default:
 			var kept []*node
 			for _, h := range list.elems {
-				if !o.cursorOurs(h) {
+				if !o.cursorOurs(h, event) {
 					kept = append(kept, h)
 				}
 			}

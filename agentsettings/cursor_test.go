@@ -305,6 +305,7 @@ func TestUninstallLeavesNoFileOfOurs(t *testing.T) {
 			if a.user == "" {
 				return
 			}
+			os.MkdirAll(filepath.Dir(p), 0o755) // uninstall took the directory too
 			os.WriteFile(p, []byte(a.user+"\n"), 0o644)
 			o.Uninstall = false
 			if _, err := a.install(o); err != nil {
@@ -382,7 +383,7 @@ func TestUninstallKeepsAHandWrittenFile(t *testing.T) {
 		text    string
 	}{
 		{"claude-code", InstallClaudeCode, ".claude/settings.json",
-			`{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"/opt/bin/awaken-lua hook --policy /etc/policy.lua","timeout":5}]}]}}`},
+			`{"hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"/opt/bin/awaken-lua hook --agent claude-code --policy /etc/policy.lua","timeout":5}]}]}}`},
 		{"cursor", InstallCursor, ".cursor/hooks.json",
 			`{"version":1,"hooks":{"beforeShellExecution":[{"command":"awaken-lua hook --agent cursor --policy p.lua"}]}}`},
 		{"gemini", InstallGemini, ".gemini/settings.json",

@@ -2,11 +2,14 @@ package agentsettings
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -150,5 +153,100 @@ func syncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
 		d.Sync()
 		d.Close()
+	}
+}
+
+// before finds what was in the file before install wrote it, for an
+// uninstall that would delete it (it holds just what install writes):
+// the newest of its backups without awaken-lua's hooks in it. None
+// (every backup is of install's own file, or there is none): the file
+// was install's, and goes. One that install turns into the file as it is
+// now: it was there before, with nothing install's uninstall takes away
+// ({}, "hooks": {}), and is given back byte for byte. Any other: a file
+// of the user's was there, which uninstall leaves as {}.
+func (o Options) before(p string, data []byte, merge func(Options, *node, *Result) error) (old []byte, existed bool) {
+	cur, err := parse(data)
+	if err != nil {
+		return nil, true
+	}
+	dir, name := filepath.Split(p)
+	ents, err := os.ReadDir(cmp.Or(dir, "."))
+	if err != nil {
+		return nil, true
+	}
+	type bak struct {
+		name string
+		mod  time.Time
+	}
+	var baks []bak
+	for _, e := range ents {
+		if n := e.Name(); strings.HasPrefix(n, name+".") && strings.HasSuffix(n, ".bak") && e.Type().IsRegular() {
+			if fi, err := e.Info(); err == nil {
+				baks = append(baks, bak{n, fi.ModTime()})
+			}
+		}
+	}
+	slices.SortFunc(baks, func(a, b bak) int { // newest first
+		return cmp.Or(b.mod.Compare(a.mod), cmp.Compare(b.name, a.name))
+	})
+	for _, b := range baks {
+		text, err := os.ReadFile(filepath.Join(dir, b.name))
+		if err != nil {
+			return nil, true
+		}
+		root := object()
+		if len(bytes.TrimSpace(text)) > 0 {
+			if root, err = parse(text); err != nil || root.kind != '{' {
+				return nil, true
+			}
+		}
+		un := o
+		un.Uninstall = true
+		var res Result
+		if err := merge(un, root, &res); err != nil {
+			return nil, true
+		}
+		if res.Removed > 0 {
+			continue // install's own file, backed up by a later install
+		}
+		if root, err = parseOrEmpty(text); err != nil {
+			return nil, true
+		}
+		in := o
+		in.Uninstall = false
+		if err := merge(in, root, &res); err != nil || !equal(root, cur) {
+			return nil, true
+		}
+		return text, true
+	}
+	return nil, false
+}
+
+func parseOrEmpty(data []byte) (*node, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return object(), nil
+	}
+	return parse(data)
+}
+
+// prune removes the directories between a deleted settings file and the
+// project that it leaves empty (.claude/, .github/hooks/ and .github/,
+// ...), as an install into a fresh project made them; a directory with
+// anything else in it (a backup, a file of the user's) stays, as do a
+// linked directory, the project, and the user scope's directories (the
+// agent's own, ~/.claude).
+func (o Options) prune(p string) {
+	if o.Scope == User || o.ProjectDir == "" {
+		return
+	}
+	stop := filepath.Clean(o.ProjectDir)
+	for d := filepath.Dir(p); d != stop && strings.HasPrefix(d, stop+string(filepath.Separator)); d = filepath.Dir(d) {
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			return
+		}
+		if os.Remove(d) != nil {
+			return
+		}
+		syncDir(filepath.Dir(d))
 	}
 }

@@ -19,8 +19,8 @@ const installMore = `The settings file, by agent and --scope:
   gemini       project .gemini/settings.json, user ~/.gemini/settings.json
   copilot      project .github/hooks/awaken.json (its own file)
 A backup is kept first, other hooks are left as they are, and a second
-install changes nothing. --uninstall deletes a file left with nothing
-of yours in it.`
+install changes nothing. --uninstall deletes a file install created,
+and gives back one that was there before as it was.`
 
 // cmdInstall merges awaken-lua's hooks into a coding agent's settings
 // (agentsettings): idempotent, with a backup first, other hooks untouched.

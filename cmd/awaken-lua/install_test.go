@@ -1,0 +1,45 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestInstallUninstallRoundTrip: the command as a user runs it. Hooks
+// installed under another --command are found by a plain --uninstall;
+// a project install made .claude/ for goes with it; a {} that was there
+// stays as it was.
+func TestInstallUninstallRoundTrip(t *testing.T) {
+	work := t.TempDir()
+	if out, errOut, code := runChild(t, work, nil, nil, "install", "claude-code", "--command", "/opt/tools/al hook"); code != 0 {
+		t.Fatalf("install: exit %d %s %s", code, out, errOut)
+	}
+	out, errOut, code := runChild(t, work, nil, nil, "install", "claude-code", "--uninstall")
+	if code != 0 || !strings.Contains(out, "removed 11 awaken-lua hooks") {
+		t.Fatalf("uninstall: exit %d %s %s", code, out, errOut)
+	}
+	// Not what a default install writes, so kept as {} with a backup.
+	settings := filepath.Join(work, ".claude", "settings.json")
+	if b, err := os.ReadFile(settings); err != nil || string(b) != "{}\n" {
+		t.Fatalf("after uninstall: %q %v", b, err)
+	}
+	os.RemoveAll(filepath.Join(work, ".claude"))
+	runChild(t, work, nil, nil, "install", "claude-code")
+	if out, errOut, code := runChild(t, work, nil, nil, "install", "claude-code", "--uninstall"); code != 0 || !strings.Contains(out, "and the file") {
+		t.Fatalf("uninstall: exit %d %s %s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(work, ".claude")); !os.IsNotExist(err) {
+		t.Fatalf(".claude/ is left: %v", err)
+	}
+	os.MkdirAll(filepath.Dir(settings), 0o755)
+	os.WriteFile(settings, []byte(`{"hooks": {}}`), 0o644)
+	runChild(t, work, nil, nil, "install", "claude-code")
+	if out, errOut, code := runChild(t, work, nil, nil, "install", "claude-code", "--uninstall"); code != 0 || !strings.Contains(out, "kept as") {
+		t.Fatalf("uninstall: exit %d %s %s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(settings); err != nil || string(b) != `{"hooks": {}}` {
+		t.Fatalf("after uninstall: %q %v", b, err)
+	}
+}
