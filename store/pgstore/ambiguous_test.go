@@ -148,3 +148,60 @@ func TestSettleWithEveryConnectionTaken(t *testing.T) {
 		}
 	}
 }
+
+// A thread save whose reply was lost after the database committed it is a
+// success, with the revision it committed at; one that lost to another
+// replica's save on the same base is a conflict, not a success nor a 503.
+func TestThreadSaveCommittedButReplyLost(t *testing.T) {
+	s, direct, px := openProxied(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		base uint64 // the revision saved on (0: a new thread)
+	}{{"insert", 0}, {"update", 1}} {
+		th := run.Thread{ID: "thread_cut", Values: map[string]any{"n": tc.name}}
+		if tc.base != 0 {
+			got, _, err := direct.Thread(ctx, "thread_cut")
+			if err != nil {
+				t.Fatal(err)
+			}
+			th.Revision = got.Revision
+		}
+		cuts := px.Cuts()
+		px.CutAt("thread_cut")
+		rev, err := s.PutThread(ctx, th)
+		if px.Cuts() != cuts+1 {
+			t.Fatalf("%s: the proxy did not cut the save", tc.name)
+		}
+		stored, ok, _ := direct.Thread(ctx, "thread_cut")
+		if !ok || stored.Values["n"] != tc.name {
+			t.Fatalf("%s: the cut save did not commit (%v): the proxy cut too early (%v)", tc.name, stored.Values, err)
+		}
+		if err != nil {
+			t.Errorf("%s committed, reply lost: %v; want success", tc.name, err)
+		} else if rev != stored.Revision {
+			t.Errorf("%s: revision %d, stored %d", tc.name, rev, stored.Revision)
+		}
+	}
+
+	// Another replica's save on the same base, then ours cut.
+	base, _, err := direct.Thread(ctx, "thread_cut")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := direct.PutThread(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	px.CutAt("thread_cut")
+	if _, err := s.PutThread(ctx, base); !errors.Is(err, errs.RevisionConflict) {
+		t.Errorf("a thread save that lost to another replica's, reply lost: %v; want revision_conflict", err)
+	}
+	// A new thread that another replica made first.
+	if _, err := direct.PutThread(ctx, run.Thread{ID: "thread_cut2"}); err != nil {
+		t.Fatal(err)
+	}
+	px.CutAt("thread_cut2")
+	if _, err := s.PutThread(ctx, run.Thread{ID: "thread_cut2"}); !errors.Is(err, errs.RevisionConflict) {
+		t.Errorf("a new thread another replica made first, reply lost: %v; want revision_conflict", err)
+	}
+}
