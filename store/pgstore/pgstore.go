@@ -441,39 +441,84 @@ func (s *Store) ClaimExpired(ctx context.Context, now time.Time, lease time.Dura
 // at save seq (or not stored), the thread at its revision, and then the
 // thread is written and the run forgotten; otherwise nothing is, and the
 // error is revision_conflict (another replica saved the run, an approval
-// say, or the thread since).
+// say, or the thread since). A statement whose reply is lost, COMMIT's
+// included, is settled (see settle) before it answers.
 func (s *Store) FinishRun(ctx context.Context, t run.Thread, runID string, seq uint64) (uint64, error) {
-	tx, err := s.pool.Begin(ctx)
+	body, err := json.Marshal(t)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: encode thread %s: %w", t.ID, err)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, unavailable(err, "finish run "+runID)
+	}
+	defer conn.Release()
+	pid := conn.Conn().PgConn().PID()
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return 0, unavailable(err, "finish run "+runID)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) // after Commit, a no-op
+	var rev uint64
+	lost := func(err error) (uint64, error) {
+		tx.Rollback(context.WithoutCancel(ctx))
+		conn.Release() // settle needs a connection of the pool: this one is lost
+		err = s.settle(ctx, pid, err, "finish run "+runID, runHint,
+			`SELECT coalesce((SELECT revision = $2 FROM awaken_threads WHERE id = $1), false),
+				(`+threadMoved+`) OR EXISTS (SELECT 1 FROM awaken_runs WHERE id = $4 AND seq <> $5)`,
+			t.ID, int64(rev), int64(t.Revision), runID, int64(seq))
+		switch {
+		case err == nil:
+			return rev, nil
+		case errors.Is(err, pgx.ErrNoRows):
+			return 0, errs.New(errs.RevisionConflict, "run %s or its thread %q was saved by another replica since this one loaded them; call again", runID, t.ID)
+		}
+		return 0, err
+	}
 	var stored int64
 	switch err := tx.QueryRow(ctx, `SELECT seq FROM awaken_runs WHERE id = $1 FOR UPDATE`, runID).Scan(&stored); {
 	case errors.Is(err, pgx.ErrNoRows):
+	case lostInTx(err):
+		return lost(err)
 	case err != nil:
 		return 0, unavailable(err, "finish run "+runID)
 	case uint64(stored) != seq:
 		return 0, errs.New(errs.RevisionConflict, "run %s was saved by another replica since this one loaded it (save %d, not %d); call again", runID, stored, seq)
 	}
-	body, err := json.Marshal(t)
-	if err != nil {
-		return 0, fmt.Errorf("pgstore: encode thread %s: %w", t.ID, err)
-	}
-	rev, err := nextRevision(ctx, tx, t.ID)
-	if err != nil {
+	if rev, err = nextRevision(ctx, tx, t.ID); lostInTx(err) {
+		return lost(err)
+	} else if err != nil {
 		return 0, err
 	}
-	if err := putThread(ctx, tx, t, body, rev); err != nil {
+	if err := putThread(ctx, tx, t, body, rev); lostInTx(err) {
+		return lost(err)
+	} else if err != nil {
 		return 0, threadError(err, t)
 	}
-	if err := deleteRun(ctx, tx, runID); err != nil {
+	if err := deleteRun(ctx, tx, runID); lostInTx(err) {
+		return lost(err)
+	} else if err != nil {
 		return 0, err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := tx.Commit(ctx); lostInTx(err) {
+		return lost(err)
+	} else if err != nil {
 		return 0, unavailable(err, "finish run "+runID)
 	}
 	return rev, nil
+}
+
+// lostInTx reports whether a statement of a transaction failed without
+// the database saying why: its reply was lost, and for COMMIT the
+// transaction may have committed. ambiguous cannot tell this for a
+// statement without arguments (COMMIT, nextval): pgx sends it with the
+// simple protocol and, its reply lost, reports the closed connection as
+// safe to retry although the statement was sent. Settling one that was
+// not sent costs a check, and ends a session that held the
+// transaction's row locks.
+func lostInTx(err error) bool {
+	var pe *pgconn.PgError
+	return err != nil && !errors.Is(err, pgx.ErrNoRows) && !errors.Is(err, pgx.ErrTxCommitRollback) && !errors.As(err, &pe)
 }
 
 // DeleteRun implements run.Store.
