@@ -148,3 +148,132 @@ func TestSettleWithEveryConnectionTaken(t *testing.T) {
 		}
 	}
 }
+
+// A thread save whose reply was lost after the database committed it is a
+// success, with the revision it committed at; one that lost to another
+// replica's save on the same base is a conflict, not a success nor a 503.
+func TestThreadSaveCommittedButReplyLost(t *testing.T) {
+	s, direct, px := openProxied(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		base uint64 // the revision saved on (0: a new thread)
+	}{{"insert", 0}, {"update", 1}} {
+		th := run.Thread{ID: "thread_cut", Values: map[string]any{"n": tc.name}}
+		if tc.base != 0 {
+			got, _, err := direct.Thread(ctx, "thread_cut")
+			if err != nil {
+				t.Fatal(err)
+			}
+			th.Revision = got.Revision
+		}
+		cuts := px.Cuts()
+		px.CutAt("thread_cut")
+		rev, err := s.PutThread(ctx, th)
+		if px.Cuts() != cuts+1 {
+			t.Fatalf("%s: the proxy did not cut the save", tc.name)
+		}
+		stored, ok, _ := direct.Thread(ctx, "thread_cut")
+		if !ok || stored.Values["n"] != tc.name {
+			t.Fatalf("%s: the cut save did not commit (%v): the proxy cut too early (%v)", tc.name, stored.Values, err)
+		}
+		if err != nil {
+			t.Errorf("%s committed, reply lost: %v; want success", tc.name, err)
+		} else if rev != stored.Revision {
+			t.Errorf("%s: revision %d, stored %d", tc.name, rev, stored.Revision)
+		}
+	}
+
+	// Another replica's save on the same base, then ours cut.
+	base, _, err := direct.Thread(ctx, "thread_cut")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := direct.PutThread(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	px.CutAt("thread_cut")
+	if _, err := s.PutThread(ctx, base); !errors.Is(err, errs.RevisionConflict) {
+		t.Errorf("a thread save that lost to another replica's, reply lost: %v; want revision_conflict", err)
+	}
+	// A new thread that another replica made first.
+	if _, err := direct.PutThread(ctx, run.Thread{ID: "thread_cut2"}); err != nil {
+		t.Fatal(err)
+	}
+	px.CutAt("thread_cut2")
+	if _, err := s.PutThread(ctx, run.Thread{ID: "thread_cut2"}); !errors.Is(err, errs.RevisionConflict) {
+		t.Errorf("a new thread another replica made first, reply lost: %v; want revision_conflict", err)
+	}
+}
+
+// Finishing a run is one transaction (the thread written, the run
+// forgotten). Its COMMIT's reply lost after the database committed it is
+// a success; a statement of it cut before COMMIT changed nothing (503),
+// unless another replica's save on the same base won: a conflict. The
+// pool has one connection, so settling must give the lost one back.
+func TestFinishRunReplyLost(t *testing.T) {
+	s, direct, px := openProxiedConns(t, 1)
+	ctx := context.Background()
+	start := func(id string) run.Thread {
+		t.Helper()
+		cp := run.Checkpoint{RunID: id, ThreadID: "th_" + id, Status: run.Running, Seq: 1, Values: map[string]any{}}
+		if err := direct.PutRun(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+		th := run.Thread{ID: "th_" + id, Values: map[string]any{"v": "before"}}
+		rev, err := direct.PutThread(ctx, th)
+		if err != nil {
+			t.Fatal(err)
+		}
+		th.Revision, th.Values = rev, map[string]any{"v": id}
+		return th
+	}
+	finish := func(th run.Thread, id, marker string) (uint64, error) {
+		t.Helper()
+		cuts := px.Cuts()
+		px.CutAt(marker)
+		rev, err := s.FinishRun(ctx, th, id, 1)
+		if px.Cuts() != cuts+1 {
+			t.Fatalf("%s: the proxy did not cut at %q (%v)", id, marker, err)
+		}
+		return rev, err
+	}
+
+	// COMMIT ran, its reply lost.
+	th := start("run_fin")
+	rev, err := finish(th, "run_fin", "commit")
+	stored, _, _ := direct.Thread(ctx, th.ID)
+	if _, inStore, _ := direct.RunSeq(ctx, "run_fin"); inStore || stored.Values["v"] != "run_fin" {
+		t.Fatalf("the cut finish did not commit (run stored %v, thread %v): the proxy cut too early (%v)", inStore, stored.Values, err)
+	}
+	if err != nil {
+		t.Errorf("finish committed, COMMIT's reply lost: %v; want success", err)
+	} else if rev != stored.Revision {
+		t.Errorf("finish: revision %d, stored %d", rev, stored.Revision)
+	}
+
+	// The thread's write cut, nothing else in the way: nothing committed.
+	th = start("run_lost")
+	_, err = finish(th, "run_lost", "th_run_lost")
+	if _, inStore, _ := direct.RunSeq(ctx, "run_lost"); !inStore {
+		t.Fatal("a finish cut before COMMIT forgot the run")
+	}
+	if err == nil || errors.Is(err, errs.RevisionConflict) {
+		t.Errorf("finish cut before COMMIT: %v; want unavailable", err)
+	}
+
+	// Another replica saved the thread, then the run, on the same bases.
+	for _, tc := range []struct{ id, marker string }{{"run_thr", "th_run_thr"}, {"run_seq", "run_seq"}} {
+		th := start(tc.id)
+		if tc.id == "run_thr" {
+			if _, err := direct.PutThread(ctx, run.Thread{ID: th.ID, Revision: th.Revision}); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := direct.AppendRun(ctx, run.Delta{RunID: tc.id, Base: 1, Status: run.Running}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := finish(th, tc.id, tc.marker); !errors.Is(err, errs.RevisionConflict) {
+			t.Errorf("%s: a finish that lost to another replica's save, reply lost: %v; want revision_conflict", tc.id, err)
+		}
+	}
+}

@@ -155,38 +155,91 @@ func (s *Store) Thread(ctx context.Context, id string) (run.Thread, bool, error)
 
 // PutThread implements run.Store: it saves t if the stored revision is
 // still t.Revision (0: the thread must not exist), with a new revision
-// from a sequence shared by every thread.
+// from a sequence shared by every thread. A save whose reply is lost is
+// settled (see settle) before it answers.
 func (s *Store) PutThread(ctx context.Context, t run.Thread) (uint64, error) {
-	return putThread(ctx, s.pool, t)
+	body, err := json.Marshal(t)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: encode thread %s: %w", t.ID, err)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, unavailable(err, "save thread "+t.ID)
+	}
+	defer conn.Release()
+	pid := conn.Conn().PgConn().PID()
+	rev, err := nextRevision(ctx, conn, t.ID)
+	if err != nil {
+		return 0, err
+	}
+	err = putThread(ctx, conn, t, body, rev)
+	if ambiguous(err) {
+		conn.Release() // settle needs a connection of the pool: this one is lost
+		err = s.settle(ctx, pid, err, "save thread "+t.ID, "read the thread to see its revision",
+			`SELECT coalesce((SELECT revision = $2 FROM awaken_threads WHERE id = $1), false), `+threadMoved,
+			t.ID, int64(rev), int64(t.Revision))
+		if err == nil {
+			return rev, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return 0, err
+		}
+	}
+	if err != nil {
+		return 0, threadError(err, t)
+	}
+	return rev, nil
 }
 
-// querier is the pool or a transaction.
+// threadMoved is the SQL of whether thread $1 is no longer at revision $3
+// (0: whether it exists): another save on the same base won.
+const threadMoved = `CASE WHEN $3 = 0 THEN EXISTS (SELECT 1 FROM awaken_threads WHERE id = $1)
+	ELSE NOT EXISTS (SELECT 1 FROM awaken_threads WHERE id = $1 AND revision = $3) END`
+
+// querier is the pool, a connection or a transaction.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-func putThread(ctx context.Context, q querier, t run.Thread) (uint64, error) {
-	expected := t.Revision
-	body, err := json.Marshal(t)
-	if err != nil {
-		return 0, fmt.Errorf("pgstore: encode thread %s: %w", t.ID, err)
+// nextRevision takes the revision a thread's save writes before the save
+// runs, so that a save whose reply is lost can be told by it: the
+// sequence hands each value out once, so the thread holds it only if
+// that save committed. A failure here wrote nothing.
+func nextRevision(ctx context.Context, q querier, id string) (uint64, error) {
+	var rev int64
+	if err := q.QueryRow(ctx, "SELECT nextval('awaken_revisions')").Scan(&rev); err != nil {
+		return 0, unavailable(err, "save thread "+id)
 	}
-	var rev uint64
-	if expected == 0 {
-		err = q.QueryRow(ctx, `INSERT INTO awaken_threads (id, revision, waiting, body) VALUES ($1, nextval('awaken_revisions'), $2, $3)
-			ON CONFLICT (id) DO NOTHING RETURNING revision`, t.ID, t.Waiting, body).Scan(&rev)
+	return uint64(rev), nil
+}
+
+// putThread writes t (encoded as body) at revision rev if it is still at
+// t.Revision; if not, pgx.ErrNoRows. Other errors are the database's, as
+// they came (see ambiguous); threadError words them.
+func putThread(ctx context.Context, q querier, t run.Thread, body []byte, rev uint64) error {
+	var tag pgconn.CommandTag
+	var err error
+	if t.Revision == 0 {
+		tag, err = q.Exec(ctx, `INSERT INTO awaken_threads (id, revision, waiting, body) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (id) DO NOTHING`, t.ID, int64(rev), t.Waiting, body)
 	} else {
-		err = q.QueryRow(ctx, `UPDATE awaken_threads SET revision = nextval('awaken_revisions'), waiting = $3, body = $4
-			WHERE id = $1 AND revision = $2 RETURNING revision`, t.ID, expected, t.Waiting, body).Scan(&rev)
+		tag, err = q.Exec(ctx, `UPDATE awaken_threads SET revision = $5, waiting = $3, body = $4
+			WHERE id = $1 AND revision = $2`, t.ID, int64(t.Revision), t.Waiting, body, int64(rev))
 	}
+	if err == nil && tag.RowsAffected() == 0 {
+		return pgx.ErrNoRows
+	}
+	return err
+}
+
+// threadError words putThread's error: pgx.ErrNoRows is a revision
+// conflict, anything else the database's failure.
+func threadError(err error, t run.Thread) error {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, errs.New(errs.RevisionConflict, "thread %q was saved by another run or replica since (expected revision %d); run again", t.ID, expected)
+		return errs.New(errs.RevisionConflict, "thread %q was saved by another run or replica since (expected revision %d); run again", t.ID, t.Revision)
 	}
-	if err != nil {
-		return 0, unavailable(err, "save thread "+t.ID)
-	}
-	return rev, nil
+	return unavailable(err, "save thread "+t.ID)
 }
 
 // Run implements run.Store: the saved checkpoint with the changes saved
@@ -276,7 +329,7 @@ func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
 		SELECT behind FROM u`, d.RunID, d.Base, string(d.Status), body, expiry).Scan(&behind)
 	if ambiguous(err) {
 		conn.Release() // settle needs a connection of the pool: this one is lost
-		err = s.settle(ctx, pid, err, "save run "+d.RunID, `SELECT coalesce((SELECT body = $3 FROM awaken_run_deltas WHERE run_id = $1 AND seq = $2 + 1), false),
+		err = s.settle(ctx, pid, err, "save run "+d.RunID, runHint, `SELECT coalesce((SELECT body = $3 FROM awaken_run_deltas WHERE run_id = $1 AND seq = $2 + 1), false),
 			coalesce((SELECT seq > $2 FROM awaken_runs WHERE id = $1), false)`, d.RunID, d.Base, body)
 		if err == nil || !errors.Is(err, pgx.ErrNoRows) {
 			return err
@@ -342,7 +395,7 @@ func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
 	}
 	if ambiguous(err) {
 		conn.Release() // settle needs a connection of the pool: this one is lost
-		err = s.settle(ctx, pid, err, "save run "+cp.RunID, `SELECT coalesce((SELECT base_seq = $2 AND body = $3 FROM awaken_runs WHERE id = $1), false),
+		err = s.settle(ctx, pid, err, "save run "+cp.RunID, runHint, `SELECT coalesce((SELECT base_seq = $2 AND body = $3 FROM awaken_runs WHERE id = $1), false),
 			coalesce((SELECT seq >= $2 FROM awaken_runs WHERE id = $1), false)`, cp.RunID, cp.Seq, body)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
@@ -388,32 +441,84 @@ func (s *Store) ClaimExpired(ctx context.Context, now time.Time, lease time.Dura
 // at save seq (or not stored), the thread at its revision, and then the
 // thread is written and the run forgotten; otherwise nothing is, and the
 // error is revision_conflict (another replica saved the run, an approval
-// say, or the thread since).
+// say, or the thread since). A statement whose reply is lost, COMMIT's
+// included, is settled (see settle) before it answers.
 func (s *Store) FinishRun(ctx context.Context, t run.Thread, runID string, seq uint64) (uint64, error) {
-	tx, err := s.pool.Begin(ctx)
+	body, err := json.Marshal(t)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: encode thread %s: %w", t.ID, err)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, unavailable(err, "finish run "+runID)
+	}
+	defer conn.Release()
+	pid := conn.Conn().PgConn().PID()
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return 0, unavailable(err, "finish run "+runID)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) // after Commit, a no-op
+	var rev uint64
+	lost := func(err error) (uint64, error) {
+		tx.Rollback(context.WithoutCancel(ctx))
+		conn.Release() // settle needs a connection of the pool: this one is lost
+		err = s.settle(ctx, pid, err, "finish run "+runID, runHint,
+			`SELECT coalesce((SELECT revision = $2 FROM awaken_threads WHERE id = $1), false),
+				(`+threadMoved+`) OR EXISTS (SELECT 1 FROM awaken_runs WHERE id = $4 AND seq <> $5)`,
+			t.ID, int64(rev), int64(t.Revision), runID, int64(seq))
+		switch {
+		case err == nil:
+			return rev, nil
+		case errors.Is(err, pgx.ErrNoRows):
+			return 0, errs.New(errs.RevisionConflict, "run %s or its thread %q was saved by another replica since this one loaded them; call again", runID, t.ID)
+		}
+		return 0, err
+	}
 	var stored int64
 	switch err := tx.QueryRow(ctx, `SELECT seq FROM awaken_runs WHERE id = $1 FOR UPDATE`, runID).Scan(&stored); {
 	case errors.Is(err, pgx.ErrNoRows):
+	case lostInTx(err):
+		return lost(err)
 	case err != nil:
 		return 0, unavailable(err, "finish run "+runID)
 	case uint64(stored) != seq:
 		return 0, errs.New(errs.RevisionConflict, "run %s was saved by another replica since this one loaded it (save %d, not %d); call again", runID, stored, seq)
 	}
-	rev, err := putThread(ctx, tx, t)
-	if err != nil {
+	if rev, err = nextRevision(ctx, tx, t.ID); lostInTx(err) {
+		return lost(err)
+	} else if err != nil {
 		return 0, err
 	}
-	if err := deleteRun(ctx, tx, runID); err != nil {
+	if err := putThread(ctx, tx, t, body, rev); lostInTx(err) {
+		return lost(err)
+	} else if err != nil {
+		return 0, threadError(err, t)
+	}
+	if err := deleteRun(ctx, tx, runID); lostInTx(err) {
+		return lost(err)
+	} else if err != nil {
 		return 0, err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := tx.Commit(ctx); lostInTx(err) {
+		return lost(err)
+	} else if err != nil {
 		return 0, unavailable(err, "finish run "+runID)
 	}
 	return rev, nil
+}
+
+// lostInTx reports whether a statement of a transaction failed without
+// the database saying why: its reply was lost, and for COMMIT the
+// transaction may have committed. ambiguous cannot tell this for a
+// statement without arguments (COMMIT, nextval): pgx sends it with the
+// simple protocol and, its reply lost, reports the closed connection as
+// safe to retry although the statement was sent. Settling one that was
+// not sent costs a check, and ends a session that held the
+// transaction's row locks.
+func lostInTx(err error) bool {
+	var pe *pgconn.PgError
+	return err != nil && !errors.Is(err, pgx.ErrNoRows) && !errors.Is(err, pgx.ErrTxCommitRollback) && !errors.As(err, &pe)
 }
 
 // DeleteRun implements run.Store.
@@ -458,14 +563,15 @@ func ambiguous(err error) bool {
 // ambiguous) committed: it ends the database session that ran it (pid),
 // waiting until that session is gone so that its transaction is over one
 // way or the other, then asks check (with args) two things: is the save
-// there (committed: nil), and is the run past the save's base (another
-// replica's save won: pgx.ErrNoRows, which the caller reports as a
-// revision conflict). Otherwise the save did not commit: err, as
-// unavailable. When it cannot tell, it says so. It asks on a connection
+// there (committed: nil), and is the run or thread past the save's base
+// (another replica's save won: pgx.ErrNoRows, which the caller reports as
+// a revision conflict). Otherwise the save did not commit: err, as
+// unavailable. When it cannot tell, it says so, and hint how to find
+// out. It asks on a connection
 // of the pool, so the caller gives the lost one back first: with every
 // connection held (a pool of one, or a network failure that cut a save
 // on each) it would wait for itself until its deadline.
-func (s *Store) settle(ctx context.Context, pid uint32, err error, what, check string, args ...any) error {
+func (s *Store) settle(ctx context.Context, pid uint32, err error, what, hint, check string, args ...any) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	var gone bool
@@ -481,7 +587,7 @@ func (s *Store) settle(ctx context.Context, pid uint32, err error, what, check s
 			qerr = fmt.Errorf("the session %d that ran it did not end", pid)
 		}
 		return fmt.Errorf("pgstore: %s: the connection was lost while the database ran the save, and whether it committed "+
-			"cannot be told now (%v); GET the run to see its save count: %w", what, qerr, err)
+			"cannot be told now (%v); %s: %w", what, qerr, hint, err)
 	case committed:
 		return nil
 	case behind:
@@ -489,6 +595,9 @@ func (s *Store) settle(ctx context.Context, pid uint32, err error, what, check s
 	}
 	return unavailable(err, what)
 }
+
+// runHint tells how to find out what settle could not.
+const runHint = "GET the run to see its save count"
 
 // unavailable wraps a database failure: the store could not do what was
 // asked, and nothing was written.
