@@ -602,7 +602,30 @@ const runHint = "GET the run to see its save count"
 // unavailable wraps a database failure: the store could not do what was
 // asked, and nothing was written.
 func unavailable(err error, what string) error {
+	if advice := adviceFor(err); advice != "" {
+		return fmt.Errorf("pgstore: %s: %w (%s)", what, err, advice)
+	}
 	return fmt.Errorf("pgstore: %s: %w", what, err)
+}
+
+// adviceFor says what to do about a database error that a retry does not
+// cure (the sidecar's 503 says "retry it"), or "".
+func adviceFor(err error) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	switch pe.Code {
+	case "25006": // read_only_sql_transaction
+		return "the database is read-only, a standby or set so: point the store's DSN at the writable primary"
+	case "53100": // disk_full
+		return "the database server's disk is full: free space there"
+	case "53300": // too_many_connections
+		return "the database has no connection to spare: lower [store] max_conns on the replicas or raise its max_connections"
+	case "28000", "28P01": // invalid_authorization_specification, invalid_password
+		return "the database refused the credentials: check the DSN in the variable [store] dsn_env names"
+	}
+	return ""
 }
 
 // Kind implements run.Kinded.
