@@ -129,20 +129,31 @@ func (p *Policy) DeniesTool(tool string, tools Tools) bool {
 func (m *matcher) ruleReason(b Behavior, r *Rule) string {
 	if s, ok := m.shellArg(); ok && r.HasSpecifier {
 		if _, err := m.shell(s); err != nil {
-			verb := map[Behavior]string{Deny: "denied", Ask: "needs approval"}[b]
 			return fmt.Sprintf("%s %s: the command cannot be checked (%v), so the permission rule %s is taken to cover it",
-				m.c.Tool, verb, err, quoteRule(r.Source))
+				m.c.Tool, verb(b), err, quoteRule(r.Source))
 		}
 	}
 	return reason(m.c.Tool, b, r, "")
 }
 
-func reason(tool string, b Behavior, r *Rule, target string) string {
-	verb := map[Behavior]string{Deny: "denied", Ask: "needs approval", Allow: "allowed"}[b]
-	if target != "" {
-		return fmt.Sprintf("%s %s: it writes to %s, which the permission rule %s covers", tool, verb, target, quoteRule(r.Source))
+// verb says what a decision did to a call, in a reason.
+func verb(b Behavior) string {
+	switch b {
+	case Deny:
+		return "denied"
+	case Ask:
+		return "needs approval"
+	case Allow:
+		return "allowed"
 	}
-	return fmt.Sprintf("%s %s by the permission rule %s", tool, verb, quoteRule(r.Source))
+	return ""
+}
+
+func reason(tool string, b Behavior, r *Rule, target string) string {
+	if target != "" {
+		return fmt.Sprintf("%s %s: it writes to %s, which the permission rule %s covers", tool, verb(b), target, quoteRule(r.Source))
+	}
+	return fmt.Sprintf("%s %s by the permission rule %s", tool, verb(b), quoteRule(r.Source))
 }
 
 // shellArg returns the call's command line when its tool is a shell tool

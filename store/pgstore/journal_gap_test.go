@@ -43,6 +43,28 @@ func refuseJournal(t *testing.T, st *pgstore.Store) (refuse, accept func()) {
 }
 
 // waitFor polls cond until it holds, failing the test past a deadline.
+// gapWriter opens a journal writer on st with a clock the test moves (a
+// refused batch is retried once the clock passes its backoff), and rows
+// counts the journal's rows.
+func gapWriter(t *testing.T, st *pgstore.Store) (clock *atomic.Int64, w *journal.Writer, rows func() int64) {
+	t.Helper()
+	clock = new(atomic.Int64)
+	clock.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	w, err := journal.Open(journal.Options{Sink: st, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows = func() int64 {
+		n, err := st.Exec(context.Background(), `SELECT 1 FROM awaken_journal`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	return clock, w, rows
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -61,20 +83,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestJournalLostBatchLeavesRunsOut(t *testing.T) {
 	st, ctx := open(t), context.Background()
 	refuse, accept := refuseJournal(t, st)
-	var clock atomic.Int64
-	clock.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
-	now := func() time.Time { return time.Unix(0, clock.Load()) }
-	w, err := journal.Open(journal.Options{Sink: st, Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := func() int64 {
-		n, err := st.Exec(ctx, `SELECT 1 FROM awaken_journal`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	clock, w, rows := gapWriter(t, st)
 	header := func(id string) *journal.Record {
 		return &journal.Record{Rec: journal.KindRun, Format: journal.Format, RunID: id, Agent: "a"}
 	}
@@ -180,20 +189,7 @@ func TestJournalLostRecordOtherReplica(t *testing.T) {
 func TestJournalLostShadowRecordKeepsItsRun(t *testing.T) {
 	st, ctx := open(t), context.Background()
 	refuse, accept := refuseJournal(t, st)
-	var clock atomic.Int64
-	clock.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
-	now := func() time.Time { return time.Unix(0, clock.Load()) }
-	w, err := journal.Open(journal.Options{Sink: st, Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := func() int64 {
-		n, err := st.Exec(ctx, `SELECT 1 FROM awaken_journal`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	clock, w, rows := gapWriter(t, st)
 	w.Record(&journal.Record{Rec: journal.KindRun, Format: journal.Format, RunID: "a", Agent: "a"})
 	w.Record(&journal.Record{Rec: journal.KindPhase, RunID: "a", Save: 1, Phase: journal.RunStart, Step: 1})
 	waitFor(t, "the first batch", func() bool { return rows() == 2 })
