@@ -205,6 +205,10 @@ func (s *Session) TransformsResults() bool { return len(s.agent.view.ResultTrans
 // not modify them.
 func (s *Session) HostTools() []model.ToolSpec { return s.hostTools }
 
+// Offered returns the names of the tools the open step offers (nil: not
+// restricted, or no step open). Read only.
+func (s *Session) Offered() []string { return s.offered }
+
 // Start begins a run: it loads the thread's state and runs run_start.
 func (r *Runtime) Start(ctx context.Context, o StartOptions) (*Session, Outcome, error) {
 	a, err := r.agent(o.Agent)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -634,6 +635,30 @@ func (s *Server) openSuspensions() (runs, suspended int64) {
 		suspended += e.suspended.Load()
 	}
 	return runs, suspended
+}
+
+// Hold records that run runID, saved in the store, holds thread threadID
+// although it is not in memory: `hook --local` serves each event in a
+// process of its own, and tells the next one which runs the session's
+// last event left. The thread's next event takes the run up as a session
+// takes up a run it lost track of; a run that has ended since is not
+// found, and the event starts a new one.
+func (s *Server) Hold(threadID, runID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, busy := s.threads[threadID]; busy {
+		return
+	}
+	s.threads[threadID] = runID
+	s.out[runID] = outRun{at: time.Now(), thread: threadID}
+}
+
+// Holds returns the threads that runs in progress hold, in memory or out
+// (see Hold): thread id -> run id.
+func (s *Server) Holds() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.threads)
 }
 
 // threadHolder is the id of the run in memory that holds a thread, or "".

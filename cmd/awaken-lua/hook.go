@@ -432,13 +432,14 @@ func hookLocalEvent(ctx context.Context, e *env, agent, as, event string, body [
 		return nil, err
 	}
 	defer h.Close()
-	unlock, err := store.LockEvent(ctx, hookSessionKey(body))
+	session := hookSessionKey(body)
+	unlock, err := store.LockEvent(ctx, session)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	return retryLost(ctx, cfg.Path(cfg.Store.Path), func() localTry {
-		return hookLocalOnce(ctx, h, cfg, log, agent, as, event, body)
+		return hookLocalOnce(ctx, h, cfg, log, localSession{store, session}, agent, as, event, body)
 	})
 }
 
@@ -469,9 +470,17 @@ type localTry struct {
 	lost, err error
 }
 
+// localSession is the session a hook --local event belongs to, and the
+// store that keeps, between its events, the runs in progress it left.
+type localSession struct {
+	store *filestore.Store
+	key   string
+}
+
 // hookLocalOnce runs the event on a server of its own, which reads the
-// session from the store afresh.
-func hookLocalOnce(ctx context.Context, h *host.Host, cfg *config.Config, log *slog.Logger, agent, as, event string, body []byte) localTry {
+// session from the store afresh: it takes up the runs in progress the
+// session's last event left, and records those this one leaves.
+func hookLocalOnce(ctx context.Context, h *host.Host, cfg *config.Config, log *slog.Logger, ls localSession, agent, as, event string, body []byte) localTry {
 	var mu sync.Mutex
 	var t localTry
 	srv := server.New(h, server.Options{HookAgent: cfg.Server.HookAgent, Log: log, HookFailed: func(err error) {
@@ -481,14 +490,30 @@ func hookLocalOnce(ctx context.Context, h *host.Host, cfg *config.Config, log *s
 			mu.Unlock()
 		}
 	}})
+	left, err := ls.store.SessionRuns(ctx, ls.key)
+	if err != nil {
+		// Not knowing the session's run costs a new run, not a decision.
+		log.Warn("cannot read which runs the session's last event left; this event starts a new one",
+			"session", ls.key, "error", err.Error())
+	}
+	for thread, run := range left {
+		srv.Hold(thread, run)
+	}
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequestWithContext(ctx, "POST", "http://127.0.0.1"+hookPath(agent, as, event, ""), bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	srv.ServeHTTP(rec, req)
+	holds := srv.Holds()
 	srv.Close()
 	mu.Lock()
 	defer mu.Unlock()
 	t.reply, t.err = checkHookReply(rec.Code, rec.Body.Bytes())
+	if t.lost == nil {
+		if err := ls.store.PutSessionRuns(context.WithoutCancel(ctx), ls.key, holds); err != nil {
+			log.Warn("cannot record the runs the event left; the session's next event starts a new one",
+				"session", ls.key, "error", err.Error())
+		}
+	}
 	return t
 }
 

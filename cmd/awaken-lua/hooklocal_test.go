@@ -151,3 +151,90 @@ func TestRetryLost(t *testing.T) {
 		t.Fatalf("past the deadline: %v after %d tries", err, tries)
 	}
 }
+
+// TestHookLocalSession plays the recorded Claude Code session through
+// `hook --local`, each event a process of its own as the agent runs it:
+// every reply must be the sidecar's, which needs the session's run to
+// carry from event to event (the first Stop is kept going by the
+// reference policy's runtime.continue, in the run the calls were made
+// in). Once the session ends no run is left in the store, the thread
+// keeps what the run wrote, and no call was recorded twice (the events
+// after the first take up the run's open step as it was).
+func TestHookLocalSession(t *testing.T) {
+	dir, events := recordedEvents(t)
+	work := localProject(t, filepath.Join(dir, "policy"))
+	for _, ev := range events {
+		body, err := os.ReadFile(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := runChild(t, work, nil, body, "hook", "--local")
+		want := strings.TrimSuffix(ev, ".json") + ".reply.json"
+		if code != 0 || !sameJSON(t, []byte(out), want) {
+			wantRaw, _ := os.ReadFile(want)
+			t.Fatalf("%s: exit %d, stdout %s (want %s), stderr %s", filepath.Base(ev), code, out, wantRaw, errOut)
+		}
+	}
+	// A session that sends PostToolUse but no PostToolBatch: each call's
+	// step is still open when the next call comes, in another process.
+	for i := range 3 {
+		id := fmt.Sprintf("toolu_%d", i)
+		for _, ev := range []string{
+			`{"session_id":"s2","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"npm test"},"tool_use_id":"` + id + `"}`,
+			`{"session_id":"s2","cwd":"/tmp","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"npm test"},"tool_response":{"stdout":"ok"},"tool_use_id":"` + id + `"}`,
+		} {
+			if out, errOut, code := runChild(t, work, nil, []byte(ev), "hook", "--local"); code != 0 || out != "{}\n" {
+				t.Fatalf("%s: exit %d, stdout %q, stderr %s", ev, code, out, errOut)
+			}
+		}
+	}
+	for _, active := range []string{"false", "true"} {
+		ev := `{"session_id":"s2","cwd":"/tmp","hook_event_name":"Stop","stop_hook_active":` + active + `}`
+		if out, errOut, code := runChild(t, work, nil, []byte(ev), "hook", "--local"); code != 0 || strings.Contains(out, "block") == (active == "true") {
+			t.Fatalf("stop_hook_active %s: exit %d, stdout %q, stderr %s", active, code, out, errOut)
+		}
+	}
+	store := filepath.Join(work, "state")
+	for _, sub := range []string{"runs", "sessions"} {
+		if left, _ := filepath.Glob(filepath.Join(store, sub, "*")); len(left) != 0 {
+			t.Errorf("after SessionEnd the store keeps %s: %v", sub, left)
+		}
+	}
+	threads, _ := filepath.Glob(filepath.Join(store, "threads", "*.json"))
+	if len(threads) == 0 {
+		t.Fatal("no thread saved")
+	}
+	for _, f := range threads {
+		raw, _ := os.ReadFile(f)
+		var th struct {
+			ID       string         `json:"id"`
+			Values   map[string]any `json:"values"`
+			Messages []struct {
+				ToolCalls []struct {
+					ID string `json:"id"`
+				} `json:"tool_calls"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(raw, &th); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, m := range th.Messages {
+			for _, c := range m.ToolCalls {
+				if seen[c.ID] {
+					t.Errorf("thread %s records call %s twice", th.ID, c.ID)
+				}
+				seen[c.ID] = true
+			}
+		}
+		if strings.Contains(th.ID, "/subagent/") {
+			continue
+		}
+		if th.Values["reference.continued"] != true {
+			t.Errorf("thread %s: the run's state did not reach it: %v", th.ID, th.Values)
+		}
+		if len(seen) == 0 {
+			t.Errorf("thread %s: no call recorded", th.ID)
+		}
+	}
+}

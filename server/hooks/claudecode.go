@@ -735,6 +735,9 @@ func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (Run, error) {
 		}
 		return nil, err
 	}
+	if adopted && !e.Done() && c.adoptable(cs, e) {
+		c.relist(cs, e)
+	}
 	if e.Done() || (adopted && !c.adoptable(cs, e)) {
 		// A waiting run, or another agent's, is left to newRun, which ends
 		// it as before.
@@ -750,6 +753,23 @@ func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (Run, error) {
 		return nil, nil
 	}
 	return e, nil
+}
+
+// relist gives a session that takes up a run it lost track of (another
+// process's, with hook --local) what it knew of the run's open step: the
+// tools that step offers, and so the ones outside the built-in set that
+// the session used. Without them the next call would look unoffered, fail
+// "not available" and be gated again in a step of its own.
+func (c *claudeCode) relist(cs *ccSession, e Run) {
+	offered := e.Session().Offered()
+	if offered == nil {
+		return
+	}
+	cs.listed = make(map[string]bool, len(offered))
+	for _, n := range offered {
+		cs.listed[n] = true
+		cs.see(n, c.builtin.names)
+	}
 }
 
 // adoptable reports whether the session may take up e, a running run that

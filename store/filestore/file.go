@@ -49,7 +49,9 @@ var (
 // and lets an operator read, copy or delete one thread with plain tools.
 // A run also has a log of the changes saved since its base was written,
 // runs/<stem>.log (run.RunLog, see runlog.go), so saving one tool call of
-// a long step costs O(the change), not O(the run).
+// a long step costs O(the change), not O(the run). sessions/<stem>.json
+// names the runs a coding-agent session's `hook --local` event left in
+// progress (see sessions.go).
 //
 // Every save writes a temp file in the same directory, fsyncs it, renames it
 // over the record and fsyncs the directory: after a crash the record is
@@ -104,7 +106,7 @@ func openFS(dir string, log *slog.Logger, fsys fileSystem) (*Store, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Store{dir: dir, log: log, fs: fsys, compactAt: compactMin}
-	for _, sub := range []string{threadsDir, runsDir} {
+	for _, sub := range []string{threadsDir, runsDir, sessionsDir} {
 		if err := fsys.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("open file store: %w", err)
 		}
@@ -126,7 +128,7 @@ func openFS(dir string, log *slog.Logger, fsys fileSystem) (*Store, error) {
 		return nil, fmt.Errorf("open file store: %w", err)
 	}
 	defer unlock()
-	for _, sub := range []string{threadsDir, runsDir} {
+	for _, sub := range []string{threadsDir, runsDir, sessionsDir} {
 		if err := s.removeTemps(filepath.Join(dir, sub)); err != nil {
 			return nil, fmt.Errorf("open file store: %w", err)
 		}
