@@ -294,9 +294,77 @@ func (s *splitter) script(src string, depth, owner int, via Via) error {
 		}
 		return unparsable(-1, "not valid shell syntax: %v", err)
 	}
+	// Bash skips a -- right after time or time -p (time -- rm x runs rm);
+	// the parser takes it for the command's name. Blanking it (offsets
+	// kept) and parsing again reads the line as bash does. Each time
+	// keyword skips one (time -- -- x runs --), and each round blanks at
+	// least one, so this ends.
+	var timed map[int]bool
+	for {
+		at := timeDashes(f, src, &timed)
+		if len(at) == 0 {
+			break
+		}
+		b := []byte(src)
+		for _, o := range at {
+			b[o], b[o+1] = ' ', ' '
+		}
+		src = string(b)
+		if f, err = s.p.Parse(strings.NewReader(src), ""); err != nil {
+			return unparsable(-1, "not valid shell syntax once time's -- is skipped: %v", err)
+		}
+	}
 	w := walker{s: s, src: src, depth: depth, owner: owner, scriptVia: via}
 	syntax.Walk(f, w.visit)
 	return w.err
+}
+
+// timeDashes returns the offsets of each unquoted -- that bash skips
+// after time or time -p, which the parser reads as a command's first word.
+// done holds the offsets of the time keywords already seen to.
+func timeDashes(f *syntax.File, src string, done *map[int]bool) []int {
+	if !strings.Contains(src, "--") {
+		return nil
+	}
+	var at []int
+	syntax.Walk(f, func(n syntax.Node) bool {
+		tc, ok := n.(*syntax.TimeClause)
+		if !ok || tc.Stmt == nil || tc.Stmt.Negated || (*done)[int(tc.Time.Offset())] {
+			return true
+		}
+		var first *syntax.Word
+		syntax.Walk(tc.Stmt, func(m syntax.Node) bool {
+			if first != nil {
+				return false
+			}
+			if c, ok := m.(*syntax.CallExpr); ok && len(c.Args) > 0 {
+				first = c.Args[0]
+				return false
+			}
+			return true
+		})
+		if first == nil || len(first.Parts) != 1 {
+			return true
+		}
+		if l, ok := first.Parts[0].(*syntax.Lit); !ok || l.Value != "--" {
+			return true
+		}
+		// Only right after the keyword (and -p): elsewhere -- is a word.
+		o, t := int(first.Pos().Offset()), int(tc.Time.Offset())+len("time")
+		if o < t || o+2 > len(src) {
+			return true
+		}
+		between := strings.Fields(strings.ReplaceAll(src[t:o], "\\\n", " "))
+		if len(between) == 0 || len(between) == 1 && between[0] == "-p" {
+			at = append(at, o)
+			if *done == nil {
+				*done = map[int]bool{}
+			}
+			(*done)[int(tc.Time.Offset())] = true
+		}
+		return true
+	})
+	return at
 }
 
 // walker visits one script's syntax tree.

@@ -77,6 +77,15 @@ func TestSplit(t *testing.T) {
 		{"function keyword", "function f { rm x; }", []string{"rm x|top|-"}},
 		{"test clause", "[[ -f $(rm x) ]] && ls", []string{"rm x|top|-", "ls|top|-"}},
 		{"time keyword", "time rm x", []string{"rm x|top|-"}},
+		// bash skips a -- right after time or time -p, and nowhere else.
+		{"time --", "time -- rm x", []string{"rm x|top|-"}},
+		{"time -p --", "time -p -- git push | cat", []string{"git push|top|-", "cat|top|-"}},
+		{"time -- assignment", "time -- A=1 rm x", []string{"rm x|top|-"}},
+		{"time -- in a script", "bash -c 'time -- rm x'", []string{"bash -c time -- rm x|top|-", "rm x|script|0"}},
+		{"time -- twice", "time -- -- rm x", []string{"-- rm x|top|-"}},
+		{"time quoted --", `time "--" rm x`, []string{"-- rm x|top|-"}},
+		{"time -- time --", "time -- time -- rm x", []string{"rm x|top|-"}},
+		{"time -- after a redirection", "time >f -- rm x", []string{"-- rm x|top|-"}},
 		{"coproc", "coproc rm x", []string{"rm x|top|-"}},
 		{"declaration", "export A=$(rm x) B=2", []string{"export A=$(rm x)* B=2|top|-", "rm x|top|-"}},
 		// Scripts.
@@ -442,6 +451,7 @@ func TestSplitErrors(t *testing.T) {
 		{"nested backticks", "echo `echo \\`rm x\\``", "backticks inside backticks"},
 		{"nested backticks in a here-document", "cat <<E\n`a \\`b\\``\nE", "backticks inside backticks"},
 		{"unclosed substitution in a script", "bash -c 'echo $('", "not valid shell syntax"},
+		{"negation after time --", "time -- ! rm x", "once time's -- is skipped"},
 		{"too large", strings.Repeat("a", MaxInput+1), "more than the 65536"},
 		{"parentheses", deep("(", ")", MaxNesting+1), "nested more than 100"},
 		{"substitutions", deep("$(", ")", 20000), "nested more than 100"},

@@ -63,6 +63,8 @@ func TestMatchBashDeny(t *testing.T) {
 		"ssh -o ProxyCommand='rm x' host": true,
 		"FOO=1 rm x":                      true,
 		"timeout 5 nice rm x":             true,
+		"time -- rm x":                    true, // bash skips the --
+		"time -p -- rm x":                 true,
 		"ls | xargs rm":                   true,
 		"find . -exec rm {} \\;":          true,
 		"rm x > /dev/null 2>&1":           true,
