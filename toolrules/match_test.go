@@ -65,6 +65,10 @@ func TestMatchBashDeny(t *testing.T) {
 		"timeout 5 nice rm x":             true,
 		"time -- rm x":                    true, // bash skips the --
 		"time -p -- rm x":                 true,
+		"/bin/rm -rf /":                   true, // a program by its path
+		"./rm x":                          true,
+		"sudo /usr/bin/rm x":              true,
+		"/bin/ls rm":                      false,
 		"ls | xargs rm":                   true,
 		"find . -exec rm {} \\;":          true,
 		"rm x > /dev/null 2>&1":           true,
@@ -157,6 +161,19 @@ func TestMatchBashAsk(t *testing.T) {
 		{"Bash(git push *)", Ask, bash("git push origin main"), true},
 		{"Bash(git push *)", Ask, bash("git commit -am x && git push"), true},
 		{"Bash(git push *)", Ask, bash("git status"), false},
+		// git's global options come before the subcommand.
+		{"Bash(git push *)", Ask, bash("git -C ../other push origin main"), true},
+		{"Bash(git push *)", Ask, bash("git -c push.default=current push"), true},
+		{"Bash(git push *)", Ask, bash("git --git-dir=x --work-tree y push"), true},
+		{"Bash(git push *)", Ask, bash("git --no-pager -P push --force"), true},
+		{"Bash(git push *)", Ask, bash(`/usr/bin/git -C "$D" push`), true},
+		{"Bash(git push *)", Ask, bash("git -C x $SUB"), true}, // may be push
+		{"Bash(git push)", Ask, bash("git -C x push"), true},
+		{"Bash(git push *)", Ask, bash("git -C push status"), false},
+		{"Bash(git push *)", Ask, bash("git --no-pager log"), false},
+		// Allow rules name the command exactly.
+		{"Bash(git push *)", Allow, bash("git -C x push"), false},
+		{"Bash(rm *)", Allow, bash("/bin/rm x"), false},
 	})
 }
 
