@@ -928,6 +928,9 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 	case "compgen":
 		w.compgen(idx, words)
 		return
+	case "hash", "enable":
+		w.rebind(idx, words)
+		return
 	case "su", "runuser":
 		w.su(idx, words, appended)
 		return
@@ -1013,7 +1016,32 @@ func (w *walker) subVia(idx int, script string, via Via) {
 
 // builtins are the bash builtins whose arguments Split reads as code:
 // only the bare name runs them.
-var builtins = map[string]bool{"eval": true, "trap": true, "source": true, ".": true, "alias": true, "compgen": true}
+var builtins = map[string]bool{"eval": true, "trap": true, "source": true, ".": true, "alias": true, "compgen": true,
+	"hash": true, "enable": true}
+
+// rebind finds hash -p PATH NAME and enable -f FILE NAME, after which
+// NAME runs a program or loaded code that the line does not show (hash
+// -p /bin/rm ls; ls -rf /): an unknown command. So is an option not
+// literal, which may be one of those.
+func (w *walker) rebind(idx int, words []iword) {
+	opt := byte('p')
+	if words[0].Value == "enable" {
+		opt = 'f'
+	}
+	for _, x := range words[1:] {
+		if !x.Literal {
+			w.unknown(idx, x.Source, Runner)
+			return
+		}
+		if x.Value == "--" || !strings.HasPrefix(x.Value, "-") {
+			return
+		}
+		if strings.IndexByte(x.Value, opt) >= 0 {
+			w.unknown(idx, words[0].Source+" "+x.Source+" (a name rebound to a program)", Runner)
+			return
+		}
+	}
+}
 
 // builtinWrappers are the transparent wrappers that are builtins or
 // keywords (time has a program too, /usr/bin/time, that wraps the same).

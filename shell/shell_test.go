@@ -86,6 +86,13 @@ func TestSplit(t *testing.T) {
 		{"time quoted --", `time "--" rm x`, []string{"-- rm x|top|-"}},
 		{"time -- time --", "time -- time -- rm x", []string{"rm x|top|-"}},
 		{"time -- after a redirection", "time >f -- rm x", []string{"-- rm x|top|-"}},
+		// hash -p and enable -f bind a name to a program the line does not show.
+		{"hash -p", "hash -p /bin/rm ls; ls x", []string{"hash -p /bin/rm ls|top|-", "hash -p (a name rebound to a program)*|runner|0", "ls x|top|-"}},
+		{"hash -rp", "hash -rp /bin/rm ls", []string{"hash -rp /bin/rm ls|top|-", "hash -rp (a name rebound to a program)*|runner|0"}},
+		{"hash option not known", "hash $O /bin/rm ls", []string{"hash $O* /bin/rm ls|top|-", "$O*|runner|0"}},
+		{"enable -f", "enable -f ./x.so rm", []string{"enable -f ./x.so rm|top|-", "enable -f (a name rebound to a program)*|runner|0"}},
+		{"hash lists", "hash -r; hash -t ls; hash -- -p", []string{"hash -r|top|-", "hash -t ls|top|-", "hash -- -p|top|-"}},
+		{"a program named hash", "./hash -p x y", []string{"./hash -p x y|top|-"}},
 		{"coproc", "coproc rm x", []string{"rm x|top|-"}},
 		{"declaration", "export A=$(rm x) B=2", []string{"export A=$(rm x)* B=2|top|-", "rm x|top|-"}},
 		// Scripts.

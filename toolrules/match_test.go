@@ -69,6 +69,7 @@ func TestMatchBashDeny(t *testing.T) {
 		"./rm x":                          true,
 		"sudo /usr/bin/rm x":              true,
 		"/bin/ls rm":                      false,
+		"hash -p /bin/rm ls; ls -rf /":    true, // ls runs rm
 		"ls | xargs rm":                   true,
 		"find . -exec rm {} \\;":          true,
 		"rm x > /dev/null 2>&1":           true,
