@@ -98,7 +98,9 @@ const (
 	Wrapper
 	// Runner: a command another program runs with changed privileges,
 	// environment or arguments: sudo, doas, env, setsid, xargs with
-	// options, find -exec, a wrapper builtin's namesake on disk
+	// options, find -exec, ionice, chrt, taskset, chroot, unshare, nsenter,
+	// strace, fakeroot, pkexec, busybox, flock, watch..., a wrapper
+	// builtin's namesake on disk
 	// (/usr/bin/command); a command of the script su -c and runuser -c run
 	// as another user, and of the command line ssh runs remotely or here
 	// (ProxyCommand); and a command of trap's action or alias's value,
@@ -968,6 +970,30 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 		w.unknown(idx, rest[0].Source, Runner)
 		return
 	}
+	if name == "flock" && (rest[0].Value == "-c" || rest[0].Value == "--command") {
+		// flock FILE -c CMD runs CMD with sh -c.
+		switch {
+		case len(rest) < 2:
+		case !rest[1].Literal:
+			w.unknown(idx, rest[1].Source, Runner)
+		default:
+			w.subVia(idx, rest[1].Value, Runner)
+		}
+		return
+	}
+	if name == "watch" && !watchExec(words[:len(words)-len(rest)]) {
+		// watch runs its words joined by spaces with sh -c, as eval does.
+		parts := make([]string, len(rest))
+		for i, x := range rest {
+			if !x.Literal {
+				w.unknown(idx, x.Source, Runner)
+				return
+			}
+			parts[i] = x.Value
+		}
+		w.subVia(idx, strings.Join(parts, " "), Runner)
+		return
+	}
 	// Words appended to a wrapper (xargs sudo sh -c) are the wrapped
 	// command's.
 	more := appended
@@ -1012,6 +1038,26 @@ func (w *walker) subVia(idx int, script string, via Via) {
 		return
 	}
 	w.err = w.s.script(script, w.depth+1, idx, via)
+}
+
+// watchExec reports whether watch's options say to run the command
+// without a shell (-x, --exec).
+func watchExec(opts []iword) bool {
+	for _, x := range opts[1:] {
+		v := x.Value
+		if v == "--exec" {
+			return true
+		}
+		if strings.HasPrefix(v, "--") {
+			continue
+		}
+		for j := 1; j < len(v) && strings.IndexByte("nqd", v[j]) < 0; j++ {
+			if v[j] == 'x' {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // builtins are the bash builtins whose arguments Split reads as code:

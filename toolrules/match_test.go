@@ -70,6 +70,11 @@ func TestMatchBashDeny(t *testing.T) {
 		"sudo /usr/bin/rm x":              true,
 		"/bin/ls rm":                      false,
 		"hash -p /bin/rm ls; ls -rf /":    true, // ls runs rm
+		"watch -n 1 rm x":                 true,
+		"flock /tmp/l -c 'rm x'":          true,
+		"ionice -c3 nice rm x":            true,
+		"strace -f rm x":                  true,
+		"taskset -p 1 5":                  false,
 		"ls | xargs rm":                   true,
 		"find . -exec rm {} \\;":          true,
 		"rm x > /dev/null 2>&1":           true,
@@ -149,6 +154,8 @@ func TestMatchBashAllow(t *testing.T) {
 		{"Bash(sudo *)", Allow, bash("sudo bash -c 'rm x'"), false},
 		{"Bash(ssh *)", Allow, bash("ssh host rm x"), false},
 		{"Bash(ssh *)", Allow, bash("ssh -i key host"), true},
+		{"Bash(watch *)", Allow, bash("watch -n 1 rm x"), false}, // rm runs, and is not allowed
+		{"Bash(flock *)", Allow, bash("flock /tmp/l rm x"), false},
 		{"Bash(git commit *)", Allow, bash(`git commit -m "it's done"`), true},
 		// Bash and Bash(*) match every call, even one that does not parse.
 		{"Bash", Allow, bash("rm 'x"), true},
