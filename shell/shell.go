@@ -98,7 +98,9 @@ const (
 	Wrapper
 	// Runner: a command another program runs with changed privileges,
 	// environment or arguments: sudo, doas, env, setsid, xargs with
-	// options, find -exec, a wrapper builtin's namesake on disk
+	// options, find -exec, ionice, chrt, taskset, chroot, unshare, nsenter,
+	// strace, fakeroot, pkexec, busybox, flock, watch..., a wrapper
+	// builtin's namesake on disk
 	// (/usr/bin/command); a command of the script su -c and runuser -c run
 	// as another user, and of the command line ssh runs remotely or here
 	// (ProxyCommand); and a command of trap's action or alias's value,
@@ -294,9 +296,77 @@ func (s *splitter) script(src string, depth, owner int, via Via) error {
 		}
 		return unparsable(-1, "not valid shell syntax: %v", err)
 	}
+	// Bash skips a -- right after time or time -p (time -- rm x runs rm);
+	// the parser takes it for the command's name. Blanking it (offsets
+	// kept) and parsing again reads the line as bash does. Each time
+	// keyword skips one (time -- -- x runs --), and each round blanks at
+	// least one, so this ends.
+	var timed map[int]bool
+	for {
+		at := timeDashes(f, src, &timed)
+		if len(at) == 0 {
+			break
+		}
+		b := []byte(src)
+		for _, o := range at {
+			b[o], b[o+1] = ' ', ' '
+		}
+		src = string(b)
+		if f, err = s.p.Parse(strings.NewReader(src), ""); err != nil {
+			return unparsable(-1, "not valid shell syntax once time's -- is skipped: %v", err)
+		}
+	}
 	w := walker{s: s, src: src, depth: depth, owner: owner, scriptVia: via}
 	syntax.Walk(f, w.visit)
 	return w.err
+}
+
+// timeDashes returns the offsets of each unquoted -- that bash skips
+// after time or time -p, which the parser reads as a command's first word.
+// done holds the offsets of the time keywords already seen to.
+func timeDashes(f *syntax.File, src string, done *map[int]bool) []int {
+	if !strings.Contains(src, "--") {
+		return nil
+	}
+	var at []int
+	syntax.Walk(f, func(n syntax.Node) bool {
+		tc, ok := n.(*syntax.TimeClause)
+		if !ok || tc.Stmt == nil || tc.Stmt.Negated || (*done)[int(tc.Time.Offset())] {
+			return true
+		}
+		var first *syntax.Word
+		syntax.Walk(tc.Stmt, func(m syntax.Node) bool {
+			if first != nil {
+				return false
+			}
+			if c, ok := m.(*syntax.CallExpr); ok && len(c.Args) > 0 {
+				first = c.Args[0]
+				return false
+			}
+			return true
+		})
+		if first == nil || len(first.Parts) != 1 {
+			return true
+		}
+		if l, ok := first.Parts[0].(*syntax.Lit); !ok || l.Value != "--" {
+			return true
+		}
+		// Only right after the keyword (and -p): elsewhere -- is a word.
+		o, t := int(first.Pos().Offset()), int(tc.Time.Offset())+len("time")
+		if o < t || o+2 > len(src) {
+			return true
+		}
+		between := strings.Fields(strings.ReplaceAll(src[t:o], "\\\n", " "))
+		if len(between) == 0 || len(between) == 1 && between[0] == "-p" {
+			at = append(at, o)
+			if *done == nil {
+				*done = map[int]bool{}
+			}
+			(*done)[int(tc.Time.Offset())] = true
+		}
+		return true
+	})
+	return at
 }
 
 // walker visits one script's syntax tree.
@@ -860,6 +930,9 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 	case "compgen":
 		w.compgen(idx, words)
 		return
+	case "hash", "enable":
+		w.rebind(idx, words)
+		return
 	case "su", "runuser":
 		w.su(idx, words, appended)
 		return
@@ -895,6 +968,30 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 		return
 	case runsUnseen:
 		w.unknown(idx, rest[0].Source, Runner)
+		return
+	}
+	if name == "flock" && (rest[0].Value == "-c" || rest[0].Value == "--command") {
+		// flock FILE -c CMD runs CMD with sh -c.
+		switch {
+		case len(rest) < 2:
+		case !rest[1].Literal:
+			w.unknown(idx, rest[1].Source, Runner)
+		default:
+			w.subVia(idx, rest[1].Value, Runner)
+		}
+		return
+	}
+	if name == "watch" && !watchExec(words[:len(words)-len(rest)]) {
+		// watch runs its words joined by spaces with sh -c, as eval does.
+		parts := make([]string, len(rest))
+		for i, x := range rest {
+			if !x.Literal {
+				w.unknown(idx, x.Source, Runner)
+				return
+			}
+			parts[i] = x.Value
+		}
+		w.subVia(idx, strings.Join(parts, " "), Runner)
 		return
 	}
 	// Words appended to a wrapper (xargs sudo sh -c) are the wrapped
@@ -943,9 +1040,54 @@ func (w *walker) subVia(idx int, script string, via Via) {
 	w.err = w.s.script(script, w.depth+1, idx, via)
 }
 
+// watchExec reports whether watch's options say to run the command
+// without a shell (-x, --exec).
+func watchExec(opts []iword) bool {
+	for _, x := range opts[1:] {
+		v := x.Value
+		if v == "--exec" {
+			return true
+		}
+		if strings.HasPrefix(v, "--") {
+			continue
+		}
+		for j := 1; j < len(v) && strings.IndexByte("nqd", v[j]) < 0; j++ {
+			if v[j] == 'x' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // builtins are the bash builtins whose arguments Split reads as code:
 // only the bare name runs them.
-var builtins = map[string]bool{"eval": true, "trap": true, "source": true, ".": true, "alias": true, "compgen": true}
+var builtins = map[string]bool{"eval": true, "trap": true, "source": true, ".": true, "alias": true, "compgen": true,
+	"hash": true, "enable": true}
+
+// rebind finds hash -p PATH NAME and enable -f FILE NAME, after which
+// NAME runs a program or loaded code that the line does not show (hash
+// -p /bin/rm ls; ls -rf /): an unknown command. So is an option not
+// literal, which may be one of those.
+func (w *walker) rebind(idx int, words []iword) {
+	opt := byte('p')
+	if words[0].Value == "enable" {
+		opt = 'f'
+	}
+	for _, x := range words[1:] {
+		if !x.Literal {
+			w.unknown(idx, x.Source, Runner)
+			return
+		}
+		if x.Value == "--" || !strings.HasPrefix(x.Value, "-") {
+			return
+		}
+		if strings.IndexByte(x.Value, opt) >= 0 {
+			w.unknown(idx, words[0].Source+" "+x.Source+" (a name rebound to a program)", Runner)
+			return
+		}
+	}
+}
 
 // builtinWrappers are the transparent wrappers that are builtins or
 // keywords (time has a program too, /usr/bin/time, that wraps the same).

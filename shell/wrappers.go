@@ -55,6 +55,24 @@ var wrappers = map[string]wrapSpec{
 	"doas":   {via: Runner, argOpts: "uC", shell: "s"},
 	"env":    {via: Runner, argOpts: "uCa", assigns: true, dash: true, longArgs: longs("--unset", "--chdir", "--argv0")},
 	"setsid": {via: Runner},
+	// Programs that run their operands as a command with changed
+	// scheduling, root, namespaces or tracing, or as a script (watch).
+	// With pid options (ionice -p, chrt -p, taskset -p) they run nothing.
+	"ionice":     {via: Runner, argOpts: "cn", noRun: "pPu", longArgs: longs("--class", "--classdata")},
+	"chrt":       {via: Runner, argOpts: "TPD", noRun: "pm", operands: 1, longArgs: longs("--sched-runtime", "--sched-period", "--sched-deadline")},
+	"taskset":    {via: Runner, noRun: "p", operands: 1},
+	"chroot":     {via: Runner, operands: 1, longArgs: longs("--userspec", "--groups")},
+	"unshare":    {via: Runner, argOpts: "SGRw", optOpts: "muinpUCT", longArgs: longs("--setuid", "--setgid", "--root", "--wd", "--propagation", "--setgroups", "--map-user", "--map-group", "--map-users", "--map-groups", "--monotonic", "--boottime")},
+	"nsenter":    {via: Runner, argOpts: "tSG", optOpts: "muinpUCTrw", longArgs: longs("--target", "--setuid", "--setgid")},
+	"strace":     {via: Runner, argOpts: "abeEIOopPsSuXU", longArgs: longs("--output", "--attach", "--trace", "--signal", "--status", "--user", "--env", "--string-limit", "--columns", "--summary-columns", "--summary-sort-by", "--trace-path")},
+	"fakeroot":   {via: Runner, argOpts: "lisb", longArgs: longs("--lib", "--faked")},
+	"pkexec":     {via: Runner, longArgs: longs("--user")},
+	"unbuffer":   {via: Runner},
+	"busybox":    {via: Runner},
+	"caffeinate": {via: Runner, argOpts: "tw"},
+	"firejail":   {via: Runner},
+	"flock":      {via: Runner, argOpts: "wE", operands: 1, longArgs: longs("--timeout", "--conflict-exit-code")},
+	"watch":      {via: Runner, argOpts: "nq", optOpts: "d", longArgs: longs("--interval", "--equexit")},
 }
 
 // outcome is what unwrap found a wrapper to run.

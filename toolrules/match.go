@@ -119,6 +119,10 @@ type forms struct {
 	text  string // the source, trimmed
 	allow string // the line with the leading assignments
 	known string // the line of the words before the first non-literal one, and a space
+	// alias is the command as deny and ask rules also name it (aliasOf),
+	// with its forms; nil when it is the command itself.
+	alias      *shell.Command
+	aliasForms *forms
 }
 
 func formsOf(c *shell.Command) forms {
@@ -131,7 +135,74 @@ func formsOf(c *shell.Command) forms {
 		lit := shell.Command{Words: c.Words[:slices.IndexFunc(c.Words, func(w shell.Word) bool { return !w.Literal })]}
 		f.known = lit.Line() + " "
 	}
+	if a, ok := aliasOf(c); ok {
+		af := formsOf(&a)
+		f.alias, f.aliasForms = &a, &af
+	}
 	return f
+}
+
+// aliasOf returns the command as a deny or ask rule's author would name
+// it, when that differs from how it is written: a program by its bare
+// name (/bin/rm -rf / is rm -rf /, which Bash(rm *) denies), and git past
+// the global options before its subcommand (git -C dir push is git push,
+// which Bash(git push *) asks for). Allow rules never match it: they name
+// the command exactly.
+func aliasOf(c *shell.Command) (shell.Command, bool) {
+	if len(c.Words) == 0 || !c.Words[0].Literal {
+		return shell.Command{}, false
+	}
+	words := c.Words
+	changed := false
+	if name := words[0].Value; strings.Contains(name, "/") {
+		if base := path.Base(name); base != "." && base != "/" && base != name {
+			words = append([]shell.Word{{Value: base, Source: base, Literal: true}}, words[1:]...)
+			changed = true
+		}
+	}
+	if words[0].Value == "git" {
+		if i := gitSubcommand(words); i > 1 {
+			words = append([]shell.Word{words[0]}, words[i:]...)
+			changed = true
+		}
+	}
+	if !changed {
+		return shell.Command{}, false
+	}
+	a := shell.Command{Words: words, Argv: make([]string, len(words)), Parent: c.Parent, Via: c.Via}
+	for i, w := range words {
+		a.Argv[i] = w.Value
+		a.Dynamic = a.Dynamic || !w.Literal
+	}
+	a.Text = a.Line()
+	return a, true
+}
+
+// gitValued are git's global options that take the next word as their
+// value when not written --opt=value.
+var gitValued = map[string]bool{"-C": true, "-c": true, "--git-dir": true, "--work-tree": true,
+	"--namespace": true, "--super-prefix": true, "--config-env": true, "--attr-source": true}
+
+// gitSubcommand returns the index of git's subcommand: the first word
+// after the global options (-C DIR, -c K=V, --git-dir=X, --no-pager...).
+// A word not known stops it, as it may be the subcommand.
+func gitSubcommand(words []shell.Word) int {
+	i := 1
+	for i < len(words) {
+		w := words[i]
+		if !w.Literal || !strings.HasPrefix(w.Value, "-") || w.Value == "-" {
+			break
+		}
+		if w.Value == "--" {
+			i++
+			break
+		}
+		i++
+		if gitValued[w.Value] {
+			i++ // the value, known or not
+		}
+	}
+	return min(i, len(words))
 }
 
 func newMatcher(b Behavior, c Call) *matcher {
@@ -434,6 +505,9 @@ func denies(p command, c *shell.Command, f *forms) bool {
 		return true
 	}
 	if p.match(f.line) || p.match(f.join) || p.match(f.text) {
+		return true
+	}
+	if f.alias != nil && denies(p, f.alias, f.aliasForms) {
 		return true
 	}
 	if !c.Dynamic {

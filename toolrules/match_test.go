@@ -63,6 +63,18 @@ func TestMatchBashDeny(t *testing.T) {
 		"ssh -o ProxyCommand='rm x' host": true,
 		"FOO=1 rm x":                      true,
 		"timeout 5 nice rm x":             true,
+		"time -- rm x":                    true, // bash skips the --
+		"time -p -- rm x":                 true,
+		"/bin/rm -rf /":                   true, // a program by its path
+		"./rm x":                          true,
+		"sudo /usr/bin/rm x":              true,
+		"/bin/ls rm":                      false,
+		"hash -p /bin/rm ls; ls -rf /":    true, // ls runs rm
+		"watch -n 1 rm x":                 true,
+		"flock /tmp/l -c 'rm x'":          true,
+		"ionice -c3 nice rm x":            true,
+		"strace -f rm x":                  true,
+		"taskset -p 1 5":                  false,
 		"ls | xargs rm":                   true,
 		"find . -exec rm {} \\;":          true,
 		"rm x > /dev/null 2>&1":           true,
@@ -142,6 +154,8 @@ func TestMatchBashAllow(t *testing.T) {
 		{"Bash(sudo *)", Allow, bash("sudo bash -c 'rm x'"), false},
 		{"Bash(ssh *)", Allow, bash("ssh host rm x"), false},
 		{"Bash(ssh *)", Allow, bash("ssh -i key host"), true},
+		{"Bash(watch *)", Allow, bash("watch -n 1 rm x"), false}, // rm runs, and is not allowed
+		{"Bash(flock *)", Allow, bash("flock /tmp/l rm x"), false},
 		{"Bash(git commit *)", Allow, bash(`git commit -m "it's done"`), true},
 		// Bash and Bash(*) match every call, even one that does not parse.
 		{"Bash", Allow, bash("rm 'x"), true},
@@ -155,6 +169,19 @@ func TestMatchBashAsk(t *testing.T) {
 		{"Bash(git push *)", Ask, bash("git push origin main"), true},
 		{"Bash(git push *)", Ask, bash("git commit -am x && git push"), true},
 		{"Bash(git push *)", Ask, bash("git status"), false},
+		// git's global options come before the subcommand.
+		{"Bash(git push *)", Ask, bash("git -C ../other push origin main"), true},
+		{"Bash(git push *)", Ask, bash("git -c push.default=current push"), true},
+		{"Bash(git push *)", Ask, bash("git --git-dir=x --work-tree y push"), true},
+		{"Bash(git push *)", Ask, bash("git --no-pager -P push --force"), true},
+		{"Bash(git push *)", Ask, bash(`/usr/bin/git -C "$D" push`), true},
+		{"Bash(git push *)", Ask, bash("git -C x $SUB"), true}, // may be push
+		{"Bash(git push)", Ask, bash("git -C x push"), true},
+		{"Bash(git push *)", Ask, bash("git -C push status"), false},
+		{"Bash(git push *)", Ask, bash("git --no-pager log"), false},
+		// Allow rules name the command exactly.
+		{"Bash(git push *)", Allow, bash("git -C x push"), false},
+		{"Bash(rm *)", Allow, bash("/bin/rm x"), false},
 	})
 }
 
