@@ -65,7 +65,8 @@ func (a *Agent) maxContinues() int {
 // goes on: their contents join the conversation and are returned. Past
 // the agent's bound the run ends natural and a continue_limit event says
 // so. A continue asked in a step with tool calls is dropped: the run goes
-// on anyway.
+// on anyway. One asked at the agent's last step is dropped and the run
+// ends stopped:max_steps, since the step it asks for cannot run.
 func (s *Session) settleContinue(ctx context.Context) ([]model.Message, error) {
 	v, _ := s.store.Snapshot().Lookup(KeyContinue)
 	cur, _ := v.(map[string]any)
@@ -81,6 +82,11 @@ func (s *Session) settleContinue(ctx context.Context) ([]model.Message, error) {
 		first, _ := pending[0].(map[string]any)
 		plugin, _ := first["plugin"].(string)
 		s.events.Emit(event.ContinueLimit{Step: s.info.Step, Plugin: plugin, Max: s.agent.maxContinues()})
+	case s.info.Step >= s.agent.MaxSteps:
+		// No step is left to run it: the run ends stopped:max_steps, and
+		// content that joined the conversation would be a message the
+		// model never answers, kept by the thread.
+		s.natural = false
 	default:
 		count++
 		for _, raw := range pending {

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -131,3 +132,25 @@ func (s *Session) markExpired(due []*CallRecord) {
 // ExpiredCalls lists the calls the runtime decided for since this
 // Session was started or restored.
 func (s *Session) ExpiredCalls() []string { return slices.Clone(s.expired) }
+
+// lateFor says why a decision for target comes too late when target names
+// a call (or its ticket) of the step whose approval expired and that the
+// runtime decided for: "" otherwise. Without it a late decision is refused
+// as one for a run that does not wait or for an unknown target, which
+// does not tell the human that nobody's answer was awaited any longer.
+func (s *Session) lateFor(target string) string {
+	for _, c := range s.calls {
+		if !c.Expired || c.Status == CallSuspended || c.Gate == nil || c.Gate.Ticket == nil {
+			continue
+		}
+		if t := c.Gate.Ticket; c.Call.ID == target || t.ID == target {
+			decided := "cancelled"
+			if t.OnTimeout == gate.OnTimeoutResume {
+				decided = "resumed"
+			}
+			return fmt.Sprintf("the approval of call %s (ticket %s) expired at %s and the runtime %s it (on_timeout %q)",
+				c.Call.ID, t.ID, t.ExpiresAt.UTC().Format(time.RFC3339), decided, t.OnTimeout)
+		}
+	}
+	return ""
+}

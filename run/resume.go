@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -37,6 +38,11 @@ func (s *Session) Resume(ctx context.Context, decisions []ResumeDecision) (_ []C
 		}()
 	}
 	if s.status != Waiting {
+		for _, d := range decisions {
+			if late := s.lateFor(d.Target); late != "" {
+				return nil, s.outcome(), invalid("resume: %s; the run is %s, not waiting", late, s.status)
+			}
+		}
 		return nil, s.outcome(), invalid("resume: the run is %s, not waiting", s.status)
 	}
 	decisions, expired = s.withExpiries(decisions)
@@ -62,7 +68,11 @@ func (s *Session) Resume(ctx context.Context, decisions []ResumeDecision) (_ []C
 			hit = byTicket[d.Target]
 		}
 		if hit == nil {
-			e := errs.Field(path+".target", "%q is not a suspended call or ticket of run %s; suspended: %s", d.Target, s.info.ID, s.suspendedIDs())
+			msg := fmt.Sprintf("%q is not a suspended call or ticket of run %s", d.Target, s.info.ID)
+			if late := s.lateFor(d.Target); late != "" {
+				msg = late
+			}
+			e := errs.Field(path+".target", "%s; suspended: %s", msg, s.suspendedIDs())
 			e.Code = errs.UnknownResumeTarget
 			return nil, s.outcome(), e
 		}

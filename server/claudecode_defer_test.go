@@ -120,3 +120,29 @@ func TestClaudeCodeDeferHoldIsBounded(t *testing.T) {
 		t.Fatal("a deferring session outlived MaxDeferHold")
 	}
 }
+
+// A deferred call whose ticket has expired is not deferred again while
+// the janitor has yet to come round (it runs up to a minute apart): the
+// resumed session's PreToolUse settles it, denied as expired.
+func TestClaudeCodeDeferExpiredBeforeTheJanitor(t *testing.T) {
+	lua := strings.Replace(ccPolicyLua, `awaken.suspend { message = "Push to the remote?" }`,
+		`awaken.suspend { message = "Push to the remote?", timeout = "30ms" }`, 1)
+	sc := newSidecar(t, project(t, "", map[string]string{"ccpolicy.lua": lua}), Options{Log: quietLog()})
+	s := map[string]any{"session_id": "due"}
+	sc.hook(t, fixture(t, "user_prompt_submit", s), "?suspend=defer")
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_git_push", s), "?suspend=defer"), "defer", "Push to the remote?")
+	view := sc.must(200, "GET", "/v1/hooks/claude-code/sessions/due", nil)
+	tickets, _ := view.body["suspended"].([]any)
+	if len(tickets) != 1 {
+		t.Fatalf("the session view: %s", view.raw)
+	}
+	at, err := time.Parse(time.RFC3339Nano, tickets[0].(map[string]any)["expires_at"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return time.Now().After(at) })
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_git_push", s), "?suspend=defer"), "deny", "nobody answered the approval in time")
+	if n := sc.metricValue("awaken_tickets_expired_total"); n != 1 {
+		t.Fatalf("awaken_tickets_expired_total %v, want 1", n)
+	}
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,5 +59,51 @@ func TestSidecarSettlesExpiredApprovals(t *testing.T) {
 				t.Fatal("the step ends without waiting again")
 			}
 		})
+	}
+}
+
+// A human's decision for a call the sidecar settled as expired comes too
+// late: the refusal says that the approval expired and what the runtime
+// decided, not only that the run does not wait or that the target is
+// unknown. (A decision that arrives before the janitor settles the call is
+// dropped in favour of the expiry.)
+func TestLateDecisionSaysTheApprovalExpired(t *testing.T) {
+	lua := strings.Replace(expiringLua, `timeout = "50ms"`, `id = "tk-" .. call.id, timeout = call.args.timeout`, 1)
+	sc := newSidecar(t, project(t, "", map[string]string{"approve.lua": lua}),
+		Options{Log: quietLog(), IdleTimeout: 20 * time.Millisecond})
+	id := sc.must(201, "POST", "/v1/runs", map[string]any{"tools": []any{map[string]any{"name": "deploy"}}}).str("run_id")
+	sc.must(200, "POST", "/v1/runs/"+id+"/phases/step_start", map[string]any{})
+	sc.must(200, "POST", "/v1/runs/"+id+"/phases/before_inference", map[string]any{"request": map[string]any{}})
+	calls := []any{
+		map[string]any{"id": "c1", "name": "deploy", "args": map[string]any{"timeout": "30ms"}},
+		map[string]any{"id": "c2", "name": "deploy", "args": map[string]any{"timeout": "1h"}},
+	}
+	sc.must(200, "POST", "/v1/runs/"+id+"/phases/after_inference", map[string]any{"response": map[string]any{"tool_calls": calls}})
+	for _, c := range calls {
+		if d := sc.must(200, "POST", "/v1/runs/"+id+"/phases/tool_gate", map[string]any{"call": c}); d.str("decision") != "suspend" {
+			t.Fatalf("gate: %s", d.raw)
+		}
+	}
+	sc.must(200, "POST", "/v1/runs/"+id+"/phases/step_end", map[string]any{})
+	waitFor(t, func() bool { return sc.metricValue("awaken_tickets_expired_total") == 1 })
+	for _, target := range []string{"c1", "tk-c1"} {
+		r := sc.call("POST", "/v1/runs/"+id+"/resume", map[string]any{"decisions": []any{map[string]any{"target": target, "action": "resume"}}})
+		if r.status != 409 || r.str("code") != "phase_out_of_order" ||
+			!strings.Contains(r.str("detail"), "approval of call c1 (ticket tk-c1) expired at") || !strings.Contains(r.str("detail"), "cancelled it") {
+			t.Fatalf("a decision for %s, settled as expired, on the running run: %d %s", target, r.status, r.raw)
+		}
+	}
+	// The step ends and waits on c2 again: a decision for c1 is still late.
+	if e := sc.must(200, "POST", "/v1/runs/"+id+"/phases/step_end", map[string]any{}); e.str("termination") != "suspended" {
+		t.Fatalf("step_end: %s", e.raw)
+	}
+	r := sc.call("POST", "/v1/runs/"+id+"/resume", map[string]any{"decisions": []any{map[string]any{"target": "c1", "action": "resume"}}})
+	if r.status != 400 || r.str("code") != "unknown_resume_target" || !strings.Contains(r.str("detail"), "approval of call c1 (ticket tk-c1) expired at") ||
+		!strings.Contains(r.str("detail"), "suspended: c2") {
+		t.Fatalf("a decision for c1 while the run waits on c2: %d %s", r.status, r.raw)
+	}
+	if r := sc.call("POST", "/v1/runs/"+id+"/resume", map[string]any{"decisions": []any{map[string]any{"target": "c9", "action": "resume"}}}); r.status != 400 ||
+		!strings.Contains(r.str("detail"), `"c9" is not a suspended call or ticket of run`) {
+		t.Fatalf("an unknown target: %d %s", r.status, r.raw)
 	}
 }

@@ -169,8 +169,10 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 	if err != nil {
 		return res, err
 	}
-	if e != nil && cs.deferring && c.deferred(e, cs, call.ID, &res) {
-		return res, c.release(ctx, cs, e, nil)
+	if e != nil && cs.deferring {
+		if handled, err := c.deferred(ctx, e, cs, call.ID, &res); handled {
+			return res, c.release(ctx, cs, e, err)
+		}
 	}
 	if e == nil {
 		if e, err = c.newRun(ctx, cs, nil); err != nil {

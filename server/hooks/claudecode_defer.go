@@ -61,16 +61,22 @@ func (c *claudeCode) deferCall(ctx context.Context, cs *ccSession, e Run, call s
 // false when the event goes the usual way: the call was resumed (it is
 // gated again), or it is another call (Claude Code moved on, and the
 // waiting run is cancelled as the adapter does for any run left waiting).
-func (c *claudeCode) deferred(e Run, cs *ccSession, id string, res *ccResult) (handled bool) {
+// An error (settling an expired ticket failed) is handled too.
+func (c *claudeCode) deferred(ctx context.Context, e Run, cs *ccSession, id string, res *ccResult) (handled bool, err error) {
+	// A ticket past its expiry is settled now: the janitor comes round
+	// only every so often, and until then the call would be deferred again.
+	if _, _, err := e.Session().Expire(ctx); err != nil {
+		return true, err
+	}
 	rec, ok := findCall(e, id)
 	if !ok {
 		cs.deferring = false
-		return false
+		return false, nil
 	}
 	switch {
 	case rec.Status == run.CallSuspended && e.Session().Status() == run.Waiting:
 		res.decision, res.reason = suspendDefer, rec.Gate.Reason
-		return true
+		return true, nil
 	case rec.Status == run.CallCancelled:
 		cs.deferring = false
 		what := "the approval was refused"
@@ -81,10 +87,10 @@ func (c *claudeCode) deferred(e Run, cs *ccSession, id string, res *ccResult) (h
 		if rec.Result != nil {
 			res.reason += ": " + run.ResultText(*rec.Result)
 		}
-		return true
+		return true, nil
 	}
 	cs.deferring = false
-	return false
+	return false, nil
 }
 
 // SessionView is GET /v1/hooks/claude-code/sessions/{session}: the run a
