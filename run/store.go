@@ -151,6 +151,15 @@ type Finisher interface {
 	FinishRun(ctx context.Context, t Thread, runID string, seq uint64) (uint64, error)
 }
 
+// ExpiryLister is a durable store that one process uses (not Shared) and
+// can list its waiting runs whose approval expires: run id -> when the
+// first of its tickets expires. A sidecar that starts on it notes them
+// (Server.NoteStoredExpiries), so it settles expired approvals of runs it
+// has not loaded since the restart.
+type ExpiryLister interface {
+	WaitingExpiries(ctx context.Context) (map[string]time.Time, error)
+}
+
 // ExpiryClaimer is a Shared store that tells which waiting runs have an
 // approval past its expiry, claiming each for one process for lease, so
 // that exactly one replica settles it (and another one does if that one

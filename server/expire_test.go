@@ -107,3 +107,35 @@ func TestLateDecisionSaysTheApprovalExpired(t *testing.T) {
 		t.Fatalf("an unknown target: %d %s", r.status, r.raw)
 	}
 }
+
+// TestRestartSettlesStoredExpiries: a sidecar on the file store restarts
+// while a run waits on an approval; nobody calls the run again, and the
+// new process settles it when its ticket expires all the same, since
+// `serve` notes the store's waiting runs at start (NoteStoredExpiries).
+func TestRestartSettlesStoredExpiries(t *testing.T) {
+	lua := strings.Replace(expiringLua, `timeout = "50ms"`, `timeout = "2s"`, 1)
+	dir := project(t, "\n[store]\nkind = \"file\"\npath = \"state\"\n", map[string]string{"approve.lua": lua})
+	a := newSidecar(t, dir, Options{Log: quietLog()})
+	id := a.startRun(map[string]any{"tools": []any{map[string]any{"name": "deploy"}}})
+	a.phase(id, "step_start", nil)
+	a.phase(id, "before_inference", map[string]any{"request": map[string]any{}})
+	a.phase(id, "after_inference", map[string]any{"response": map[string]any{"tool_calls": []any{call("c1", "deploy", nil)}}})
+	if d := a.phase(id, "tool_gate", map[string]any{"call": call("c1", "deploy", nil)}); d.str("decision") != "suspend" {
+		t.Fatalf("gate: %s", d.raw)
+	}
+	if e := a.phase(id, "step_end", nil); e.str("termination") != "suspended" {
+		t.Fatalf("step_end: %s", e.raw)
+	}
+	a.close()
+
+	b := newSidecar(t, dir, Options{Log: quietLog(), IdleTimeout: 40 * time.Millisecond})
+	if n, err := b.srv.NoteStoredExpiries(t.Context()); err != nil || n != 1 {
+		t.Fatalf("NoteStoredExpiries = %d, %v; want the one waiting run", n, err)
+	}
+	waitFor(t, func() bool { return b.metricValue("awaken_tickets_expired_total") == 1 })
+	g := b.must(200, "GET", "/v1/runs/"+id, nil)
+	calls := g.body["state"].(map[string]any)["__runtime.tool_calls"].(map[string]any)
+	if c := calls["c1"].(map[string]any); g.str("status") != "running" || c["status"] != "cancelled" || c["expired"] != true {
+		t.Fatalf("after the expiry: %s", g.raw)
+	}
+}

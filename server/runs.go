@@ -568,6 +568,29 @@ func (s *Server) noteExpiry(e *entry) {
 // waiting for a client to ask: each due run is locked (restored from the
 // store when it left memory), its expired calls are decided as their
 // tickets say, and it is saved.
+// NoteStoredExpiries notes the waiting runs whose approval expires that
+// the store keeps (run.ExpiryLister), so that after a restart the janitor
+// settles them although no call has loaded them: `serve` calls it once at
+// start. A run a call noted already keeps what the call noted.
+func (s *Server) NoteStoredExpiries(ctx context.Context) (int, error) {
+	l, ok := s.h.Store().(run.ExpiryLister)
+	if !ok {
+		return 0, nil
+	}
+	due, err := l.WaitingExpiries(ctx)
+	if err != nil {
+		return 0, storeUnavailable(fmt.Errorf("list the waiting runs: %w", err))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, at := range due {
+		if _, noted := s.expiries[id]; !noted {
+			s.expiries[id] = at
+		}
+	}
+	return len(due), nil
+}
+
 func (s *Server) expire(now time.Time) {
 	var due []string
 	if cl, ok := s.h.Store().(run.ExpiryClaimer); ok {

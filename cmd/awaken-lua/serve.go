@@ -97,6 +97,11 @@ func cmdServe(e *env) int {
 	srv := server.New(h, server.Options{Hooks: hooks, Token: token, BodyLimit: int64(cfg.Server.BodyLimit),
 		MaxConcurrent: cfg.Server.MaxConcurrent, HookAgent: cfg.Server.HookAgent, Log: log, Addr: listen, Shadow: shadow,
 		MaxRuns: cfg.Server.MaxRuns, Pprof: *profiles})
+	if n, err := srv.NoteStoredExpiries(e.ctx); err != nil {
+		log.Warn("cannot list the store's waiting runs; their expired approvals are settled when a call loads them", "error", err.Error())
+	} else if n > 0 {
+		log.Info("waiting runs in the store whose approvals expire", "runs", n)
+	}
 	// The server reads each body before it takes a concurrency slot, under
 	// its own deadline (server.DefaultBodyTimeout); ReadTimeout bounds the
 	// requests it never reads a body for.
