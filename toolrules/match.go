@@ -569,17 +569,21 @@ func allowed(cmds []shell.Command, match func(i int) bool) bool {
 	var duties func(i int) bool
 	sat := func(i int) bool { return form(i) && duties(i) }
 	form = func(i int) bool {
+		for _, k := range kids[i] {
+			if cmds[k].Via == shell.Wrapper {
+				// A transparent wrapper's own line allows nothing: the
+				// command it runs must be allowed (Bash(nohup *) does not
+				// allow nohup rm -rf /). Claude Code strips such wrappers
+				// before it matches, so its decisions are the same.
+				return form(k)
+			}
+		}
 		if match(i) {
 			return true
 		}
 		for _, k := range kids[i] {
-			switch cmds[k].Via {
-			case shell.Script:
+			if cmds[k].Via == shell.Script {
 				return true // the script is judged instead (duties)
-			case shell.Wrapper:
-				if form(k) {
-					return true
-				}
 			}
 		}
 		return false

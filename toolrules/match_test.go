@@ -140,6 +140,20 @@ func TestMatchBashAllow(t *testing.T) {
 		tests = append(tests, matchCase{"Bash(npm run test:*)", Allow, bash(cmd), want})
 	}
 	runMatches(t, tests)
+	// A transparent wrapper's own line allows nothing: what it runs must be
+	// allowed, as Claude Code strips such wrappers before it matches.
+	runMatches(t, []matchCase{
+		{"Bash(nohup *)", Allow, bash("nohup rm -rf /"), false},
+		{"Bash(timeout *)", Allow, bash("timeout 5 rm -rf /"), false},
+		{"Bash(nice *)", Allow, bash("nice -n 5 rm x"), false},
+		{"Bash(command *)", Allow, bash("command rm x"), false},
+		{"Bash(xargs *)", Allow, bash("ls | xargs rm"), false},
+		{"Bash(time *)", Allow, bash("time nohup rm x"), false},
+		{"Bash(nohup npm start)", Allow, bash("nohup npm start"), false},
+		{"Bash(npm start)", Allow, bash("nohup npm start"), true},
+		{"Bash(npm start)", Allow, bash("time -p nice npm start"), true},
+		{"Bash(command *)", Allow, bash("command -v rm"), true}, // runs nothing
+	})
 	runMatches(t, []matchCase{
 		{"Bash(git diff *)", Allow, bash("git diff HEAD~1 -- a.go"), true},
 		{"Bash(git diff *)", Allow, bash("git diff"), true},
