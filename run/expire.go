@@ -129,6 +129,26 @@ func (s *Session) markExpired(due []*CallRecord) {
 	}
 }
 
+// Unbound lifts the expiry of suspended call id's ticket: its decision is
+// taken where no expiry can be enforced (a coding agent's own dialog,
+// which runs the call whenever its user approves), so a late approval is
+// the truth about the call, not a decision to drop. It reports whether
+// the call had an expiry to lift.
+func (s *Session) Unbound(id string) bool {
+	c := s.call(id)
+	if c == nil || c.Status != CallSuspended || c.Gate == nil || c.Gate.Ticket == nil || c.Gate.Ticket.ExpiresAt.IsZero() {
+		return false
+	}
+	// Copies: the record's gate and ticket may be shared with a decision
+	// already handed out.
+	g, t := *c.Gate, *c.Gate.Ticket
+	t.ExpiresAt = time.Time{}
+	g.Ticket = &t
+	c.Gate = &g
+	s.callChanged(c)
+	return true
+}
+
 // ExpiredCalls lists the calls the runtime decided for since this
 // Session was started or restored.
 func (s *Session) ExpiredCalls() []string { return slices.Clone(s.expired) }

@@ -146,3 +146,29 @@ func TestClaudeCodeDeferExpiredBeforeTheJanitor(t *testing.T) {
 		t.Fatalf("awaken_tickets_expired_total %v, want 1", n)
 	}
 }
+
+// TestClaudeCodeAskHasNoExpiry: a call answered "ask" is decided in Claude
+// Code's own dialog, which runs it whenever its user approves. An approval
+// that comes after the plugin's ticket timeout is still the truth: the
+// call is recorded with its result (after_tool_execute saw it), not as
+// cancelled by an expiry nobody could enforce.
+func TestClaudeCodeAskHasNoExpiry(t *testing.T) {
+	lua := strings.Replace(ccPolicyLua, `awaken.suspend { message = "Push to the remote?" }`,
+		`awaken.suspend { message = "Push to the remote?", timeout = "30ms" }`, 1)
+	sc := newSidecar(t, project(t, "", map[string]string{"ccpolicy.lua": lua}), Options{Log: quietLog(), IdleTimeout: 20 * time.Millisecond})
+	s := map[string]any{"session_id": "late"}
+	sc.hook(t, fixture(t, "user_prompt_submit", s), "")
+	asked := time.Now()
+	wantDecision(t, sc.hook(t, fixture(t, "pre_tool_use_git_push", s), ""), "ask", "Push to the remote?")
+	id := sc.ccRunID(t, "late")
+	waitFor(t, func() bool { return time.Since(asked) > 100*time.Millisecond })
+	sc.hook(t, fixture(t, "post_tool_use_git_push", s), "")
+	got := sc.must(200, "GET", "/v1/runs/"+id, nil)
+	st := got.body["state"].(map[string]any)
+	if !strings.Contains(mustJSON(st), `"Bash:success"`) || strings.Contains(mustJSON(st["__runtime.tool_calls"]), `"expired":true`) {
+		t.Fatalf("the push the user approved late ran, and is recorded so: %s", got.raw)
+	}
+	if n := sc.metricValue("awaken_tickets_expired_total"); n != 0 {
+		t.Fatalf("awaken_tickets_expired_total %v, want 0", n)
+	}
+}

@@ -53,7 +53,8 @@ import (
 //   - A call answered "ask" stays suspended: its PostToolUse means the user
 //     approved it (the run waits, resumes it, gates it again and records the
 //     result); no PostToolUse before the step closes means they did not
-//     (the call is cancelled).
+//     (the call is cancelled). Its ticket does not expire: Claude Code's
+//     user answers whenever, and the call then runs.
 //   - A plugin's ctx:stop ends the run and answers {"continue": false}; the
 //     step limit only starts a new run, so a long Claude Code turn goes on.
 //   - Every event is answered 200 with the documented JSON. A failure

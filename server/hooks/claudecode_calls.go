@@ -244,6 +244,11 @@ func (c *claudeCode) preToolUse(ctx context.Context, cs *ccSession, in ccInput) 
 				return res, c.release(ctx, cs, e, err)
 			}
 		}
+		// Claude Code's user decides, whenever: an expiry cannot hold the
+		// call back, and would record a call the user approved late as
+		// cancelled (no result, no after_tool_execute). A deferred call
+		// keeps its expiry: the sidecar decides it when nobody does.
+		sess.Unbound(call.ID)
 	}
 	if stop := pluginStop(e); stop != "" {
 		res.stop = stop
