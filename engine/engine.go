@@ -287,13 +287,13 @@ func (e *Engine) Exec(c ExecConfig) (*Exec, error) {
 	x.failed, ok2 = reg.Key(KeyFailedActions)
 	x.stop, ok3 = reg.Key(KeyStop)
 	if !ok1 || !ok2 || !ok3 {
-		return nil, fmt.Errorf("engine: the plugin set lacks the runtime built-ins; build it with engine.NewSet, or put engine.Core (or CoreWith) first")
+		return nil, errs.New(errs.ConfigInvalid, "engine: the plugin set lacks the runtime built-ins; build it with engine.NewSet, or put engine.Core (or CoreWith) first")
 	}
 	if c.Store == nil {
-		return nil, fmt.Errorf("engine: ExecConfig.Store is nil")
+		return nil, errs.New(errs.ConfigInvalid, "engine: ExecConfig.Store is nil; open one with state.Open on the set's registry")
 	}
 	if c.Store.Snapshot().Registry() != reg {
-		return nil, fmt.Errorf("engine: the store was made for another plugin set")
+		return nil, errs.New(errs.ConfigInvalid, "engine: the store was made for another plugin set; open one with state.Open on this set's registry")
 	}
 	return x, nil
 }

@@ -862,3 +862,26 @@ func BenchmarkPhaseGo8(b *testing.B) {
 		}
 	}
 }
+
+// TestExecMisuse: an embedder's Exec without a store, or with one opened
+// for another plugin set, is config_invalid with what to do.
+func TestExecMisuse(t *testing.T) {
+	f := newFixture(t, nil, nil, keysPlugin("p", key("p.n")))
+	other, err := engine.NewSet(keysPlugin("q", key("q.n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherStore, _, err := state.Open(other.Registry(), nil, 0, f.eng.StateLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]engine.ExecConfig{
+		"no store":          {},
+		"another set's one": {Store: otherStore},
+	} {
+		_, err := f.eng.Exec(c)
+		if errs.CodeOf(err) != errs.ConfigInvalid || !strings.Contains(err.Error(), "state.Open") {
+			t.Errorf("%s: %v (code %q), want config_invalid saying how to open one", name, err, errs.CodeOf(err))
+		}
+	}
+}
