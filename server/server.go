@@ -63,8 +63,9 @@ type Options struct {
 	// BodyLimit bounds a request body in bytes (413 past it; default 1 MiB).
 	BodyLimit int64
 	// BodyTimeout bounds how long a client may take to send a body (408
-	// past it; default DefaultBodyTimeout). The body is read before the
-	// request takes a concurrency slot.
+	// past it; default DefaultBodyTimeout), and to take each MiB of a
+	// reply (the connection is closed past it). The body is read before
+	// the request takes a concurrency slot.
 	BodyTimeout time.Duration
 	// Addr is the address the server listens on (host:port). Requests
 	// must name it, localhost or a loopback address in Host (DNS
@@ -442,16 +443,35 @@ func (s *Server) authorize(r *http.Request) error {
 	return nil
 }
 
-// recorder remembers what a handler wrote, for the access log.
+// recorder remembers what a handler wrote, for the access log, and gives
+// the client wait to take each piece of the reply: a client that never
+// reads would otherwise block the write for ever, and a run's reply is
+// written holding the run (and a concurrency slot), which every other
+// call on the run and the janitor's expiries wait for.
 type recorder struct {
 	http.ResponseWriter
 	status int
 	code   string
+	wait   time.Duration
+}
+
+// writeDeadliner is a ResponseWriter on a connection (net/http's).
+type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
+
+// replyChunk is how much of a reply one write deadline covers, so a large
+// reply needs progress, not all of it, within wait.
+const replyChunk = 1 << 20
+
+func (w *recorder) deadline() {
+	if d, ok := w.ResponseWriter.(writeDeadliner); ok && w.wait > 0 {
+		_ = d.SetWriteDeadline(time.Now().Add(w.wait))
+	}
 }
 
 func (w *recorder) WriteHeader(status int) {
 	if w.status == 0 {
 		w.status = status
+		w.deadline() // a reply without a body is flushed after the handler
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
@@ -464,7 +484,14 @@ func (w *recorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	n := 0
+	for {
+		w.deadline()
+		k, err := w.ResponseWriter.Write(b[n : n+min(len(b)-n, replyChunk)])
+		if n += k; err != nil || n == len(b) {
+			return n, err
+		}
+	}
 }
 
 // genHeader returns the header value {id}, made once per generation: the
@@ -483,7 +510,9 @@ func (s *Server) genHeader(id string) []string {
 // writes the access log line.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rw := &recorder{ResponseWriter: w}
+	// net/http clears the write deadline after each reply, so a
+	// keep-alive connection's next request starts without one.
+	rw := &recorder{ResponseWriter: w, wait: s.bodyWait}
 	if g := s.h.Current(); g != nil {
 		w.Header()[GenerationHeader] = s.genHeader(g.ID)
 	}
