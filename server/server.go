@@ -328,7 +328,7 @@ func (s *Server) routes() {
 		handle(path, "method_not_allowed", probe, methodNotAllowed(allow))
 	}
 	handle("/", "not_found", probe, func(w http.ResponseWriter, r *http.Request) error {
-		return fail(http.StatusNotFound, errs.BadRequest, "no endpoint %s %s; the API is listed in server/README.md", r.Method, r.URL.Path)
+		return fail(http.StatusNotFound, errs.BadRequest, "no endpoint %s %s; the API is listed in server/README.md", errs.Clip(r.Method, 20), errs.Clip(r.URL.Path, 200))
 	})
 	s.mux = m
 }
@@ -336,7 +336,7 @@ func (s *Server) routes() {
 // methodNotAllowed answers a method a path does not take: 405 with Allow.
 func methodNotAllowed(allow string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		e := fail(http.StatusMethodNotAllowed, errs.BadRequest, "%s does not take %s; use %s", r.URL.Path, r.Method, allow)
+		e := fail(http.StatusMethodNotAllowed, errs.BadRequest, "%s does not take %s; use %s", errs.Clip(r.URL.Path, 200), errs.Clip(r.Method, 20), allow)
 		e.allow = allow
 		return e
 	}
@@ -541,7 +541,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The mux would redirect a path with "." or ".." segments or "//" to
 	// its clean form; an API client is better told than redirected.
 	if p := r.URL.Path; p == "" || p[0] != '/' || (path.Clean(p) != p && p != PprofPath) {
-		s.writeProblem(rw, r, fail(http.StatusNotFound, errs.BadRequest, "the path %q is not in canonical form; send %q", p, path.Clean("/"+p)))
+		s.writeProblem(rw, r, fail(http.StatusNotFound, errs.BadRequest, "the path %q is not in canonical form; send %q", errs.Clip(p, 200), errs.Clip(path.Clean("/"+p), 200)))
 		return
 	}
 	s.mux.ServeHTTP(rw, r)
