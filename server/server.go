@@ -453,6 +453,7 @@ type recorder struct {
 	status int
 	code   string
 	wait   time.Duration
+	left   int // bytes the current write deadline still covers
 }
 
 // writeDeadliner is a ResponseWriter on a connection (net/http's).
@@ -463,6 +464,7 @@ type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
 const replyChunk = 1 << 20
 
 func (w *recorder) deadline() {
+	w.left = replyChunk
 	if d, ok := w.ResponseWriter.(writeDeadliner); ok && w.wait > 0 {
 		_ = d.SetWriteDeadline(time.Now().Add(w.wait))
 	}
@@ -486,8 +488,11 @@ func (w *recorder) Write(b []byte) (int, error) {
 	}
 	n := 0
 	for {
-		w.deadline()
-		k, err := w.ResponseWriter.Write(b[n : n+min(len(b)-n, replyChunk)])
+		if w.left <= 0 {
+			w.deadline() // one per reply, unless it is over a chunk
+		}
+		k, err := w.ResponseWriter.Write(b[n : n+min(len(b)-n, w.left)])
+		w.left -= k
 		if n += k; err != nil || n == len(b) {
 			return n, err
 		}
