@@ -279,7 +279,7 @@ func ifMatch(r *http.Request, rev uint64) error {
 		}
 	}
 	e := fail(http.StatusConflict, errs.RevisionConflict,
-		"If-Match %s does not match the run's revision %d; GET the run and decide again", h, rev)
+		"If-Match %s does not match the run's revision %d; GET the run and decide again", errs.Clip(h, 200), rev)
 	e.revision = &rev
 	return e
 }

@@ -165,3 +165,29 @@ func TestHugeRunIDNotEchoed(t *testing.T) {
 		t.Errorf("detail of %d bytes", len(d))
 	}
 }
+
+// What a request names in its URL or headers is echoed clipped in a
+// problem's detail, however long it is, as a run id is.
+func TestHugeNamesNotEchoed(t *testing.T) {
+	sc := newSidecar(t, project(t, "", nil), Options{Log: quietLog()})
+	long := strings.Repeat("r", 100<<10)
+	id := sc.startRun(map[string]any{})
+	for _, c := range []struct {
+		method, path, ifMatch string
+		status                int
+		code                  string
+	}{
+		{"GET", "/v1/hooks/claude-code/sessions/" + long, "", http.StatusNotFound, "session_not_found"},
+		{"POST", "/v1/runs/" + id + "/phases/" + long, "", http.StatusNotFound, "bad_request"},
+		{"GET", "/v1/" + long, "", http.StatusNotFound, "bad_request"},
+		{"GET", "/v1/runs/" + long + "/", "", http.StatusNotFound, "bad_request"},
+		{"PUT", "/v1/runs/" + long, "", http.StatusMethodNotAllowed, "bad_request"},
+		{"POST", "/v1/runs/" + id + "/phases/step_start", "99," + long, http.StatusConflict, "revision_conflict"},
+	} {
+		r := sc.call(c.method, c.path, nil, "If-Match", c.ifMatch)
+		problemOK(t, r, c.status, c.code)
+		if d := r.str("detail"); len(d) > 1000 {
+			t.Errorf("%s %.60s: detail of %d bytes", c.method, c.path, len(d))
+		}
+	}
+}

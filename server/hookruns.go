@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/model"
 	"github.com/awaken-lua/awaken-lua/run"
@@ -81,7 +82,7 @@ func (s *Server) claudeCodeSession(w http.ResponseWriter, r *http.Request) error
 	}
 	if !ok {
 		return fail(http.StatusNotFound, codeSessionNotFound,
-			"no Claude Code session %q in this sidecar (it ended, idled out, was let go of past [server] max_runs, or the sidecar restarted); its deferred calls, if any, were cancelled", id)
+			"no Claude Code session %q in this sidecar (it ended, idled out, was let go of past [server] max_runs, or the sidecar restarted); its deferred calls, if any, were cancelled", errs.Clip(id, 200))
 	}
 	return writeJSON(w, http.StatusOK, v)
 }

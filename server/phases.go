@@ -80,7 +80,7 @@ func (s *Server) noPhase(w http.ResponseWriter, r *http.Request) error {
 		return fail(http.StatusConflict, errs.PhaseOutOfOrder, "run_start runs when the run is created (POST /v1/runs)")
 	}
 	return fail(http.StatusNotFound, errs.BadRequest, "no phase %q%s; phases: step_start, before_inference, after_inference, tool_gate, before_tool_execute, after_tool_execute, step_end, run_end",
-		name, errs.DidYouMean(name, phase.Names()))
+		errs.Clip(name, 200), errs.DidYouMean(name, phase.Names()))
 }
 
 func (s *Server) stepStart(w http.ResponseWriter, r *http.Request) error {

@@ -63,8 +63,9 @@ type Options struct {
 	// BodyLimit bounds a request body in bytes (413 past it; default 1 MiB).
 	BodyLimit int64
 	// BodyTimeout bounds how long a client may take to send a body (408
-	// past it; default DefaultBodyTimeout). The body is read before the
-	// request takes a concurrency slot.
+	// past it; default DefaultBodyTimeout), and to take each MiB of a
+	// reply (the connection is closed past it). The body is read before
+	// the request takes a concurrency slot.
 	BodyTimeout time.Duration
 	// Addr is the address the server listens on (host:port). Requests
 	// must name it, localhost or a loopback address in Host (DNS
@@ -327,7 +328,7 @@ func (s *Server) routes() {
 		handle(path, "method_not_allowed", probe, methodNotAllowed(allow))
 	}
 	handle("/", "not_found", probe, func(w http.ResponseWriter, r *http.Request) error {
-		return fail(http.StatusNotFound, errs.BadRequest, "no endpoint %s %s; the API is listed in server/README.md", r.Method, r.URL.Path)
+		return fail(http.StatusNotFound, errs.BadRequest, "no endpoint %s %s; the API is listed in server/README.md", errs.Clip(r.Method, 20), errs.Clip(r.URL.Path, 200))
 	})
 	s.mux = m
 }
@@ -335,7 +336,7 @@ func (s *Server) routes() {
 // methodNotAllowed answers a method a path does not take: 405 with Allow.
 func methodNotAllowed(allow string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		e := fail(http.StatusMethodNotAllowed, errs.BadRequest, "%s does not take %s; use %s", r.URL.Path, r.Method, allow)
+		e := fail(http.StatusMethodNotAllowed, errs.BadRequest, "%s does not take %s; use %s", errs.Clip(r.URL.Path, 200), errs.Clip(r.Method, 20), allow)
 		e.allow = allow
 		return e
 	}
@@ -442,16 +443,37 @@ func (s *Server) authorize(r *http.Request) error {
 	return nil
 }
 
-// recorder remembers what a handler wrote, for the access log.
+// recorder remembers what a handler wrote, for the access log, and gives
+// the client wait to take each piece of the reply: a client that never
+// reads would otherwise block the write for ever, and a run's reply is
+// written holding the run (and a concurrency slot), which every other
+// call on the run and the janitor's expiries wait for.
 type recorder struct {
 	http.ResponseWriter
 	status int
 	code   string
+	wait   time.Duration
+	left   int // bytes the current write deadline still covers
+}
+
+// writeDeadliner is a ResponseWriter on a connection (net/http's).
+type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
+
+// replyChunk is how much of a reply one write deadline covers, so a large
+// reply needs progress, not all of it, within wait.
+const replyChunk = 1 << 20
+
+func (w *recorder) deadline() {
+	w.left = replyChunk
+	if d, ok := w.ResponseWriter.(writeDeadliner); ok && w.wait > 0 {
+		_ = d.SetWriteDeadline(time.Now().Add(w.wait))
+	}
 }
 
 func (w *recorder) WriteHeader(status int) {
 	if w.status == 0 {
 		w.status = status
+		w.deadline() // a reply without a body is flushed after the handler
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
@@ -464,7 +486,17 @@ func (w *recorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	n := 0
+	for {
+		if w.left <= 0 {
+			w.deadline() // one per reply, unless it is over a chunk
+		}
+		k, err := w.ResponseWriter.Write(b[n : n+min(len(b)-n, w.left)])
+		w.left -= k
+		if n += k; err != nil || n == len(b) {
+			return n, err
+		}
+	}
 }
 
 // genHeader returns the header value {id}, made once per generation: the
@@ -483,7 +515,9 @@ func (s *Server) genHeader(id string) []string {
 // writes the access log line.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rw := &recorder{ResponseWriter: w}
+	// net/http clears the write deadline after each reply, so a
+	// keep-alive connection's next request starts without one.
+	rw := &recorder{ResponseWriter: w, wait: s.bodyWait}
 	if g := s.h.Current(); g != nil {
 		w.Header()[GenerationHeader] = s.genHeader(g.ID)
 	}
@@ -512,7 +546,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The mux would redirect a path with "." or ".." segments or "//" to
 	// its clean form; an API client is better told than redirected.
 	if p := r.URL.Path; p == "" || p[0] != '/' || (path.Clean(p) != p && p != PprofPath) {
-		s.writeProblem(rw, r, fail(http.StatusNotFound, errs.BadRequest, "the path %q is not in canonical form; send %q", p, path.Clean("/"+p)))
+		s.writeProblem(rw, r, fail(http.StatusNotFound, errs.BadRequest, "the path %q is not in canonical form; send %q", errs.Clip(p, 200), errs.Clip(path.Clean("/"+p), 200)))
 		return
 	}
 	s.mux.ServeHTTP(rw, r)
