@@ -246,6 +246,13 @@ func TestClaudeCodeFailures(t *testing.T) {
 	wantDecision(t, sc.hook(t, `not json`, "?event=PreToolUse"), "deny", "not valid JSON")
 	wantDecision(t, sc.hook(t, `{"session_id": "f1"}`, "?event=PreToolUse"), "deny", "tool_name")
 	wantEmpty(t, sc.hook(t, `not json`, "?event=Stop"))
+	// PermissionRequest fails closed as PreToolUse does.
+	for _, body := range []any{`not json`,
+		fixture(t, "pre_tool_use_write", map[string]any{"hook_event_name": "PermissionRequest", "session_id": ""})} {
+		if r := mustJSON(sc.hook(t, body, "?event=PermissionRequest")); !strings.Contains(r, `"behavior":"deny"`) || !strings.Contains(r, "fail closed") {
+			t.Fatalf("a PermissionRequest that cannot be evaluated: %s", r)
+		}
+	}
 	big := fixture(t, "pre_tool_use_write", map[string]any{"session_id": "f1",
 		"tool_input": map[string]any{"file_path": "/big", "content": strings.Repeat("x", 4096)}})
 	wantDecision(t, sc.hook(t, big, ""), "deny", "body limit")

@@ -58,7 +58,8 @@ import (
 //   - A plugin's ctx:stop ends the run and answers {"continue": false}; the
 //     step limit only starts a new run, so a long Claude Code turn goes on.
 //   - Every event is answered 200 with the documented JSON. A failure
-//     denies PreToolUse (fail closed) and answers {} otherwise.
+//     denies PreToolUse and PermissionRequest (fail closed) and answers {}
+//     otherwise.
 
 // Claude Code's hook input (the fields the adapter reads; others are
 // ignored).
@@ -384,9 +385,16 @@ func guessEvent(body []byte) string {
 func (c *claudeCode) failure(eventName string, err error) ccOutput {
 	c.o.Failed(err)
 	reason := c.failClosed("Claude Code", eventName, err)
-	if eventName == evPreToolUse {
+	switch eventName {
+	case evPreToolUse:
 		return ccOutput{HookSpecificOutput: &ccSpecific{HookEventName: evPreToolUse, PermissionDecision: "deny",
 			PermissionDecisionReason: reason}}
+	case evPermissionRequest:
+		// As `awaken-lua hook` answers it when no reply comes: {} would
+		// leave the call to the agent's own default, which a headless run
+		// may take without asking anyone.
+		return ccOutput{HookSpecificOutput: &ccSpecific{HookEventName: evPermissionRequest,
+			Decision: &ccPermission{Behavior: "deny", Message: reason}}}
 	}
 	return ccOutput{}
 }
