@@ -246,6 +246,8 @@ func TestClaudeCodeFailures(t *testing.T) {
 	wantDecision(t, sc.hook(t, `not json`, "?event=PreToolUse"), "deny", "not valid JSON")
 	wantDecision(t, sc.hook(t, `{"session_id": "f1"}`, "?event=PreToolUse"), "deny", "tool_name")
 	wantEmpty(t, sc.hook(t, `not json`, "?event=Stop"))
+	// The body's own event wins over --event, even when it breaks after it.
+	wantDecision(t, sc.hook(t, `{"hook_event_name": "PreToolUse", "session_id": `, "?event=PostToolUse"), "deny", "not valid JSON")
 	// PermissionRequest fails closed as PreToolUse does.
 	for _, body := range []any{`not json`,
 		fixture(t, "pre_tool_use_write", map[string]any{"hook_event_name": "PermissionRequest", "session_id": ""})} {

@@ -47,17 +47,18 @@ func serveHook[In, Out any](o *Options, w http.ResponseWriter, r *http.Request, 
 	body, rerr := readBody(r.Body, o.BodyLimit)
 	var in In
 	decoded := false
-	// The event a failure answers: the one the decoded body names, else
-	// the request's ?event= (the hook command's --event), else the one a
-	// body that did not decode names before it breaks.
+	// The event a failure answers: the one the body names (decoded, or
+	// recognised before it breaks), else the request's ?event= (the hook
+	// command's --event). A body that names a tool event is answered as
+	// one, whatever --event says, so it is denied.
 	event := func() string {
 		if decoded {
 			return p.event(r, &in, body) // ?event= is in it already (p.name)
 		}
-		if e := query(r, "event"); e != "" {
+		if e := p.event(r, nil, body); e != "" {
 			return e
 		}
-		return p.event(r, nil, body)
+		return query(r, "event")
 	}
 	var out Out
 	defer func() {

@@ -21,8 +21,8 @@ type probeOut struct {
 }
 
 // The shared admission answers every failure with the protocol's own
-// reply, naming the event from the body when it does not decode (after
-// the ?event= the hook command sends, when the body names none), and a
+// reply, naming the event from the body when it does not decode (the
+// ?event= the hook command sends when the body names none), and a
 // panicking adapter neither escapes nor keeps its concurrency slot.
 func TestServeHookAdmission(t *testing.T) {
 	o := &Options{BodyLimit: 1 << 20, Slots: make(chan struct{}, 1), Log: slog.New(slog.DiscardHandler),
@@ -75,10 +75,16 @@ func TestServeHookAdmission(t *testing.T) {
 		}
 	}
 	// The hook command's --event names the event of a body that does not
-	// decode before the body's own broken text does.
+	// decode when the body names none it can be recognised by; one it can
+	// is answered as the body says, so a broken tool event is denied.
 	query = "?event=Probe"
-	if got, want := post(`{"hook_event_name":"Gate"`), `"event":"Probe","error":"the hook input is not valid JSON`; !strings.Contains(got, want) {
-		t.Errorf("with ?event=: got %s, want %s", got, want)
+	for body, want := range map[string]string{
+		`{"hook_event_name":"Gate"`: `"event":"Gate","error":"the hook input is not valid JSON`,
+		`{"hook_event_name":"Stop"`: `"event":"Probe","error":"the hook input is not valid JSON`,
+	} {
+		if got := post(body); !strings.Contains(got, want) {
+			t.Errorf("with ?event=, %s: got %s, want %s", body, got, want)
+		}
 	}
 }
 
