@@ -39,6 +39,7 @@ type harness struct {
 	now    time.Time
 	runs   atomic.Int64
 	closed bool
+	test   string // the test that made it; "" when the file did
 }
 
 const defaultThread = "main"
@@ -123,7 +124,12 @@ func (tr *testRun) newHarness(L *lua.LState) int {
 		tr.raiseCode(L, err)
 	}
 	h := &harness{tr: tr, gen: gen, store: run.NewMemoryStore(), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	tr.harness = append(tr.harness, h)
+	if tr.registry {
+		tr.fileHarness = append(tr.fileHarness, h)
+	} else {
+		h.test = tr.running
+		tr.harness = append(tr.harness, h)
+	}
 	if v, ok := m["now"]; ok {
 		n := harnessField[float64](L, 1, "now", v, "a time in seconds")
 		h.now = time.Unix(0, int64(n*1e9)).UTC()
@@ -205,6 +211,11 @@ func (h *harness) clock() time.Time {
 func (h *harness) self(L *lua.LState) {
 	if ud, ok := L.Get(1).(*lua.LUserData); !ok || ud.Value != h {
 		L.RaiseError("call harness methods with a colon: h:gate(...), h:phase(...), h:run{...}, h:resume{...}")
+	}
+	if h.closed {
+		// Its plugin generation is closed: every hook would fail, and a
+		// gate would block for that reason alone.
+		L.RaiseError("this harness was made by the test %q, which has ended; make the harness in the test that uses it, or at the top of the file to share it", h.test)
 	}
 }
 

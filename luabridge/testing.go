@@ -153,16 +153,20 @@ type testCase struct {
 
 // testRun is the state of one test file: its Lua state and its harnesses.
 type testRun struct {
-	o        TestOptions
-	file     TestFile
-	inst     *instance
-	cases    []testCase
-	harness  []*harness
-	gen      *Generation
-	ctx      context.Context
-	cctx     context.Context // the running test's: it ends with the test's budget
-	dir      Source          // the test file's directory
-	registry bool            // t.test calls allowed (while the file loads)
+	o       TestOptions
+	file    TestFile
+	inst    *instance
+	cases   []testCase
+	harness []*harness // made by the running test: they end with it
+	// fileHarness were made while the file loaded: every test may use
+	// them, so they end with the file.
+	fileHarness []*harness
+	running     string // the running test's name
+	gen         *Generation
+	ctx         context.Context
+	cctx        context.Context // the running test's: it ends with the test's budget
+	dir         Source          // the test file's directory
+	registry    bool            // t.test calls allowed (while the file loads)
 	// raised holds the harness errors of the running test by the message
 	// they were raised with (see raiseCode).
 	raised map[string]*errs.Error
@@ -234,6 +238,9 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile, srcs *sealedSou
 	defer func() {
 		if !abandoned {
 			tr.closeHarnesses()
+			for _, h := range tr.fileHarness {
+				h.close()
+			}
 		}
 	}()
 
@@ -289,6 +296,7 @@ func (tr *testRun) runCase(c testCase) (TestResult, bool) {
 	defer stop()
 	tr.cctx = cctx
 	tr.raised = nil
+	tr.running = c.name
 	L.Push(c.fn)
 	fired, abandoned, err := tr.inst.callBounded(cctx, tr.o.Timeout, 0, 0)
 	r.Duration = time.Since(start)

@@ -1,0 +1,59 @@
+package luabridge_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/awaken-lua/awaken-lua/luabridge"
+)
+
+// runMapTests runs the *_test.lua files of an in-memory plugin directory.
+func runMapTests(t *testing.T, fsys fstest.MapFS, timeout time.Duration) (luabridge.TestSummary, string) {
+	t.Helper()
+	src := luabridge.Source{FS: fsys, Name: "scripts"}
+	files, err := luabridge.FindTests(src)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("files %v %v", files, err)
+	}
+	var out strings.Builder
+	sum := luabridge.RunTests(context.Background(), luabridge.TestOptions{Files: files, Plugins: src, Out: &out, Verbose: true, Timeout: timeout})
+	return sum, out.String()
+}
+
+const blockRm = "local awaken = require('awaken')\nlocal p = awaken.plugin {}\n" +
+	"p:tool_gate(function(ctx, call) if call.name == 'rm' then return awaken.block('no rm') end end)\nreturn p\n"
+
+// A harness made at the top of a test file serves every test of the file.
+// It used to be closed after the first test, so the others saw their gate
+// hooks fail and the call blocked: a test that expects a block passed for
+// the wrong reason.
+func TestHarnessOfTheFileServesEveryTest(t *testing.T) {
+	sum, out := runMapTests(t, fstest.MapFS{
+		"guard.lua": {Data: []byte(blockRm)},
+		"guard_test.lua": {Data: []byte("local t = require('awaken.testing')\n" +
+			"local h = t.harness { plugins = { 'guard' } }\n" +
+			"t.test('one', function() t.eq(h:gate { name = 'rm' }.reason, 'no rm') end)\n" +
+			"t.test('two', function() t.eq(h:gate { name = 'rm' }.reason, 'no rm') end)\n" +
+			"t.test('three', function() t.eq(h:gate { name = 'ls' }.decision, 'allow') end)\n")},
+	}, 0)
+	if sum.Passed != 3 || sum.Failed != 0 {
+		t.Fatalf("passed %d failed %d\n%s", sum.Passed, sum.Failed, out)
+	}
+}
+
+// A harness a test made ends with that test; using it in a later test
+// raises instead of blocking every call as a closed plugin generation does.
+func TestHarnessOfAnEndedTestRaises(t *testing.T) {
+	sum, out := runMapTests(t, fstest.MapFS{
+		"guard.lua": {Data: []byte(blockRm)},
+		"guard_test.lua": {Data: []byte("local t = require('awaken.testing')\nlocal kept\n" +
+			"t.test('makes', function() kept = t.harness { plugins = { 'guard' } } end)\n" +
+			"t.test('uses', function() t.eq(kept:gate { name = 'rm' }.decision, 'block') end)\n")},
+	}, 0)
+	if sum.Passed != 1 || sum.Failed != 1 || !strings.Contains(out, "scripts/guard_test.lua:4: this harness was made by the test \"makes\", which has ended") {
+		t.Fatalf("passed %d failed %d\n%s", sum.Passed, sum.Failed, out)
+	}
+}
