@@ -217,8 +217,24 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile, srcs *sealedSou
 	if err != nil {
 		return fail(err)
 	}
-	tr := &testRun{o: o, file: f, ctx: ctx,
-		dir: Source{FS: dirFS, Name: path.Join(f.Source.Name, path.Dir(f.Path))}}
+	dir := Source{FS: dirFS, Name: path.Join(f.Source.Name, path.Dir(f.Path))}
+	// A test that runs out of time stops the file's Lua state; the tests
+	// after it run on the file loaded again in a new one.
+	out, next := runTestsFrom(ctx, o, f, proto, dir, 0)
+	for next >= 0 {
+		var more []TestResult
+		more, next = runTestsFrom(ctx, o, f, proto, dir, next)
+		out = append(out, more...)
+	}
+	return out
+}
+
+// runTestsFrom loads the test file in a new Lua state and runs its tests
+// from the start-th on. next is the index of the test after one that
+// stopped the state, or -1 when every test ran.
+func runTestsFrom(ctx context.Context, o TestOptions, f TestFile, proto *lua.FunctionProto, dir Source, start int) (out []TestResult, next int) {
+	fail := func(err error) ([]TestResult, int) { return failedLoad(f, err), -1 }
+	tr := &testRun{o: o, file: f, ctx: ctx, dir: dir}
 	lim := o.Limits.withDefaults()
 	tr.gen = &Generation{limits: lim, log: o.Log, sources: []Source{tr.dir, o.Plugins, o.Stdlib},
 		protos: map[string]*lua.FunctionProto{}, preload: map[string]preloadFunc{
@@ -249,6 +265,7 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile, srcs *sealedSou
 	tr.registry = true
 	L.Push(fn)
 	var fired bool
+	var err error
 	tr.cctx = ctx
 	fired, abandoned, err = inst.callBounded(ctx, lim.LoadTimeout, 0, 0)
 	if fired {
@@ -256,14 +273,14 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile, srcs *sealedSou
 	}
 	tr.registry = false
 	if err != nil {
-		out := fail(err)
+		out, next := fail(err)
 		if e, ok := tr.raised[failureText(err)]; ok {
 			out[0].Message = e.Error() // a harness made at the top of the file
 		}
-		return out
+		return out, next
 	}
-	var out []TestResult
-	for _, c := range tr.cases {
+	for i := start; i < len(tr.cases); i++ {
+		c := tr.cases[i]
 		if o.Filter != nil && !o.Filter.MatchString(f.Chunk()+" "+c.name) && !o.Filter.MatchString(c.name) {
 			continue
 		}
@@ -272,14 +289,14 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile, srcs *sealedSou
 		if !ok {
 			// The test did not come back; its state belongs to it now.
 			abandoned = true
-			break
+			return out, i + 1
 		}
 		if inst.dl.fired() {
 			// The state timed out mid-test; the others cannot run on it.
-			break
+			return out, i + 1
 		}
 	}
-	return out
+	return out, -1
 }
 
 // runCase runs one test under the test budget. Harnesses the test drives

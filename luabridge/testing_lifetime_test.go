@@ -57,3 +57,22 @@ func TestHarnessOfAnEndedTestRaises(t *testing.T) {
 		t.Fatalf("passed %d failed %d\n%s", sum.Passed, sum.Failed, out)
 	}
 }
+
+// The tests after one that ran out of time cannot run on the file's Lua
+// state, which the timeout stopped; they run on the file loaded again.
+// They used to be dropped without a word, so the summary counted fewer
+// tests than the file has.
+func TestTestsAfterATimeoutRun(t *testing.T) {
+	sum, out := runMapTests(t, fstest.MapFS{
+		"loop_test.lua": {Data: []byte("local t = require('awaken.testing')\n" +
+			"t.test('first', function() end)\n" +
+			"t.test('spins', function() while true do end end)\n" +
+			"t.test('after', function() end)\n" +
+			"t.test('spins again', function() while true do end end)\n" +
+			"t.test('last', function() t.eq(1, 2) end)\n")},
+	}, 200*time.Millisecond)
+	if sum.Passed != 2 || sum.Failed != 3 || len(sum.Results) != 5 ||
+		!strings.Contains(out, "PASS scripts/loop_test.lua:4: after") || !strings.Contains(out, "FAIL scripts/loop_test.lua:6: last") {
+		t.Fatalf("passed %d failed %d results %d\n%s", sum.Passed, sum.Failed, len(sum.Results), out)
+	}
+}
