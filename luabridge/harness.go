@@ -465,6 +465,24 @@ func stringFields(L *lua.LState, spec *lua.LTable, fields ...string) {
 	}
 }
 
+// The fields of a scripted turn, of a tool call in it, and of a decision
+// given to h:resume: a misspelt one must not be dropped (a reason that
+// never reaches the plugin, a turn that answers nothing).
+var (
+	turnFields     = []string{"text", "tool_calls", "usage"}
+	turnCallFields = []string{"id", "name", "args"}
+	decisionFields = []string{"target", "action", "reason", "result"}
+)
+
+// knownFields raises, naming what, on the first key of m not in fields.
+func knownFields(L *lua.LState, n int, what string, m map[string]any, fields []string) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(fields, k) {
+			L.ArgError(n, fmt.Sprintf("%s has no field %q%s (fields: %s)", what, k, errs.DidYouMean(k, fields), strings.Join(fields, ", ")))
+		}
+	}
+}
+
 // callFields are the fields of a tool call given to h:gate and h:phase.
 var callFields = []string{"id", "name", "args", "resume", "result", "decision", "decided_by", "reason", "rewritten_by"}
 
@@ -538,10 +556,15 @@ func (h *harness) resume(L *lua.LState) int {
 	if err != nil {
 		L.ArgError(2, "decisions: "+err.Error())
 	}
+	if raw != nil {
+		// one decision without the list around it is not "no decisions"
+		raw = harnessField[[]any](L, 2, "decisions", raw, "a list of decisions {{target, action, reason?, result?}, ...}")
+	}
 	list, _ := raw.([]any)
 	var ds []run.ResumeDecision
 	for i, x := range list {
 		d, _ := x.(map[string]any)
+		knownFields(L, 2, fmt.Sprintf("decisions[%d]", i+1), d, decisionFields)
 		var rd run.ResumeDecision
 		rd.Target, _ = d["target"].(string)
 		rd.Action, _ = d["action"].(string)
@@ -581,6 +604,13 @@ func (h *harness) modelAndTools(L *lua.LState, spec *lua.LTable) (model.Model, [
 		t, ok := x.(map[string]any)
 		if !ok {
 			L.ArgError(2, fmt.Sprintf("turns[%d] is a table {text?, tool_calls?, usage?}", i+1))
+		}
+		knownFields(L, 2, fmt.Sprintf("turns[%d]", i+1), t, turnFields)
+		if calls, ok := t["tool_calls"].([]any); ok {
+			for j, c := range calls {
+				cm, _ := c.(map[string]any)
+				knownFields(L, 2, fmt.Sprintf("turns[%d]: tool_calls[%d]", i+1, j+1), cm, turnCallFields)
+			}
 		}
 		r, err := model.ResponseFromValue(t)
 		if err != nil {
