@@ -57,6 +57,9 @@ func (h *harness) close() {
 // reported position first, as check and dev print it (file:line: code: ...).
 func (tr *testRun) raiseCode(L *lua.LState, err error) {
 	msg := err.Error()
+	// An error of the harness's own is reported at the line of the call,
+	// as a failed assertion is.
+	report := &errs.Error{Pos: parseWhere(L.Where(1)), Msg: msg}
 	var e *errs.Error
 	if errors.As(err, &e) {
 		c := *e
@@ -64,11 +67,17 @@ func (tr *testRun) raiseCode(L *lua.LState, err error) {
 		msg = c.Error()
 		if e.Pos.IsValid() {
 			msg += " (at " + e.Pos.String() + ")"
-			if tr.raised == nil {
-				tr.raised = map[string]*errs.Error{}
-			}
-			tr.raised[msg] = e
+			report = e
+		} else {
+			c.Pos = report.Pos
+			report = &c
 		}
+	}
+	if report.Pos.IsValid() {
+		if tr.raised == nil {
+			tr.raised = map[string]*errs.Error{}
+		}
+		tr.raised[msg] = report
 	}
 	L.Error(lua.LString(msg), 0)
 }

@@ -276,6 +276,9 @@ func runTestsFrom(ctx context.Context, o TestOptions, f TestFile, proto *lua.Fun
 		out, next := fail(err)
 		if e, ok := tr.raised[failureText(err)]; ok {
 			out[0].Message = e.Error() // a harness made at the top of the file
+			if !out[0].Pos.IsValid() {
+				out[0].Pos = e.Pos
+			}
 		}
 		return out, next
 	}

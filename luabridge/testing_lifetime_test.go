@@ -76,3 +76,28 @@ func TestTestsAfterATimeoutRun(t *testing.T) {
 		t.Fatalf("passed %d failed %d results %d\n%s", sum.Passed, sum.Failed, len(sum.Results), out)
 	}
 }
+
+// A harness call that fails with an error of its own (not a plugin's,
+// which has the plugin's file:line) is reported at the line of the call,
+// as a failed t.eq is, not only at the test's first line; t.raises still
+// sees the code first.
+func TestHarnessErrorsNameTheLineOfTheCall(t *testing.T) {
+	sum, out := runMapTests(t, fstest.MapFS{
+		"guard.lua": {Data: []byte(blockRm)},
+		"guard_test.lua": {Data: []byte("local t = require('awaken.testing')\n" +
+			"t.test('resumes nothing', function()\n" +
+			"  local h = t.harness { plugins = { 'guard' } }\n" +
+			"  h:resume { decisions = { { target = 'c1', action = 'resume' } } }\n" +
+			"end)\n" +
+			"t.test('config', function()\n  t.harness { plugins = { 'guard' }, config = { gaurd = {} } }\nend)\n" +
+			"t.test('caught', function()\n" +
+			"  local h = t.harness { plugins = { 'guard' } }\n" +
+			"  t.raises(function() h:resume { decisions = { { target = 'c1', action = 'resume' } } } end, '^unknown_resume_target: ')\n" +
+			"end)\n")},
+	}, 0)
+	if sum.Passed != 1 || sum.Failed != 2 ||
+		!strings.Contains(out, "\n  scripts/guard_test.lua:4: unknown_resume_target: thread \"main\" has no run waiting") ||
+		!strings.Contains(out, "\n  scripts/guard_test.lua:7: config_invalid: config for plugin \"gaurd\"") {
+		t.Fatalf("passed %d failed %d\n%s", sum.Passed, sum.Failed, out)
+	}
+}
