@@ -334,6 +334,12 @@ func (tr *testRun) runCase(c testCase) (TestResult, bool) {
 		if e, ok := tr.raised[r.Message]; ok {
 			r.Message = e.Error()
 		}
+		if api, ok := err.(*lua.ApiError); ok {
+			if tb, ok := api.Object.(*lua.LTable); ok {
+				// its contents: "table: 0x..." says nothing
+				r.Message = fmt.Sprintf("%s: the test raised a table: %s", c.pos, render(tb, tr.inst.null))
+			}
+		}
 	default:
 		r.Passed = true
 	}

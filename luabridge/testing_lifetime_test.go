@@ -101,3 +101,14 @@ func TestHarnessErrorsNameTheLineOfTheCall(t *testing.T) {
 		t.Fatalf("passed %d failed %d\n%s", sum.Passed, sum.Failed, out)
 	}
 }
+
+// A test that raises a table is reported with the table's contents, not
+// its address, which says nothing and changes from run to run.
+func TestATableRaisedIsShown(t *testing.T) {
+	sum, out := runMapTests(t, fstest.MapFS{
+		"e_test.lua": {Data: []byte("local t = require('awaken.testing')\nt.test('tbl', function() error({ code = 'E1' }) end)\n")},
+	}, 0)
+	if sum.Failed != 1 || sum.Results[0].Message != `scripts/e_test.lua:2: the test raised a table: {"code":"E1"}` {
+		t.Fatalf("%q\n%s", sum.Results[0].Message, out)
+	}
+}
