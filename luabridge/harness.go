@@ -39,6 +39,7 @@ type harness struct {
 	now    time.Time
 	runs   atomic.Int64
 	closed bool
+	test   string // the test that made it; "" when the file did
 }
 
 const defaultThread = "main"
@@ -56,6 +57,9 @@ func (h *harness) close() {
 // reported position first, as check and dev print it (file:line: code: ...).
 func (tr *testRun) raiseCode(L *lua.LState, err error) {
 	msg := err.Error()
+	// An error of the harness's own is reported at the line of the call,
+	// as a failed assertion is.
+	report := &errs.Error{Pos: parseWhere(L.Where(1)), Msg: msg}
 	var e *errs.Error
 	if errors.As(err, &e) {
 		c := *e
@@ -63,11 +67,17 @@ func (tr *testRun) raiseCode(L *lua.LState, err error) {
 		msg = c.Error()
 		if e.Pos.IsValid() {
 			msg += " (at " + e.Pos.String() + ")"
-			if tr.raised == nil {
-				tr.raised = map[string]*errs.Error{}
-			}
-			tr.raised[msg] = e
+			report = e
+		} else {
+			c.Pos = report.Pos
+			report = &c
 		}
+	}
+	if report.Pos.IsValid() {
+		if tr.raised == nil {
+			tr.raised = map[string]*errs.Error{}
+		}
+		tr.raised[msg] = report
 	}
 	L.Error(lua.LString(msg), 0)
 }
@@ -123,7 +133,12 @@ func (tr *testRun) newHarness(L *lua.LState) int {
 		tr.raiseCode(L, err)
 	}
 	h := &harness{tr: tr, gen: gen, store: run.NewMemoryStore(), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	tr.harness = append(tr.harness, h)
+	if tr.registry {
+		tr.fileHarness = append(tr.fileHarness, h)
+	} else {
+		h.test = tr.running
+		tr.harness = append(tr.harness, h)
+	}
 	if v, ok := m["now"]; ok {
 		n := harnessField[float64](L, 1, "now", v, "a time in seconds")
 		h.now = time.Unix(0, int64(n*1e9)).UTC()
@@ -205,6 +220,11 @@ func (h *harness) clock() time.Time {
 func (h *harness) self(L *lua.LState) {
 	if ud, ok := L.Get(1).(*lua.LUserData); !ok || ud.Value != h {
 		L.RaiseError("call harness methods with a colon: h:gate(...), h:phase(...), h:run{...}, h:resume{...}")
+	}
+	if h.closed {
+		// Its plugin generation is closed: every hook would fail, and a
+		// gate would block for that reason alone.
+		L.RaiseError("this harness was made by the test %q, which has ended; make the harness in the test that uses it, or at the top of the file to share it", h.test)
 	}
 }
 
@@ -454,6 +474,24 @@ func stringFields(L *lua.LState, spec *lua.LTable, fields ...string) {
 	}
 }
 
+// The fields of a scripted turn, of a tool call in it, and of a decision
+// given to h:resume: a misspelt one must not be dropped (a reason that
+// never reaches the plugin, a turn that answers nothing).
+var (
+	turnFields     = []string{"text", "tool_calls", "usage"}
+	turnCallFields = []string{"id", "name", "args"}
+	decisionFields = []string{"target", "action", "reason", "result"}
+)
+
+// knownFields raises, naming what, on the first key of m not in fields.
+func knownFields(L *lua.LState, n int, what string, m map[string]any, fields []string) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(fields, k) {
+			L.ArgError(n, fmt.Sprintf("%s has no field %q%s (fields: %s)", what, k, errs.DidYouMean(k, fields), strings.Join(fields, ", ")))
+		}
+	}
+}
+
 // callFields are the fields of a tool call given to h:gate and h:phase.
 var callFields = []string{"id", "name", "args", "resume", "result", "decision", "decided_by", "reason", "rewritten_by"}
 
@@ -527,10 +565,15 @@ func (h *harness) resume(L *lua.LState) int {
 	if err != nil {
 		L.ArgError(2, "decisions: "+err.Error())
 	}
+	if raw != nil {
+		// one decision without the list around it is not "no decisions"
+		raw = harnessField[[]any](L, 2, "decisions", raw, "a list of decisions {{target, action, reason?, result?}, ...}")
+	}
 	list, _ := raw.([]any)
 	var ds []run.ResumeDecision
 	for i, x := range list {
 		d, _ := x.(map[string]any)
+		knownFields(L, 2, fmt.Sprintf("decisions[%d]", i+1), d, decisionFields)
 		var rd run.ResumeDecision
 		rd.Target, _ = d["target"].(string)
 		rd.Action, _ = d["action"].(string)
@@ -570,6 +613,13 @@ func (h *harness) modelAndTools(L *lua.LState, spec *lua.LTable) (model.Model, [
 		t, ok := x.(map[string]any)
 		if !ok {
 			L.ArgError(2, fmt.Sprintf("turns[%d] is a table {text?, tool_calls?, usage?}", i+1))
+		}
+		knownFields(L, 2, fmt.Sprintf("turns[%d]", i+1), t, turnFields)
+		if calls, ok := t["tool_calls"].([]any); ok {
+			for j, c := range calls {
+				cm, _ := c.(map[string]any)
+				knownFields(L, 2, fmt.Sprintf("turns[%d]: tool_calls[%d]", i+1, j+1), cm, turnCallFields)
+			}
 		}
 		r, err := model.ResponseFromValue(t)
 		if err != nil {

@@ -153,16 +153,20 @@ type testCase struct {
 
 // testRun is the state of one test file: its Lua state and its harnesses.
 type testRun struct {
-	o        TestOptions
-	file     TestFile
-	inst     *instance
-	cases    []testCase
-	harness  []*harness
-	gen      *Generation
-	ctx      context.Context
-	cctx     context.Context // the running test's: it ends with the test's budget
-	dir      Source          // the test file's directory
-	registry bool            // t.test calls allowed (while the file loads)
+	o       TestOptions
+	file    TestFile
+	inst    *instance
+	cases   []testCase
+	harness []*harness // made by the running test: they end with it
+	// fileHarness were made while the file loaded: every test may use
+	// them, so they end with the file.
+	fileHarness []*harness
+	running     string // the running test's name
+	gen         *Generation
+	ctx         context.Context
+	cctx        context.Context // the running test's: it ends with the test's budget
+	dir         Source          // the test file's directory
+	registry    bool            // t.test calls allowed (while the file loads)
 	// raised holds the harness errors of the running test by the message
 	// they were raised with (see raiseCode).
 	raised map[string]*errs.Error
@@ -213,8 +217,24 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile, srcs *sealedSou
 	if err != nil {
 		return fail(err)
 	}
-	tr := &testRun{o: o, file: f, ctx: ctx,
-		dir: Source{FS: dirFS, Name: path.Join(f.Source.Name, path.Dir(f.Path))}}
+	dir := Source{FS: dirFS, Name: path.Join(f.Source.Name, path.Dir(f.Path))}
+	// A test that runs out of time stops the file's Lua state; the tests
+	// after it run on the file loaded again in a new one.
+	out, next := runTestsFrom(ctx, o, f, proto, dir, 0)
+	for next >= 0 {
+		var more []TestResult
+		more, next = runTestsFrom(ctx, o, f, proto, dir, next)
+		out = append(out, more...)
+	}
+	return out
+}
+
+// runTestsFrom loads the test file in a new Lua state and runs its tests
+// from the start-th on. next is the index of the test after one that
+// stopped the state, or -1 when every test ran.
+func runTestsFrom(ctx context.Context, o TestOptions, f TestFile, proto *lua.FunctionProto, dir Source, start int) (out []TestResult, next int) {
+	fail := func(err error) ([]TestResult, int) { return failedLoad(f, err), -1 }
+	tr := &testRun{o: o, file: f, ctx: ctx, dir: dir}
 	lim := o.Limits.withDefaults()
 	tr.gen = &Generation{limits: lim, log: o.Log, sources: []Source{tr.dir, o.Plugins, o.Stdlib},
 		protos: map[string]*lua.FunctionProto{}, preload: map[string]preloadFunc{
@@ -234,6 +254,9 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile, srcs *sealedSou
 	defer func() {
 		if !abandoned {
 			tr.closeHarnesses()
+			for _, h := range tr.fileHarness {
+				h.close()
+			}
 		}
 	}()
 
@@ -242,6 +265,7 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile, srcs *sealedSou
 	tr.registry = true
 	L.Push(fn)
 	var fired bool
+	var err error
 	tr.cctx = ctx
 	fired, abandoned, err = inst.callBounded(ctx, lim.LoadTimeout, 0, 0)
 	if fired {
@@ -249,14 +273,17 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile, srcs *sealedSou
 	}
 	tr.registry = false
 	if err != nil {
-		out := fail(err)
+		out, next := fail(err)
 		if e, ok := tr.raised[failureText(err)]; ok {
 			out[0].Message = e.Error() // a harness made at the top of the file
+			if !out[0].Pos.IsValid() {
+				out[0].Pos = e.Pos
+			}
 		}
-		return out
+		return out, next
 	}
-	var out []TestResult
-	for _, c := range tr.cases {
+	for i := start; i < len(tr.cases); i++ {
+		c := tr.cases[i]
 		if o.Filter != nil && !o.Filter.MatchString(f.Chunk()+" "+c.name) && !o.Filter.MatchString(c.name) {
 			continue
 		}
@@ -265,14 +292,14 @@ func runTestFile(ctx context.Context, o TestOptions, f TestFile, srcs *sealedSou
 		if !ok {
 			// The test did not come back; its state belongs to it now.
 			abandoned = true
-			break
+			return out, i + 1
 		}
 		if inst.dl.fired() {
 			// The state timed out mid-test; the others cannot run on it.
-			break
+			return out, i + 1
 		}
 	}
-	return out
+	return out, -1
 }
 
 // runCase runs one test under the test budget. Harnesses the test drives
@@ -289,6 +316,7 @@ func (tr *testRun) runCase(c testCase) (TestResult, bool) {
 	defer stop()
 	tr.cctx = cctx
 	tr.raised = nil
+	tr.running = c.name
 	L.Push(c.fn)
 	fired, abandoned, err := tr.inst.callBounded(cctx, tr.o.Timeout, 0, 0)
 	r.Duration = time.Since(start)
@@ -305,6 +333,12 @@ func (tr *testRun) runCase(c testCase) (TestResult, bool) {
 		r.Message = failureText(err)
 		if e, ok := tr.raised[r.Message]; ok {
 			r.Message = e.Error()
+		}
+		if api, ok := err.(*lua.ApiError); ok {
+			if tb, ok := api.Object.(*lua.LTable); ok {
+				// its contents: "table: 0x..." says nothing
+				r.Message = fmt.Sprintf("%s: the test raised a table: %s", c.pos, render(tb, tr.inst.null))
+			}
 		}
 	default:
 		r.Passed = true

@@ -93,4 +93,4 @@ func TestHarnessCwd(t *testing.T) { runTestdata(t, "testdata/cwd", 4) }
 
 // TestHarnessArgumentsOfTheWrongShape runs testdata/harnessmisuse: a
 // misspelt or wrongly typed harness argument raises, naming it.
-func TestHarnessArgumentsOfTheWrongShape(t *testing.T) { runTestdata(t, "testdata/harnessmisuse", 5) }
+func TestHarnessArgumentsOfTheWrongShape(t *testing.T) { runTestdata(t, "testdata/harnessmisuse", 6) }

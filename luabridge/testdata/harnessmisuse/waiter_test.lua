@@ -39,3 +39,16 @@ t.test("turns and tools of the wrong shape", function()
   t.eq(h:run { prompt = "go", turns = { { text = "done" } }, tools = {} }.termination, "natural")
   t.eq(h:run { prompt = "go", turns = {} }.termination ~= nil, true)
 end)
+
+t.test("misspelt turns and decisions", function()
+  local h = t.harness { plugins = { "waiter" } }
+  t.raises(function() h:run { prompt = "go", turns = { { txt = "done" } } } end, 'turns%[1%] has no field "txt" %(did you mean "text"%?%)')
+  t.raises(function() h:run { prompt = "go", turns = { { tool_calls = { { name = "x", arg = {} } } } } } end,
+    'turns%[1%]: tool_calls%[1%] has no field "arg" %(did you mean "args"%?%)')
+  local r = h:run { turns = { { tool_calls = { { id = "c1", name = "deploy" } } } }, tools = { deploy = function() return "ok" end } }
+  t.eq(r.termination, "suspended")
+  t.raises(function() h:resume { decisions = { { target = "c1", action = "cancel", reson = "no" } } } end,
+    'decisions%[1%] has no field "reson" %(did you mean "reason"%?%)')
+  t.raises(function() h:resume { decisions = { target = "c1", action = "cancel" } } end, "decisions must be a list")
+  t.eq(h:resume { decisions = { { target = "c1", action = "cancel", reason = "no" } }, turns = { { text = "ok" } } }.termination, "natural")
+end)
