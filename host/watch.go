@@ -45,8 +45,12 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 				delete(watched, d)
 			}
 		}
-		g := h.current.Load()
-		cfg := g.Config
+		cfg := h.current.Load().Config
+		// The configuration as it is now when it parses: after a reload
+		// that failed in a new plugin_dir, the fix is made there.
+		if c, err := h.readConfig(); err == nil {
+			cfg = c
+		}
 		dir := cfg.Path(cfg.PluginDir)
 		if abs, err := filepath.Abs(dir); err == nil {
 			dir = abs
@@ -116,6 +120,9 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 				continue
 			}
 			reloading = true
+			// Watch a plugin_dir the configuration now names before the
+			// build reads it, so a save there while it builds is seen.
+			sync()
 			go func() { done <- h.Reload(ctx) }()
 		case st := <-done:
 			reloading = false

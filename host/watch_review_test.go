@@ -1,0 +1,38 @@
+package host_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/awaken-lua/awaken-lua/host"
+)
+
+// A plugin_dir moved to a directory whose plugin does not compile fails
+// the reload; fixing that plugin (or making a missing directory) is seen,
+// although the current generation still loads from the old directory.
+func TestWatchFollowsANewPluginDirAfterAFailedReload(t *testing.T) {
+	dir := project(t, "plugin_dir = \"scripts\"\n"+agentToml, map[string]string{"stamp.lua": versioned(0)})
+	write(t, filepath.Join(dir, "next", "guard.lua"), "this is not Lua\n")
+	h := open(t, dir, host.Options{})
+	defer watching(t, h)()
+	toml := filepath.Join(dir, "awaken.toml")
+	eventually(t, "the broken new plugin_dir fails the reload", func() bool { return h.Status().LastResult == "failed" },
+		func() { write(t, toml, "plugin_dir = \"next\"\n"+agentToml) })
+	write(t, filepath.Join(dir, "next", "guard.lua"), guardLua)
+	eventually(t, "the fixed plugin in the new plugin_dir is loaded",
+		func() bool { return slices.Contains(h.Current().Lua.PluginIDs(), "guard") }, nil)
+
+	// A plugin_dir that does not exist yet, then is made.
+	eventually(t, "the missing plugin_dir fails the reload", func() bool { return h.Status().LastResult == "failed" },
+		func() { write(t, toml, "plugin_dir = \"later\"\n"+agentToml) })
+	if err := os.Mkdir(filepath.Join(dir, "later"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "later", "stamp.lua"), versioned(1))
+	eventually(t, "the plugin_dir made later is loaded", func() bool {
+		ids := h.Current().Lua.PluginIDs()
+		return slices.Contains(ids, "stamp") && !slices.Contains(ids, "guard")
+	}, nil)
+}
