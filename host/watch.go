@@ -155,12 +155,15 @@ func (h *Host) add(w *fsnotify.Watcher, watched map[string]bool, dir string) {
 }
 
 // addTree watches dir and every directory under it (fsnotify does not
-// recurse).
+// recurse). dir may be a symbolic link to a directory (plugin_dir naming a
+// release's link): the trailing separator makes WalkDir walk what it
+// points at, under its own name, where WalkDir(dir) would stop at the link.
 func (h *Host) addTree(w *fsnotify.Watcher, watched map[string]bool, dir string) {
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir+string(filepath.Separator), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
+		p = filepath.Clean(p)
 		if d.IsDir() {
 			if p != dir && strings.HasPrefix(d.Name(), ".") {
 				return fs.SkipDir

@@ -36,3 +36,19 @@ func TestWatchFollowsANewPluginDirAfterAFailedReload(t *testing.T) {
 		return slices.Contains(ids, "stamp") && !slices.Contains(ids, "guard")
 	}, nil)
 }
+
+// A plugin directory that is a symbolic link (plugin_dir = "current",
+// a link to a release) is watched: an edit in what it points at is loaded.
+func TestWatchSeesEditsInALinkedPluginDir(t *testing.T) {
+	dir := project(t, "plugin_dir = \"current\"\n"+agentToml, nil)
+	write(t, filepath.Join(dir, "v1", "stamp.lua"), versioned(1))
+	if err := os.Symlink("v1", filepath.Join(dir, "current")); err != nil {
+		t.Fatal(err)
+	}
+	h := open(t, dir, host.Options{})
+	defer watching(t, h)()
+	first := h.Current().ID
+	eventually(t, "an edit in the linked plugin directory is loaded", func() bool { return h.Current().ID != first }, func() {
+		write(t, filepath.Join(dir, "v1", "stamp.lua"), versioned(2))
+	})
+}
