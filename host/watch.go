@@ -95,7 +95,9 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 			if !(inPlugins || name == configFile) || ignored(filepath.Base(name)) || ev.Op == fsnotify.Chmod {
 				continue
 			}
-			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			// A create replaces what was there (a directory or a link renamed
+			// over it): a watch kept on the old one would see none of the new.
+			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Create) {
 				for d := range watched {
 					if within(d, name) {
 						_ = w.Remove(d)

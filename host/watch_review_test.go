@@ -52,3 +52,29 @@ func TestWatchSeesEditsInALinkedPluginDir(t *testing.T) {
 		write(t, filepath.Join(dir, "v1", "stamp.lua"), versioned(2))
 	})
 }
+
+// A plugin directory link pointed at another release (ln -sfn: a new link
+// renamed over the old) is loaded, and so are edits in the directory it
+// now points at.
+func TestWatchFollowsARetargetedPluginDirLink(t *testing.T) {
+	dir := project(t, "plugin_dir = \"current\"\n"+agentToml, nil)
+	write(t, filepath.Join(dir, "v1", "stamp.lua"), versioned(1))
+	write(t, filepath.Join(dir, "v2", "stamp.lua"), versioned(2))
+	link := filepath.Join(dir, "current")
+	if err := os.Symlink("v1", link); err != nil {
+		t.Fatal(err)
+	}
+	h := open(t, dir, host.Options{})
+	defer watching(t, h)()
+	first := h.Current().ID
+	eventually(t, "the link pointed at v2 is loaded", func() bool { return h.Current().ID != first }, func() {
+		_ = os.Remove(link + ".new")
+		if err := os.Symlink("v2", link+".new"); err != nil {
+			t.Fatal(err)
+		}
+		mustRename(t, link+".new", link)
+	})
+	second := h.Current().ID
+	write(t, filepath.Join(dir, "v2", "guard.lua"), guardLua)
+	eventually(t, "an edit in v2 is loaded", func() bool { return h.Current().ID != second }, nil)
+}
