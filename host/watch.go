@@ -92,7 +92,10 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 			}
 			name, _ := filepath.Abs(ev.Name)
 			inPlugins := within(name, pluginDir)
-			if !(inPlugins || name == configFile) || ignored(filepath.Base(name)) || ev.Op == fsnotify.Chmod {
+			// A directory above the plugin directory, removed and made again
+			// (rm -rf, then a copy), brings the plugin directory back with it.
+			above := !inPlugins && within(pluginDir, name)
+			if !(inPlugins || above || name == configFile) || ignored(filepath.Base(name)) || ev.Op == fsnotify.Chmod {
 				continue
 			}
 			// A create replaces what was there (a directory or a link renamed
@@ -109,6 +112,9 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 				if fi, err := os.Stat(name); err == nil && fi.IsDir() {
 					h.addTree(w, watched, name)
 				}
+			}
+			if above && ev.Has(fsnotify.Create) {
+				sync()
 			}
 			timer.Reset(Debounce)
 		case err, ok := <-w.Errors:

@@ -78,3 +78,26 @@ func TestWatchFollowsARetargetedPluginDirLink(t *testing.T) {
 	write(t, filepath.Join(dir, "v2", "guard.lua"), guardLua)
 	eventually(t, "an edit in v2 is loaded", func() bool { return h.Current().ID != second }, nil)
 }
+
+// A plugin_dir nested below another directory is loaded again when that
+// directory is removed and a copy of it moved into its place.
+func TestWatchSeesANestedPluginDirComeBack(t *testing.T) {
+	dir := project(t, "plugin_dir = \"policies/scripts\"\n"+agentToml, nil)
+	write(t, filepath.Join(dir, "policies", "scripts", "stamp.lua"), versioned(1))
+	h := open(t, dir, host.Options{})
+	defer watching(t, h)()
+	eventually(t, "the removed tree fails the reload", func() bool { return h.Status().LastResult == "failed" },
+		func() {
+			if err := os.RemoveAll(filepath.Join(dir, "policies")); err != nil {
+				t.Fatal(err)
+			}
+		})
+	copied := filepath.Join(t.TempDir(), "policies")
+	write(t, filepath.Join(copied, "scripts", "stamp.lua"), versioned(1))
+	write(t, filepath.Join(copied, "scripts", "guard.lua"), guardLua)
+	mustRename(t, copied, filepath.Join(dir, "policies"))
+	eventually(t, "the tree moved back is loaded", func() bool { return slices.Contains(h.Current().Lua.PluginIDs(), "guard") }, nil)
+	before := h.Current().ID
+	write(t, filepath.Join(dir, "policies", "scripts", "stamp.lua"), versioned(2))
+	eventually(t, "an edit in it is loaded", func() bool { return h.Current().ID != before }, nil)
+}
