@@ -95,7 +95,11 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 			// A directory above the plugin directory, removed and made again
 			// (rm -rf, then a copy), brings the plugin directory back with it.
 			above := !inPlugins && within(pluginDir, name)
-			if !(inPlugins || above || name == configFile) || ignored(filepath.Base(name)) || ev.Op == fsnotify.Chmod {
+			// Editors' temporary files are skipped inside the plugin
+			// directory only: the configuration file and the directories
+			// named in it may have hidden names (--config .awaken.toml).
+			temp := inPlugins && name != pluginDir && ignored(filepath.Base(name))
+			if !(inPlugins || above || name == configFile) || temp || ev.Op == fsnotify.Chmod {
 				continue
 			}
 			// A create replaces what was there (a directory or a link renamed

@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -100,4 +101,21 @@ func TestWatchSeesANestedPluginDirComeBack(t *testing.T) {
 	before := h.Current().ID
 	write(t, filepath.Join(dir, "policies", "scripts", "stamp.lua"), versioned(2))
 	eventually(t, "an edit in it is loaded", func() bool { return h.Current().ID != before }, nil)
+}
+
+// A configuration file with a hidden name (--config .awaken.toml) is
+// watched like awaken.toml: editor temporary files are what the watcher
+// skips, not the file it was told to read.
+func TestWatchSeesAHiddenConfigFile(t *testing.T) {
+	dir := project(t, agentToml, map[string]string{"stamp.lua": versioned(0)})
+	toml := filepath.Join(dir, ".awaken.toml")
+	mustRename(t, filepath.Join(dir, "awaken.toml"), toml)
+	h, err := host.Open(context.Background(), host.Options{ConfigPath: toml})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	defer watching(t, h)()
+	eventually(t, "the edited configuration is loaded", func() bool { return h.Current().Config.Runtime.MaxSteps == 3 },
+		func() { write(t, toml, agentToml+"[runtime]\nmax_steps = 3\n") })
 }
