@@ -338,25 +338,39 @@ func openStore(ctx context.Context, c *config.Config, log *slog.Logger) (run.Sto
 }
 
 func (h *Host) readConfig() (*config.Config, error) {
-	if h.configPath == "" {
+	c, _, err := h.readConfigData()
+	return c, err
+}
+
+// readConfigData is readConfig with the bytes it parsed (nil for the
+// defaults): a generation's hash must cover the file as it was parsed, not
+// as it is later, or a save during the build would be called unchanged.
+func (h *Host) readConfigData() (*config.Config, []byte, error) {
+	path := h.configPath
+	if path == "" {
 		// Started without one: an awaken.toml made since (say, while dev
 		// runs) is the configuration from the next reload on.
-		if _, err := os.Stat(DefaultConfig); err == nil {
-			return config.Load(DefaultConfig)
+		if _, err := os.Stat(DefaultConfig); err != nil {
+			c := config.Default()
+			wd, _ := os.Getwd()
+			c.Dir = wd
+			// No project here, so nothing is written here: the default
+			// audit file would be left in whatever directory dev ran in.
+			c.Audit.Path = ""
+			return h.override(c), nil, nil
 		}
-		c := config.Default()
-		wd, _ := os.Getwd()
-		c.Dir = wd
-		// No project here, so nothing is written here: the default
-		// audit file would be left in whatever directory dev ran in.
-		c.Audit.Path = ""
-		return h.override(c), nil
+		path = DefaultConfig
 	}
-	c, err := config.Load(h.configPath)
+	// config.Load, keeping the bytes.
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, errs.Wrap(errs.ConfigInvalid, err, "cannot read the configuration file").At(errs.Pos{File: path})
 	}
-	return h.override(c), nil
+	c, err := config.Parse(data, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h.override(c), data, nil
 }
 
 // override applies the options that replace configured values.
@@ -512,7 +526,7 @@ func removed(old, cur *Generation) []string {
 
 // build loads a generation; nil without error means nothing changed.
 func (h *Host) build(ctx context.Context) (*Generation, error) {
-	cfg, err := h.readConfig()
+	cfg, data, err := h.readConfigData()
 	if err != nil {
 		return nil, err
 	}
@@ -531,10 +545,7 @@ func (h *Host) build(ctx context.Context) (*Generation, error) {
 	}
 	sum := sha256.New()
 	sum.Write([]byte(lg.Hash))
-	if cfg.File != "" {
-		b, _ := os.ReadFile(cfg.File)
-		sum.Write(b)
-	}
+	sum.Write(data)
 	sum.Write([]byte(h.opts.Model))
 	hash := hex.EncodeToString(sum.Sum(nil))
 	if cur != nil && cur.Hash == hash {

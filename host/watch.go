@@ -45,8 +45,12 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 				delete(watched, d)
 			}
 		}
-		g := h.current.Load()
-		cfg := g.Config
+		cfg := h.current.Load().Config
+		// The configuration as it is now when it parses: after a reload
+		// that failed in a new plugin_dir, the fix is made there.
+		if c, err := h.readConfig(); err == nil {
+			cfg = c
+		}
 		dir := cfg.Path(cfg.PluginDir)
 		if abs, err := filepath.Abs(dir); err == nil {
 			dir = abs
@@ -88,10 +92,19 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 			}
 			name, _ := filepath.Abs(ev.Name)
 			inPlugins := within(name, pluginDir)
-			if !(inPlugins || name == configFile) || ignored(filepath.Base(name)) || ev.Op == fsnotify.Chmod {
+			// A directory above the plugin directory, removed and made again
+			// (rm -rf, then a copy), brings the plugin directory back with it.
+			above := !inPlugins && within(pluginDir, name)
+			// Editors' temporary files are skipped inside the plugin
+			// directory only: the configuration file and the directories
+			// named in it may have hidden names (--config .awaken.toml).
+			temp := inPlugins && name != pluginDir && ignored(filepath.Base(name))
+			if !(inPlugins || above || name == configFile) || temp || ev.Op == fsnotify.Chmod {
 				continue
 			}
-			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			// A create replaces what was there (a directory or a link renamed
+			// over it): a watch kept on the old one would see none of the new.
+			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Create) {
 				for d := range watched {
 					if within(d, name) {
 						_ = w.Remove(d)
@@ -103,6 +116,9 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 				if fi, err := os.Stat(name); err == nil && fi.IsDir() {
 					h.addTree(w, watched, name)
 				}
+			}
+			if above && ev.Has(fsnotify.Create) {
+				sync()
 			}
 			timer.Reset(Debounce)
 		case err, ok := <-w.Errors:
@@ -116,6 +132,9 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 				continue
 			}
 			reloading = true
+			// Watch a plugin_dir the configuration now names before the
+			// build reads it, so a save there while it builds is seen.
+			sync()
 			go func() { done <- h.Reload(ctx) }()
 		case st := <-done:
 			reloading = false
@@ -148,12 +167,15 @@ func (h *Host) add(w *fsnotify.Watcher, watched map[string]bool, dir string) {
 }
 
 // addTree watches dir and every directory under it (fsnotify does not
-// recurse).
+// recurse). dir may be a symbolic link to a directory (plugin_dir naming a
+// release's link): the trailing separator makes WalkDir walk what it
+// points at, under its own name, where WalkDir(dir) would stop at the link.
 func (h *Host) addTree(w *fsnotify.Watcher, watched map[string]bool, dir string) {
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir+string(filepath.Separator), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
+		p = filepath.Clean(p)
 		if d.IsDir() {
 			if p != dir && strings.HasPrefix(d.Name(), ".") {
 				return fs.SkipDir
