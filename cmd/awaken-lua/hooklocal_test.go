@@ -238,3 +238,35 @@ func TestHookLocalSession(t *testing.T) {
 		}
 	}
 }
+
+// TestHookLocalCursorCalls runs a Cursor conversation's shell calls
+// through `hook --local`, a process per event. Cursor's events carry no
+// call id, so the adapter makes one; a process's first would be the same
+// in every process, and the conversation's run, which now carries from
+// event to event, would take each later call for the first one again:
+// denied as "already decided with other input", or answered with the
+// first one's kept decision without its gate running.
+func TestHookLocalCursorCalls(t *testing.T) {
+	dir, _ := recordedEvents(t)
+	work := localProject(t, filepath.Join(dir, "policy"))
+	ev := func(event, command string) []byte {
+		return []byte(`{"conversation_id":"c1","hook_event_name":"` + event + `","command":"` + command +
+			`","cwd":"/tmp","workspace_roots":["/tmp"],"output":"ok"}`)
+	}
+	for _, step := range []struct{ event, command, want string }{
+		{"beforeShellExecution", "npm test", "{}"},
+		{"afterShellExecution", "npm test", "{}"},
+		{"beforeShellExecution", "ls", "{}"},
+		{"afterShellExecution", "ls", "{}"},
+		{"beforeShellExecution", "rm -rf dist", `"permission":"deny"`},
+		{"beforeShellExecution", "npm run build", "{}"},
+	} {
+		out, errOut, code := runChild(t, work, nil, ev(step.event, step.command), "hook", "--local", "--agent", "cursor")
+		if code != 0 || !strings.Contains(out, step.want) || (step.want == "{}" && strings.TrimSpace(out) != "{}") {
+			t.Fatalf("%s %q: exit %d, stdout %s (want %s), stderr %s", step.event, step.command, code, out, step.want, errOut)
+		}
+		if step.command == "rm -rf dist" && !strings.Contains(out, "Bash(rm *) denies") {
+			t.Fatalf("rm: %s", out)
+		}
+	}
+}
