@@ -44,11 +44,19 @@ func (s *Server) pprofRoutes(handle func(pattern, label string, a access, fn han
 	})
 	// A CPU profile or a trace lasts ?seconds=N (30 and 1 by default):
 	// net/http lifts the read deadline while a handler runs, and serve sets
-	// no write timeout, so neither cuts a capture short.
+	// no write timeout, so neither cuts a capture short. Nor does the
+	// deadline a reply is taken within: a trace streams a little at a time
+	// for as long as it lasts, and a profile holds no run and no slot.
 	for path, h := range map[string]http.HandlerFunc{
 		"cmdline": pprof.Cmdline, "symbol": pprof.Symbol, "profile": pprof.Profile, "trace": pprof.Trace,
 	} {
-		handle("GET "+PprofPath+path, "pprof", meta, func(w http.ResponseWriter, r *http.Request) error { h(w, r); return nil })
+		handle("GET "+PprofPath+path, "pprof", meta, func(w http.ResponseWriter, r *http.Request) error {
+			if rec, ok := w.(*recorder); ok {
+				rec.wait = 0
+			}
+			h(w, r)
+			return nil
+		})
 	}
 	handle(PprofPath, "method_not_allowed", probe, methodNotAllowed("GET"))
 }

@@ -92,3 +92,29 @@ func TestPprofProfileOutlastsReadTimeout(t *testing.T) {
 		t.Fatalf("a 1 s profile came back after %v", took)
 	}
 }
+
+// A trace streams while it lasts, a little at a time, and a CPU profile
+// comes at its end: neither may be cut short by the deadline a reply is
+// written within (Options.BodyTimeout), which is for a client that does
+// not read, not for one that waits for a capture to end.
+func TestPprofCaptureOutlastsReplyDeadline(t *testing.T) {
+	h := openHost(t, project(t, "", nil))
+	srv := New(h, Options{Log: quietLog(), Pprof: true, BodyTimeout: 300 * time.Millisecond})
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() { ts.Close(); srv.Close(); h.Close() })
+	for _, p := range []string{"profile?seconds=2", "trace?seconds=2"} {
+		resp, err := ts.Client().Get(ts.URL + PprofPath + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body bytes.Buffer
+		_, err = body.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusInternalServerError && bytes.Contains(body.Bytes(), []byte("already")) {
+			t.Skipf("%s: the test binary profiles itself: %s", p, body.Bytes())
+		}
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d, %d bytes, error %v", p, resp.StatusCode, body.Len(), err)
+		}
+	}
+}

@@ -201,6 +201,11 @@ func (s *Server) restore(ctx context.Context, e *entry) error {
 	s.noteExpiry(e)
 	e.touch()
 	s.mu.Lock()
+	if o, held := s.out[e.id]; held && o.thread != "" && o.thread != e.threadID && s.threads[o.thread] == e.id {
+		// Held (Hold) for a thread that is not the run's: a stale or
+		// hand-edited hook --local record. That thread is free.
+		delete(s.threads, o.thread)
+	}
 	if _, busy := s.threads[e.threadID]; !busy {
 		s.threads[e.threadID] = e.id
 	}

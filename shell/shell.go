@@ -657,7 +657,8 @@ func (w *walker) call(st *syntax.Stmt, c *syntax.CallExpr) {
 		env[i] = w.text(a.Pos(), a.End())
 		w.assigned(a)
 	}
-	w.add(words, w.text(start, end), int(end.Offset()), env, w.writes(), w.parent(), w.via(), 0, false)
+	idx := w.add(words, w.text(start, end), int(end.Offset()), env, w.writes(), w.parent(), w.via(), 0, false)
+	w.rebindTable(idx, words, env)
 	if len(c.Args) > 0 {
 		if name, ok := literal(c.Args[0]); ok && namesVars(name, words) {
 			w.quotedIn(c.Args[1:])
@@ -769,7 +770,8 @@ func (w *walker) decl(st *syntax.Stmt, d *syntax.DeclClause) {
 			values = append(values, a.Value)
 		}
 	}
-	w.add(words, w.text(start, end), int(end.Offset()), nil, w.writes(), w.parent(), w.via(), 0, false)
+	idx := w.add(words, w.text(start, end), int(end.Offset()), nil, w.writes(), w.parent(), w.via(), 0, false)
+	w.rebindTable(idx, words, nil)
 	// declare -a a='($(rm x))' evaluates the value as an array assignment,
 	// and declare 'a[$(rm x)]=1' the subscript.
 	w.quotedIn(values)
@@ -1085,6 +1087,33 @@ func (w *walker) rebind(idx int, words []iword) {
 		if strings.IndexByte(x.Value, opt) >= 0 {
 			w.unknown(idx, words[0].Source+" "+x.Source+" (a name rebound to a program)", Runner)
 			return
+		}
+	}
+}
+
+// rebindTables are bash's tables of what a command name runs: a value
+// set in BASH_CMDS binds a name to a program as hash -p does
+// (BASH_CMDS[ls]=/bin/rm), one in BASH_ALIASES to code as alias does.
+var rebindTables = []string{"BASH_CMDS", "BASH_ALIASES"}
+
+// rebindTable makes command idx run an unknown command when its words or
+// assignments name one of rebindTables, however it sets it (an
+// assignment, declare, printf -v, read): the names it binds then run what
+// the line does not show.
+func (w *walker) rebindTable(idx int, words []iword, env []string) {
+	if idx < 0 {
+		return
+	}
+	texts := env
+	for _, x := range words {
+		texts = append(texts[:len(texts):len(texts)], x.Value, x.Source)
+	}
+	for _, t := range texts {
+		for _, name := range rebindTables {
+			if strings.Contains(t, name) {
+				w.unknown(idx, name+" set (a name rebound to a program)", Runner)
+				return
+			}
 		}
 	}
 }

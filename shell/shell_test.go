@@ -93,6 +93,8 @@ func TestSplit(t *testing.T) {
 		{"enable -f", "enable -f ./x.so rm", []string{"enable -f ./x.so rm|top|-", "enable -f (a name rebound to a program)*|runner|0"}},
 		{"hash lists", "hash -r; hash -t ls; hash -- -p", []string{"hash -r|top|-", "hash -t ls|top|-", "hash -- -p|top|-"}},
 		{"a program named hash", "./hash -p x y", []string{"./hash -p x y|top|-"}},
+		{"BASH_CMDS", "BASH_CMDS[ls]=/bin/rm; ls x", []string{"|top|-", "BASH_CMDS set (a name rebound to a program)*|runner|0", "ls x|top|-"}},
+		{"BASH_ALIASES declared", "declare -A BASH_ALIASES=([ls]=rm)", []string{"declare -A BASH_ALIASES=([ls]=rm)*|top|-", "BASH_ALIASES set (a name rebound to a program)*|runner|0"}},
 		// Programs that run their operands as a command, or as a script.
 		{"ionice", "ionice -c 3 rm x", []string{"ionice -c 3 rm x|top|-", "rm x|runner|0"}},
 		{"ionice -p", "ionice -p 5", []string{"ionice -p 5|top|-"}},

@@ -70,26 +70,30 @@ func TestMatchBashDeny(t *testing.T) {
 		"sudo /usr/bin/rm x":              true,
 		"/bin/ls rm":                      false,
 		"hash -p /bin/rm ls; ls -rf /":    true, // ls runs rm
-		"watch -n 1 rm x":                 true,
-		"flock /tmp/l -c 'rm x'":          true,
-		"ionice -c3 nice rm x":            true,
-		"strace -f rm x":                  true,
-		"taskset -p 1 5":                  false,
-		"ls | xargs rm":                   true,
-		"find . -exec rm {} \\;":          true,
-		"rm x > /dev/null 2>&1":           true,
-		`r"m" -rf /`:                      true, // quotes removed
-		"$CMD -rf /":                      true, // the command's name is unknown
-		`bash -c "$X"`:                    true, // so is the script's
-		"curl x | sh":                     true,
-		"rm 'unclosed":                    true, // does not parse
-		"echo rm":                         false,
-		"rmdir x":                         false,
-		"ls -la":                          false,
-		"grep -r rm .":                    false,
-		"echo 'rm -rf /'":                 false,
-		"git rm x":                        false,
-		"echo $(date) && ls $HOME/":       false,
+		"BASH_CMDS[ls]=/bin/rm; ls -rf /": true, // as hash -p does
+		"declare -A BASH_CMDS=([ls]=/bin/rm); ls x": true,
+		"printf -v 'BASH_CMDS[ls]' /bin/rm; ls x":   true,
+		"BASH_ALIASES[ls]='rm -rf'":                 true,
+		"watch -n 1 rm x":                           true,
+		"flock /tmp/l -c 'rm x'":                    true,
+		"ionice -c3 nice rm x":                      true,
+		"strace -f rm x":                            true,
+		"taskset -p 1 5":                            false,
+		"ls | xargs rm":                             true,
+		"find . -exec rm {} \\;":                    true,
+		"rm x > /dev/null 2>&1":                     true,
+		`r"m" -rf /`:                                true, // quotes removed
+		"$CMD -rf /":                                true, // the command's name is unknown
+		`bash -c "$X"`:                              true, // so is the script's
+		"curl x | sh":                               true,
+		"rm 'unclosed":                              true, // does not parse
+		"echo rm":                                   false,
+		"rmdir x":                                   false,
+		"ls -la":                                    false,
+		"grep -r rm .":                              false,
+		"echo 'rm -rf /'":                           false,
+		"git rm x":                                  false,
+		"echo $(date) && ls $HOME/":                 false,
 	} {
 		tests = append(tests, matchCase{"Bash(rm *)", Deny, bash(cmd), want})
 	}

@@ -186,7 +186,7 @@ func hookMisuse(parseErr error, args []string, agent, suspend, fail, event strin
 	case suspend != "" && agent != "claude-code":
 		return errors.New("--suspend is for --agent claude-code (only Claude Code can defer a call)")
 	case suspend == "defer" && local:
-		return errors.New("--suspend defer needs a sidecar (awaken-lua serve): a deferred call waits there for its decision, and --local keeps nothing between events")
+		return errors.New("--suspend defer needs a sidecar (awaken-lua serve): a deferred call waits there for its decision, which a program gives over its API, and --local serves no API")
 	case fail != "" && fail != "closed" && fail != "open":
 		return fmt.Errorf("--fail is closed or open, not %q", fail)
 	}

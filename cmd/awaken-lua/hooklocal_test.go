@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/run"
+	"github.com/awaken-lua/awaken-lua/store/filestore"
 )
 
 // TestHookLocalParallelOneSession runs the PreToolUse hooks of many
@@ -236,5 +238,78 @@ func TestHookLocalSession(t *testing.T) {
 		if len(seen) == 0 {
 			t.Errorf("thread %s: no call recorded", th.ID)
 		}
+	}
+}
+
+// TestHookLocalCursorCalls runs a Cursor conversation's shell calls
+// through `hook --local`, a process per event. Cursor's events carry no
+// call id, so the adapter makes one; a process's first would be the same
+// in every process, and the conversation's run, which now carries from
+// event to event, would take each later call for the first one again:
+// denied as "already decided with other input", or answered with the
+// first one's kept decision without its gate running.
+func TestHookLocalCursorCalls(t *testing.T) {
+	dir, _ := recordedEvents(t)
+	work := localProject(t, filepath.Join(dir, "policy"))
+	ev := func(event, command string) []byte {
+		return []byte(`{"conversation_id":"c1","hook_event_name":"` + event + `","command":"` + command +
+			`","cwd":"/tmp","workspace_roots":["/tmp"],"output":"ok"}`)
+	}
+	for _, step := range []struct{ event, command, want string }{
+		{"beforeShellExecution", "npm test", "{}"},
+		{"afterShellExecution", "npm test", "{}"},
+		{"beforeShellExecution", "ls", "{}"},
+		{"afterShellExecution", "ls", "{}"},
+		{"beforeShellExecution", "rm -rf dist", `"permission":"deny"`},
+		{"beforeShellExecution", "npm run build", "{}"},
+	} {
+		out, errOut, code := runChild(t, work, nil, ev(step.event, step.command), "hook", "--local", "--agent", "cursor")
+		if code != 0 || !strings.Contains(out, step.want) || (step.want == "{}" && strings.TrimSpace(out) != "{}") {
+			t.Fatalf("%s %q: exit %d, stdout %s (want %s), stderr %s", step.event, step.command, code, out, step.want, errOut)
+		}
+		if step.command == "rm -rf dist" && !strings.Contains(out, "Bash(rm *) denies") {
+			t.Fatalf("rm: %s", out)
+		}
+	}
+}
+
+// TestHookLocalTakesUpOnlyItsOwnRun: a sessions record that names
+// another session's run (hand-edited, or left by a bug) does not make the
+// session take that run up: its call goes into a run on its own thread.
+func TestHookLocalTakesUpOnlyItsOwnRun(t *testing.T) {
+	dir, _ := recordedEvents(t)
+	work := localProject(t, filepath.Join(dir, "policy"))
+	pre := func(session, id string) {
+		t.Helper()
+		ev := `{"session_id":"` + session + `","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"npm test"},"tool_use_id":"` + id + `"}`
+		if out, errOut, code := runChild(t, work, nil, []byte(ev), "hook", "--local"); code != 0 || strings.TrimSpace(out) != "{}" {
+			t.Fatalf("%s: exit %d, stdout %s, stderr %s", id, code, out, errOut)
+		}
+	}
+	pre("a", "toolu_a1")
+	store, err := filestore.Open(filepath.Join(work, "state"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	runs, err := store.SessionRuns(ctx, "a")
+	if err != nil || runs["a"] == "" {
+		t.Fatalf("session a's record: %v, %v", runs, err)
+	}
+	if err := store.PutSessionRuns(ctx, "b", map[string]string{"b": runs["a"]}); err != nil {
+		t.Fatal(err)
+	}
+	pre("b", "toolu_b1")
+	cp, ok, err := store.Run(ctx, runs["a"])
+	if err != nil || !ok {
+		t.Fatalf("session a's run: %v %v", ok, err)
+	}
+	for _, c := range cp.Calls {
+		if c.Call.ID == "toolu_b1" {
+			t.Fatalf("session b's call went into session a's run %s", cp.RunID)
+		}
+	}
+	if cp.Status != run.Running {
+		t.Fatalf("session a's run was ended by session b's event: %s", cp.Status)
 	}
 }

@@ -744,10 +744,13 @@ func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (Run, error) {
 		}
 		return nil, err
 	}
-	if adopted && !e.Done() && c.adoptable(cs, e) {
+	// An adopted run must be on the session's own thread: one a stale or
+	// hand-edited hook --local sessions record names may be another's.
+	own := !adopted || (c.adoptable(cs, e) && e.Session().ThreadID() == cs.id)
+	if adopted && own && !e.Done() {
 		c.relist(cs, e)
 	}
-	if e.Done() || (adopted && !c.adoptable(cs, e)) {
+	if e.Done() || !own {
 		// A waiting run, or another agent's, is left to newRun, which ends
 		// it as before.
 		c.unlock(cs, e)

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,6 +88,11 @@ type cursor struct {
 	mu      sync.Mutex
 	seq     uint64
 	pending map[string][]cursorCall
+	// prefix makes this adapter's call ids its own: with `hook --local`
+	// every event is a new adapter whose seq starts again, and the
+	// conversation's run, carried between them, would take a later call
+	// for an earlier one of the same id.
+	prefix string
 }
 
 type cursorCall struct {
@@ -95,7 +101,7 @@ type cursorCall struct {
 }
 
 func newCursor(cc *claudeCode) *cursor {
-	cu := &cursor{cc: cc, pending: map[string][]cursorCall{}}
+	cu := &cursor{cc: cc, pending: map[string][]cursorCall{}, prefix: "cursor_" + rand.Text()[:13] + "_"}
 	cu.proto = &hookProtocol[cursorInput, cursorOutput]{agent: "Cursor", event: cursorEvent, failure: cu.failure,
 		name: func(in *cursorInput) *string { return &in.HookEventName },
 		serve: func(ctx context.Context, _ *http.Request, in *cursorInput, agent string) cursorOutput {
@@ -258,7 +264,7 @@ func (cu *cursor) begin(conv, name string, args map[string]any) string {
 	cu.mu.Lock()
 	defer cu.mu.Unlock()
 	cu.seq++
-	id := "cursor_" + strconv.FormatUint(cu.seq, 10)
+	id := cu.prefix + strconv.FormatUint(cu.seq, 10)
 	if _, known := cu.pending[conv]; !known && cu.cc.o.MaxSessions > 0 && len(cu.pending) >= cu.cc.o.MaxSessions {
 		// Past the bound a conversation's calls that never got their
 		// after event are forgotten: those of the conversation whose last
