@@ -604,11 +604,16 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 	if err := list.Err(); err != nil {
 		return nil, err
 	}
-	// Last, so that a build failing for another reason keeps the audit file.
-	if err := h.audit.open(cfg.Path(cfg.Audit.Path)); err != nil {
+	// The new audit file and journal are opened now and take over only
+	// once the generation is built: a build that fails keeps both for the
+	// generation that stays current.
+	swapAudit, dropAudit, err := h.audit.prepare(cfg.Path(cfg.Audit.Path))
+	if err != nil {
 		return nil, auditError(cfg, err)
 	}
-	if err := h.journal.open(cfg, h.store); err != nil {
+	swapJournal, dropJournal, journalOn, err := h.journal.prepare(cfg, h.store)
+	if err != nil {
+		dropAudit()
 		return nil, err
 	}
 	var ts []plugin.Tool
@@ -622,10 +627,14 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 	}
 	rt, err := run.New(eng, run.WithAgents(agents...), run.WithTools(ts...), run.WithStore(h.store),
 		run.WithGeneration(id), run.WithLogger(h.log), run.WithTicketTimeout(time.Duration(cfg.Runtime.TicketTimeout)),
-		run.WithMaxHistory(cfg.Server.SessionHistory), run.WithMaxHistorySize(int(cfg.Server.SessionHistorySize)), h.journal.option(hash), run.WithBundle(h.bundleFor(cfg)))
+		run.WithMaxHistory(cfg.Server.SessionHistory), run.WithMaxHistorySize(int(cfg.Server.SessionHistorySize)), h.journal.option(hash, journalOn), run.WithBundle(h.bundleFor(cfg)))
 	if err != nil {
+		dropAudit()
+		dropJournal()
 		return nil, err
 	}
+	swapAudit()
+	swapJournal()
 	// The model is made when a run asks for it: the sidecar and dev never
 	// need one, so a missing script or key must not fail their load.
 	return &Generation{ID: id, Hash: hash, LoadedAt: time.Now(), Config: cfg, Lua: lg, Runtime: rt, override: h.opts.Model, onRetry: h.opts.ModelRetry}, nil
@@ -659,30 +668,42 @@ type auditFile struct {
 	f    *os.File
 }
 
-func (a *auditFile) open(path string) error {
+// prepare opens the audit file at path for a build, leaving the current
+// one in place: swap makes it current (and closes the old one) once the
+// build succeeded, drop closes it when the build failed. A file that
+// cannot be opened fails the build, and the generation that stays
+// current goes on writing where it did.
+func (a *auditFile) prepare(path string) (swap, drop func(), err error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if path == a.path {
-		return nil
+	same := path == a.path
+	a.mu.Unlock()
+	if same {
+		return func() {}, func() {}, nil
 	}
-	if a.f != nil {
-		a.f.Close()
-		a.f = nil
+	var f *os.File
+	if path != "" {
+		if dir := filepath.Dir(path); dir != "" {
+			_ = os.MkdirAll(dir, 0o755)
+		}
+		if f, err = os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err != nil {
+			return nil, nil, err
+		}
 	}
-	a.path = path
-	if path == "" {
-		return nil
+	swap = func() {
+		a.mu.Lock()
+		old := a.f
+		a.f, a.path = f, path
+		a.mu.Unlock()
+		if old != nil {
+			old.Close()
+		}
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		_ = os.MkdirAll(dir, 0o755)
+	drop = func() {
+		if f != nil {
+			f.Close()
+		}
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		a.path = "" // try again on the next reload
-		return err
-	}
-	a.f = f
-	return nil
+	return swap, drop, nil
 }
 
 // Append writes one record as a JSON line.

@@ -35,11 +35,8 @@ func (h *Host) JournalLost() int64 { return h.journal.lost.Load() }
 
 // option is the runtime option that records into the sink, or none when
 // nothing would see the records.
-func (j *journalSink) option(hash string) run.Option {
+func (j *journalSink) option(hash string, on bool) run.Option {
 	return func(r *run.Runtime) error {
-		j.mu.RLock()
-		on := j.w != nil || j.tap != nil
-		j.mu.RUnlock()
 		if !on {
 			return nil
 		}
@@ -76,8 +73,12 @@ func (j *journalSink) Slot() *journal.Slot {
 	return journal.NewSlot()
 }
 
-// open opens the configured journal, or moves it when [journal] changed.
-func (j *journalSink) open(cfg *config.Config, store run.Store) error {
+// prepare opens the configured journal for a build when [journal]
+// changed, leaving the current one in place: swap makes it current (and
+// closes the old writer) once the build succeeded, drop closes it when
+// the build failed, so a generation that stays current goes on recording
+// to the journal it had. on says whether the build's runtime records.
+func (j *journalSink) prepare(cfg *config.Config, store run.Store) (swap, drop func(), on bool, err error) {
 	jc := cfg.Journal
 	o := journal.Options{Dir: cfg.Path(jc.Path), MaxFileSize: int64(jc.MaxFileSize), MaxAge: time.Duration(jc.MaxAge),
 		Mask: jc.Mask, Log: j.log, LostTotal: &j.lost}
@@ -85,7 +86,7 @@ func (j *journalSink) open(cfg *config.Config, store run.Store) error {
 	if jc.Kind == config.JournalPostgres {
 		sink, ok := store.(journal.LineSink)
 		if !ok {
-			return errs.New(errs.ConfigInvalid, "[journal] kind = \"postgres\" needs the PostgreSQL store ([store] kind = \"postgres\")").
+			return nil, nil, false, errs.New(errs.ConfigInvalid, "[journal] kind = \"postgres\" needs the PostgreSQL store ([store] kind = \"postgres\")").
 				At(cfg.Pos("journal", "kind"))
 		}
 		o.Sink, o.Dir = sink, ""
@@ -93,27 +94,34 @@ func (j *journalSink) open(cfg *config.Config, store run.Store) error {
 	} else if jc.Path != "" {
 		key = fmtKey(o)
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if key == j.key {
-		return nil
+	j.mu.RLock()
+	same, tap := key == j.key, j.tap != nil
+	on = j.w != nil || tap
+	j.mu.RUnlock()
+	if same {
+		return func() {}, func() {}, on, nil
 	}
-	// The new writer is opened before the old one is closed: a reload
-	// whose journal cannot be opened fails, and the generation it keeps
-	// goes on recording to the journal it had.
 	var w *journal.Writer
 	if key != "" {
-		var err error
 		if w, err = journal.Open(o); err != nil {
-			return journalError(cfg, err)
+			return nil, nil, false, journalError(cfg, err)
 		}
 	}
-	old := j.w
-	j.w, j.key = w, key
-	if old != nil {
-		old.Close()
+	swap = func() {
+		j.mu.Lock()
+		old := j.w
+		j.w, j.key = w, key
+		j.mu.Unlock()
+		if old != nil {
+			old.Close()
+		}
 	}
-	return nil
+	drop = func() {
+		if w != nil {
+			w.Close()
+		}
+	}
+	return swap, drop, w != nil || tap, nil
 }
 
 func fmtKey(o journal.Options) string {
