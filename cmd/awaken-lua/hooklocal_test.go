@@ -6,15 +6,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
+	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/run"
+	"github.com/awaken-lua/awaken-lua/server"
 	"github.com/awaken-lua/awaken-lua/store/filestore"
 )
 
@@ -311,5 +319,142 @@ func TestHookLocalTakesUpOnlyItsOwnRun(t *testing.T) {
 	}
 	if cp.Status != run.Running {
 		t.Fatalf("session a's run was ended by session b's event: %s", cp.Status)
+	}
+}
+
+// localEvent is one hook event of a session played through both the
+// sidecar and `hook --local`: the agent, the --event it needs (Copilot's
+// input does not name it), and the body.
+type localEvent struct {
+	agent, event string
+	body         []byte
+}
+
+// sidecarAndLocal plays events through a sidecar on a file store and,
+// on a second store, through `hook --local` (a process per event): every
+// --local reply must be the sidecar's, and the stores must hold the same
+// threads once the session is over (run ids and the call ids Cursor's
+// adapter makes aside), with no run and no sessions record left. It
+// returns the --local project's store.
+func sidecarAndLocal(t *testing.T, events []localEvent) string {
+	t.Helper()
+	dir, _ := recordedEvents(t)
+	policy := filepath.Join(dir, "policy")
+	side := localProject(t, policy)
+	h, err := host.Open(context.Background(), host.Options{ConfigPath: filepath.Join(side, "awaken.toml"), Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(h, server.Options{HookAgent: "default", Log: slog.New(slog.DiscardHandler)})
+	ts := httptest.NewServer(srv)
+	want := make([]string, len(events))
+	for i, ev := range events {
+		path := hookPath(ev.agent, "", ev.event, "")
+		resp, err := http.Post(ts.URL+path, "application/json", bytes.NewReader(ev.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want[i] = strings.TrimSpace(string(out))
+	}
+	ts.Close()
+	srv.Close()
+	h.Close()
+	work := localProject(t, policy)
+	for i, ev := range events {
+		args := []string{"hook", "--local", "--agent", ev.agent}
+		if ev.event != "" {
+			args = append(args, "--event", ev.event)
+		}
+		out, errOut, code := runChild(t, work, nil, ev.body, args...)
+		if code != 0 || strings.TrimSpace(out) != want[i] {
+			t.Fatalf("event %d %s: exit %d, stdout %s (the sidecar's: %s), stderr %s", i, ev.body, code, out, want[i], errOut)
+		}
+	}
+	ids := regexp.MustCompile(`run_[0-9a-f]+|cursor_[A-Z2-7]+_[0-9]+`)
+	threads := func(root string) map[string]string {
+		files, _ := filepath.Glob(filepath.Join(root, "state", "threads", "*.json"))
+		m := map[string]string{}
+		for _, f := range files {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[filepath.Base(f)] = ids.ReplaceAllString(string(raw), "ID")
+		}
+		return m
+	}
+	got, wantThreads := threads(work), threads(side)
+	if len(wantThreads) == 0 || !reflect.DeepEqual(got, wantThreads) {
+		t.Errorf("the threads --local left:\n%v\nthe sidecar's:\n%v", got, wantThreads)
+	}
+	store := filepath.Join(work, "state")
+	for _, sub := range []string{"runs", "sessions"} {
+		if left, _ := filepath.Glob(filepath.Join(store, sub, "*")); len(left) != 0 {
+			t.Errorf("once the session is over the store keeps %s: %v", sub, left)
+		}
+	}
+	return store
+}
+
+// TestHookLocalAgentSessions plays the recorded session of every agent
+// besides Claude Code (TestHookLocalSession) through `hook --local`, a
+// process per event: each reply, and the thread the session leaves, is
+// the sidecar's. Cursor's after events carry no call id and come in a
+// process that never saw the call's before event: they must still find
+// the call, or its result is never recorded.
+func TestHookLocalAgentSessions(t *testing.T) {
+	for _, agent := range []string{"codex", "copilot", "cursor", "gemini"} {
+		t.Run(agent, func(t *testing.T) {
+			_, files := agentEvents(t, agent)
+			var events []localEvent
+			for _, f := range files {
+				body, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ev := localEvent{agent: agent, body: body}
+				if agent == "copilot" {
+					ev.event = strings.Split(filepath.Base(f), ".")[1]
+				}
+				events = append(events, ev)
+			}
+			store := sidecarAndLocal(t, events)
+			threads, _ := filepath.Glob(filepath.Join(store, "threads", "*.json"))
+			for _, f := range threads {
+				raw, _ := os.ReadFile(f)
+				var th struct {
+					Values   map[string]any `json:"values"`
+					Messages []struct {
+						ToolCalls []struct {
+							ID string `json:"id"`
+						} `json:"tool_calls"`
+						ToolCallID string `json:"tool_call_id"`
+					} `json:"messages"`
+				}
+				if err := json.Unmarshal(raw, &th); err != nil {
+					t.Fatal(err)
+				}
+				calls, results := map[string]bool{}, map[string]bool{}
+				for _, m := range th.Messages {
+					for _, c := range m.ToolCalls {
+						if calls[c.ID] {
+							t.Errorf("%s records call %s twice", filepath.Base(f), c.ID)
+						}
+						calls[c.ID] = true
+					}
+					if m.ToolCallID != "" {
+						if results[m.ToolCallID] {
+							t.Errorf("%s records the result of %s twice", filepath.Base(f), m.ToolCallID)
+						}
+						results[m.ToolCallID] = true
+					}
+				}
+				if th.Values["reference.continued"] != true {
+					t.Errorf("%s: the run's state did not reach the thread: %v", filepath.Base(f), th.Values)
+				}
+			}
+		})
 	}
 }

@@ -89,6 +89,11 @@ type ccInput struct {
 	// stop status), so the run ends without a runtime.continue: going on
 	// would start the agent again against its user.
 	interrupted bool
+	// byInput: a PostToolUse without a call id of its own (Cursor's after
+	// events, in a process that did not see the before event): its call
+	// is the latest of the open step with this tool and input that has
+	// not ended.
+	byInput bool
 }
 
 // ccOutput is Claude Code's hook output.

@@ -502,6 +502,9 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 		return res, err // a call this adapter never gated (say, before a restart)
 	}
 	sess := e.Session()
+	if in.byInput {
+		call.ID = openCallByInput(e, call)
+	}
 	rec, ok := findCall(e, call.ID)
 	if !ok {
 		return res, c.release(ctx, cs, e, nil)
@@ -569,6 +572,24 @@ func (c *claudeCode) postToolUse(ctx context.Context, cs *ccSession, in ccInput)
 		}
 	}
 	return res, c.release(ctx, cs, e, nil)
+}
+
+// openCallByInput is the id of the latest call of e's open step with
+// call's tool and input that waits for its result, or "". The latest: an
+// earlier one with the same input is one the agent never ran (its user
+// declined it, and the model asked again).
+func openCallByInput(e Run, call model.ToolCall) string {
+	calls := e.Session().Calls()
+	for i := len(calls) - 1; i >= 0; i-- {
+		rec := calls[i]
+		switch rec.Status {
+		case run.CallRunning, run.CallNew, run.CallResuming, run.CallSuspended:
+			if rec.Call.Name == call.Name && value.Equal(rec.SentArgs(), call.Args) {
+				return rec.Call.ID
+			}
+		}
+	}
+	return ""
 }
 
 // reshape returns out, a tool output as a plugin returned it, with what

@@ -194,11 +194,13 @@ func (cu *cursor) event(ctx context.Context, in cursorInput, agent string) curso
 		if err != nil {
 			return cursorOutput{}
 		}
+		// A call this adapter does not know (hook --local runs each event
+		// in a process of its own; a sidecar forgets calls past its
+		// bounds) is looked for in the conversation's open step, by tool
+		// and input.
 		id := cu.end(in.ConversationID, name, args)
-		if id == "" {
-			return cursorOutput{} // a call whose before event did not come here
-		}
 		cc.HookEventName, cc.ToolName, cc.ToolInput, cc.ToolUseID = evPostToolUse, name, args, id
+		cc.byInput = id == ""
 		cc.ToolResponse = map[string]any{"output": in.Output}
 		if in.ResultJSON != "" {
 			var v any
