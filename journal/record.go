@@ -40,9 +40,9 @@ const (
 
 // Phases of phase records: one per method of a run's session that a
 // host calls. They are the engine's phase names, plus the session's own
-// steps (announce, resume, cancel, end_uninferred). Approvals the
-// runtime settles because they expired are resume records, their calls
-// listed in Expired.
+// steps (announce, resume, cancel, end_uninferred, unbound). Approvals
+// the runtime settles because they expired are resume records, their
+// calls listed in Expired.
 const (
 	RunStart          = "run_start"
 	StepStart         = "step_start"
@@ -57,6 +57,7 @@ const (
 	Resume            = "resume"
 	Cancel            = "cancel"
 	EndUninferred     = "end_uninferred"
+	Unbound           = "unbound"
 )
 
 // Record is one line of a journal. Which fields are set depends on Rec.

@@ -101,7 +101,7 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 			allowed[d.CallID] = d.Decision == gate.Allow
 		case r.Phase == journal.AfterToolExecute && in.Call != nil && in.Result != nil && allowed[in.Call.ID]:
 			results[in.Call.Name] = append(results[in.Call.Name], lua(in.Result.Value(), 3))
-		case r.Phase == journal.Resume || r.Phase == journal.Announce:
+		case r.Phase == journal.Resume || r.Phase == journal.Announce || r.Phase == journal.Unbound:
 			return hostDriven(runID)
 		}
 	}

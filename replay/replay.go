@@ -254,6 +254,11 @@ func (r *Replayer) drive(ctx context.Context, st *runState, rec *journal.Record)
 		_, err = s.Cancel(ctx, in.Reason)
 	case journal.EndUninferred:
 		_, err = s.EndUninferred(ctx)
+	case journal.Unbound:
+		// No plugin runs: the host lifted the call's expiry, which the
+		// candidate's ticket must lose too (a late approval is not expired).
+		s.Unbound(call(in).ID)
+		return nil, nil
 	default:
 		return nil, nil // a phase this version does not know: nothing to compare
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/awaken-lua/awaken-lua/engine/event"
 	"github.com/awaken-lua/awaken-lua/engine/gate"
+	"github.com/awaken-lua/awaken-lua/journal"
 )
 
 // expiredReason is the reason of the runtime's decision for an expired
@@ -146,6 +147,9 @@ func (s *Session) Unbound(id string) bool {
 	g.Ticket = &t
 	c.Gate = &g
 	s.callChanged(c)
+	// Journaled: replay and a shadow would otherwise expire a late
+	// approval the run took, and flag the run as disagreeing with itself.
+	s.journalPhase(journal.Unbound, nil, func(sl *journal.Slot) { sl.SetCall(c.Call) })
 	return true
 }
 
