@@ -43,3 +43,20 @@ func TestInstallUninstallRoundTrip(t *testing.T) {
 		t.Fatalf("after uninstall: %q %v", b, err)
 	}
 }
+
+// TestUninstallNothingInstalled: --uninstall where awaken-lua installed
+// nothing (another directory, another --scope) says there was nothing to
+// remove and where it looked, not "already up to date", which reads as if
+// the hooks were there and left in place.
+func TestUninstallNothingInstalled(t *testing.T) {
+	work := t.TempDir()
+	for _, agent := range []string{"claude-code", "codex", "cursor", "gemini", "copilot"} {
+		out, errOut, code := runChild(t, work, nil, nil, "install", agent, "--uninstall")
+		if code != 0 || strings.Contains(out, "up to date") || !strings.Contains(out, "no awaken-lua hooks to remove") {
+			t.Fatalf("%s: uninstall with nothing installed: exit %d %q %q", agent, code, out, errOut)
+		}
+	}
+	if entries, _ := os.ReadDir(work); len(entries) != 0 {
+		t.Fatalf("uninstall wrote %v", entries)
+	}
+}
