@@ -60,3 +60,30 @@ func TestUninstallNothingInstalled(t *testing.T) {
 		t.Fatalf("uninstall wrote %v", entries)
 	}
 }
+
+// TestConfigRefusedWhereUnread: init and install read no awaken.toml, so
+// a --config given to them (before or after the command) is refused
+// rather than dropped without a word: install's hooks would not carry it,
+// and init writes the project's own. Their help does not offer it.
+func TestConfigRefusedWhereUnread(t *testing.T) {
+	work := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "--config", "x.toml", "p"},
+		{"--config", "x.toml", "init", "p"},
+		{"install", "claude-code", "--config", "x.toml"},
+		{"--config", "x.toml", "install", "claude-code"},
+	} {
+		out, errOut, code := runChild(t, work, nil, nil, args...)
+		if code != 2 || !strings.Contains(errOut, "reads no awaken.toml") {
+			t.Fatalf("%v: exit %d %q %q", args, code, out, errOut)
+		}
+	}
+	if entries, _ := os.ReadDir(work); len(entries) != 0 {
+		t.Fatalf("a refused command wrote %v", entries)
+	}
+	for _, c := range []string{"init", "install"} {
+		if out, _, _ := runChild(t, work, nil, nil, "help", c); strings.Contains(out, "-config") {
+			t.Fatalf("help %s offers --config:\n%s", c, out)
+		}
+	}
+}
