@@ -258,6 +258,7 @@ func (s *Server) lockMatching(ctx context.Context, r *http.Request) (*entry, err
 		return nil, err
 	}
 	if err := ifMatch(r, e.sess.Revision()); err != nil {
+		err = failed(e, err) // names the run, as every error about one does
 		s.unlock(e)
 		return nil, err
 	}

@@ -236,6 +236,15 @@ func TestStatusCodes(t *testing.T) {
 		})
 	}
 
+	t.Run("if-match mismatch names the run", func(t *testing.T) {
+		// An error about a run adds run_id and revision (server/README.md,
+		// "Errors"), a 409 revision_conflict from If-Match too.
+		r := sc.call("POST", "/v1/runs/"+id+"/phases/step_start", `{}`, "If-Match", `"999"`)
+		problemOK(t, r, 409, "revision_conflict")
+		if r.str("run_id") != id || r.body["revision"] == nil {
+			t.Fatalf("the problem does not name the run: %s", r.raw)
+		}
+	})
 	t.Run("if-match matches", func(t *testing.T) {
 		got := sc.must(200, "GET", "/v1/runs/"+id, nil)
 		sc.must(200, "POST", "/v1/runs/"+id+"/phases/step_start", `{}`, "If-Match", got.header.Get("ETag"))

@@ -63,6 +63,22 @@ func TestTestRunMatchingNothingFails(t *testing.T) {
 	}
 }
 
+// TestTestNoTestFiles: a plugin directory without a *_test.lua fails and
+// says where tests go, rather than "no tests ran in 0 file(s)".
+func TestTestNoTestFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "awaken.toml"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runChild(t, dir, nil, nil, "test")
+	if code != 1 || !strings.Contains(errOut, "no *_test.lua file in scripts") || !strings.Contains(errOut, "write one beside the plugin") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
 // TestEval gates one call like opa eval: the decision on stdout, exit 0
 // for allow and 1 otherwise, JSON with --json, nothing left behind.
 func TestEval(t *testing.T) {

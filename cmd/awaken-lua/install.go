@@ -124,6 +124,8 @@ func cmdInstall(e *env) int {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
 	}
 	switch {
+	case !res.Changed && *uninstall:
+		fmt.Fprintf(e.stdout, "%s: no awaken-lua hooks to remove (installed in another directory or --scope?)\n", res.Path)
 	case !res.Changed:
 		fmt.Fprintf(e.stdout, "%s: already up to date\n", res.Path)
 	case *uninstall && res.Deleted:

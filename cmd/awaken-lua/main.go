@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -93,6 +94,15 @@ func commands() []command {
 	}
 }
 
+// readsNoConfig are the commands that read no awaken.toml: init writes a
+// project's own, and install writes an agent's settings whose hook finds
+// awaken.toml where the agent runs it. They refuse --config rather than
+// drop it.
+var readsNoConfig = map[string]string{
+	"init":    "init writes a new project, with an awaken.toml of its own",
+	"install": `install writes the agent's settings; the hook reads ./awaken.toml where the agent runs it, or give it one with --command "awaken-lua hook --config PATH"`,
+}
+
 func lookup(name string) (command, bool) {
 	for _, c := range commands() {
 		if c.name == name {
@@ -147,8 +157,26 @@ func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return help(e, c.name)
 		}
 	}
+	if why, ok := readsNoConfig[c.name]; ok && (e.config != "" || givesConfig(rest[1:])) {
+		fmt.Fprintf(stderr, "awaken-lua %s: --config: %s reads no awaken.toml (%s); leave --config out\n", c.name, c.name, why)
+		return exitUsage
+	}
 	e.args = rest[1:]
 	return c.run(e)
+}
+
+// givesConfig reports whether a command's arguments carry --config.
+func givesConfig(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name == "config" {
+			return true
+		}
+	}
+	return false
 }
 
 // help prints a command's usage, flags and notes to stdout.
@@ -191,11 +219,20 @@ func (e *env) flags(name string) *flag.FlagSet {
 	c, _ := lookup(name)
 	fs.Usage = func() {
 		w := fs.Output()
-		fmt.Fprintf(w, "usage: awaken-lua %s [flags] %s\n\n%s\n\nflags:\n", name, c.args, c.summary)
-		fs.PrintDefaults()
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n == 0 {
+			fmt.Fprintf(w, "usage: awaken-lua %s %s\n\n%s\n", name, c.args, c.summary)
+		} else {
+			fmt.Fprintf(w, "usage: awaken-lua %s [flags] %s\n\n%s\n\nflags:\n", name, c.args, c.summary)
+			fs.PrintDefaults()
+		}
 		if c.more != "" {
 			fmt.Fprintf(w, "\n%s\n", c.more)
 		}
+	}
+	if _, ok := readsNoConfig[name]; ok {
+		return fs
 	}
 	fs.StringVar(&e.config, "config", e.config, "the configuration file (default ./awaken.toml)")
 	return fs

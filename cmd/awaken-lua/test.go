@@ -78,8 +78,16 @@ func cmdTest(e *env) int {
 		// A filter that matches nothing, or files without tests: a CI job
 		// that runs this must not pass by testing nothing.
 		what := "no tests ran"
-		if filter != nil {
+		switch {
+		case filter != nil:
 			what = fmt.Sprintf("-run %q matches no test", *runRe)
+		case len(files) == 0:
+			where := strings.Join(paths, ", ")
+			if where == "" {
+				where = filepath.ToSlash(cfg.PluginDir)
+			}
+			fmt.Fprintf(e.stderr, "awaken-lua test: no *_test.lua file in %s; write one beside the plugin it tests (NAME_test.lua, with t.test from awaken.testing; awaken-lua init shows one)\n", where)
+			return exitFailed
 		}
 		fmt.Fprintf(e.stderr, "awaken-lua test: %s in %d file(s)\n", what, len(files))
 		return exitFailed
