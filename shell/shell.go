@@ -985,15 +985,12 @@ func (w *walker) inner(idx int, words []iword, end int, writes []Word, wraps int
 	}
 	if name == "watch" && !watchExec(words[:len(words)-len(rest)]) {
 		// watch runs its words joined by spaces with sh -c, as eval does.
-		parts := make([]string, len(rest))
-		for i, x := range rest {
-			if !x.Literal {
-				w.unknown(idx, x.Source, Runner)
-				return
-			}
-			parts[i] = x.Value
+		line, bad := joined(rest)
+		if bad != nil {
+			w.unknown(idx, bad.Source, Runner)
+			return
 		}
-		w.subVia(idx, strings.Join(parts, " "), Runner)
+		w.subVia(idx, line, Runner)
 		return
 	}
 	// Words appended to a wrapper (xargs sudo sh -c) are the wrapped
@@ -1218,17 +1215,27 @@ func (w *walker) eval(idx int, words []iword) {
 	if len(args) > 0 && args[0].Value == "--" {
 		args = args[1:]
 	}
-	parts := make([]string, len(args))
-	for i, a := range args {
-		if !a.Literal {
-			w.unknown(idx, a.Source, Script)
-			return
+	line, bad := joined(args)
+	if bad != nil {
+		w.unknown(idx, bad.Source, Script)
+		return
+	}
+	if len(args) > 0 {
+		w.sub(idx, line)
+	}
+}
+
+// joined is words' values joined by spaces, the script eval and watch
+// run, or the first word not known before the command runs.
+func joined(words []iword) (string, *iword) {
+	parts := make([]string, len(words))
+	for i := range words {
+		if !words[i].Literal {
+			return "", &words[i]
 		}
-		parts[i] = a.Value
+		parts[i] = words[i].Value
 	}
-	if len(parts) > 0 {
-		w.sub(idx, strings.Join(parts, " "))
-	}
+	return strings.Join(parts, " "), nil
 }
 
 // trap ACTION SIGNAL...: the action is a script bash runs later.
