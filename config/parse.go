@@ -315,6 +315,10 @@ func (p *parser) check() {
 		p.failAt(p.atFirst(key(jk, "kind"), jk), "journal.kind",
 			`"postgres" keeps the journal in the PostgreSQL store's database; set [store] kind = "postgres", or keep the journal in files (kind = "file" with path)`)
 	}
+	if jk := (toml.Key{"journal"}); c.Journal.Kind == JournalPostgres && c.Journal.Path != "" {
+		p.failAt(p.atFirst(key(jk, "path"), jk), "journal.path",
+			`applies to the file journal only: kind = "postgres" keeps the journal in the database, so no file is written there; remove path, or set kind = "file"`)
+	}
 	if rk := (toml.Key{"runtime"}); c.Runtime.MaxValueSize > c.Runtime.MaxStateSize {
 		p.failAt(p.atFirst(key(rk, "max_value_size"), key(rk, "max_state_size"), rk), "runtime.max_value_size",
 			"%s is larger than max_state_size (%s), which bounds the whole state; lower max_value_size or raise max_state_size",
