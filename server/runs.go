@@ -569,10 +569,6 @@ func (s *Server) noteExpiry(e *entry) {
 	s.mu.Unlock()
 }
 
-// expire settles the suspended calls whose tickets expired, without
-// waiting for a client to ask: each due run is locked (restored from the
-// store when it left memory), its expired calls are decided as their
-// tickets say, and it is saved.
 // NoteStoredExpiries notes the waiting runs whose approval expires that
 // the store keeps (run.ExpiryLister), so that after a restart the janitor
 // settles them although no call has loaded them: `serve` calls it once at
@@ -596,6 +592,10 @@ func (s *Server) NoteStoredExpiries(ctx context.Context) (int, error) {
 	return len(due), nil
 }
 
+// expire settles the suspended calls whose tickets expired, without
+// waiting for a client to ask: each due run is locked (restored from the
+// store when it left memory), its expired calls are decided as their
+// tickets say, and it is saved.
 func (s *Server) expire(now time.Time) {
 	var due []string
 	if cl, ok := s.h.Store().(run.ExpiryClaimer); ok {
