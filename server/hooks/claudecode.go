@@ -757,7 +757,8 @@ func (c *claudeCode) openRun(ctx context.Context, cs *ccSession) (Run, error) {
 	}
 	if e.Done() || !own {
 		// A waiting run, or another agent's, is left to newRun, which ends
-		// it as before.
+		// it as before; another thread's is left alone (its hold on this
+		// session's thread was dropped when it was restored).
 		c.unlock(cs, e)
 		cs.runID = ""
 		if cs.sub && !adopted {
