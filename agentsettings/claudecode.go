@@ -165,50 +165,11 @@ func InstallClaudeCode(o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Path: p}
-	target, data, mode, exists, err := read(p)
-	if err != nil {
-		return res, err
-	}
-	root := object()
-	if len(bytes.TrimSpace(data)) > 0 {
-		if root, err = parse(data); err != nil {
-			return res, badJSON(p, data, err, o.agent(), o.Uninstall)
+	return o.editFile(p, o.agent(), Options.merge, func(root *node, res *Result) {
+		if v, _ := root.get("disableAllHooks"); v != nil && string(v.raw) == "true" {
+			res.Warnings = append(res.Warnings, "disableAllHooks is true in "+p+": Claude Code runs none of its hooks")
 		}
-		if root.kind != '{' {
-			return res, errs.New(errs.ConfigInvalid, "%s holds a JSON %s, not an object; awaken-lua leaves it alone", p, kindName(root))
-		}
-	}
-	if err := o.merge(root, &res); err != nil {
-		return res, errs.Wrap(errs.ConfigInvalid, err, "%s", p)
-	}
-	if v, _ := root.get("disableAllHooks"); v != nil && string(v.raw) == "true" {
-		res.Warnings = append(res.Warnings, "disableAllHooks is true in "+p+": Claude Code runs none of its hooks")
-	}
-	if res.Added+res.Updated+res.Removed == 0 {
-		return res, nil
-	}
-	eol := eolOf(data)
-	out := encode(root, indentOf(data), eol)
-	if len(data) == 0 || bytes.HasSuffix(data, []byte("\n")) {
-		out = append(out, eol...)
-	}
-	if o.Uninstall && len(root.keys) == 0 {
-		old, existed := o.before(target, data, Options.merge)
-		if old != nil {
-			out = old // as it was before install
-		} else if !existed && !isLink(p) && o.installWrote(data, Options.merge) {
-			if err := deleteFile(target, data, &res); err != nil {
-				return res, err
-			}
-			o.prune(p)
-			return res, nil
-		}
-	}
-	if err := writeFile(target, data, out, mode, exists, o.Now(), &res); err != nil {
-		return res, err
-	}
-	return res, nil
+	})
 }
 
 func defaults(o Options) Options {

@@ -1,7 +1,6 @@
 package agentsettings
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -51,44 +50,7 @@ func InstallCursor(o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Path: p}
-	target, data, mode, exists, err := read(p)
-	if err != nil {
-		return res, err
-	}
-	root := object()
-	if len(bytes.TrimSpace(data)) > 0 {
-		if root, err = parse(data); err != nil {
-			return res, badJSON(p, data, err, "cursor", o.Uninstall)
-		}
-		if root.kind != '{' {
-			return res, errs.New(errs.ConfigInvalid, "%s holds a JSON %s, not an object; awaken-lua leaves it alone", p, kindName(root))
-		}
-	}
-	if err := o.mergeCursor(root, &res); err != nil {
-		return res, errs.Wrap(errs.ConfigInvalid, err, "%s", p)
-	}
-	if res.Added+res.Updated+res.Removed == 0 {
-		return res, nil
-	}
-	eol := eolOf(data)
-	out := encode(root, indentOf(data), eol)
-	if len(data) == 0 || bytes.HasSuffix(data, []byte("\n")) {
-		out = append(out, eol...)
-	}
-	if o.Uninstall && len(root.keys) == 0 {
-		old, existed := o.before(target, data, Options.mergeCursor)
-		if old != nil {
-			out = old // as it was before install
-		} else if !existed && !isLink(p) && o.installWrote(data, Options.mergeCursor) {
-			if err := deleteFile(target, data, &res); err != nil {
-				return res, err
-			}
-			o.prune(p)
-			return res, nil
-		}
-	}
-	return res, writeFile(target, data, out, mode, exists, o.Now(), &res)
+	return o.editFile(p, "cursor", Options.mergeCursor, nil)
 }
 
 // cursorOurs reports whether a Cursor hook entry is awaken-lua's.

@@ -250,3 +250,52 @@ func (o Options) prune(p string) {
 		syncDir(filepath.Dir(d))
 	}
 }
+
+// editFile merges awaken-lua's hooks into the agent's JSON settings file at
+// p with merge, or removes them (o.Uninstall), and writes it back only when
+// something changed; warn, when set, adds what the merged settings call
+// for. An uninstall that empties a file install made (or found trivial)
+// gives back what was there before, or removes the file.
+func (o Options) editFile(p, agent string, merge func(Options, *node, *Result) error, warn func(*node, *Result)) (Result, error) {
+	res := Result{Path: p}
+	target, data, mode, exists, err := read(p)
+	if err != nil {
+		return res, err
+	}
+	root := object()
+	if len(bytes.TrimSpace(data)) > 0 {
+		if root, err = parse(data); err != nil {
+			return res, badJSON(p, data, err, agent, o.Uninstall)
+		}
+		if root.kind != '{' {
+			return res, errs.New(errs.ConfigInvalid, "%s holds a JSON %s, not an object; awaken-lua leaves it alone", p, kindName(root))
+		}
+	}
+	if err := merge(o, root, &res); err != nil {
+		return res, errs.Wrap(errs.ConfigInvalid, err, "%s", p)
+	}
+	if warn != nil {
+		warn(root, &res)
+	}
+	if res.Added+res.Updated+res.Removed == 0 {
+		return res, nil
+	}
+	eol := eolOf(data)
+	out := encode(root, indentOf(data), eol)
+	if len(data) == 0 || bytes.HasSuffix(data, []byte("\n")) {
+		out = append(out, eol...)
+	}
+	if o.Uninstall && len(root.keys) == 0 {
+		old, existed := o.before(target, data, merge)
+		if old != nil {
+			out = old // as it was before install
+		} else if !existed && !isLink(p) && o.installWrote(data, merge) {
+			if err := deleteFile(target, data, &res); err != nil {
+				return res, err
+			}
+			o.prune(p)
+			return res, nil
+		}
+	}
+	return res, writeFile(target, data, out, mode, exists, o.Now(), &res)
+}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
 	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/engine/plugin"
@@ -29,19 +28,7 @@ func clockRuntime(t *testing.T, st run.Store, j run.Recorder, clocked bool) *run
 			return gate.Decision{}, nil
 		}), errs.Pos{})
 	})
-	set, err := run.NewSet(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := []run.Option{run.WithStore(st)}
-	if j != nil {
-		opts = append(opts, run.WithJournal(j, "h"))
-	}
-	rt, err := run.New(engine.New(set), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rt
+	return runtimeOf(t, g, st, j)
 }
 
 func recordRetried(t *testing.T, failFirstGateSave bool, candClocked ...bool) *replay.Report {

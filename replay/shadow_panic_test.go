@@ -28,11 +28,17 @@ func counterRuntime(t *testing.T, j run.Recorder) *run.Runtime {
 			return nil
 		}), errs.Pos{})
 	})
+	return runtimeOf(t, p, run.NewMemoryStore(), j)
+}
+
+// runtimeOf is a runtime of plugin p on st, recording to j when it is set.
+func runtimeOf(t *testing.T, p plugin.Plugin, st run.Store, j run.Recorder) *run.Runtime {
+	t.Helper()
 	set, err := run.NewSet(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := []run.Option{run.WithStore(run.NewMemoryStore())}
+	opts := []run.Option{run.WithStore(st)}
 	if j != nil {
 		opts = append(opts, run.WithJournal(j, "h"))
 	}

@@ -42,7 +42,6 @@ func refuseJournal(t *testing.T, st *pgstore.Store) (refuse, accept func()) {
 	return exec(`INSERT INTO awaken_test_refuse VALUES (1)`), exec(`DELETE FROM awaken_test_refuse`)
 }
 
-// waitFor polls cond until it holds, failing the test past a deadline.
 // gapWriter opens a journal writer on st with a clock the test moves (a
 // refused batch is retried once the clock passes its backoff), and rows
 // counts the journal's rows.
@@ -65,6 +64,26 @@ func gapWriter(t *testing.T, st *pgstore.Store) (clock *atomic.Int64, w *journal
 	return clock, w, rows
 }
 
+// readBack reads the journal st keeps: each run's records as rec:phase,
+// and the problems the reader found.
+func readBack(t *testing.T, st *pgstore.Store) (map[string][]string, []journal.Problem) {
+	t.Helper()
+	got := map[string][]string{}
+	problems, err := journal.Lines(journalOf(st))(func(_ journal.Pos, r *journal.Record) error {
+		got[r.RunID] = append(got[r.RunID], r.Rec+":"+r.Phase)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, problems
+}
+
+// journalOf is the journal st keeps, line by line.
+func journalOf(st *pgstore.Store) func(func(journal.Line) error) error {
+	return func(y func(journal.Line) error) error { return st.JournalLines(context.Background(), time.Time{}, y) }
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -81,7 +100,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // out those runs from their first lost record (replayed with a phase
 // missing, a run shows flips the candidate did not make), and only those.
 func TestJournalLostBatchLeavesRunsOut(t *testing.T) {
-	st, ctx := open(t), context.Background()
+	st := open(t)
 	refuse, accept := refuseJournal(t, st)
 	clock, w, rows := gapWriter(t, st)
 	header := func(id string) *journal.Record {
@@ -110,18 +129,10 @@ func TestJournalLostBatchLeavesRunsOut(t *testing.T) {
 		t.Fatalf("close: %v, want the lost record counted", err)
 	}
 
-	each := func(y func(journal.Line) error) error { return st.JournalLines(ctx, time.Time{}, y) }
-	if _, err := journal.VerifyLines(each); err != nil {
+	if _, err := journal.VerifyLines(journalOf(st)); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	got := map[string][]string{}
-	problems, err := journal.Lines(each)(func(_ journal.Pos, r *journal.Record) error {
-		got[r.RunID] = append(got[r.RunID], r.Rec+":"+r.Phase)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, problems := readBack(t, st)
 	if a := strings.Join(got["a"], " "); a != "run: phase:run_start" {
 		t.Errorf("run a, which lost a phase: read %q, want its records up to the lost one", a)
 	}
@@ -167,16 +178,8 @@ func TestJournalLostRecordOtherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	w1.Close()
-	each := func(y func(journal.Line) error) error { return st.JournalLines(ctx, time.Time{}, y) }
-	var got []string
-	problems, err := journal.Lines(each)(func(_ journal.Pos, r *journal.Record) error {
-		got = append(got, r.Rec+":"+r.Phase)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g := strings.Join(got, " "); g != "run: phase:run_start" || len(problems) != 1 || problems[0].RunID != "a" {
+	got, problems := readBack(t, st)
+	if g := strings.Join(got["a"], " "); g != "run: phase:run_start" || len(problems) != 1 || problems[0].RunID != "a" {
 		t.Errorf("read %q, problems %v; want run a up to its lost record, and a problem", g, problems)
 	}
 }
@@ -187,7 +190,7 @@ func TestJournalLostRecordOtherReplica(t *testing.T) {
 // record carries no save, and named as lost it would cut the run from
 // its first phase).
 func TestJournalLostShadowRecordKeepsItsRun(t *testing.T) {
-	st, ctx := open(t), context.Background()
+	st := open(t)
 	refuse, accept := refuseJournal(t, st)
 	clock, w, rows := gapWriter(t, st)
 	w.Record(&journal.Record{Rec: journal.KindRun, Format: journal.Format, RunID: "a", Agent: "a"})
@@ -205,16 +208,8 @@ func TestJournalLostShadowRecordKeepsItsRun(t *testing.T) {
 	w.Record(&journal.Record{Rec: journal.KindEnd, RunID: "a", Termination: "natural"})
 	w.Close()
 
-	each := func(y func(journal.Line) error) error { return st.JournalLines(ctx, time.Time{}, y) }
-	var got []string
-	problems, err := journal.Lines(each)(func(_ journal.Pos, r *journal.Record) error {
-		got = append(got, r.Rec+":"+r.Phase)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g := strings.Join(got, " "); g != "run: phase:run_start phase:step_start end:" || len(problems) != 0 {
+	got, problems := readBack(t, st)
+	if g := strings.Join(got["a"], " "); g != "run: phase:run_start phase:step_start end:" || len(problems) != 0 {
 		t.Errorf("read %q, problems %v; want all of run a, which lost only a shadow record", g, problems)
 	}
 }
