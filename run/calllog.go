@@ -1,7 +1,9 @@
 package run
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"reflect"
 	"sync"
 	"unsafe"
@@ -209,6 +211,21 @@ func (l *callLog) Value() any {
 	return l.v
 }
 
+// appendBody appends Value() in the memory store's body form
+// (memthread.go) without building it: a done run's frozen state holds its
+// last step's calls so. False when a record holds a value that form
+// cannot.
+func (l *callLog) appendBody(b []byte) ([]byte, bool) {
+	b = binary.AppendUvarint(append(b, tagObject), uint64(l.count))
+	ok := true
+	l.each(func(e *logEntry) {
+		if ok {
+			b, ok = e.rec.appendBody(appendString(b, e.id))
+		}
+	})
+	return b, ok
+}
+
 // EncodedSize is the length of Value() encoded as JSON (state.Lazy).
 func (l *callLog) EncodedSize() int {
 	if l.count == 0 {
@@ -221,7 +238,7 @@ func (l *callLog) EncodedSize() int {
 // current calls (not those of an earlier step, nor a map restored from a
 // checkpoint), else nil.
 func (s *Session) currentLog() *callLog {
-	log, _ := s.store.Snapshot().Raw(s.rt.toolCalls).(*callLog)
+	log, _ := s.st().Snapshot().Raw(s.rt.toolCalls).(*callLog)
 	if log == nil || log.owner != s || log.gen != s.callsGen || log.n > len(s.calls) {
 		return nil
 	}
@@ -285,9 +302,18 @@ func (lr *logRecord) fill(r *recordBuilder) {
 	if r.m != nil {
 		r.m["id"], r.m["name"], r.m["args"] = lr.id, lr.name, lr.args
 	}
+	if r.enc {
+		r.putStr("id", lr.id)
+		r.putStr("name", lr.name)
+		if lr.args == nil {
+			r.put("args", nil) // read back as JSON reads it: null
+		} else {
+			r.put("args", lr.args)
+		}
+	}
 	r.k += 3 // measured apart, as fixed
 	r.str("status", string(lr.status))
-	r.add("step", lr.step)
+	r.num("step", lr.step)
 	if lr.gated {
 		r.str("decision", lr.decision.String())
 		if lr.plugin != "" {
@@ -321,18 +347,56 @@ func (lr *logRecord) value() map[string]any {
 	return lr.m
 }
 
+// appendBody appends the record as value() builds it, in the memory
+// store's body form, without building the map; false when a field holds a
+// value that form cannot. The record's fields never change once made, so
+// this reads them without the once that guards the map.
+func (lr *logRecord) appendBody(b []byte) ([]byte, bool) {
+	// One pass counts the fields, one appends them. (A shared helper
+	// taking fill as a func value would put both builders on the heap.)
+	count := recordBuilder{limit: lr.limit}
+	lr.fill(&count)
+	r := recordBuilder{limit: lr.limit, enc: true, b: binary.AppendUvarint(append(b, tagObject), uint64(count.k))}
+	lr.fill(&r)
+	return r.b, !r.bad
+}
+
 // sameMap reports whether a and b are the same map (not equal ones).
 func sameMap(a, b map[string]any) bool {
 	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // recordBuilder builds a record map and the length of its JSON encoding;
-// with a nil map it only measures.
+// with a nil map it only measures. With enc it also appends the fields to
+// b in the memory store's body form (memthread.go); bad: a field holds a
+// value that form cannot.
 type recordBuilder struct {
 	m     map[string]any
 	n     int // the fields' `"key":value` lengths, summed
 	k     int // the fields
 	limit int
+	enc   bool
+	bad   bool
+	b     []byte
+}
+
+// putStr appends the field k: v to b when encoding, without boxing v.
+func (r *recordBuilder) putStr(k, v string) {
+	if r.enc {
+		r.b = appendString(append(appendString(r.b, k), tagString), v)
+	}
+}
+
+// put appends the field k: v to b when encoding.
+func (r *recordBuilder) put(k string, v any) {
+	if !r.enc {
+		return
+	}
+	if _, ok := valueSize(v); !ok {
+		r.bad = true
+		return
+	}
+	r.b = appendValue(appendString(r.b, k), v)
 }
 
 // The keys are plain ASCII: `"k":` is len(k)+3 bytes.
@@ -341,6 +405,7 @@ func (r *recordBuilder) str(k, v string) {
 	if r.m != nil {
 		r.m[k] = v
 	}
+	r.putStr(k, v)
 	r.k++
 	r.n += len(k) + 3 + value.StringSize(v)
 }
@@ -349,8 +414,21 @@ func (r *recordBuilder) add(k string, v any) {
 	if r.m != nil {
 		r.m[k] = v
 	}
+	r.put(k, v)
 	r.k++
 	r.n += len(k) + 3 + encodedLen(v, r.limit)
+}
+
+// num is add for a number, boxed only for the map.
+func (r *recordBuilder) num(k string, v float64) {
+	if r.m != nil {
+		r.m[k] = v
+	}
+	if r.enc {
+		r.b = binary.LittleEndian.AppendUint64(append(appendString(r.b, k), tagFloat), math.Float64bits(v))
+	}
+	r.k++
+	r.n += len(k) + 3 + value.NumberSize(v)
 }
 
 // result adds a tool result as its Value() {status, data?, message?},
@@ -358,6 +436,24 @@ func (r *recordBuilder) add(k string, v any) {
 func (r *recordBuilder) result(res model.ToolResult) {
 	if r.m != nil {
 		r.m["result"] = res.Value()
+	}
+	if r.enc {
+		// res.Value(), without building it.
+		n := 1
+		if res.Data != nil {
+			n++
+		}
+		if res.Message != "" {
+			n++
+		}
+		r.b = binary.AppendUvarint(append(appendString(r.b, "result"), tagObject), uint64(n))
+		r.putStr("status", res.Status)
+		if res.Data != nil {
+			r.put("data", res.Data)
+		}
+		if res.Message != "" {
+			r.putStr("message", res.Message)
+		}
 	}
 	r.k++
 	n := len(`{"status":}`) + value.StringSize(res.Status)

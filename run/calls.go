@@ -26,7 +26,7 @@ const interruptedText = "[tool execution was interrupted]"
 // recorded alone costs O(log n), and the map plugins read is built when
 // someone reads it.
 func (s *Session) recordCalls(ctx context.Context, p phase.Phase, only ...*CallRecord) error {
-	limit := s.store.Limits().MaxState
+	limit := s.st().Limits().MaxState
 	log := s.currentLog()
 	if log == nil || len(only) == 0 {
 		log = newCallLog(s, s.callsGen, len(s.calls), func(i int) logEntry { return s.logEntry(s.calls[i], limit, logEntry{}) })
@@ -440,7 +440,7 @@ func (s *Session) AfterToolExecute(ctx context.Context, call model.ToolCall, res
 		return result, s.outcome(), err
 	}
 	in := s.input()
-	in.Phase, in.Snap, in.Configs = phase.AfterToolExecute, s.store.Snapshot(), s.agent.Configs
+	in.Phase, in.Snap, in.Configs = phase.AfterToolExecute, s.st().Snapshot(), s.agent.Configs
 	in.Tool = &plugin.ToolInfo{Call: c.Call, Result: &r}
 	for _, t := range s.agent.view.ResultTransforms() {
 		start := time.Now()

@@ -16,7 +16,7 @@ import (
 // Checkpoint captures the run so another Session, in this process or after
 // a restart, can continue it.
 func (s *Session) Checkpoint() Checkpoint {
-	snap := s.store.Snapshot()
+	snap := s.st().Snapshot()
 	cp := Checkpoint{
 		RunID: s.info.ID, ThreadID: s.info.ThreadID, AgentID: s.info.AgentID,
 		Generation: s.rt.generation, Bundle: s.rt.bundle, Status: s.status, Stage: s.stage, Step: s.info.Step,
@@ -73,7 +73,7 @@ func (s *Session) save(ctx context.Context) error {
 			values[name] = v
 		}
 	}
-	for name, v := range s.store.Snapshot().Values(ThreadKept) {
+	for name, v := range s.st().Snapshot().Values(ThreadKept) {
 		values[name] = v
 	}
 	th.Values = values
@@ -209,7 +209,7 @@ type undo struct {
 }
 
 func (s *Session) mark() undo {
-	u := undo{snap: s.store.Snapshot(), status: s.status, stage: s.stage, termination: s.termination,
+	u := undo{snap: s.st().Snapshot(), status: s.status, stage: s.stage, termination: s.termination,
 		natural: s.natural, aborted: s.aborted, messages: s.messages[:len(s.messages):len(s.messages)]}
 	u.calls = make([]CallRecord, len(s.calls))
 	for i, c := range s.calls {

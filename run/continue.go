@@ -68,7 +68,7 @@ func (a *Agent) maxContinues() int {
 // on anyway. One asked at the agent's last step is dropped and the run
 // ends stopped:max_steps, since the step it asks for cannot run.
 func (s *Session) settleContinue(ctx context.Context) ([]model.Message, error) {
-	v, _ := s.store.Snapshot().Lookup(KeyContinue)
+	v, _ := s.st().Snapshot().Lookup(KeyContinue)
 	cur, _ := v.(map[string]any)
 	pending, _ := cur["pending"].([]any)
 	if len(pending) == 0 {

@@ -252,7 +252,7 @@ func (s *Session) synced() {
 		s.saved = &savedRun{calls: map[*CallRecord]struct{}{}}
 	}
 	sv := s.saved
-	sv.snap, sv.messages, sv.offered, sv.tools, sv.hostTools = s.store.Snapshot(), len(s.messages), s.offered, s.tools, s.hostTools
+	sv.snap, sv.messages, sv.offered, sv.tools, sv.hostTools = s.st().Snapshot(), len(s.messages), s.offered, s.tools, s.hostTools
 	sv.allCalls = false
 	clear(sv.calls)
 }
@@ -307,7 +307,7 @@ func (s *Session) delta() (Delta, bool) {
 	if !sameValue(sv.hostTools, s.hostTools) {
 		return Delta{}, false
 	}
-	snap := s.store.Snapshot()
+	snap := s.st().Snapshot()
 	d := Delta{RunID: s.info.ID, Base: s.seq,
 		Generation: s.rt.generation, Bundle: s.rt.bundle, Status: s.status, Stage: s.stage, Step: s.info.Step,
 		Termination: s.termination, Natural: s.natural, Cwd: s.info.Cwd,

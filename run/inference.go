@@ -61,7 +61,7 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (out m
 	if err := s.phase(ctx, phase.BeforeInference, plugin.Input{}); err != nil {
 		return req, s.outcome(), err
 	}
-	snap := s.store.Snapshot()
+	snap := s.st().Snapshot()
 	out = model.Request{Params: s.agent.Params.under(req.Params)}
 	cms := readContextMessages(snap)
 	if s.placed != nil {
@@ -108,7 +108,7 @@ func (s *Session) BeforeInference(ctx context.Context, req model.Request) (out m
 		}
 	}
 	in := s.input()
-	in.Phase, in.Snap, in.Configs = phase.BeforeInference, s.store.Snapshot(), s.agent.Configs
+	in.Phase, in.Snap, in.Configs = phase.BeforeInference, s.st().Snapshot(), s.agent.Configs
 	for _, t := range s.agent.view.Transforms() {
 		start := time.Now()
 		next, err := callTransform(ctx, t, &in, out)

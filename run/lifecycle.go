@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -63,7 +64,7 @@ func (r *runRecord) fill(b *recordBuilder) {
 	b.str("thread_id", r.thread)
 	b.str("agent_id", r.agent)
 	b.str("status", r.status)
-	b.add("step", r.step)
+	b.num("step", r.step)
 	b.str("termination", r.termination)
 	b.str("generation", r.generation)
 }
@@ -78,6 +79,16 @@ func (r *runRecord) Value() any {
 }
 
 func (r *runRecord) EncodedSize() int { return r.size }
+
+// appendBody appends Value() in the memory store's body form without
+// building it (see Session.freeze).
+func (r *runRecord) appendBody(b []byte) ([]byte, bool) {
+	count := recordBuilder{}
+	r.fill(&count)
+	e := recordBuilder{enc: true, b: binary.AppendUvarint(append(b, tagObject), uint64(count.k))}
+	r.fill(&e)
+	return e.b, !e.bad
+}
 
 // record commits one runtime-owned value.
 func (s *Session) record(ctx context.Context, p phase.Phase, key string, v any) error {

@@ -358,6 +358,10 @@ func (s *Session) RunPluginTool(ctx context.Context, callID string) (res model.T
 // ExecuteTool runs a tool for a call that passed before_tool_execute, and
 // commits what the tool wrote. A tool error or panic is an error result.
 func (s *Session) ExecuteTool(ctx context.Context, t plugin.Tool, call model.ToolCall) (res model.ToolResult) {
+	if s.x == nil {
+		// A compacted done run (Compact) has no engine to commit with.
+		return model.Error(fmt.Sprintf("tool %s: run %s is done", call.Name, s.info.ID))
+	}
 	in := s.input()
 	in.Tool = &plugin.ToolInfo{Call: call}
 	owner := pluginOfTool(s, call.Name)
@@ -369,7 +373,7 @@ func (s *Session) ExecuteTool(ctx context.Context, t plugin.Tool, call model.Too
 				cmd = command.Command{Plugin: owner}
 			}
 		}()
-		in.Phase, in.Snap, in.Configs = phase.BeforeToolExecute, s.store.Snapshot(), s.agent.Configs
+		in.Phase, in.Snap, in.Configs = phase.BeforeToolExecute, s.st().Snapshot(), s.agent.Configs
 		r, err := t.Execute(ctx, &in, call.Args, &cmd)
 		if err != nil {
 			var e *errs.Error

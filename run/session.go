@@ -2,11 +2,13 @@ package run
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/awaken-lua/awaken-lua/engine"
 	"github.com/awaken-lua/awaken-lua/engine/errs"
@@ -127,8 +129,8 @@ const (
 type Session struct {
 	rt     *Runtime
 	agent  *agentRT
-	x      *engine.Exec
-	store  *state.Store
+	x      *engine.Exec // nil once a done run is compacted
+	store  *state.Store // nil once a done run is compacted: see st
 	info   plugin.RunInfo
 	events event.Sink
 
@@ -177,6 +179,12 @@ type Session struct {
 	// endDue: the run is done and its end record is not written yet; it
 	// follows the record of the phase that ended the run (journalEnd).
 	endDue bool
+
+	// frozen is a compacted done run's state (every key's value, as State
+	// returns it) in the memory store's pointer-free form, at revision
+	// frozenRev; store and x are nil then (see Compact).
+	frozen    []byte
+	frozenRev uint64
 }
 
 // StartOptions start a run.
@@ -390,10 +398,82 @@ func (s *Session) Generation() string { return s.rt.generation }
 func (s *Session) Runtime() *Runtime { return s.rt }
 
 // Snapshot returns the run's current state.
-func (s *Session) Snapshot() *state.Snapshot { return s.store.Snapshot() }
+func (s *Session) Snapshot() *state.Snapshot { return s.st().Snapshot() }
 
 // Revision returns the run's state revision.
-func (s *Session) Revision() uint64 { return s.store.Revision() }
+func (s *Session) Revision() uint64 {
+	if s.store == nil {
+		return s.frozenRev
+	}
+	return s.store.Revision()
+}
+
+// st returns the run's state store. A compacted done run has none: the
+// rare read that needs one (a snapshot, a checkpoint) gets it back from
+// the frozen values, and the session keeps it from then on.
+func (s *Session) st() *state.Store {
+	if s.store == nil {
+		s.store, _ = state.NewStoreAt(s.rt.set.Registry(), s.frozenState(), s.frozenRev)
+	}
+	return s.store
+}
+
+// bodyAppender is a state.Lazy of the runtime's own (the step's call log,
+// the run record) that appends its Value() in the memory store's body form
+// without building it.
+type bodyAppender interface {
+	appendBody(b []byte) ([]byte, bool)
+}
+
+// freeze encodes the state as State returns it (Snapshot.Values) in the
+// memory store's body form, the runtime's own lazy values straight from
+// their records (building their maps first would cost a done run more than
+// the rest of its end); false when a value is one that form cannot keep.
+func (s *Session) freeze(snap *state.Snapshot) ([]byte, bool) {
+	keys := s.rt.set.Registry().Keys()
+	n := 0
+	for _, k := range keys {
+		if snap.Has(k) {
+			n++
+		}
+	}
+	// The body form of a value is about as long as its JSON (Size) or
+	// shorter, but for a float's 9 bytes: one allocation, seldom two.
+	b := binary.AppendUvarint(append(make([]byte, 0, snap.Size()+8*n+16), tagObject), uint64(n))
+	for _, k := range keys {
+		v := snap.Raw(k)
+		if v == nil {
+			continue
+		}
+		b = appendString(b, k.Name)
+		if lz, ok := v.(bodyAppender); ok {
+			if b, ok = lz.appendBody(b); !ok {
+				return nil, false
+			}
+			continue
+		}
+		if lz, ok := v.(state.Lazy); ok {
+			v = lz.Value()
+		}
+		if _, ok := valueSize(v); !ok {
+			return nil, false
+		}
+		b = appendValue(b, v)
+	}
+	return b, true
+}
+
+// frozenState decodes a compacted run's state: a fresh map whose strings
+// are views of frozen, which is never written once made.
+func (s *Session) frozenState() map[string]any {
+	r := bodyReader{b: s.frozen, s: unsafe.String(unsafe.SliceData(s.frozen), len(s.frozen))}
+	m := r.object()
+	if r.err != nil {
+		// Only a bug gets here: Compact wrote the bytes itself.
+		s.rt.log.Error("a compacted run's state does not read back (a bug)", "run_id", s.info.ID, "error", r.err.Error())
+	}
+	return m
+}
 
 // Messages returns the conversation as the session knows it.
 func (s *Session) Messages() []model.Message { return cloneMessages(s.messages) }
@@ -467,17 +547,33 @@ func (s *Session) Suspended() []gate.Ticket {
 }
 
 // State returns every key with a value, by name.
-func (s *Session) State() map[string]any { return s.store.Snapshot().Values(nil) }
+func (s *Session) State() map[string]any {
+	if s.store == nil {
+		return s.frozenState()
+	}
+	return s.store.Snapshot().Values(nil)
+}
 
-// PendingActions lists the actions queued for later phases, oldest first.
-func (s *Session) PendingActions() []engine.QueuedAction { return s.x.PendingActions() }
+// PendingActions lists the actions queued for later phases, oldest first
+// (none once a done run is compacted).
+func (s *Session) PendingActions() []engine.QueuedAction {
+	if s.x == nil {
+		return nil
+	}
+	return s.x.PendingActions()
+}
 
 // FailedActions lists the actions that failed (the dead letters), oldest
-// first.
-func (s *Session) FailedActions() []engine.DeadLetter { return s.x.FailedActions() }
+// first (none once a done run is compacted).
+func (s *Session) FailedActions() []engine.DeadLetter {
+	if s.x == nil {
+		return nil
+	}
+	return s.x.FailedActions()
+}
 
 func (s *Session) outcome() Outcome {
-	return Outcome{Termination: s.termination, Revision: s.store.Revision()}
+	return Outcome{Termination: s.termination, Revision: s.Revision()}
 }
 
 func (s *Session) input() plugin.Input {
@@ -585,17 +681,28 @@ func (s *Session) checkStop() {
 
 // Compact lets a finished run's session go of what only its phases read:
 // the run's conversation, the copy of the thread's conversation it
-// started from (the store keeps the thread), and its last step's calls and
-// tools. A host that keeps a done session to answer reads (the sidecar
-// keeps a finished run readable for a while) calls it as the run ends, so
-// that what it holds does not grow with the conversations of the runs its
-// sessions finished. Status, stage, step, revision, state, termination,
-// the saves and the other reads a done run answers stay as they were;
-// Messages and Calls are then empty. It does nothing to a run that is not
+// started from (the store keeps the thread), its last step's calls and
+// tools, and its engine and state store, the state kept as one
+// pointer-free byte slice. A host that keeps a done session to answer
+// reads (the sidecar keeps a finished run readable for a while) calls it
+// as the run ends, so that what it holds does not grow with the
+// conversations of the runs its sessions finished, and so that the
+// collector, which traces every held object on each cycle, has little to
+// trace in it (docs/design.md, "Stores"). Status, stage, step, revision,
+// state, termination, the saves and the other reads a done run answers
+// stay as they were; Messages and Calls are then empty, and so are
+// PendingActions and FailedActions. It does nothing to a run that is not
 // done.
 func (s *Session) Compact() {
 	if s.status != Done {
 		return
+	}
+	if s.store != nil {
+		snap := s.store.Snapshot()
+		if b, ok := s.freeze(snap); ok {
+			s.frozen, s.frozenRev = b, snap.Revision()
+			s.store, s.x = nil, nil
+		}
 	}
 	s.messages, s.offered, s.tools, s.hostTools = nil, nil, nil, nil
 	s.calls, s.index = nil, nil

@@ -113,6 +113,16 @@ func floatSize(f float64) (int, error) {
 	return len(b), err
 }
 
+// NumberSize is the length of f as AppendJSON writes it (0 for NaN and
+// the infinities, which it refuses).
+func NumberSize(f float64) int {
+	n, err := floatSize(f)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
 // StringSize is the length of s quoted as AppendJSON quotes it (HTML-safe
 // escaping, invalid UTF-8 as \ufffd).
 func StringSize(s string) int {

@@ -22,6 +22,14 @@ func TestEncodedSizeMatchesAppendJSON(t *testing.T) {
 		if err != nil || got != len(want) {
 			t.Errorf("EncodedSize(%#v) = %d, %v; want %d (%s)", v, got, err, len(want), want)
 		}
+		if f, ok := v.(float64); ok && NumberSize(f) != len(want) {
+			t.Errorf("NumberSize(%v) = %d; want %d (%s)", f, NumberSize(f), len(want), want)
+		}
+	}
+	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		if n := NumberSize(f); n != 0 {
+			t.Errorf("NumberSize(%v) = %d, want 0 (AppendJSON refuses it)", f, n)
+		}
 	}
 }
 
