@@ -33,6 +33,12 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 	defer w.Close()
 	watched := map[string]bool{}
 	var pluginDir, configFile string
+	// linked are the files and directories that links in the plugin
+	// directory and the configuration file point at outside it (a shared
+	// policy, a dotfiles manager's configuration): an edit there changes
+	// what loads, but shows in the target's directory only. linkDirs are
+	// the directories watched for them alone.
+	linked, linkDirs := map[string]bool{}, map[string]bool{}
 	sync := func() {
 		// fsnotify drops the watch of a directory moved away; forget it too,
 		// or it would never be watched again.
@@ -43,6 +49,11 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 		for d := range watched {
 			if !live[d] {
 				delete(watched, d)
+			}
+		}
+		for d := range linkDirs {
+			if !live[d] {
+				delete(linkDirs, d)
 			}
 		}
 		cfg := h.current.Load().Config
@@ -74,6 +85,7 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 		// back, or appears for the first time.
 		h.add(w, watched, filepath.Dir(pluginDir))
 		h.addTree(w, watched, pluginDir)
+		h.followLinks(w, watched, linked, linkDirs, pluginDir, configFile)
 	}
 	sync()
 	timer := time.NewTimer(time.Hour)
@@ -99,7 +111,7 @@ func (h *Host) Watch(ctx context.Context, notify func(Status)) error {
 			// directory only: the configuration file and the directories
 			// named in it may have hidden names (--config .awaken.toml).
 			temp := inPlugins && name != pluginDir && ignored(filepath.Base(name))
-			if !(inPlugins || above || name == configFile) || temp || ev.Op == fsnotify.Chmod {
+			if !(inPlugins || above || name == configFile || throughLink(linked, name)) || temp || ev.Op == fsnotify.Chmod {
 				continue
 			}
 			// A create replaces what was there (a directory or a link renamed
@@ -184,6 +196,103 @@ func (h *Host) addTree(w *fsnotify.Watcher, watched map[string]bool, dir string)
 		}
 		return nil
 	})
+}
+
+// maxLinkDepth is how many links to directories in a row followLinks
+// follows, as many as a load does (luabridge).
+const maxLinkDepth = 8
+
+// followLinks sets linked to what the plugin directory's links and the
+// configuration file's link point at outside the watched directories:
+// files (true), and directories (false) with what they hold, through
+// links in them too. It watches the directories that hold those files
+// and every directory of those trees (linkDirs) unless watched already;
+// a directory no link needs any more is let go.
+func (h *Host) followLinks(w *fsnotify.Watcher, watched, linked, linkDirs map[string]bool, pluginDir, configFile string) {
+	clear(linked)
+	need := map[string]bool{}
+	var scan func(dir string, depth int)
+	follow := func(p string, depth int) {
+		target, err := filepath.EvalSymlinks(p)
+		if err != nil || target == p {
+			return
+		}
+		if abs, err := filepath.Abs(target); err == nil {
+			target = abs
+		}
+		if within(target, pluginDir) {
+			return // watched with the plugin directory
+		}
+		fi, err := os.Stat(target)
+		switch {
+		case err != nil:
+		case !fi.IsDir():
+			linked[target] = true
+			need[filepath.Dir(target)] = true
+		case depth < maxLinkDepth:
+			if _, seen := linked[target]; !seen {
+				linked[target] = false
+				scan(target, depth+1)
+			}
+		}
+	}
+	scan = func(dir string, depth int) {
+		_ = filepath.WalkDir(dir+string(filepath.Separator), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			p = filepath.Clean(p)
+			if d.IsDir() {
+				if p != dir && strings.HasPrefix(d.Name(), ".") {
+					return fs.SkipDir
+				}
+				if depth > 0 {
+					need[p] = true
+				}
+			} else if d.Type()&fs.ModeSymlink != 0 {
+				follow(p, depth)
+			}
+			return nil
+		})
+	}
+	follow(configFile, 0)
+	scan(pluginDir, 0)
+	for d := range linkDirs {
+		if !need[d] {
+			if !watched[d] {
+				_ = w.Remove(d)
+			}
+			delete(linkDirs, d)
+		}
+	}
+	for d := range need {
+		if watched[d] || linkDirs[d] {
+			continue
+		}
+		if err := w.Add(d); err != nil {
+			h.log.Warn("cannot watch the directory of a linked file", "dir", d, "error", err.Error())
+			continue
+		}
+		linkDirs[d] = true
+	}
+}
+
+// throughLink reports whether name is a file a link points at, or inside
+// a directory one does (linked, see followLinks), and not an editor's
+// temporary file.
+func throughLink(linked map[string]bool, name string) bool {
+	if linked[name] {
+		return true
+	}
+	if ignored(filepath.Base(name)) {
+		return false
+	}
+	for target, file := range linked {
+		if !file && within(name, target) {
+			return true
+		}
+	}
+	return false
 }
 
 // ignored reports editor and tool temporary files.

@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,4 +119,99 @@ func TestWatchSeesAHiddenConfigFile(t *testing.T) {
 	defer watching(t, h)()
 	eventually(t, "the edited configuration is loaded", func() bool { return h.Current().Config.Runtime.MaxSteps == 3 },
 		func() { write(t, toml, agentToml+"[runtime]\nmax_steps = 3\n") })
+}
+
+// A plugin file that is a symbolic link to a file elsewhere (a shared
+// policy linked into each project), a directory of modules linked in, and
+// a configuration file that is a link (a dotfiles manager's) are watched
+// where they point: an edit there is loaded, also an editor's save that
+// renames a new file over the old, and so is an edit in what a retargeted
+// link points at next, or in a directory of the link's removed and made
+// again.
+func TestWatchSeesEditsInLinkedFiles(t *testing.T) {
+	dir := project(t, agentToml, nil)
+	shared := t.TempDir()
+	write(t, filepath.Join(shared, "stamp.lua"), versioned(1))
+	write(t, filepath.Join(shared, "other.lua"), guardLua)
+	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "scripts", "stamp.lua")
+	if err := os.Symlink(filepath.Join(shared, "stamp.lua"), link); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "awaken.toml")
+	write(t, conf, agentToml)
+	toml := filepath.Join(dir, "awaken.toml")
+	if err := os.Remove(toml); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(conf, toml); err != nil {
+		t.Fatal(err)
+	}
+	// A directory of modules linked in (lib -> a shared library), with a
+	// link to another directory in it.
+	lib, more := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(lib, "rules", "init.lua"), "return {}\n")
+	write(t, filepath.Join(more, "extra.lua"), "return {}\n")
+	if err := os.Symlink(more, filepath.Join(lib, "more")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(lib, filepath.Join(dir, "scripts", "lib")); err != nil {
+		t.Fatal(err)
+	}
+	h := open(t, dir, host.Options{})
+	defer watching(t, h)()
+	first := h.Current().ID
+	eventually(t, "an edit of the linked plugin file is loaded", func() bool { return h.Current().ID != first }, func() {
+		write(t, filepath.Join(shared, "stamp.lua"), versioned(2))
+	})
+	second := h.Current().ID
+	eventually(t, "a save renamed over the linked plugin file is loaded", func() bool { return h.Current().ID != second }, func() {
+		write(t, filepath.Join(shared, "stamp.lua.new"), versioned(3))
+		mustRename(t, filepath.Join(shared, "stamp.lua.new"), filepath.Join(shared, "stamp.lua"))
+	})
+	eventually(t, "an edit of the linked configuration file is loaded", func() bool { return h.Current().Config.Runtime.MaxSteps == 3 },
+		func() { write(t, conf, agentToml+"[runtime]\nmax_steps = 3\n") })
+	// The link pointed at another file: that one is watched from then on.
+	eventually(t, "the retargeted link is loaded", func() bool { return slices.Contains(h.Current().Lua.PluginIDs(), "guard") }, func() {
+		relink(t, filepath.Join(shared, "other.lua"), link)
+	})
+	third := h.Current().ID
+	eventually(t, "an edit of the file the link points at now is loaded", func() bool { return h.Current().ID != third }, func() {
+		write(t, filepath.Join(shared, "other.lua"), guardLua+"-- edited\n")
+	})
+	// The directory of the linked files removed and made again (a fresh
+	// checkout of the shared policies): watched again once a reload ran.
+	if err := os.RemoveAll(shared); err != nil {
+		t.Fatal(err)
+	}
+	fourth := h.Current().ID
+	write(t, filepath.Join(shared, "other.lua"), guardLua+"-- made again\n")
+	eventually(t, "the file made again is loaded", func() bool { return h.Current().ID != fourth }, func() {
+		relink(t, filepath.Join(shared, "other.lua"), link) // a change in the plugin directory
+	})
+	fifth := h.Current().ID
+	eventually(t, "an edit of the file made again is loaded", func() bool { return h.Current().ID != fifth }, func() {
+		write(t, filepath.Join(shared, "other.lua"), guardLua+"-- edited again\n")
+	})
+
+	// The directory of modules linked in (lib), and the one linked in it.
+	for i, f := range []string{filepath.Join(lib, "rules", "init.lua"), filepath.Join(more, "extra.lua"), filepath.Join(lib, "rules", "new.lua")} {
+		before := h.Current().ID
+		eventually(t, "an edit in the linked library is loaded: "+f, func() bool { return h.Current().ID != before }, func() {
+			write(t, f, fmt.Sprintf("return { edit = %d }\n", i))
+		})
+	}
+}
+
+// relink points link at target as ln -sfn does: a new link renamed over
+// the old.
+func relink(t *testing.T, target, link string) {
+	t.Helper()
+	_ = os.Remove(link + ".new")
+	if err := os.Symlink(target, link+".new"); err != nil {
+		t.Fatal(err)
+	}
+	mustRename(t, link+".new", link)
 }
