@@ -452,16 +452,23 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer s.unlock(e)
-	sess := e.sess
-	reply := runReply{RunID: e.id, ThreadID: e.threadID, Status: string(sess.Status()), Step: sess.Step(),
-		Revision: sess.Revision(), Generation: e.genID, Suspended: sess.Suspended(), State: sess.State(),
-		Termination: sess.Termination()}
-	if reply.Suspended == nil {
-		reply.Suspended = []gate.Ticket{}
+	body, err := func() ([]byte, error) {
+		defer s.unlock(e)
+		sess := e.sess
+		reply := runReply{RunID: e.id, ThreadID: e.threadID, Status: string(sess.Status()), Step: sess.Step(),
+			Revision: sess.Revision(), Generation: e.genID, Suspended: sess.Suspended(), State: sess.State(),
+			Termination: sess.Termination()}
+		if reply.Suspended == nil {
+			reply.Suspended = []gate.Ticket{}
+		}
+		stamp(w, e)
+		return json.Marshal(reply)
+	}()
+	if err != nil {
+		return err
 	}
-	stamp(w, e)
-	return writeJSON(w, http.StatusOK, reply)
+	// Written unlocked, as a phase's reply (withRun).
+	return writeBody(w, http.StatusOK, body)
 }
 
 // deleteRun ends a run for good: a waiting run is cancelled (its calls are

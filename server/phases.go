@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -36,26 +37,34 @@ func (s *Server) withRun(w http.ResponseWriter, r *http.Request, what string,
 	if err != nil {
 		return err
 	}
-	defer s.unlock(e)
-	start := time.Now()
-	out := phaseOut{changed: true}
-	err = fn(ctx, e.sess, &out)
-	s.metrics.phase(what, time.Since(start))
+	body, err := func() ([]byte, error) {
+		defer s.unlock(e)
+		start := time.Now()
+		out := phaseOut{changed: true}
+		err := fn(ctx, e.sess, &out)
+		s.metrics.phase(what, time.Since(start))
+		if err != nil {
+			// Nothing changed unless the error ended the run; settle sees that.
+			out.changed = false
+		}
+		if serr := s.settle(ctx, e, out.changed); err == nil {
+			err = serr
+		}
+		stamp(w, e)
+		if err != nil {
+			return nil, failed(e, err)
+		}
+		if out.raw != nil {
+			return out.raw, nil
+		}
+		return json.Marshal(out.reply)
+	}()
 	if err != nil {
-		// Nothing changed unless the error ended the run; settle sees that.
-		out.changed = false
+		return err
 	}
-	if serr := s.settle(ctx, e, out.changed); err == nil {
-		err = serr
-	}
-	stamp(w, e)
-	if err != nil {
-		return failed(e, err)
-	}
-	if out.raw != nil {
-		return writeBody(w, http.StatusOK, out.raw)
-	}
-	return writeJSON(w, http.StatusOK, out.reply)
+	// Written once the run is unlocked: a client slow to read a large
+	// reply holds up only itself, not the run's next call.
+	return writeBody(w, http.StatusOK, body)
 }
 
 // phaseRoutes are the phase endpoints, each with its handler.
