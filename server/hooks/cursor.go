@@ -74,6 +74,14 @@ const (
 	cursorPendingPerThread = 64
 )
 
+// cursorTools maps the tools Cursor's preToolUse and postToolUse name to
+// Claude Code's, with their arguments renamed, so Bash(rm *) applies to
+// Shell as it does to beforeShellExecution. Its other tools (Read,
+// Write, Grep, Task) have Claude Code's names already.
+var cursorTools = map[string]agentTool{
+	"Shell": {"Bash", map[string]string{"command": "command", "working_directory": "workdir"}},
+}
+
 // cursorPermissionEvents decide a tool's permission: they fail closed.
 var cursorPermissionEvents = map[string]bool{cuPreToolUse: true, cuBeforeShell: true, cuBeforeMCP: true, cuBeforeReadFile: true}
 
@@ -250,10 +258,15 @@ func cursorCallOf(in cursorInput) (string, map[string]any, error) {
 		}
 	}
 	name := in.ToolName
-	if (in.HookEventName == cuBeforeMCP || in.HookEventName == cuAfterMCP) && !strings.HasPrefix(name, "mcp__") {
-		name = "mcp__" + name // rules name MCP tools as Claude Code does
+	if in.HookEventName == cuBeforeMCP || in.HookEventName == cuAfterMCP {
+		if !strings.HasPrefix(name, "mcp__") {
+			name = "mcp__" + name // rules name MCP tools as Claude Code does
+		}
+		return name, args, nil
 	}
-	return name, args, nil
+	// The renames need not be undone: cursorReply denies a rewrite.
+	name, args, _, err := asClaudeCode(cursorTools, name, args)
+	return name, args, err
 }
 
 func callKey(name string, args map[string]any) string {
