@@ -39,3 +39,34 @@ func TestCursorPreToolUseShellIsBash(t *testing.T) {
 		})
 	}
 }
+
+// Cursor's preToolUse Delete removes a file: it is decided as Claude
+// Code's Write of that file, so Edit rules, and Read deny rules, cover it
+// as they cover Write; a Delete whose path the adapter cannot find cannot
+// be judged, and such rules deny it.
+func TestCursorPreToolUseDeleteIsWrite(t *testing.T) {
+	sc := pastedSidecar(t, "Edit(./secrets/**)")
+	for i, tc := range []struct {
+		name  string
+		input map[string]any
+		deny  bool
+	}{
+		{"path in a denied directory", map[string]any{"path": "/home/dev/shop/secrets/key.pem"}, true},
+		{"target_path in a denied directory", map[string]any{"target_path": "secrets/key.pem"}, true},
+		{"target_file in a denied directory", map[string]any{"target_file": "secrets/key.pem"}, true},
+		{"file_path in a denied directory", map[string]any{"file_path": "secrets/key.pem"}, true},
+		{"elsewhere", map[string]any{"path": "/home/dev/shop/src/old.go"}, false},
+		{"no path", map[string]any{}, true},
+		{"two paths", map[string]any{"path": "src/old.go", "target_path": "secrets/key.pem"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := map[string]any{"conversation_id": fmt.Sprintf("cu-delete-%d", i), "generation_id": "g-1", "hook_event_name": "preToolUse",
+				"workspace_roots": []string{"/home/dev/shop"}, "cwd": "/home/dev/shop", "tool_use_id": "tu-1",
+				"tool_name": "Delete", "tool_input": tc.input}
+			r := sc.must(200, "POST", "/v1/hooks/cursor", ev)
+			if denied := r.str("permission") == "deny"; denied != tc.deny {
+				t.Fatalf("denied=%v, want %v: %s", denied, tc.deny, r.raw)
+			}
+		})
+	}
+}

@@ -76,10 +76,13 @@ const (
 
 // cursorTools maps the tools Cursor's preToolUse and postToolUse name to
 // Claude Code's, with their arguments renamed, so Bash(rm *) applies to
-// Shell as it does to beforeShellExecution. Its other tools (Read,
-// Write, Grep, Task) have Claude Code's names already.
+// Shell as it does to beforeShellExecution, and Edit rules to Delete as to
+// Write (its path under any of the names it has been seen with; none of
+// them leaves a path that cannot be judged, which deny rules deny). Its
+// other tools (Read, Write, Grep, Task) have Claude Code's names already.
 var cursorTools = map[string]agentTool{
-	"Shell": {"Bash", map[string]string{"command": "command", "working_directory": "workdir"}},
+	"Shell":  {"Bash", map[string]string{"command": "command", "working_directory": "workdir"}},
+	"Delete": {"Write", map[string]string{"path": "file_path", "target_path": "file_path", "target_file": "file_path", "file_path": "file_path"}},
 }
 
 // cursorPermissionEvents decide a tool's permission: they fail closed.
