@@ -70,3 +70,42 @@ func TestCursorPreToolUseDeleteIsWrite(t *testing.T) {
 		})
 	}
 }
+
+// Cursor's preToolUse names its file tools and their arguments its own
+// way (Read, Write and Delete take path, Write its contents, StrReplace
+// edits, EditNotebook takes target_notebook, Glob glob_pattern and
+// target_directory, WebSearch search_term): each is decided as the Claude
+// Code tool it is, so Read and Edit rules judge the file it touches. Under
+// Cursor's names an edit escaped every Edit rule, and a Read or Write had
+// no file_path to judge, so any Read or Edit deny rule denied them all.
+func TestCursorPreToolUseFileTools(t *testing.T) {
+	for i, tc := range []struct {
+		rule, tool string
+		input      map[string]any
+		deny       bool
+	}{
+		{"Edit(./secrets/**)", "StrReplace", map[string]any{"path": "secrets/key.pem", "old_string": "a", "new_string": "b"}, true},
+		{"Edit(./secrets/**)", "StrReplace", map[string]any{"path": "src/app.ts", "old_string": "a", "new_string": "b"}, false},
+		{"Edit(./secrets/**)", "Write", map[string]any{"path": "/home/dev/shop/secrets/key.pem", "contents": "x"}, true},
+		{"Edit(./secrets/**)", "Write", map[string]any{"path": "src/app.ts", "contents": "x"}, false},
+		{"Edit(./secrets/**)", "EditNotebook", map[string]any{"target_notebook": "secrets/keys.ipynb", "cell_idx": 0, "old_string": "a", "new_string": "b"}, true},
+		{"Read(./.env)", "Read", map[string]any{"path": ".env"}, true},
+		{"Read(./.env)", "Read", map[string]any{"path": "src/app.ts", "offset": 1}, false},
+		{"Read(./.env)", "StrReplace", map[string]any{"path": ".env", "old_string": "A=1", "new_string": "A=2"}, true},
+		{"Read(./secrets/**)", "Glob", map[string]any{"glob_pattern": "*.pem", "target_directory": "secrets"}, true},
+		{"Read(./secrets/**)", "Glob", map[string]any{"glob_pattern": "*.ts", "target_directory": "src"}, false},
+		{"WebSearch(*leak*)", "WebSearch", map[string]any{"search_term": "leaked keys"}, true},
+		{"WebSearch(*leak*)", "WebSearch", map[string]any{"search_term": "go generics"}, false},
+	} {
+		t.Run(fmt.Sprintf("%s %s %v", tc.rule, tc.tool, tc.input), func(t *testing.T) {
+			sc := pastedSidecar(t, tc.rule)
+			ev := map[string]any{"conversation_id": fmt.Sprintf("cu-file-%d", i), "generation_id": "g-1", "hook_event_name": "preToolUse",
+				"workspace_roots": []string{"/home/dev/shop"}, "cwd": "/home/dev/shop", "tool_use_id": "tu-1",
+				"tool_name": tc.tool, "tool_input": tc.input}
+			r := sc.must(200, "POST", "/v1/hooks/cursor", ev)
+			if denied := r.str("permission") == "deny"; denied != tc.deny {
+				t.Fatalf("denied=%v, want %v: %s", denied, tc.deny, r.raw)
+			}
+		})
+	}
+}
