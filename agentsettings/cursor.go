@@ -15,6 +15,12 @@ const CursorCommand = "awaken-lua hook --agent cursor"
 var CursorEvents = []string{"sessionStart", "sessionEnd", "beforeSubmitPrompt", "beforeShellExecution", "afterShellExecution",
 	"beforeMCPExecution", "afterMCPExecution", "beforeReadFile", "stop"}
 
+// cursorFailClosed are the Cursor events that decide a tool's permission:
+// Cursor lets the tool run when their hook fails (awaken-lua not on the
+// PATH Cursor runs hooks with, a crash, a timeout) unless the entry says
+// failClosed.
+var cursorFailClosed = map[string]bool{"beforeShellExecution": true, "beforeMCPExecution": true, "beforeReadFile": true}
+
 // CursorPath is Cursor's hooks file: <project>/.cursor/hooks.json, or
 // ~/.cursor/hooks.json for the user scope (o.ConfigDir is ~/.cursor).
 func CursorPath(o Options) (string, error) {
@@ -34,7 +40,8 @@ func CursorPath(o Options) (string, error) {
 }
 
 // InstallCursor merges awaken-lua's command hook into Cursor's hooks.json
-// ({"version": 1, "hooks": {event: [{"command": ...}]}}), or removes it
+// ({"version": 1, "hooks": {event: [{"command": ..., "timeout": ...}]}},
+// failClosed on the tool-permission events), or removes it
 // (o.Uninstall): one entry per event, other hooks untouched, a backup of
 // the file first. Cursor has no HTTP hooks: the command hook forwards to
 // the sidecar and fails closed.
@@ -116,6 +123,12 @@ func (o Options) mergeCursor(root *node, res *Result) error {
 	for _, event := range CursorEvents {
 		want := object()
 		want.set("command", str(eventCommand(o.Command, "cursor", event)))
+		// In seconds, above the hook command's own timeout, so that its
+		// answer (fail closed, when it has none) comes first.
+		want.set("timeout", number(o.Timeout))
+		if cursorFailClosed[event] {
+			want.set("failClosed", boolean(true))
+		}
 		list, _ := hooks.get(event)
 		if list == nil {
 			list = array()

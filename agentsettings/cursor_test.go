@@ -23,7 +23,7 @@ func TestInstallCursor(t *testing.T) {
 	}
 	var got struct {
 		Version int
-		Hooks   map[string][]map[string]string
+		Hooks   map[string][]map[string]any
 	}
 	b, _ := os.ReadFile(p)
 	if err := json.Unmarshal(b, &got); err != nil {
@@ -81,7 +81,7 @@ func TestReadmeCursorSnippet(t *testing.T) {
 	}
 	var got struct {
 		Version int
-		Hooks   map[string][]map[string]string
+		Hooks   map[string][]map[string]any
 	}
 	if err := json.Unmarshal([]byte(snippet), &got); err != nil {
 		t.Fatalf("the snippet is not JSON: %v", err)
@@ -94,7 +94,9 @@ func TestReadmeCursorSnippet(t *testing.T) {
 		t.Fatalf("snippet: %+v", got)
 	}
 	for event, hooks := range got.Hooks {
-		if !known[event] || len(hooks) != 1 || hooks[0]["command"] != CursorCommand+" --event "+event {
+		closed, _ := hooks[0]["failClosed"].(bool)
+		if !known[event] || len(hooks) != 1 || hooks[0]["command"] != CursorCommand+" --event "+event ||
+			hooks[0]["timeout"] != float64(DefaultTimeout) || closed != cursorFailClosed[event] {
 			t.Errorf("snippet event %s: %v", event, hooks)
 		}
 	}
@@ -431,5 +433,55 @@ func TestUninstallCopilotThroughALinkKeepsABackup(t *testing.T) {
 	}
 	if got := readFile(t, res.Backup); !strings.Contains(got, "awaken-lua hook --agent copilot") {
 		t.Fatalf("backup:\n%s", got)
+	}
+}
+
+// Cursor lets a tool run when its hook fails (awaken-lua not on the PATH
+// Cursor runs hooks with, a crash, a timeout) unless the entry says
+// failClosed: the entries of the events that decide a tool's permission
+// do, and each gives Cursor a timeout above the hook command's own, so
+// the command's fail-closed answer comes first. An entry installed
+// without them is updated.
+func TestInstallCursorFailsClosed(t *testing.T) {
+	for _, tc := range []struct {
+		name, before string
+		timeout      int
+	}{
+		{"a fresh file", "", 0},
+		{"an install without failClosed", `{"version":1,"hooks":{"beforeShellExecution":[{"command":"awaken-lua hook --agent cursor --event beforeShellExecution"}]}}`, 0},
+		{"a timeout of the user's", "", 45},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, ".cursor", "hooks.json")
+			if tc.before != "" {
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				os.WriteFile(p, []byte(tc.before), 0o644)
+			}
+			o := opts(dir)
+			o.Timeout = tc.timeout
+			if _, err := InstallCursor(o); err != nil {
+				t.Fatal(err)
+			}
+			var got struct{ Hooks map[string][]map[string]any }
+			if err := json.Unmarshal([]byte(readFile(t, p)), &got); err != nil {
+				t.Fatal(err)
+			}
+			want := float64(DefaultTimeout)
+			if tc.timeout != 0 {
+				want = float64(tc.timeout)
+			}
+			permission := map[string]bool{"beforeShellExecution": true, "beforeMCPExecution": true, "beforeReadFile": true}
+			for _, event := range CursorEvents {
+				hooks := got.Hooks[event]
+				if len(hooks) != 1 {
+					t.Fatalf("%s: %v", event, hooks)
+				}
+				closed, _ := hooks[0]["failClosed"].(bool)
+				if closed != permission[event] || hooks[0]["timeout"] != want {
+					t.Errorf("%s: failClosed %v, timeout %v; want %v, %v", event, hooks[0]["failClosed"], hooks[0]["timeout"], permission[event], want)
+				}
+			}
+		})
 	}
 }

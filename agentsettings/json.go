@@ -41,6 +41,8 @@ func str(s string) *node {
 
 func number(n int) *node { return &node{kind: 's', raw: []byte(fmt.Sprint(n))} }
 
+func boolean(b bool) *node { return &node{kind: 's', raw: []byte(fmt.Sprint(b))} }
+
 // get returns the value of key and how many times the key occurs.
 func (n *node) get(key string) (*node, int) {
 	var v *node

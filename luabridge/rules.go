@@ -424,7 +424,7 @@ func parseRule(L *lua.LState, src string, spec bool) int {
 }
 
 // rulesPrimary is awaken.rules.primary(name): the input field Tool(x)
-// matches x against, and how ("command", "path", "url", "text").
+// matches x against, and how ("command", "path", "url", "text", "patch").
 func rulesPrimary(L *lua.LState) int {
 	t, ok := toolrules.Lookup(L.CheckString(1))
 	if !ok {

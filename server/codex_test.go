@@ -1,6 +1,8 @@
 package server
 
 import (
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -77,5 +79,52 @@ func TestCodexRepliesCodexAccepts(t *testing.T) {
 				t.Fatalf("reason %q, want one that says %q: %s", reason, tc.reason, r.raw)
 			}
 		})
+	}
+}
+
+// Codex's shell tools are decided as Bash {command} whatever they call the
+// command: shell's argv, exec_command's cmd (with its workdir),
+// shell_command's string, so a policy that gates Bash, as the reference
+// policy does, sees each of them.
+func TestCodexShellToolsAreBash(t *testing.T) {
+	sc := newSidecar(t, filepath.Join("..", "testdata", "agents", "claude-code", "policy"), Options{Log: quietLog()})
+	for i, tc := range []struct {
+		tool  string
+		input map[string]any
+		deny  bool
+	}{
+		{"shell", map[string]any{"command": []string{"bash", "-lc", "rm -rf dist"}}, true},
+		{"exec_command", map[string]any{"cmd": "rm -rf dist", "workdir": "/home/dev/shop"}, true},
+		{"exec_command", map[string]any{"cmd": "npm test"}, false},
+		{"shell_command", map[string]any{"command": "rm -rf dist", "workdir": "/home/dev/shop"}, true},
+		{"local_shell", map[string]any{"command": []string{"rm", "-rf", "dist"}}, true},
+	} {
+		t.Run(fmt.Sprintf("%s %v", tc.tool, tc.input), func(t *testing.T) {
+			session := fmt.Sprintf("codex-shell-%d", i)
+			ev := map[string]any{"session_id": session, "turn_id": "turn-1", "model": "gpt-5-codex", "cwd": "/home/dev/shop",
+				"permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": tc.tool, "tool_use_id": "call_" + session,
+				"tool_input": tc.input, "transcript_path": nil}
+			r := sc.must(200, "POST", "/v1/hooks/codex", ev)
+			spec, _ := r.body["hookSpecificOutput"].(map[string]any)
+			if denied := spec["permissionDecision"] == "deny"; denied != tc.deny {
+				t.Fatalf("denied=%v, want %v: %s", denied, tc.deny, r.raw)
+			}
+		})
+	}
+	// A rewrite goes back under the name the tool gave its command.
+	rw := newSidecar(t, project(t, "", map[string]string{"codexpolicy.lua": codexPolicyLua}), Options{Log: quietLog()})
+	for _, tc := range []struct {
+		tool, key string
+	}{{"exec_command", "cmd"}, {"shell_command", "command"}} {
+		session := "codex-rewrite-" + tc.tool
+		ev := map[string]any{"session_id": session, "turn_id": "turn-1", "model": "gpt-5-codex", "cwd": "/home/dev/shop",
+			"permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": tc.tool, "tool_use_id": "call_" + session,
+			"tool_input": map[string]any{tc.key: "ls", "workdir": "/home/dev/shop"}, "transcript_path": nil}
+		r := rw.must(200, "POST", "/v1/hooks/codex", ev)
+		spec, _ := r.body["hookSpecificOutput"].(map[string]any)
+		up, _ := spec["updatedInput"].(map[string]any)
+		if spec["permissionDecision"] != "allow" || up[tc.key] != "ls -la" || len(up) != 1 {
+			t.Errorf("%s: want updatedInput {%s: ls -la}: %s", tc.tool, tc.key, r.raw)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -44,5 +45,40 @@ func TestCopilotVSCodeFormatFailsClosed(t *testing.T) {
 				t.Errorf("%s %v: %s", path, input, r.raw)
 			}
 		}
+	}
+}
+
+// Copilot CLI sends a PostToolUse of its VS Code compatible format with
+// the tool's result as tool_result ({result_type, text_result_for_llm}),
+// as the camelCase format's toolResult: the run records it as the call's
+// result, so result transforms and the journal see what the tool said.
+func TestCopilotPostToolUseResult(t *testing.T) {
+	sc := newSidecar(t, filepath.Join("..", "testdata", "agents", "claude-code", "policy"), Options{Log: quietLog()})
+	vs := func(event string) map[string]any {
+		return map[string]any{"hook_event_name": event, "session_id": "vs-result", "timestamp": "2026-11-24T09:03:00.000Z",
+			"cwd": "/home/dev/shop", "tool_name": "bash", "tool_input": map[string]any{"command": "ls"}}
+	}
+	camel := func() map[string]any {
+		return map[string]any{"sessionId": "camel-result", "timestamp": 1764000004000, "cwd": "/home/dev/shop",
+			"toolName": "bash", "toolArgs": `{"command": "ls"}`}
+	}
+	vsPost, camelPost := vs("PostToolUse"), camel()
+	vsPost["tool_result"] = map[string]any{"result_type": "success", "text_result_for_llm": "README.md"}
+	camelPost["toolResult"] = map[string]any{"resultType": "success", "textResultForLlm": "README.md"}
+	for _, tc := range []struct {
+		name, session, pre, post string
+		preEv, postEv            map[string]any
+	}{
+		{"VS Code compatible", "vs-result", "PreToolUse", "PostToolUse", vs("PreToolUse"), vsPost},
+		{"camelCase", "camel-result", "preToolUse", "postToolUse", camel(), camelPost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc.must(200, "POST", "/v1/hooks/copilot?event="+tc.pre, tc.preEv)
+			sc.must(200, "POST", "/v1/hooks/copilot?event="+tc.post, tc.postEv)
+			st := sc.must(200, "GET", "/v1/runs/"+sc.ccRunID(t, tc.session), nil)
+			if !strings.Contains(string(st.raw), "README.md") {
+				t.Fatalf("the call's result is not recorded: %s", st.raw)
+			}
+		})
 	}
 }

@@ -120,3 +120,33 @@ func TestGeminiArgumentUnderTwoNames(t *testing.T) {
 		}
 	}
 }
+
+// Gemini CLI names an MCP tool mcp_<server>_<tool> (server__tool in
+// earlier versions), which no Claude Code rule names; its mcp_context
+// gives the server and the tool's own name, so the call is decided as
+// mcp__<server>__<tool> and Claude Code's MCP rules apply to it.
+func TestGeminiMCPToolsFollowMCPRules(t *testing.T) {
+	for i, tc := range []struct {
+		rule, tool string
+		ctx        map[string]any
+		deny       bool
+	}{
+		{"mcp__github__create_issue", "mcp_github_create_issue", map[string]any{"server_name": "github", "tool_name": "create_issue", "url": "https://api.example.com/mcp"}, true},
+		{"mcp__github", "mcp_github_create_issue", map[string]any{"server_name": "github", "tool_name": "create_issue"}, true},
+		{"mcp__github", "github__create_issue", map[string]any{"server_name": "github", "tool_name": "create_issue", "command": "npx", "args": []string{"gh-mcp"}}, true},
+		{"mcp__github", "mcp_gitlab_create_issue", map[string]any{"server_name": "gitlab", "tool_name": "create_issue"}, false},
+		{"mcp__github__create_issue", "mcp_github_list_issues", map[string]any{"server_name": "github", "tool_name": "list_issues"}, false},
+		{"mcp__github", "mcp_github_create_issue", map[string]any{"tool_name": "create_issue"}, true}, // no server: fails closed
+	} {
+		t.Run(tc.rule+" "+tc.tool, func(t *testing.T) {
+			sc := pastedSidecar(t, tc.rule)
+			ev := map[string]any{"session_id": fmt.Sprintf("gem-mcp-%d", i), "transcript_path": "/tmp/t.json", "cwd": "/home/dev/shop",
+				"timestamp": "2026-11-24T09:03:00.000Z", "hook_event_name": "BeforeTool", "tool_name": tc.tool,
+				"tool_input": map[string]any{"title": "flaky checkout"}, "mcp_context": tc.ctx}
+			r := sc.must(200, "POST", "/v1/hooks/gemini", ev)
+			if denied := r.str("decision") == "deny"; denied != tc.deny {
+				t.Fatalf("denied=%v, want %v: %s", denied, tc.deny, r.raw)
+			}
+		})
+	}
+}

@@ -269,8 +269,8 @@ func (m *matcher) views(r *Rule) []view {
 	}
 	family := func(arg string) view {
 		v := view{arg: arg, kind: t.Kind, known: true}
-		if ft, ok := m.tools[r.Tool]; ok {
-			v.kind = ft.Kind
+		if ft, ok := m.tools[r.Tool]; ok && t.Kind != Patch {
+			v.kind = ft.Kind // a patch is read as its paths under any rule
 		}
 		return v
 	}
@@ -359,6 +359,8 @@ func (m *matcher) spec(r *Rule, v view, writes bool) bool {
 		return m.command(r, s, writes)
 	case Path:
 		return m.path(r, s)
+	case Patch:
+		return m.patch(r, s)
 	case URL:
 		if r.isDomain {
 			matched, parsed := matchDomain(r.domain, s)
@@ -425,6 +427,44 @@ func (m *matcher) path(r *Rule, p string) bool {
 		return unsure
 	}
 	return r.path.match(abs, path.Clean(dir), m.b != Allow)
+}
+
+// patch matches the files a patch touches: a deny or ask rule when any of
+// them matches, an allow rule when every one does. A patch that names
+// none cannot be judged.
+func (m *matcher) patch(r *Rule, s string) bool {
+	paths := patchPaths(s)
+	if len(paths) == 0 {
+		return m.b != Allow
+	}
+	for _, p := range paths {
+		if p == "" || m.stopped() {
+			return m.b != Allow
+		}
+		if m.path(r, p) != (m.b == Allow) {
+			return m.b != Allow
+		}
+	}
+	return m.b == Allow
+}
+
+// patchOps are the lines of Codex's patch format that name a file.
+var patchOps = []string{"*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:"}
+
+// patchPaths are the files a patch adds, updates, deletes or moves to. A
+// line is read past leading white space, so a context line that looks
+// like an operation only adds a path to judge.
+func patchPaths(s string) []string {
+	var out []string
+	for line := range strings.Lines(s) {
+		line = strings.TrimSpace(line)
+		for _, op := range patchOps {
+			if p, ok := strings.CutPrefix(line, op); ok {
+				out = append(out, strings.TrimSpace(p))
+			}
+		}
+	}
+	return out
 }
 
 // aboveWork matches a deny or ask /x pattern when only the working

@@ -545,3 +545,25 @@ func TestMatcherSharesTheSplit(t *testing.T) {
 		t.Errorf("the command was split into %d cache entries, want 1", len(m.m.split))
 	}
 }
+
+// Codex's apply_patch is judged by the files its patch touches: deny and
+// ask rules when any of them matches, allow rules when every one does.
+func TestMatchApplyPatch(t *testing.T) {
+	patch := func(files ...string) Call {
+		return call("apply_patch", map[string]any{"command": "*** Begin Patch\n" + strings.Join(files, "\n") + "\n*** End Patch\n"})
+	}
+	two := patch("*** Update File: src/a.go", "@@", "-a", "+b", "*** Add File: docs/b.md", "+b")
+	runMatches(t, []matchCase{
+		{"Edit(src/**)", Deny, two, true},
+		{"Edit(src/**)", Allow, two, false},
+		{"Edit(src/**)", Allow, patch("*** Update File: src/a.go", "*** Move to: src/c.go"), true},
+		{"Edit(src/**)", Allow, patch("*** Update File: src/a.go", "*** Move to: lib/c.go"), false},
+		{"Read(docs/**)", Deny, two, true},
+		{"Read(docs/**)", Allow, patch("*** Update File: docs/b.md"), false}, // Read allow rules do not grant edits
+		{"Edit(lib/**)", Deny, two, false},
+		{"Edit(lib/**)", Deny, patch(), true}, // names no file
+		{"Edit(lib/**)", Allow, patch(), false},
+		{"apply_patch(src/**)", Allow, patch("*** Delete File: src/a.go"), true},
+		{"Edit", Deny, two, true},
+	})
+}

@@ -120,7 +120,7 @@ func ParseRule(src string) (Rule, error) {
 	}
 	r.path, r.pathErr = compilePath(t)
 	if r.pathErr != nil {
-		if k, ok := ruleKind(name); ok && k == Path {
+		if k, ok := ruleKind(name); ok && (k == Path || k == Patch) {
 			return r, ruleErr(src, lead+len(name)+2, "%v", r.pathErr)
 		}
 	}

@@ -14,6 +14,10 @@ const (
 	// URL: a URL; domain:HOST matches its host, anything else is a glob on
 	// the whole URL.
 	URL
+	// Patch: an apply_patch patch, judged by the files it adds, updates,
+	// deletes and moves to, each as a Path: a deny or ask rule matches
+	// when any of them matches, an allow rule when every one does.
+	Patch
 )
 
 func (k Kind) String() string {
@@ -26,6 +30,8 @@ func (k Kind) String() string {
 		return "path"
 	case URL:
 		return "url"
+	case Patch:
+		return "patch"
 	}
 	return "kind?"
 }
@@ -68,7 +74,7 @@ type Tools map[string]Tool
 
 // The tools of the agents whose argument names were checked against their
 // sources (see README.md in this directory): Claude Code's built-in tools,
-// OpenAI Codex's shell tools and Gemini CLI's built-in tools. Never
+// OpenAI Codex's shell and patch tools and Gemini CLI's built-in tools. Never
 // written after initialization; DefaultTools hands out copies.
 var defaultTools = table(
 	// Claude Code (hooks reference and permissions docs).
@@ -90,6 +96,8 @@ var defaultTools = table(
 	// OpenAI Codex (codex-rs/core/src/tools/handlers/shell_spec.rs).
 	Tool{Name: "exec_command", Kind: Command, Arg: "cmd", Family: "Bash", Dirs: []string{"workdir"}},
 	Tool{Name: "shell_command", Kind: Command, Arg: "command", Family: "Bash", Dirs: []string{"workdir"}},
+	// Codex's file edits (its hooks' apply_patch: the patch in command).
+	Tool{Name: "apply_patch", Kind: Patch, Arg: "command", Family: "Edit", DenyFamily: "Read"},
 	// Gemini CLI (packages/core/src/tools/definitions/base-declarations.ts).
 	Tool{Name: "run_shell_command", Kind: Command, Arg: "command", Family: "Bash", Dirs: []string{"dir_path", "directory"}},
 	Tool{Name: "read_file", Kind: Path, Arg: "file_path", Family: "Read"},

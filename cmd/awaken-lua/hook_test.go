@@ -740,3 +740,39 @@ func localProject(t *testing.T, policy string) string {
 	}
 	return work
 }
+
+// The hook command gets the adapters' mapping of other agents' tools:
+// Cursor's preToolUse Shell is decided as Bash, so the reference policy's
+// Bash(rm *) denies it in the JSON Cursor reads, as it does
+// beforeShellExecution.
+func TestHookCursorShellIsBash(t *testing.T) {
+	url := referenceSidecar(t)
+	for _, tc := range []struct {
+		name  string
+		event map[string]any
+		deny  bool
+	}{
+		{"preToolUse rm", map[string]any{"hook_event_name": "preToolUse", "tool_name": "Shell",
+			"tool_input": map[string]any{"command": "rm -rf dist", "working_directory": "/home/dev/shop"}}, true},
+		{"preToolUse ls", map[string]any{"hook_event_name": "preToolUse", "tool_name": "Shell",
+			"tool_input": map[string]any{"command": "ls"}}, false},
+		{"beforeShellExecution rm", map[string]any{"hook_event_name": "beforeShellExecution", "command": "rm -rf dist"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := map[string]any{"conversation_id": "hook-shell-" + strings.ReplaceAll(tc.name, " ", "-"), "generation_id": "g-1",
+				"workspace_roots": []string{"/home/dev/shop"}, "cwd": "/home/dev/shop", "tool_use_id": "tu-1"}
+			for k, v := range tc.event {
+				ev[k] = v
+			}
+			body, _ := json.Marshal(ev)
+			out, errOut, code := runChild(t, "", nil, body, "hook", "--agent", "cursor", "--url", url)
+			var reply map[string]string
+			if err := json.Unmarshal([]byte(out), &reply); err != nil || code != 0 {
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			if denied := reply["permission"] == "deny"; denied != tc.deny {
+				t.Fatalf("denied=%v, want %v: %s", denied, tc.deny, out)
+			}
+		})
+	}
+}

@@ -14,9 +14,10 @@ import (
 // tool_use_id), plus turn_id and model, so the Claude Code adapter decides
 // them; two things differ:
 //
-//   - Codex's shell tool (shell, exec_command, local_shell) takes the
-//     command as an argv array ("bash", "-lc", "..."): it is decided as
-//     Bash {command}, so Bash(rm *) rules and the shell parser apply;
+//   - Codex's shell tools (shell, shell_command, exec_command with its
+//     cmd, local_shell) take the command as a string or an argv array
+//     ("bash", "-lc", "..."): each is decided as Bash {command}, so
+//     Bash(rm *) rules and the shell parser apply;
 //   - Codex enforces a PreToolUse deny but not ask, so ask answers deny
 //     (the safe side), with the reason saying a person must approve;
 //   - Codex reads PreToolUse and PermissionRequest replies strictly: one
@@ -27,8 +28,10 @@ import (
 //     at PermissionRequest, which Codex cannot apply there, is a deny that
 //     names the arguments the policy wanted.
 
-// codexShellTools are Codex's names for running a command.
-var codexShellTools = map[string]bool{"shell": true, "exec_command": true, "local_shell": true, "container.exec": true}
+// codexShellTools are Codex's names for running a command, with the
+// argument that holds it (exec_command's is cmd).
+var codexShellTools = map[string]string{"shell": "command", "shell_command": "command", "exec_command": "cmd",
+	"local_shell": "command", "container.exec": "command"}
 
 func (cc *claudeCode) handleCodex(w http.ResponseWriter, r *http.Request) error {
 	return serveHook(&cc.o, w, r, cc.codexProto)
@@ -37,8 +40,12 @@ func (cc *claudeCode) handleCodex(w http.ResponseWriter, r *http.Request) error 
 // serveCodex answers a Codex event as its Claude Code counterpart. Codex's
 // hook cannot ask, so an ask is answered deny.
 func (cc *claudeCode) serveCodex(ctx context.Context, r *http.Request, in *ccInput, agent string) ccOutput {
-	codexShell(in)
+	key := codexShell(in)
 	out := cc.dispatch(ctx, *in, agent)
+	if spec := out.HookSpecificOutput; spec != nil && spec.UpdatedInput != nil && key != "" && key != "command" {
+		// A rewrite goes back under the tool's own name for the command.
+		spec.UpdatedInput = fromClaudeCode(spec.UpdatedInput, map[string]string{"command": key})
+	}
 	if spec := out.HookSpecificOutput; spec != nil && spec.PermissionDecision == "ask" {
 		spec.PermissionDecisionReason, _ = spec.denial("Codex")
 		spec.PermissionDecision = "deny"
@@ -89,17 +96,19 @@ func codexPermission(event string, out ccOutput) ccOutput {
 }
 
 // codexShell renames Codex's shell tool to Bash with the command as one
-// string, unwrapping "bash -lc <script>".
-func codexShell(in *ccInput) {
-	if !codexShellTools[in.ToolName] {
-		return
+// string, unwrapping "bash -lc <script>", and returns the argument the
+// command came in ("" when the call is left as it was).
+func codexShell(in *ccInput) string {
+	key := codexShellTools[in.ToolName]
+	if key == "" {
+		return ""
 	}
 	args, _ := in.ToolInput.(map[string]any)
 	if args == nil {
-		return
+		return ""
 	}
 	var cmd string
-	switch c := args["command"].(type) {
+	switch c := args[key].(type) {
 	case string:
 		cmd = c
 	case []any:
@@ -107,7 +116,7 @@ func codexShell(in *ccInput) {
 		for _, a := range c {
 			s, ok := a.(string)
 			if !ok {
-				return // not an argv: leave the call as Codex named it
+				return "" // not an argv: leave the call as Codex named it
 			}
 			argv = append(argv, s)
 		}
@@ -117,15 +126,16 @@ func codexShell(in *ccInput) {
 			cmd = shellJoin(argv)
 		}
 	default:
-		return
+		return ""
 	}
 	next := map[string]any{"command": cmd}
 	for k, v := range args {
-		if k != "command" {
+		if k != key && k != "command" {
 			next[k] = v
 		}
 	}
 	in.ToolName, in.ToolInput = "Bash", next
+	return key
 }
 
 // shellJoin quotes argv as one shell command.

@@ -38,7 +38,8 @@ type copilotInput struct {
 	SessionIDVS    string          `json:"session_id"`
 	ToolNameVS     string          `json:"tool_name"`
 	ToolInputVS    json.RawMessage `json:"tool_input"`
-	ToolResponseVS any             `json:"tool_response"`
+	ToolResultVS   any             `json:"tool_result"`
+	ToolResponseVS any             `json:"tool_response"` // Claude Code's name, for hooks that send it
 }
 
 // copilotOutput is a Copilot CLI hook reply. HookSpecificOutput carries
@@ -79,6 +80,9 @@ func (in *copilotInput) normalize(event string) (string, bool) {
 	}
 	if len(in.ToolArgs) == 0 {
 		in.ToolArgs = in.ToolInputVS
+	}
+	if in.ToolResult == nil {
+		in.ToolResult = in.ToolResultVS
 	}
 	if in.ToolResult == nil {
 		in.ToolResult = in.ToolResponseVS

@@ -74,6 +74,23 @@ const (
 	cursorPendingPerThread = 64
 )
 
+// cursorTools maps the tools Cursor's preToolUse and postToolUse name to
+// Claude Code's, with their arguments renamed, so Bash(rm *) applies to
+// Shell as it does to beforeShellExecution, and Read and Edit rules to the
+// file a Read, Write, StrReplace or EditNotebook touches. Delete is a
+// Write of its path (under any of the names it has been seen with; none
+// of them leaves a path that cannot be judged, which deny rules deny).
+var cursorTools = map[string]agentTool{
+	"Shell":        {"Bash", map[string]string{"command": "command", "working_directory": "workdir"}},
+	"Read":         {"Read", map[string]string{"path": "file_path"}},
+	"Write":        {"Write", map[string]string{"path": "file_path", "contents": "content"}},
+	"StrReplace":   {"Edit", map[string]string{"path": "file_path"}},
+	"EditNotebook": {"NotebookEdit", map[string]string{"target_notebook": "notebook_path"}},
+	"Delete":       {"Write", map[string]string{"path": "file_path", "target_path": "file_path", "target_file": "file_path", "file_path": "file_path"}},
+	"Glob":         {"Glob", map[string]string{"glob_pattern": "pattern", "target_directory": "path"}},
+	"WebSearch":    {"WebSearch", map[string]string{"search_term": "query"}},
+}
+
 // cursorPermissionEvents decide a tool's permission: they fail closed.
 var cursorPermissionEvents = map[string]bool{cuPreToolUse: true, cuBeforeShell: true, cuBeforeMCP: true, cuBeforeReadFile: true}
 
@@ -250,10 +267,15 @@ func cursorCallOf(in cursorInput) (string, map[string]any, error) {
 		}
 	}
 	name := in.ToolName
-	if (in.HookEventName == cuBeforeMCP || in.HookEventName == cuAfterMCP) && !strings.HasPrefix(name, "mcp__") {
-		name = "mcp__" + name // rules name MCP tools as Claude Code does
+	if in.HookEventName == cuBeforeMCP || in.HookEventName == cuAfterMCP {
+		if !strings.HasPrefix(name, "mcp__") {
+			name = "mcp__" + name // rules name MCP tools as Claude Code does
+		}
+		return name, args, nil
 	}
-	return name, args, nil
+	// The renames need not be undone: cursorReply denies a rewrite.
+	name, args, _, err := asClaudeCode(cursorTools, name, args)
+	return name, args, err
 }
 
 func callKey(name string, args map[string]any) string {

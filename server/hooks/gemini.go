@@ -33,6 +33,14 @@ type geminiInput struct {
 	StopHookActive bool           `json:"stop_hook_active"`
 	Source         string         `json:"source"`
 	Reason         string         `json:"reason"`
+	// MCPContext names an MCP tool's server and the tool's own name
+	// (Gemini's tool_name is mcp_<server>_<tool>, or server__tool).
+	MCPContext *geminiMCP `json:"mcp_context"`
+}
+
+type geminiMCP struct {
+	ServerName string `json:"server_name"`
+	ToolName   string `json:"tool_name"`
 }
 
 // geminiOutput is a Gemini CLI hook reply.
@@ -116,6 +124,14 @@ func (cc *claudeCode) gemini(ctx context.Context, in geminiInput, agent string) 
 		var err error
 		if c.ToolName, c.ToolInput, renames, err = asClaudeCode(geminiTools, in.ToolName, in.ToolInput); err != nil {
 			return cc.geminiFailure(in.HookEventName, err)
+		}
+		if m := in.MCPContext; m != nil {
+			// Named as Claude Code names MCP tools, so mcp__server rules
+			// apply; a context that does not name both cannot be judged.
+			if m.ServerName == "" || m.ToolName == "" {
+				return cc.geminiFailure(in.HookEventName, errors.New("mcp_context must name the server_name and tool_name of the MCP tool"))
+			}
+			c.ToolName = "mcp__" + m.ServerName + "__" + m.ToolName
 		}
 	default:
 		return geminiOutput{} // BeforeModel, Notification, PreCompress, ...: nothing to decide

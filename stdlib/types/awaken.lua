@@ -452,10 +452,11 @@ function rules.specifier(x, dirs) end
 ---The input field that Tool(x) matches x against, and how: Bash command
 ---("command"), Read/Write/Edit/MultiEdit file_path ("path"), Glob/Grep
 ---pattern and WebSearch query and Task prompt ("text"), WebFetch url
----("url"); nil for a tool the table does not know.
+---("url"), Codex's apply_patch command ("patch": the files it touches);
+---nil for a tool the table does not know.
 ---@param name string
 ---@return string|nil field
----@return "command"|"path"|"url"|"text"|nil kind
+---@return "command"|"path"|"url"|"text"|"patch"|nil kind
 ---@nodiscard
 function rules.primary(name) end
 
