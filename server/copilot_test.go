@@ -82,3 +82,25 @@ func TestCopilotPostToolUseResult(t *testing.T) {
 		})
 	}
 }
+
+// Copilot CLI's write_bash types its input into a shell session it
+// started with an async bash call: what it types runs as a command there,
+// so it is decided as Bash, whose deny rules see it.
+func TestCopilotWriteBashIsBash(t *testing.T) {
+	sc := pastedSidecar(t, "Bash(rm *)")
+	for i, tc := range []struct {
+		input string
+		deny  bool
+	}{
+		{"rm -rf /\n", true},
+		{"ls && rm -rf ~\n", true},
+		{"ls\n", false},
+	} {
+		ev := map[string]any{"timestamp": 1764000002000, "cwd": fmt.Sprintf("/home/dev/wb%d", i), "toolName": "write_bash",
+			"toolArgs": fmt.Sprintf(`{"sessionId": "s1", "input": %q, "delay": 5}`, tc.input)}
+		r := sc.must(200, "POST", "/v1/hooks/copilot?event=preToolUse", ev)
+		if denied := r.str("permissionDecision") == "deny"; denied != tc.deny {
+			t.Errorf("write_bash %q: %s", tc.input, r.raw)
+		}
+	}
+}

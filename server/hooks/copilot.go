@@ -93,7 +93,10 @@ func (in *copilotInput) normalize(event string) (string, bool) {
 // copilotTools maps Copilot CLI's built-in tools to Claude Code's, with
 // their arguments renamed.
 var copilotTools = map[string]agentTool{
-	"bash":        {"Bash", map[string]string{"command": "command"}},
+	"bash": {"Bash", map[string]string{"command": "command"}},
+	// write_bash types input into a shell session an async bash call
+	// started: what it types runs there as a command.
+	"write_bash":  {"Bash", map[string]string{"input": "command"}},
 	"view":        {"Read", map[string]string{"path": "file_path"}},
 	"create":      {"Write", map[string]string{"path": "file_path", "file_text": "content"}},
 	"edit":        {"Edit", map[string]string{"path": "file_path", "old_str": "old_string", "new_str": "new_string"}},
