@@ -62,9 +62,10 @@ func TestGeminiRedactsToolOutput(t *testing.T) {
 }
 
 // Gemini CLI's search tools are decided as Claude Code's (grep_search,
-// the current name of search_file_content, is Grep; glob is Glob), with
-// their directory argument dir_path as Claude Code's path, so a Read rule
-// on a directory covers searching it as it does for Claude Code.
+// the current name of search_file_content, is Grep; glob is Glob, and so
+// is list_directory, a listing of one directory), with their directory
+// argument dir_path as Claude Code's path, so a Read rule on a directory
+// covers searching and listing it as it does for Claude Code.
 func TestGeminiSearchToolsFollowReadRules(t *testing.T) {
 	sc := pastedSidecar(t, "Read(./secrets/**)")
 	for i, tc := range []struct {
@@ -76,6 +77,9 @@ func TestGeminiSearchToolsFollowReadRules(t *testing.T) {
 		{"search_file_content", map[string]any{"pattern": "PASSWORD", "dir_path": "secrets/"}, true},
 		{"glob", map[string]any{"pattern": "*.pem", "dir_path": "secrets/"}, true},
 		{"grep_search", map[string]any{"pattern": "TODO", "dir_path": "src/"}, false},
+		{"list_directory", map[string]any{"dir_path": "secrets/"}, true},
+		{"list_directory", map[string]any{"dir_path": "secrets/keys"}, true},
+		{"list_directory", map[string]any{"dir_path": "src"}, false},
 		{"grep_search", map[string]any{"pattern": "TODO"}, false},
 	} {
 		ev := map[string]any{"session_id": fmt.Sprintf("gem-search-%d", i), "transcript_path": "/tmp/t.json", "cwd": "/home/dev/shop",

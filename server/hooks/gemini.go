@@ -68,7 +68,9 @@ var geminiTools = map[string]agentTool{
 	"replace":           {"Edit", map[string]string{"file_path": "file_path", "old_string": "old_string", "new_string": "new_string"}},
 	// Gemini names the directory a search runs in dir_path (path in
 	// earlier versions); grep_search is search_file_content's current name.
-	"glob":                {"Glob", map[string]string{"pattern": "pattern", "path": "path", "dir_path": "path"}},
+	"glob": {"Glob", map[string]string{"pattern": "pattern", "path": "path", "dir_path": "path"}},
+	// list_directory lists one directory: a Glob of it, for Read rules.
+	"list_directory":      {"Glob", map[string]string{"path": "path", "dir_path": "path"}},
 	"grep_search":         {"Grep", map[string]string{"pattern": "pattern", "path": "path", "dir_path": "path"}},
 	"search_file_content": {"Grep", map[string]string{"pattern": "pattern", "path": "path", "dir_path": "path"}},
 	"web_fetch":           {"WebFetch", map[string]string{"url": "url", "prompt": "prompt"}},
