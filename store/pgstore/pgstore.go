@@ -342,7 +342,11 @@ func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
 		return unavailable(err, "save run "+d.RunID)
 	}
 	if behind > 4*compactAfter {
-		s.Run(ctx, d.RunID) // reading compacts it
+		// Reading compacts it, on a connection of its own: holding this
+		// one meanwhile, saves compacting at once would wait for each
+		// other (a pool of one, for itself).
+		conn.Release()
+		s.Run(ctx, d.RunID)
 	}
 	return nil
 }
