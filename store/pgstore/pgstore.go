@@ -34,11 +34,21 @@ var migrations embed.FS
 type Options struct {
 	// MaxConns bounds the pool's connections (0: pgx's default).
 	MaxConns int32
+	// StatementTimeout bounds each statement in the database (a lock wait
+	// included), and a transaction left idle there; each call waits at
+	// most twice as long on this side, for a database that does not
+	// answer at all (0: DefaultStatementTimeout).
+	StatementTimeout time.Duration
 }
+
+// DefaultStatementTimeout is Options.StatementTimeout's default: a phase
+// call takes milliseconds, so a statement this slow is stuck.
+const DefaultStatementTimeout = 10 * time.Second
 
 // Store is a run.Store in PostgreSQL.
 type Store struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	timeout time.Duration // Options.StatementTimeout
 }
 
 // Open connects to the database named by dsn. It does not migrate: call
@@ -51,11 +61,32 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
+	timeout := o.StatementTimeout
+	if timeout <= 0 {
+		timeout = DefaultStatementTimeout
+	}
+	// Set once a session starts rather than as startup parameters, which
+	// a pooler in front of the database (PgBouncer) may refuse. Without
+	// them a lock held by a stopped replica's transaction would hold
+	// every save of that run, and the row, forever.
+	ms := strconv.FormatInt(timeout.Milliseconds(), 10)
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SET statement_timeout = "+ms+"; SET idle_in_transaction_session_timeout = "+ms)
+		return err
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, unavailable(err, "connect to PostgreSQL")
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, timeout: timeout}, nil
+}
+
+// bound limits a call to twice the statement timeout on this side: a
+// database that stops answering (a hung server, a dropped network) never
+// ends a statement by its own timeout. The database's own timeout comes
+// first when it does answer, and says which statement was slow.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, 2*s.timeout)
 }
 
 // Close closes the pool.
@@ -65,6 +96,8 @@ func (s *Store) Close() { s.pool.Close() }
 // each in a transaction, under an advisory lock so that replicas starting
 // together do not race. It returns the versions it applied.
 func (s *Store) Migrate(ctx context.Context) ([]int, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, unavailable(err, "connect to PostgreSQL to migrate")
@@ -136,6 +169,8 @@ func SchemaVersion() int {
 
 // Thread implements run.Store.
 func (s *Store) Thread(ctx context.Context, id string) (run.Thread, bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var body []byte
 	var rev uint64
 	err := s.pool.QueryRow(ctx, "SELECT revision, body FROM awaken_threads WHERE id = $1", id).Scan(&rev, &body)
@@ -158,6 +193,8 @@ func (s *Store) Thread(ctx context.Context, id string) (run.Thread, bool, error)
 // from a sequence shared by every thread. A save whose reply is lost is
 // settled (see settle) before it answers.
 func (s *Store) PutThread(ctx context.Context, t run.Thread) (uint64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	body, err := json.Marshal(t)
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: encode thread %s: %w", t.ID, err)
@@ -245,6 +282,8 @@ func threadError(err error, t run.Thread) error {
 // Run implements run.Store: the saved checkpoint with the changes saved
 // since applied in order.
 func (s *Store) Run(ctx context.Context, id string) (run.Checkpoint, bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT 0, body FROM awaken_runs WHERE id = $1
 		UNION ALL SELECT seq, body FROM awaken_run_deltas WHERE run_id = $1 ORDER BY 1`, id)
 	if err != nil {
@@ -307,6 +346,8 @@ func (s *Store) compact(ctx context.Context, cp run.Checkpoint) {
 // d.Base, if the run is still at that save (compare and swap), as one
 // statement; otherwise revision_conflict and nothing is written.
 func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	body, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("pgstore: encode a change of run %s: %w", d.RunID, err)
@@ -354,6 +395,8 @@ func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
 // RunSeq returns how many times a run was saved (its Checkpoint.Seq), so a
 // replica can tell whether the copy it holds is still the latest.
 func (s *Store) RunSeq(ctx context.Context, id string) (uint64, bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var seq uint64
 	err := s.pool.QueryRow(ctx, "SELECT seq FROM awaken_runs WHERE id = $1", id).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -371,6 +414,8 @@ func (s *Store) RunSeq(ctx context.Context, id string) (uint64, bool, error) {
 // count) only a run that is not stored. Otherwise another replica saved
 // the run since, and nothing is written: revision_conflict.
 func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	body, err := json.Marshal(cp)
 	if err != nil {
 		return fmt.Errorf("pgstore: encode run %s: %w", cp.RunID, err)
@@ -426,6 +471,8 @@ func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
 // Whether an approval expired is the caller's clock (now), as it is the
 // caller that settles the run by it.
 func (s *Store) ClaimExpired(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.pool.Query(ctx, `UPDATE awaken_runs SET expiry_claim = clock_timestamp() + make_interval(secs => $2)
 		WHERE id IN (SELECT id FROM awaken_runs
 			WHERE status = 'waiting' AND next_expiry <= $1 AND (expiry_claim IS NULL OR expiry_claim < clock_timestamp())
@@ -448,6 +495,8 @@ func (s *Store) ClaimExpired(ctx context.Context, now time.Time, lease time.Dura
 // say, or the thread since). A statement whose reply is lost, COMMIT's
 // included, is settled (see settle) before it answers.
 func (s *Store) FinishRun(ctx context.Context, t run.Thread, runID string, seq uint64) (uint64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	body, err := json.Marshal(t)
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: encode thread %s: %w", t.ID, err)
@@ -527,6 +576,8 @@ func lostInTx(err error) bool {
 
 // DeleteRun implements run.Store.
 func (s *Store) DeleteRun(ctx context.Context, id string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	return deleteRun(ctx, s.pool, id)
 }
 
@@ -540,6 +591,8 @@ func deleteRun(ctx context.Context, q querier, id string) error {
 
 // Probe implements run.Prober: the database answers and the schema is there.
 func (s *Store) Probe(ctx context.Context) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var v int
 	if err := s.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM awaken_schema").Scan(&v); err != nil {
 		return unavailable(err, "reach PostgreSQL")
@@ -617,9 +670,14 @@ func unavailable(err error, what string) error {
 func adviceFor(err error) string {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return "the database did not answer in time: check that it is up and reachable from this replica"
+		}
 		return ""
 	}
 	switch pe.Code {
+	case "57014": // query_canceled: statement_timeout
+		return "a statement ran past [store] statement_timeout: another session may hold the row's lock (look for old transactions in pg_stat_activity), or the database is overloaded"
 	case "25006": // read_only_sql_transaction
 		return "the database is read-only, a standby or set so: point the store's DSN at the writable primary"
 	case "53100": // disk_full

@@ -11,8 +11,9 @@ import (
 	"github.com/awaken-lua/awaken-lua/store/pgstore"
 )
 
-// openWith returns a migrated store with options o on a database of its own.
-func openWith(t *testing.T, o pgstore.Options) *pgstore.Store {
+// openWith returns a migrated store with options o on a database of its
+// own, and the database's DSN.
+func openWith(t *testing.T, o pgstore.Options) (*pgstore.Store, string) {
 	t.Helper()
 	ctx := context.Background()
 	dsn, err := cluster.NewDatabase(ctx)
@@ -27,7 +28,7 @@ func openWith(t *testing.T, o pgstore.Options) *pgstore.Store {
 	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, dsn
 }
 
 // A save that compacts its run gives its connection back first: holding
@@ -35,7 +36,7 @@ func openWith(t *testing.T, o pgstore.Options) *pgstore.Store {
 // once (or one, on a pool of one) wait for each other until their
 // deadline, and with none, forever.
 func TestCompactingSaveHoldsOneConnection(t *testing.T) {
-	s := openWith(t, pgstore.Options{MaxConns: 1})
+	s, _ := openWith(t, pgstore.Options{MaxConns: 1})
 	cp := run.Checkpoint{RunID: "r", ThreadID: "t", Status: run.Running, Stage: run.StageInferred, Seq: 1,
 		Values: map[string]any{}, Messages: []model.Message{{Role: "user", Content: "hi"}}}
 	if err := s.PutRun(context.Background(), cp); err != nil {
