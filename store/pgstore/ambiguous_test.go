@@ -277,3 +277,33 @@ func TestFinishRunReplyLost(t *testing.T) {
 		}
 	}
 }
+
+// A run forgotten whose reply was lost is forgotten: the error said "the
+// store still has the run", so the sidecar kept it as not deleted, and
+// the client's retried DELETE found no run (404) where the first one had
+// deleted it, and the run's end was never journaled.
+func TestDeleteRunReplyLost(t *testing.T) {
+	s, direct, px := openProxied(t)
+	ctx := context.Background()
+	cp := run.Checkpoint{RunID: "run_gone", ThreadID: "t", Status: run.Running, Seq: 1, Values: map[string]any{}}
+	if err := s.PutRun(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendRun(ctx, run.Delta{RunID: "run_gone", Base: 1, Status: run.Running}); err != nil {
+		t.Fatal(err)
+	}
+	px.CutAt("run_gone")
+	err := s.DeleteRun(ctx, "run_gone")
+	if px.Cuts() != 1 {
+		t.Fatalf("the proxy cut %d connections, want 1", px.Cuts())
+	}
+	if _, stored, _ := direct.RunSeq(ctx, "run_gone"); stored {
+		t.Fatalf("the cut delete did not commit: the proxy cut too early (%v)", err)
+	}
+	if err != nil {
+		t.Errorf("delete committed, reply lost: %v; want success", err)
+	}
+	if _, found, _ := direct.Run(ctx, "run_gone"); found {
+		t.Error("the run's changes outlived it")
+	}
+}

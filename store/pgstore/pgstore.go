@@ -574,11 +574,22 @@ func lostInTx(err error) bool {
 	return err != nil && !errors.Is(err, pgx.ErrNoRows) && !errors.Is(err, pgx.ErrTxCommitRollback) && !errors.As(err, &pe)
 }
 
-// DeleteRun implements run.Store.
+// DeleteRun implements run.Store. A delete whose reply is lost is run
+// again on another connection (it may have committed, and forgetting is
+// idempotent), so that an error means the run is still stored: the
+// sidecar then keeps it, and a retried DELETE would find it gone.
 func (s *Store) DeleteRun(ctx context.Context, id string) error {
-	ctx, cancel := s.bound(ctx)
+	bctx, cancel := s.bound(ctx)
 	defer cancel()
-	return deleteRun(ctx, s.pool, id)
+	err := deleteRun(bctx, s.pool, id)
+	if ambiguous(err) {
+		// The lost session may still hold the rows: the retry waits for
+		// it, by the statement timeout, on a deadline of its own.
+		again, cancel := s.bound(context.WithoutCancel(ctx))
+		defer cancel()
+		err = deleteRun(again, s.pool, id)
+	}
+	return err
 }
 
 func deleteRun(ctx context.Context, q querier, id string) error {
