@@ -144,9 +144,9 @@ type Shared interface {
 
 // Finisher is a store that ends a run in one step: it writes the run's
 // thread (compared on its revision, as PutThread) and forgets the run,
-// only while the run is still at its save seq (or not stored). Replicas
-// sharing it cannot then both commit on one save: one ending the run, the
-// other saving an approval of it.
+// only while the run is still at its save seq (or, seq 0, never saved).
+// Replicas sharing it cannot then both commit on one save: one ending the
+// run, the other saving an approval of it or deleting it.
 type Finisher interface {
 	FinishRun(ctx context.Context, t Thread, runID string, seq uint64) (uint64, error)
 }

@@ -489,10 +489,11 @@ func (s *Store) ClaimExpired(ctx context.Context, now time.Time, lease time.Dura
 }
 
 // FinishRun implements run.Finisher in one transaction: the run must be
-// at save seq (or not stored), the thread at its revision, and then the
-// thread is written and the run forgotten; otherwise nothing is, and the
-// error is revision_conflict (another replica saved the run, an approval
-// say, or the thread since). A statement whose reply is lost, COMMIT's
+// at save seq (or, with seq 0, never saved: not stored), the thread at
+// its revision, and then the thread is written and the run forgotten;
+// otherwise nothing is, and the error is revision_conflict (another
+// replica saved the run, an approval say, or the thread since, or ended
+// or deleted the run). A statement whose reply is lost, COMMIT's
 // included, is settled (see settle) before it answers.
 func (s *Store) FinishRun(ctx context.Context, t run.Thread, runID string, seq uint64) (uint64, error) {
 	ctx, cancel := s.bound(ctx)
@@ -530,6 +531,11 @@ func (s *Store) FinishRun(ctx context.Context, t run.Thread, runID string, seq u
 	}
 	var stored int64
 	switch err := tx.QueryRow(ctx, `SELECT seq FROM awaken_runs WHERE id = $1 FOR UPDATE`, runID).Scan(&stored); {
+	case errors.Is(err, pgx.ErrNoRows) && seq > 0:
+		// Saved once, so another replica forgot it since: deleted it
+		// (DELETE on a running run does not write the thread, so the
+		// thread's revision would not tell), or ended it.
+		return 0, errs.New(errs.RevisionConflict, "run %s was ended or deleted by another replica since this one loaded it (save %d); call again", runID, seq)
 	case errors.Is(err, pgx.ErrNoRows):
 	case lostInTx(err):
 		return lost(err)
