@@ -142,6 +142,16 @@ type Shared interface {
 	RunSeq(ctx context.Context, id string) (uint64, bool, error)
 }
 
+// SeqDeleter is a Shared store that forgets a run only while it is at the
+// save a process holds (Checkpoint.Seq; Session.Saves), or not stored; at
+// another save it forgets nothing and answers revision_conflict. A delete
+// decided on a copy that another replica has saved past since (a running
+// run it made wait on an approval) is refused rather than forgetting
+// what that replica's client was told.
+type SeqDeleter interface {
+	DeleteRunAt(ctx context.Context, id string, seq uint64) error
+}
+
 // Finisher is a store that ends a run in one step: it writes the run's
 // thread (compared on its revision, as PutThread) and forgets the run,
 // only while the run is still at its save seq (or, seq 0, never saved).

@@ -307,3 +307,37 @@ func TestDeleteRunReplyLost(t *testing.T) {
 		t.Error("the run's changes outlived it")
 	}
 }
+
+// DeleteRunAt forgets a run only at the save its caller holds; a reply
+// lost after it did is a success all the same.
+func TestDeleteRunAt(t *testing.T) {
+	s, direct, px := openProxied(t)
+	ctx := context.Background()
+	cp := run.Checkpoint{RunID: "run_at", ThreadID: "t", Status: run.Running, Seq: 1, Values: map[string]any{}}
+	if err := s.PutRun(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendRun(ctx, run.Delta{RunID: "run_at", Base: 1, Status: run.Running}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRunAt(ctx, "run_at", 1); !errors.Is(err, errs.RevisionConflict) {
+		t.Fatalf("a delete at save 1 of a run at save 2: %v, want revision_conflict", err)
+	}
+	if _, stored, _ := direct.RunSeq(ctx, "run_at"); !stored {
+		t.Fatal("a refused delete forgot the run")
+	}
+	px.CutAt("run_at")
+	err := s.DeleteRunAt(ctx, "run_at", 2)
+	if px.Cuts() != 1 {
+		t.Fatalf("the proxy cut %d connections, want 1", px.Cuts())
+	}
+	if _, stored, _ := direct.RunSeq(ctx, "run_at"); stored {
+		t.Fatalf("the cut delete did not commit (%v)", err)
+	}
+	if err != nil {
+		t.Errorf("delete committed, reply lost: %v; want success", err)
+	}
+	if err := s.DeleteRunAt(ctx, "run_at", 2); err != nil {
+		t.Errorf("a delete of a run that is gone: %v", err)
+	}
+}

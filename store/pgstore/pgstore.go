@@ -598,6 +598,44 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	return err
 }
 
+// DeleteRunAt implements run.SeqDeleter. As DeleteRun, a delete whose
+// reply is lost is run again: at the same save it is idempotent too.
+func (s *Store) DeleteRunAt(ctx context.Context, id string, seq uint64) error {
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	err := s.deleteRunAt(bctx, id, seq)
+	if ambiguous(err) {
+		again, cancel := s.bound(context.WithoutCancel(ctx))
+		defer cancel()
+		err = s.deleteRunAt(again, id, seq)
+	}
+	return err
+}
+
+func (s *Store) deleteRunAt(ctx context.Context, id string, seq uint64) error {
+	var n int64
+	err := s.pool.QueryRow(ctx, `WITH r AS (DELETE FROM awaken_runs WHERE id = $1 AND seq = $2 RETURNING id),
+			d AS (DELETE FROM awaken_run_deltas WHERE run_id IN (SELECT id FROM r))
+		SELECT count(*) FROM r`, id, int64(seq)).Scan(&n)
+	if err != nil {
+		return unavailable(err, "forget run "+id)
+	}
+	if n > 0 {
+		return nil
+	}
+	// Nothing deleted: gone already, or at another save. A statement of
+	// its own, so that it sees a save that committed while the delete
+	// waited for the row.
+	var stored int64
+	switch err := s.pool.QueryRow(ctx, "SELECT seq FROM awaken_runs WHERE id = $1", id).Scan(&stored); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return unavailable(err, "forget run "+id)
+	}
+	return errs.New(errs.RevisionConflict, "run %s was saved by another replica since this one loaded it (save %d, not %d), so it was not deleted; call again", id, stored, seq)
+}
+
 func deleteRun(ctx context.Context, q querier, id string) error {
 	if _, err := q.Exec(ctx, `WITH d AS (DELETE FROM awaken_run_deltas WHERE run_id = $1)
 		DELETE FROM awaken_runs WHERE id = $1`, id); err != nil {
