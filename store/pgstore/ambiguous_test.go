@@ -341,3 +341,26 @@ func TestDeleteRunAt(t *testing.T) {
 		t.Errorf("a delete of a run that is gone: %v", err)
 	}
 }
+
+// A journal batch written whose reply was lost is written: reported
+// lost, its runs would be left out of replay and verify from its first
+// record on, though every record is there.
+func TestJournalBatchReplyLost(t *testing.T) {
+	s, direct, px := openProxied(t)
+	ctx := context.Background()
+	px.CutAt("stream_cut")
+	err := s.WriteLines(ctx, "stream_cut", [][]byte{[]byte("one"), []byte("two")})
+	if px.Cuts() != 1 {
+		t.Fatalf("the proxy cut %d connections, want 1", px.Cuts())
+	}
+	n, qerr := direct.Exec(ctx, "SELECT 1 FROM awaken_journal WHERE stream = 'stream_cut'")
+	if qerr != nil {
+		t.Fatal(qerr)
+	}
+	if n != 2 {
+		t.Fatalf("the cut batch left %d lines, want 2: the proxy cut too early (%v)", n, err)
+	}
+	if err != nil {
+		t.Errorf("batch written, reply lost: %v; want success", err)
+	}
+}

@@ -9,11 +9,27 @@ import (
 	"github.com/awaken-lua/awaken-lua/journal"
 )
 
-// WriteLines implements journal.LineSink: one statement per batch.
+// WriteLines implements journal.LineSink: one statement per batch. A
+// batch whose reply is lost is settled (see settle): reported lost when
+// it was written, its runs would be left out of the journal's readers.
 func (s *Store) WriteLines(ctx context.Context, stream string, lines [][]byte) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	if _, err := s.pool.Exec(ctx, `INSERT INTO awaken_journal (stream, line) SELECT $1, unnest($2::bytea[])`, stream, lines); err != nil {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return unavailable(err, "write the journal")
+	}
+	defer conn.Release()
+	pid := conn.Conn().PgConn().PID()
+	_, err = conn.Exec(ctx, `INSERT INTO awaken_journal (stream, line) SELECT $1, unnest($2::bytea[])`, stream, lines)
+	if ambiguous(err) && len(lines) > 0 {
+		conn.Release() // settle needs a connection of the pool: this one is lost
+		// A line holds the hash of the one before it, so the batch's
+		// last line is in its stream only if this batch wrote it.
+		return s.settle(ctx, pid, err, "write the journal", "the journal counts the batch as lost",
+			`SELECT EXISTS (SELECT 1 FROM awaken_journal WHERE stream = $1 AND line = $2), false`, stream, lines[len(lines)-1])
+	}
+	if err != nil {
 		return unavailable(err, "write the journal")
 	}
 	return nil
