@@ -3,6 +3,7 @@ package run
 import (
 	"container/list"
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -124,6 +125,16 @@ type Store interface {
 	PutRun(ctx context.Context, cp Checkpoint) error
 	// DeleteRun forgets a run.
 	DeleteRun(ctx context.Context, id string) error
+}
+
+// OutcomeUnknown reports whether err is a save its store cannot tell the
+// outcome of (its connection was lost after the save was sent, and the
+// store could not find out since): unlike other failures, it may have
+// been kept. A store marks such an error with a method OutcomeUnknown
+// that returns true.
+func OutcomeUnknown(err error) bool {
+	var u interface{ OutcomeUnknown() bool }
+	return errors.As(err, &u) && u.OutcomeUnknown()
 }
 
 // Prober is a Store that can tell whether a save would succeed now,

@@ -25,6 +25,8 @@ type Proxy struct {
 	cuts    int
 	stalled bool
 	resumed *sync.Cond // broadcast when stalled turns false
+	// stallAtCut: the cut stalls the proxy too (see CutThenStall).
+	stallAtCut bool
 }
 
 // Proxy starts a proxy to the cluster. Close it with Close.
@@ -55,6 +57,16 @@ func (p *Proxy) DSN(db string) string {
 func (p *Proxy) CutAt(marker string) {
 	p.mu.Lock()
 	p.marker = []byte(marker)
+	p.mu.Unlock()
+}
+
+// CutThenStall is CutAt, and with the cut the proxy stalls (see Stall):
+// the client finds its connection lost, and the database, when it asks
+// it again, silent.
+func (p *Proxy) CutThenStall(marker string) {
+	p.mu.Lock()
+	p.marker = []byte(marker)
+	p.stallAtCut = true
 	p.mu.Unlock()
 }
 
@@ -171,5 +183,8 @@ func (p *Proxy) cut(msg []byte) bool {
 	}
 	p.marker = nil
 	p.cuts++
+	if p.stallAtCut {
+		p.stalled, p.stallAtCut = true, false
+	}
 	return true
 }

@@ -684,11 +684,11 @@ func ambiguous(err error) bool {
 // connection held (a pool of one, or a network failure that cut a save
 // on each) it would wait for itself until its deadline.
 func (s *Store) settle(ctx context.Context, pid uint32, err error, what, hint, check string, args ...any) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ctx, cancel := s.bound(context.WithoutCancel(ctx))
 	defer cancel()
 	var gone bool
-	qerr := s.pool.QueryRow(ctx, `SELECT pg_terminate_backend($1, 5000) OR NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`,
-		int64(pid)).Scan(&gone)
+	qerr := s.pool.QueryRow(ctx, `SELECT pg_terminate_backend($1, $2) OR NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`,
+		int64(pid), s.timeout.Milliseconds()/2).Scan(&gone)
 	var committed, behind bool
 	if qerr == nil && gone {
 		qerr = s.pool.QueryRow(ctx, check, args...).Scan(&committed, &behind)
@@ -698,8 +698,8 @@ func (s *Store) settle(ctx context.Context, pid uint32, err error, what, hint, c
 		if qerr == nil {
 			qerr = fmt.Errorf("the session %d that ran it did not end", pid)
 		}
-		return fmt.Errorf("pgstore: %s: the connection was lost while the database ran the save, and whether it committed "+
-			"cannot be told now (%v); %s: %w", what, qerr, hint, err)
+		return unknownOutcome{fmt.Errorf("pgstore: %s: the connection was lost while the database ran the save, and whether it committed "+
+			"cannot be told now (%v); %s: %w", what, qerr, hint, err)}
 	case committed:
 		return nil
 	case behind:
@@ -707,6 +707,14 @@ func (s *Store) settle(ctx context.Context, pid uint32, err error, what, hint, c
 	}
 	return unavailable(err, what)
 }
+
+// unknownOutcome is settle's error when it cannot tell: the save may have
+// committed, which the sidecar's reply must not deny (see
+// run.OutcomeUnknown).
+type unknownOutcome struct{ error }
+
+func (unknownOutcome) OutcomeUnknown() bool { return true }
+func (u unknownOutcome) Unwrap() error      { return u.error }
 
 // runHint tells how to find out what settle could not.
 const runHint = "GET the run to see its save count"
