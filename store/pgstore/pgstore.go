@@ -67,11 +67,16 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	}
 	// Set once a session starts rather than as startup parameters, which
 	// a pooler in front of the database (PgBouncer) may refuse. Without
-	// them a lock held by a stopped replica's transaction would hold
-	// every save of that run, and the row, forever.
+	// the timeouts a lock held by a stopped replica's transaction would
+	// hold every save of that run, and the row, forever. The saves'
+	// compare and swap counts on read committed, whatever the database's
+	// default: under a stricter one a save that loses a race fails with
+	// a serialization error (a 503, retried on the stale base) rather
+	// than finding no row at its base (revision_conflict).
 	ms := strconv.FormatInt(timeout.Milliseconds(), 10)
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, "SET statement_timeout = "+ms+"; SET idle_in_transaction_session_timeout = "+ms)
+		_, err := c.Exec(ctx, "SET statement_timeout = "+ms+"; SET idle_in_transaction_session_timeout = "+ms+
+			"; SET default_transaction_isolation = 'read committed'")
 		return err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
