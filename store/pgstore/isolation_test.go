@@ -83,3 +83,35 @@ func TestStricterDefaultIsolationStillConflicts(t *testing.T) {
 		t.Fatalf("a save that lost the race, under repeatable read: %v; want revision_conflict", err)
 	}
 }
+
+// A save is acknowledged once committed, and an acknowledged save must
+// survive the database's crash: a database (or server) set to
+// synchronous_commit = off acknowledges commits it may lose. The store's
+// sessions commit synchronously; a stricter setting (remote_apply, for a
+// standby) is kept.
+func TestCommitsAreDurableWhateverTheDefault(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ db, want string }{{"off", "on"}, {"remote_apply", "remote_apply"}} {
+		dsn, err := cluster.NewDatabase(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.Exec(ctx, "ALTER DATABASE "+admin.Config().Database+" SET synchronous_commit = "+tc.db); err != nil {
+			t.Fatal(err)
+		}
+		admin.Close(ctx)
+		s, err := pgstore.Open(ctx, dsn, pgstore.Options{MaxConns: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.Exec(ctx, "SELECT 1 WHERE current_setting('synchronous_commit') = $1", tc.want)
+		s.Close()
+		if err != nil || n != 1 {
+			t.Errorf("a session on a database set to synchronous_commit = %s: not %s (%v)", tc.db, tc.want, err)
+		}
+	}
+}

@@ -72,11 +72,16 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	// compare and swap counts on read committed, whatever the database's
 	// default: under a stricter one a save that loses a race fails with
 	// a serialization error (a 503, retried on the stale base) rather
-	// than finding no row at its base (revision_conflict).
+	// than finding no row at its base (revision_conflict). And a save is
+	// acknowledged once committed, so commits wait for the WAL to be
+	// flushed: with synchronous_commit off (a database tuned for speed)
+	// a crash of the database loses saves it acknowledged. A stricter
+	// setting (remote_apply, for a standby) is kept.
 	ms := strconv.FormatInt(timeout.Milliseconds(), 10)
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, "SET statement_timeout = "+ms+"; SET idle_in_transaction_session_timeout = "+ms+
-			"; SET default_transaction_isolation = 'read committed'")
+			"; SET default_transaction_isolation = 'read committed'"+
+			"; SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') = 'off'")
 		return err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
