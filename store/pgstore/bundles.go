@@ -128,7 +128,7 @@ func (s *Store) listenOnce(ctx context.Context, wake func()) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+bundleChannel); err != nil {
 		return err
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "UNLISTEN "+bundleChannel)
+	defer s.cleanUp(ctx, func(ctx context.Context) { conn.Exec(ctx, "UNLISTEN "+bundleChannel) })
 	wake() // whatever was published while this replica was not listening
 	for {
 		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {

@@ -99,6 +99,16 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, 2*s.timeout)
 }
 
+// cleanUp runs f, a statement that ends what a call began (UNLISTEN, a
+// rollback, an unlock), even once the call's context ended, but bounded
+// as a call is: a database that stopped answering would otherwise hold
+// it, and its connection, and Close waiting for that, forever.
+func (s *Store) cleanUp(ctx context.Context, f func(context.Context)) {
+	ctx, cancel := s.bound(context.WithoutCancel(ctx))
+	defer cancel()
+	f(ctx)
+}
+
 // Close closes the pool.
 func (s *Store) Close() { s.pool.Close() }
 
@@ -117,7 +127,7 @@ func (s *Store) Migrate(ctx context.Context) ([]int, error) {
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lock); err != nil {
 		return nil, unavailable(err, "lock the schema for migration")
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lock)
+	defer s.cleanUp(ctx, func(ctx context.Context) { conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", lock) })
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS awaken_schema (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return nil, unavailable(err, "create the schema table")
 	}
@@ -522,10 +532,10 @@ func (s *Store) FinishRun(ctx context.Context, t run.Thread, runID string, seq u
 	if err != nil {
 		return 0, unavailable(err, "finish run "+runID)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) // after Commit, a no-op
+	defer s.cleanUp(ctx, func(ctx context.Context) { tx.Rollback(ctx) }) // after Commit, a no-op
 	var rev uint64
 	lost := func(err error) (uint64, error) {
-		tx.Rollback(context.WithoutCancel(ctx))
+		s.cleanUp(ctx, func(ctx context.Context) { tx.Rollback(ctx) })
 		conn.Release() // settle needs a connection of the pool: this one is lost
 		err = s.settle(ctx, pid, err, "finish run "+runID, runHint,
 			`SELECT coalesce((SELECT revision = $2 FROM awaken_threads WHERE id = $1), false),
