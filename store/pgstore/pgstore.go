@@ -320,7 +320,7 @@ func (s *Store) Run(ctx context.Context, id string) (run.Checkpoint, bool, error
 		}
 		if seq == 0 {
 			if err := json.Unmarshal(body, &cp); err != nil {
-				return run.Checkpoint{}, false, fmt.Errorf("pgstore: run %s is not valid JSON: %w", id, err)
+				return run.Checkpoint{}, false, corruptRun(id, fmt.Errorf("it is not valid JSON: %w", err))
 			}
 			found = true
 			continue
@@ -330,10 +330,10 @@ func (s *Store) Run(ctx context.Context, id string) (run.Checkpoint, bool, error
 		}
 		var d run.Delta
 		if err := json.Unmarshal(body, &d); err != nil {
-			return run.Checkpoint{}, false, fmt.Errorf("pgstore: save %d of run %s is not valid JSON: %w", seq, id, err)
+			return run.Checkpoint{}, false, corruptRun(id, fmt.Errorf("its save %d is not valid JSON: %w", seq, err))
 		}
 		if err := cp.Apply(d); err != nil {
-			return run.Checkpoint{}, false, fmt.Errorf("pgstore: save %d of run %s does not apply: %w", seq, id, err)
+			return run.Checkpoint{}, false, corruptRun(id, fmt.Errorf("its save %d does not apply: %w", seq, err))
 		}
 		deltas++
 	}
@@ -344,6 +344,14 @@ func (s *Store) Run(ctx context.Context, id string) (run.Checkpoint, bool, error
 		s.compact(ctx, cp)
 	}
 	return cp, found, nil
+}
+
+// corruptRun is a run the database holds but that cannot be read back:
+// run_lost, not a failure of the database (a 503 to retry, and a replica
+// marked unready at each call on it), since a retry reads the same rows.
+func corruptRun(id string, err error) error {
+	return errs.Wrap(errs.RunLost, err, "run %s in the database cannot be restored, so its pending decisions are lost; "+
+		"delete its rows from awaken_runs and awaken_run_deltas to let its thread start another run", id)
 }
 
 // compactAfter is how many saved changes a read applies before it writes
