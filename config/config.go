@@ -162,6 +162,10 @@ type Store struct {
 	// MaxConns bounds the PostgreSQL connections of one process (0: pgx's
 	// default, the larger of 4 and the number of CPUs).
 	MaxConns int
+	// StatementTimeout bounds each PostgreSQL statement (a lock wait
+	// included), so a stuck lock or database fails a call rather than
+	// holding it (postgres only; > 0).
+	StatementTimeout Duration
 	// Publish makes serve publish its plugin directory as the bundle every
 	// replica loads, at start and on each save (postgres only).
 	Publish bool
@@ -245,6 +249,7 @@ const (
 	defaultMaxStateSize = 16 * MiB // state.DefaultMaxState
 	defaultModelTimeout = Duration(60 * time.Second)
 	defaultShellTimeout = Duration(10 * time.Second)
+	defaultStmtTimeout  = Duration(10 * time.Second)    // pgstore.DefaultStatementTimeout
 	defaultJournalSize  = 64 * MiB                      // journal.DefaultMaxFileSize
 	defaultJournalAge   = Duration(30 * 24 * time.Hour) // journal.DefaultMaxAge
 )
@@ -264,7 +269,7 @@ func Default() *Config {
 			MaxValueSize: defaultMaxValueSize, MaxStateSize: defaultMaxStateSize},
 		Model:   Model{Kind: ModelScripted, Timeout: defaultModelTimeout, MaxRetries: 3},
 		Server:  Server{Addr: "127.0.0.1:7878", TokenEnv: "AWAKEN_TOKEN", BodyLimit: MiB, MaxConcurrent: 64, HookAgent: DefaultAgent, SessionHistory: 200, SessionHistorySize: 4 * MiB, MaxRuns: 10000},
-		Store:   Store{Kind: StoreMemory, Path: defaultStorePath, MaxThreads: defaultMaxThreads, DSNEnv: "AWAKEN_PG_DSN"},
+		Store:   Store{Kind: StoreMemory, Path: defaultStorePath, MaxThreads: defaultMaxThreads, DSNEnv: "AWAKEN_PG_DSN", StatementTimeout: defaultStmtTimeout},
 		Audit:   Audit{Path: "audit.jsonl"},
 		Journal: Journal{Kind: JournalFile, MaxFileSize: defaultJournalSize, MaxAge: defaultJournalAge},
 		Tools:   Tools{Root: ".", ShellTimeout: defaultShellTimeout},

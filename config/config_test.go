@@ -135,7 +135,7 @@ func TestFull(t *testing.T) {
 	if c.Server != (Server{Addr: "0.0.0.0:9000", TokenEnv: "MY_TOKEN", BodyLimit: 512 * KiB, MaxConcurrent: 8, HookAgent: DefaultAgent, SessionHistory: 200, SessionHistorySize: 2 * MiB, MaxRuns: 500}) {
 		t.Fatalf("server: %+v", c.Server)
 	}
-	if c.Store != (Store{Kind: StoreFile, Path: ".awaken/store", MaxThreads: 10000, DSNEnv: "AWAKEN_PG_DSN"}) || c.Audit.Path != "" {
+	if c.Store != (Store{Kind: StoreFile, Path: ".awaken/store", MaxThreads: 10000, DSNEnv: "AWAKEN_PG_DSN", StatementTimeout: defaultStmtTimeout}) || c.Audit.Path != "" {
 		t.Fatalf("store, audit: %+v %+v", c.Store, c.Audit)
 	}
 	if j := c.Journal; j.Kind != JournalFile || j.Path != "journal" || j.MaxFileSize != 8*MiB || j.MaxAge != Duration(24*time.Hour) ||

@@ -257,6 +257,7 @@ func (p *parser) top(m map[string]any) {
 				{"kind", p.str(&c.Store.Kind, oneOf(StoreMemory, StoreFile, StorePostgres))},
 				{"dsn_env", p.envName(&c.Store.DSNEnv, "AWAKEN_PG_DSN")},
 				{"max_conns", p.integer(&c.Store.MaxConns, 2)},
+				{"statement_timeout", p.duration(&c.Store.StatementTimeout)},
 				{"publish", p.boolean(&c.Store.Publish)},
 				{"max_threads", p.maxThreads(&c.Store.MaxThreads)},
 				{"path", p.str(&c.Store.Path, nonEmpty(`leave path out for the default "`+defaultStorePath+`"`))},

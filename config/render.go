@@ -79,6 +79,11 @@ func (c *Config) Render() string {
 	} else { // 0 does not parse: it is pgx's own default
 		w.line("# max_conns: pgx's default, the larger of 4 and the number of CPUs")
 	}
+	if c.Store.StatementTimeout > 0 {
+		w.kv("statement_timeout", quoteString(c.Store.StatementTimeout.String()))
+	} else { // 0 does not parse: the store applies its default
+		w.line("# statement_timeout: the store's default, " + defaultStmtTimeout.String())
+	}
 	w.kv("publish", strconv.FormatBool(c.Store.Publish))
 
 	w.header("audit")

@@ -114,9 +114,10 @@ type Writer struct {
 	spare []*Record
 	// stream and batch: with a Sink, the writer's chain and the sealed
 	// lines of the batch being written.
-	stream string
-	batch  [][]byte
-	sunk   int // lines given to the sink since the last age-out
+	stream   string
+	batch    [][]byte
+	sunk     int       // lines given to the sink since the last age-out
+	sealedAt time.Time // when the stream's last line was sealed
 	// With a Sink: refs names the record of each line of batch (the
 	// marker's is empty), cur the record being written; lostRuns the runs
 	// whose records were not written, which the next stream's first line
@@ -479,6 +480,7 @@ func (w *Writer) sinkLine(b []byte, ref LostRun) {
 	w.batch = append(w.batch, line)
 	w.refs = append(w.refs, ref)
 	w.n++
+	w.sealedAt = w.o.Now()
 }
 
 // lostRun notes that a record of r's run was not written: the next
@@ -528,6 +530,14 @@ func (w *Writer) write(b []byte) {
 			w.drop()
 			w.lostRun(w.cur)
 			return
+		}
+		if now := w.o.Now(); len(w.batch) == 0 && w.n > 0 && now.Sub(w.sealedAt) >= w.o.MaxAge/2 {
+			// Idle this long, the stream may be aged out (by another
+			// replica: AgeOut removes streams, not this writer's lines)
+			// before this line is written, and a line chained to a
+			// removed one reads as tampering: a new stream. Half of
+			// MaxAge leaves room for the database's clock.
+			w.stream, w.n = streamName(now), 0
 		}
 		w.mark()
 		w.sinkLine(b, w.cur)

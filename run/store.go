@@ -3,6 +3,7 @@ package run
 import (
 	"container/list"
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -126,6 +127,16 @@ type Store interface {
 	DeleteRun(ctx context.Context, id string) error
 }
 
+// OutcomeUnknown reports whether err is a save its store cannot tell the
+// outcome of (its connection was lost after the save was sent, and the
+// store could not find out since): unlike other failures, it may have
+// been kept. A store marks such an error with a method OutcomeUnknown
+// that returns true.
+func OutcomeUnknown(err error) bool {
+	var u interface{ OutcomeUnknown() bool }
+	return errors.As(err, &u) && u.OutcomeUnknown()
+}
+
 // Prober is a Store that can tell whether a save would succeed now,
 // without changing what it keeps. A sidecar's readiness asks it while the
 // store fails, so it recovers by itself once the store can write again.
@@ -142,11 +153,21 @@ type Shared interface {
 	RunSeq(ctx context.Context, id string) (uint64, bool, error)
 }
 
+// SeqDeleter is a Shared store that forgets a run only while it is at the
+// save a process holds (Checkpoint.Seq; Session.Saves), or not stored; at
+// another save it forgets nothing and answers revision_conflict. A delete
+// decided on a copy that another replica has saved past since (a running
+// run it made wait on an approval) is refused rather than forgetting
+// what that replica's client was told.
+type SeqDeleter interface {
+	DeleteRunAt(ctx context.Context, id string, seq uint64) error
+}
+
 // Finisher is a store that ends a run in one step: it writes the run's
 // thread (compared on its revision, as PutThread) and forgets the run,
-// only while the run is still at its save seq (or not stored). Replicas
-// sharing it cannot then both commit on one save: one ending the run, the
-// other saving an approval of it.
+// only while the run is still at its save seq (or, seq 0, never saved).
+// Replicas sharing it cannot then both commit on one save: one ending the
+// run, the other saving an approval of it or deleting it.
 type Finisher interface {
 	FinishRun(ctx context.Context, t Thread, runID string, seq uint64) (uint64, error)
 }

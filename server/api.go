@@ -501,7 +501,17 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) error {
 		// A failing run_end hook ends the run in error; it is deleted all the same.
 		s.log.LogAttrs(ctx, slog.LevelWarn, "run_end failed while deleting a run", slog.String("run_id", e.id), slog.String("error", endErr.Error()))
 	}
-	if err := s.h.Store().DeleteRun(ctx, e.id); err != nil {
+	del := s.h.Store().DeleteRun
+	if sd, ok := s.h.Store().(run.SeqDeleter); ok {
+		// Another replica may have saved the run since the check that
+		// lockMatching made: forget only the save this decision is on.
+		del = func(ctx context.Context, id string) error { return sd.DeleteRunAt(ctx, id, sess.Saves()) }
+	}
+	if err := del(ctx, e.id); err != nil {
+		if errs.CodeOf(err) == errs.RevisionConflict {
+			s.drop(e) // stale: the retry restores the run as saved
+			return failed(e, fail(http.StatusConflict, errs.RevisionConflict, "run %s was changed by another replica during this call, so it was not deleted; call again", e.id))
+		}
 		err = storeUnavailable(fmt.Errorf("delete run %s: %w", e.id, err))
 		// The store still has the run: the next call restores it, and a run
 		// that did not end keeps its thread meanwhile.

@@ -168,7 +168,17 @@ func classify(err error) *apiError {
 
 // storeUnavailable is a store that failed to save or load a run: nothing of
 // the call was kept, and nothing in memory shows it; the client retries.
+// A save whose outcome the store cannot tell may have been kept: the
+// client reads the run before it calls again.
 func storeUnavailable(err error) *apiError {
+	if run.OutcomeUnknown(err) {
+		e := fail(http.StatusServiceUnavailable, codeStoreUnavailable,
+			"the store lost its connection while saving this call and cannot tell now whether the save was kept; "+
+				"GET the run (its revision and stage show whether this call took effect) before calling again "+
+				"(/readyz fails until the store writes again): %v", err)
+		e.err, e.retryAfter = err, "1"
+		return e
+	}
 	e := fail(http.StatusServiceUnavailable, codeStoreUnavailable,
 		"the store failed, so this call changed nothing; retry it (/readyz fails until the store writes again): %v", err)
 	e.err, e.retryAfter = err, "1"

@@ -171,6 +171,9 @@ func (s *Server) unlock(e *entry) {
 // restore loads a checkpoint from the store into e (locked, registered).
 func (s *Server) restore(ctx context.Context, e *entry) error {
 	cp, ok, err := s.h.Store().Run(ctx, e.id)
+	if errs.CodeOf(err) != "" {
+		return err // the store's answer about this run (run_lost), not its failure
+	}
 	if err != nil {
 		return storeUnavailable(fmt.Errorf("load run %s: %w", e.id, err))
 	}

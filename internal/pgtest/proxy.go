@@ -14,14 +14,19 @@ import (
 // own, so a test can cut a client's connection at a chosen statement:
 // after the statement reached the server (which runs and commits it) and
 // before its reply reaches the client, the one failure whose outcome the
-// client cannot know.
+// client cannot know. It can also stall every reply, as a database that
+// stops answering does (a hung server, a dropped network).
 type Proxy struct {
 	dir, target string
 	ln          net.Listener
 
-	mu     sync.Mutex
-	marker []byte // cut the client whose message holds it (nil: none)
-	cuts   int
+	mu      sync.Mutex
+	marker  []byte // cut the client whose message holds it (nil: none)
+	cuts    int
+	stalled bool
+	resumed *sync.Cond // broadcast when stalled turns false
+	// stallAtCut: the cut stalls the proxy too (see CutThenStall).
+	stallAtCut bool
 }
 
 // Proxy starts a proxy to the cluster. Close it with Close.
@@ -36,6 +41,7 @@ func (c *Cluster) Proxy() (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{dir: dir, target: filepath.Join(c.dir, ".s.PGSQL.5432"), ln: ln}
+	p.resumed = sync.NewCond(&p.mu)
 	go p.serve()
 	return p, nil
 }
@@ -54,6 +60,41 @@ func (p *Proxy) CutAt(marker string) {
 	p.mu.Unlock()
 }
 
+// CutThenStall is CutAt, and with the cut the proxy stalls (see Stall):
+// the client finds its connection lost, and the database, when it asks
+// it again, silent.
+func (p *Proxy) CutThenStall(marker string) {
+	p.mu.Lock()
+	p.marker = []byte(marker)
+	p.stallAtCut = true
+	p.mu.Unlock()
+}
+
+// Stall holds back every reply of the server, on every connection, until
+// Resume: the client's statements reach the server, and no answer comes.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	p.stalled = true
+	p.mu.Unlock()
+}
+
+// Resume passes the replies Stall held back, and those after.
+func (p *Proxy) Resume() {
+	p.mu.Lock()
+	p.stalled = false
+	p.mu.Unlock()
+	p.resumed.Broadcast()
+}
+
+// wait returns once the proxy is not stalled.
+func (p *Proxy) wait() {
+	p.mu.Lock()
+	for p.stalled {
+		p.resumed.Wait()
+	}
+	p.mu.Unlock()
+}
+
 // Cuts is how many connections the proxy cut.
 func (p *Proxy) Cuts() int {
 	p.mu.Lock()
@@ -61,8 +102,9 @@ func (p *Proxy) Cuts() int {
 	return p.cuts
 }
 
-// Close stops accepting connections.
+// Close stops accepting connections, and resumes a stalled proxy.
 func (p *Proxy) Close() {
+	p.Resume()
 	p.ln.Close()
 	os.RemoveAll(p.dir)
 }
@@ -96,6 +138,7 @@ func (p *Proxy) pipe(client, server net.Conn) {
 			n, err := server.Read(buf)
 			if n > 0 {
 				if !cutting.Load() {
+					p.wait()
 					if _, werr := client.Write(buf[:n]); werr != nil {
 						return
 					}
@@ -140,5 +183,8 @@ func (p *Proxy) cut(msg []byte) bool {
 	}
 	p.marker = nil
 	p.cuts++
+	if p.stallAtCut {
+		p.stalled, p.stallAtCut = true, false
+	}
 	return true
 }

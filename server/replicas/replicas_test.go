@@ -72,19 +72,25 @@ func replicasIn(t testing.TB, n int) ([]*replica, string) { return replicasWith(
 
 // replicasWith is replicasIn with more of awaken.toml.
 func replicasWith(t testing.TB, n int, extra string) ([]*replica, string) {
+	return replicasVia(t, n, "", extra, func(dsn string) string { return dsn })
+}
+
+// replicasVia is replicasWith with more of [store], on the DSN that via
+// makes of the database's (through a proxy, say).
+func replicasVia(t testing.TB, n int, store, extra string, via func(dsn string) string) ([]*replica, string) {
 	t.Helper()
 	ctx := context.Background()
 	dsn, err := cluster.NewDatabase(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("AWAKEN_TEST_PG", dsn)
+	t.Setenv("AWAKEN_TEST_PG", via(dsn))
 	dir := t.TempDir()
 	// The hook budget is wall-clock time, and policy's gate on "slow"
 	// spins: 3-5s under -race, and past 10s on a loaded 2-core machine
 	// (TestConcurrentCallsOnTwoReplicas failed with hook_timeout). No test
 	// here is about the budget.
-	toml := "plugin_dir = \"scripts\"\n[runtime]\nhook_timeout = \"60s\"\n[store]\nkind = \"postgres\"\ndsn_env = \"AWAKEN_TEST_PG\"\nmax_conns = 8\n[agents.default]\ntools = []\n" + extra
+	toml := "plugin_dir = \"scripts\"\n[runtime]\nhook_timeout = \"60s\"\n[store]\nkind = \"postgres\"\ndsn_env = \"AWAKEN_TEST_PG\"\nmax_conns = 8\n" + store + "[agents.default]\ntools = []\n" + extra
 	os.MkdirAll(filepath.Join(dir, "scripts"), 0o755)
 	os.WriteFile(filepath.Join(dir, "awaken.toml"), []byte(toml), 0o644)
 	os.WriteFile(filepath.Join(dir, "scripts", "policy.lua"), []byte(policy), 0o644)

@@ -231,6 +231,11 @@ func TestFinishRunReplyLost(t *testing.T) {
 	finish := func(th run.Thread, id, marker string) (uint64, error) {
 		t.Helper()
 		cuts := px.Cuts()
+		// A connection of the pool first, so that the marker ("commit")
+		// cuts the finish and not the session setup of a new connection.
+		if _, _, err := s.RunSeq(ctx, id); err != nil {
+			t.Fatal(err)
+		}
 		px.CutAt(marker)
 		rev, err := s.FinishRun(ctx, th, id, 1)
 		if px.Cuts() != cuts+1 {
@@ -275,5 +280,92 @@ func TestFinishRunReplyLost(t *testing.T) {
 		if _, err := finish(th, tc.id, tc.marker); !errors.Is(err, errs.RevisionConflict) {
 			t.Errorf("%s: a finish that lost to another replica's save, reply lost: %v; want revision_conflict", tc.id, err)
 		}
+	}
+}
+
+// A run forgotten whose reply was lost is forgotten: the error said "the
+// store still has the run", so the sidecar kept it as not deleted, and
+// the client's retried DELETE found no run (404) where the first one had
+// deleted it, and the run's end was never journaled.
+func TestDeleteRunReplyLost(t *testing.T) {
+	s, direct, px := openProxied(t)
+	ctx := context.Background()
+	cp := run.Checkpoint{RunID: "run_gone", ThreadID: "t", Status: run.Running, Seq: 1, Values: map[string]any{}}
+	if err := s.PutRun(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendRun(ctx, run.Delta{RunID: "run_gone", Base: 1, Status: run.Running}); err != nil {
+		t.Fatal(err)
+	}
+	px.CutAt("run_gone")
+	err := s.DeleteRun(ctx, "run_gone")
+	if px.Cuts() != 1 {
+		t.Fatalf("the proxy cut %d connections, want 1", px.Cuts())
+	}
+	if _, stored, _ := direct.RunSeq(ctx, "run_gone"); stored {
+		t.Fatalf("the cut delete did not commit: the proxy cut too early (%v)", err)
+	}
+	if err != nil {
+		t.Errorf("delete committed, reply lost: %v; want success", err)
+	}
+	if _, found, _ := direct.Run(ctx, "run_gone"); found {
+		t.Error("the run's changes outlived it")
+	}
+}
+
+// DeleteRunAt forgets a run only at the save its caller holds; a reply
+// lost after it did is a success all the same.
+func TestDeleteRunAt(t *testing.T) {
+	s, direct, px := openProxied(t)
+	ctx := context.Background()
+	cp := run.Checkpoint{RunID: "run_at", ThreadID: "t", Status: run.Running, Seq: 1, Values: map[string]any{}}
+	if err := s.PutRun(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendRun(ctx, run.Delta{RunID: "run_at", Base: 1, Status: run.Running}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRunAt(ctx, "run_at", 1); !errors.Is(err, errs.RevisionConflict) {
+		t.Fatalf("a delete at save 1 of a run at save 2: %v, want revision_conflict", err)
+	}
+	if _, stored, _ := direct.RunSeq(ctx, "run_at"); !stored {
+		t.Fatal("a refused delete forgot the run")
+	}
+	px.CutAt("run_at")
+	err := s.DeleteRunAt(ctx, "run_at", 2)
+	if px.Cuts() != 1 {
+		t.Fatalf("the proxy cut %d connections, want 1", px.Cuts())
+	}
+	if _, stored, _ := direct.RunSeq(ctx, "run_at"); stored {
+		t.Fatalf("the cut delete did not commit (%v)", err)
+	}
+	if err != nil {
+		t.Errorf("delete committed, reply lost: %v; want success", err)
+	}
+	if err := s.DeleteRunAt(ctx, "run_at", 2); err != nil {
+		t.Errorf("a delete of a run that is gone: %v", err)
+	}
+}
+
+// A journal batch written whose reply was lost is written: reported
+// lost, its runs would be left out of replay and verify from its first
+// record on, though every record is there.
+func TestJournalBatchReplyLost(t *testing.T) {
+	s, direct, px := openProxied(t)
+	ctx := context.Background()
+	px.CutAt("stream_cut")
+	err := s.WriteLines(ctx, "stream_cut", [][]byte{[]byte("one"), []byte("two")})
+	if px.Cuts() != 1 {
+		t.Fatalf("the proxy cut %d connections, want 1", px.Cuts())
+	}
+	n, qerr := direct.Exec(ctx, "SELECT 1 FROM awaken_journal WHERE stream = 'stream_cut'")
+	if qerr != nil {
+		t.Fatal(qerr)
+	}
+	if n != 2 {
+		t.Fatalf("the cut batch left %d lines, want 2: the proxy cut too early (%v)", n, err)
+	}
+	if err != nil {
+		t.Errorf("batch written, reply lost: %v; want success", err)
 	}
 }

@@ -38,6 +38,8 @@ func BundleHash(files map[string][]byte) string {
 // published one and wakes the replicas, in one transaction. It returns the
 // bundle's hash.
 func (s *Store) Publish(ctx context.Context, files map[string][]byte) (string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	hash := BundleHash(files)
 	body, err := json.Marshal(files)
 	if err != nil {
@@ -62,6 +64,8 @@ func (s *Store) Publish(ctx context.Context, files map[string][]byte) (string, e
 
 // Published returns the published bundle's hash ("" while none is).
 func (s *Store) Published(ctx context.Context) (string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var hash string
 	err := s.pool.QueryRow(ctx, "SELECT hash FROM awaken_published WHERE id = 1").Scan(&hash)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -75,6 +79,8 @@ func (s *Store) Published(ctx context.Context) (string, error) {
 
 // Bundle returns a bundle's files.
 func (s *Store) Bundle(ctx context.Context, hash string) (map[string][]byte, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var body []byte
 	err := s.pool.QueryRow(ctx, "SELECT files FROM awaken_bundles WHERE hash = $1", hash).Scan(&body)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -122,7 +128,7 @@ func (s *Store) listenOnce(ctx context.Context, wake func()) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+bundleChannel); err != nil {
 		return err
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "UNLISTEN "+bundleChannel)
+	defer s.cleanUp(ctx, func(ctx context.Context) { conn.Exec(ctx, "UNLISTEN "+bundleChannel) })
 	wake() // whatever was published while this replica was not listening
 	for {
 		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {

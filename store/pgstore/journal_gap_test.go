@@ -213,3 +213,30 @@ func TestJournalLostShadowRecordKeepsItsRun(t *testing.T) {
 		t.Errorf("read %q, problems %v; want all of run a, which lost only a shadow record", g, problems)
 	}
 }
+
+// A writer idle for longer than max_age (a replica few calls reach) finds
+// its stream aged out by another replica, which removes a stream whose
+// last line is that old. Chaining its next line to the removed one would
+// make verify report the journal tampered with: it starts a new stream.
+func TestIdleStreamAgedOutByAnotherReplica(t *testing.T) {
+	st, ctx := open(t), context.Background()
+	clock, w, rows := gapWriter(t, st)
+	w.Record(&journal.Record{Rec: journal.KindRun, Format: journal.Format, RunID: "a", Agent: "a"})
+	waitFor(t, "the first line", func() bool { return rows() == 1 })
+	clock.Add(int64(journal.DefaultMaxAge + time.Hour))
+	// Another replica ages out the journal: the stream's last line is
+	// past max_age by the database's clock (moved here by the cut).
+	if err := st.AgeOut(ctx, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if rows() != 0 {
+		t.Fatal("the idle stream was not aged out")
+	}
+	w.Record(&journal.Record{Rec: journal.KindRun, Format: journal.Format, RunID: "b", Agent: "a"})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := journal.VerifyLines(journalOf(st)); err != nil || n != 1 {
+		t.Fatalf("verify after the idle stream aged out: %d lines, %v", n, err)
+	}
+}

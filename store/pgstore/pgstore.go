@@ -34,11 +34,21 @@ var migrations embed.FS
 type Options struct {
 	// MaxConns bounds the pool's connections (0: pgx's default).
 	MaxConns int32
+	// StatementTimeout bounds each statement in the database (a lock wait
+	// included), and a transaction left idle there; each call waits at
+	// most twice as long on this side, for a database that does not
+	// answer at all (0: DefaultStatementTimeout).
+	StatementTimeout time.Duration
 }
+
+// DefaultStatementTimeout is Options.StatementTimeout's default: a phase
+// call takes milliseconds, so a statement this slow is stuck.
+const DefaultStatementTimeout = 10 * time.Second
 
 // Store is a run.Store in PostgreSQL.
 type Store struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	timeout time.Duration // Options.StatementTimeout
 }
 
 // Open connects to the database named by dsn. It does not migrate: call
@@ -51,11 +61,52 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
+	timeout := o.StatementTimeout
+	if timeout <= 0 {
+		timeout = DefaultStatementTimeout
+	}
+	// Set once a session starts rather than as startup parameters, which
+	// a pooler in front of the database (PgBouncer) may refuse. Without
+	// the timeouts a lock held by a stopped replica's transaction would
+	// hold every save of that run, and the row, forever. The saves'
+	// compare and swap counts on read committed, whatever the database's
+	// default: under a stricter one a save that loses a race fails with
+	// a serialization error (a 503, retried on the stale base) rather
+	// than finding no row at its base (revision_conflict). And a save is
+	// acknowledged once committed, so commits wait for the WAL to be
+	// flushed: with synchronous_commit off (a database tuned for speed)
+	// a crash of the database loses saves it acknowledged. A stricter
+	// setting (remote_apply, for a standby) is kept.
+	ms := strconv.FormatInt(timeout.Milliseconds(), 10)
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SET statement_timeout = "+ms+"; SET idle_in_transaction_session_timeout = "+ms+
+			"; SET default_transaction_isolation = 'read committed'"+
+			"; SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') = 'off'")
+		return err
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, unavailable(err, "connect to PostgreSQL")
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, timeout: timeout}, nil
+}
+
+// bound limits a call to twice the statement timeout on this side: a
+// database that stops answering (a hung server, a dropped network) never
+// ends a statement by its own timeout. The database's own timeout comes
+// first when it does answer, and says which statement was slow.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, 2*s.timeout)
+}
+
+// cleanUp runs f, a statement that ends what a call began (UNLISTEN, a
+// rollback, an unlock), even once the call's context ended, but bounded
+// as a call is: a database that stopped answering would otherwise hold
+// it, and its connection, and Close waiting for that, forever.
+func (s *Store) cleanUp(ctx context.Context, f func(context.Context)) {
+	ctx, cancel := s.bound(context.WithoutCancel(ctx))
+	defer cancel()
+	f(ctx)
 }
 
 // Close closes the pool.
@@ -65,6 +116,8 @@ func (s *Store) Close() { s.pool.Close() }
 // each in a transaction, under an advisory lock so that replicas starting
 // together do not race. It returns the versions it applied.
 func (s *Store) Migrate(ctx context.Context) ([]int, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, unavailable(err, "connect to PostgreSQL to migrate")
@@ -74,7 +127,7 @@ func (s *Store) Migrate(ctx context.Context) ([]int, error) {
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lock); err != nil {
 		return nil, unavailable(err, "lock the schema for migration")
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lock)
+	defer s.cleanUp(ctx, func(ctx context.Context) { conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", lock) })
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS awaken_schema (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return nil, unavailable(err, "create the schema table")
 	}
@@ -136,6 +189,8 @@ func SchemaVersion() int {
 
 // Thread implements run.Store.
 func (s *Store) Thread(ctx context.Context, id string) (run.Thread, bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var body []byte
 	var rev uint64
 	err := s.pool.QueryRow(ctx, "SELECT revision, body FROM awaken_threads WHERE id = $1", id).Scan(&rev, &body)
@@ -158,6 +213,8 @@ func (s *Store) Thread(ctx context.Context, id string) (run.Thread, bool, error)
 // from a sequence shared by every thread. A save whose reply is lost is
 // settled (see settle) before it answers.
 func (s *Store) PutThread(ctx context.Context, t run.Thread) (uint64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	body, err := json.Marshal(t)
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: encode thread %s: %w", t.ID, err)
@@ -245,6 +302,8 @@ func threadError(err error, t run.Thread) error {
 // Run implements run.Store: the saved checkpoint with the changes saved
 // since applied in order.
 func (s *Store) Run(ctx context.Context, id string) (run.Checkpoint, bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT 0, body FROM awaken_runs WHERE id = $1
 		UNION ALL SELECT seq, body FROM awaken_run_deltas WHERE run_id = $1 ORDER BY 1`, id)
 	if err != nil {
@@ -261,7 +320,7 @@ func (s *Store) Run(ctx context.Context, id string) (run.Checkpoint, bool, error
 		}
 		if seq == 0 {
 			if err := json.Unmarshal(body, &cp); err != nil {
-				return run.Checkpoint{}, false, fmt.Errorf("pgstore: run %s is not valid JSON: %w", id, err)
+				return run.Checkpoint{}, false, corruptRun(id, fmt.Errorf("it is not valid JSON: %w", err))
 			}
 			found = true
 			continue
@@ -271,10 +330,10 @@ func (s *Store) Run(ctx context.Context, id string) (run.Checkpoint, bool, error
 		}
 		var d run.Delta
 		if err := json.Unmarshal(body, &d); err != nil {
-			return run.Checkpoint{}, false, fmt.Errorf("pgstore: save %d of run %s is not valid JSON: %w", seq, id, err)
+			return run.Checkpoint{}, false, corruptRun(id, fmt.Errorf("its save %d is not valid JSON: %w", seq, err))
 		}
 		if err := cp.Apply(d); err != nil {
-			return run.Checkpoint{}, false, fmt.Errorf("pgstore: save %d of run %s does not apply: %w", seq, id, err)
+			return run.Checkpoint{}, false, corruptRun(id, fmt.Errorf("its save %d does not apply: %w", seq, err))
 		}
 		deltas++
 	}
@@ -285,6 +344,14 @@ func (s *Store) Run(ctx context.Context, id string) (run.Checkpoint, bool, error
 		s.compact(ctx, cp)
 	}
 	return cp, found, nil
+}
+
+// corruptRun is a run the database holds but that cannot be read back:
+// run_lost, not a failure of the database (a 503 to retry, and a replica
+// marked unready at each call on it), since a retry reads the same rows.
+func corruptRun(id string, err error) error {
+	return errs.Wrap(errs.RunLost, err, "run %s in the database cannot be restored, so its pending decisions are lost; "+
+		"delete its rows from awaken_runs and awaken_run_deltas to let its thread start another run", id)
 }
 
 // compactAfter is how many saved changes a read applies before it writes
@@ -307,6 +374,8 @@ func (s *Store) compact(ctx context.Context, cp run.Checkpoint) {
 // d.Base, if the run is still at that save (compare and swap), as one
 // statement; otherwise revision_conflict and nothing is written.
 func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	body, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("pgstore: encode a change of run %s: %w", d.RunID, err)
@@ -342,7 +411,11 @@ func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
 		return unavailable(err, "save run "+d.RunID)
 	}
 	if behind > 4*compactAfter {
-		s.Run(ctx, d.RunID) // reading compacts it
+		// Reading compacts it, on a connection of its own: holding this
+		// one meanwhile, saves compacting at once would wait for each
+		// other (a pool of one, for itself).
+		conn.Release()
+		s.Run(ctx, d.RunID)
 	}
 	return nil
 }
@@ -350,6 +423,8 @@ func (s *Store) AppendRun(ctx context.Context, d run.Delta) error {
 // RunSeq returns how many times a run was saved (its Checkpoint.Seq), so a
 // replica can tell whether the copy it holds is still the latest.
 func (s *Store) RunSeq(ctx context.Context, id string) (uint64, bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var seq uint64
 	err := s.pool.QueryRow(ctx, "SELECT seq FROM awaken_runs WHERE id = $1", id).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -367,6 +442,8 @@ func (s *Store) RunSeq(ctx context.Context, id string) (uint64, bool, error) {
 // count) only a run that is not stored. Otherwise another replica saved
 // the run since, and nothing is written: revision_conflict.
 func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	body, err := json.Marshal(cp)
 	if err != nil {
 		return fmt.Errorf("pgstore: encode run %s: %w", cp.RunID, err)
@@ -422,6 +499,8 @@ func (s *Store) PutRun(ctx context.Context, cp run.Checkpoint) error {
 // Whether an approval expired is the caller's clock (now), as it is the
 // caller that settles the run by it.
 func (s *Store) ClaimExpired(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.pool.Query(ctx, `UPDATE awaken_runs SET expiry_claim = clock_timestamp() + make_interval(secs => $2)
 		WHERE id IN (SELECT id FROM awaken_runs
 			WHERE status = 'waiting' AND next_expiry <= $1 AND (expiry_claim IS NULL OR expiry_claim < clock_timestamp())
@@ -438,12 +517,15 @@ func (s *Store) ClaimExpired(ctx context.Context, now time.Time, lease time.Dura
 }
 
 // FinishRun implements run.Finisher in one transaction: the run must be
-// at save seq (or not stored), the thread at its revision, and then the
-// thread is written and the run forgotten; otherwise nothing is, and the
-// error is revision_conflict (another replica saved the run, an approval
-// say, or the thread since). A statement whose reply is lost, COMMIT's
+// at save seq (or, with seq 0, never saved: not stored), the thread at
+// its revision, and then the thread is written and the run forgotten;
+// otherwise nothing is, and the error is revision_conflict (another
+// replica saved the run, an approval say, or the thread since, or ended
+// or deleted the run). A statement whose reply is lost, COMMIT's
 // included, is settled (see settle) before it answers.
 func (s *Store) FinishRun(ctx context.Context, t run.Thread, runID string, seq uint64) (uint64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	body, err := json.Marshal(t)
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: encode thread %s: %w", t.ID, err)
@@ -458,10 +540,10 @@ func (s *Store) FinishRun(ctx context.Context, t run.Thread, runID string, seq u
 	if err != nil {
 		return 0, unavailable(err, "finish run "+runID)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) // after Commit, a no-op
+	defer s.cleanUp(ctx, func(ctx context.Context) { tx.Rollback(ctx) }) // after Commit, a no-op
 	var rev uint64
 	lost := func(err error) (uint64, error) {
-		tx.Rollback(context.WithoutCancel(ctx))
+		s.cleanUp(ctx, func(ctx context.Context) { tx.Rollback(ctx) })
 		conn.Release() // settle needs a connection of the pool: this one is lost
 		err = s.settle(ctx, pid, err, "finish run "+runID, runHint,
 			`SELECT coalesce((SELECT revision = $2 FROM awaken_threads WHERE id = $1), false),
@@ -477,6 +559,11 @@ func (s *Store) FinishRun(ctx context.Context, t run.Thread, runID string, seq u
 	}
 	var stored int64
 	switch err := tx.QueryRow(ctx, `SELECT seq FROM awaken_runs WHERE id = $1 FOR UPDATE`, runID).Scan(&stored); {
+	case errors.Is(err, pgx.ErrNoRows) && seq > 0:
+		// Saved once, so another replica forgot it since: deleted it
+		// (DELETE on a running run does not write the thread, so the
+		// thread's revision would not tell), or ended it.
+		return 0, errs.New(errs.RevisionConflict, "run %s was ended or deleted by another replica since this one loaded it (save %d); call again", runID, seq)
 	case errors.Is(err, pgx.ErrNoRows):
 	case lostInTx(err):
 		return lost(err)
@@ -521,9 +608,60 @@ func lostInTx(err error) bool {
 	return err != nil && !errors.Is(err, pgx.ErrNoRows) && !errors.Is(err, pgx.ErrTxCommitRollback) && !errors.As(err, &pe)
 }
 
-// DeleteRun implements run.Store.
+// DeleteRun implements run.Store. A delete whose reply is lost is run
+// again on another connection (it may have committed, and forgetting is
+// idempotent), so that an error means the run is still stored: the
+// sidecar then keeps it, and a retried DELETE would find it gone.
 func (s *Store) DeleteRun(ctx context.Context, id string) error {
-	return deleteRun(ctx, s.pool, id)
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	err := deleteRun(bctx, s.pool, id)
+	if ambiguous(err) {
+		// The lost session may still hold the rows: the retry waits for
+		// it, by the statement timeout, on a deadline of its own.
+		again, cancel := s.bound(context.WithoutCancel(ctx))
+		defer cancel()
+		err = deleteRun(again, s.pool, id)
+	}
+	return err
+}
+
+// DeleteRunAt implements run.SeqDeleter. As DeleteRun, a delete whose
+// reply is lost is run again: at the same save it is idempotent too.
+func (s *Store) DeleteRunAt(ctx context.Context, id string, seq uint64) error {
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	err := s.deleteRunAt(bctx, id, seq)
+	if ambiguous(err) {
+		again, cancel := s.bound(context.WithoutCancel(ctx))
+		defer cancel()
+		err = s.deleteRunAt(again, id, seq)
+	}
+	return err
+}
+
+func (s *Store) deleteRunAt(ctx context.Context, id string, seq uint64) error {
+	var n int64
+	err := s.pool.QueryRow(ctx, `WITH r AS (DELETE FROM awaken_runs WHERE id = $1 AND seq = $2 RETURNING id),
+			d AS (DELETE FROM awaken_run_deltas WHERE run_id IN (SELECT id FROM r))
+		SELECT count(*) FROM r`, id, int64(seq)).Scan(&n)
+	if err != nil {
+		return unavailable(err, "forget run "+id)
+	}
+	if n > 0 {
+		return nil
+	}
+	// Nothing deleted: gone already, or at another save. A statement of
+	// its own, so that it sees a save that committed while the delete
+	// waited for the row.
+	var stored int64
+	switch err := s.pool.QueryRow(ctx, "SELECT seq FROM awaken_runs WHERE id = $1", id).Scan(&stored); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return unavailable(err, "forget run "+id)
+	}
+	return errs.New(errs.RevisionConflict, "run %s was saved by another replica since this one loaded it (save %d, not %d), so it was not deleted; call again", id, stored, seq)
 }
 
 func deleteRun(ctx context.Context, q querier, id string) error {
@@ -536,6 +674,8 @@ func deleteRun(ctx context.Context, q querier, id string) error {
 
 // Probe implements run.Prober: the database answers and the schema is there.
 func (s *Store) Probe(ctx context.Context) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var v int
 	if err := s.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM awaken_schema").Scan(&v); err != nil {
 		return unavailable(err, "reach PostgreSQL")
@@ -572,11 +712,11 @@ func ambiguous(err error) bool {
 // connection held (a pool of one, or a network failure that cut a save
 // on each) it would wait for itself until its deadline.
 func (s *Store) settle(ctx context.Context, pid uint32, err error, what, hint, check string, args ...any) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ctx, cancel := s.bound(context.WithoutCancel(ctx))
 	defer cancel()
 	var gone bool
-	qerr := s.pool.QueryRow(ctx, `SELECT pg_terminate_backend($1, 5000) OR NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`,
-		int64(pid)).Scan(&gone)
+	qerr := s.pool.QueryRow(ctx, `SELECT pg_terminate_backend($1, $2) OR NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`,
+		int64(pid), s.timeout.Milliseconds()/2).Scan(&gone)
 	var committed, behind bool
 	if qerr == nil && gone {
 		qerr = s.pool.QueryRow(ctx, check, args...).Scan(&committed, &behind)
@@ -586,8 +726,8 @@ func (s *Store) settle(ctx context.Context, pid uint32, err error, what, hint, c
 		if qerr == nil {
 			qerr = fmt.Errorf("the session %d that ran it did not end", pid)
 		}
-		return fmt.Errorf("pgstore: %s: the connection was lost while the database ran the save, and whether it committed "+
-			"cannot be told now (%v); %s: %w", what, qerr, hint, err)
+		return unknownOutcome{fmt.Errorf("pgstore: %s: the connection was lost while the database ran the save, and whether it committed "+
+			"cannot be told now (%v); %s: %w", what, qerr, hint, err)}
 	case committed:
 		return nil
 	case behind:
@@ -595,6 +735,14 @@ func (s *Store) settle(ctx context.Context, pid uint32, err error, what, hint, c
 	}
 	return unavailable(err, what)
 }
+
+// unknownOutcome is settle's error when it cannot tell: the save may have
+// committed, which the sidecar's reply must not deny (see
+// run.OutcomeUnknown).
+type unknownOutcome struct{ error }
+
+func (unknownOutcome) OutcomeUnknown() bool { return true }
+func (u unknownOutcome) Unwrap() error      { return u.error }
 
 // runHint tells how to find out what settle could not.
 const runHint = "GET the run to see its save count"
@@ -613,9 +761,14 @@ func unavailable(err error, what string) error {
 func adviceFor(err error) string {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return "the database did not answer in time: check that it is up and reachable from this replica"
+		}
 		return ""
 	}
 	switch pe.Code {
+	case "57014": // query_canceled: statement_timeout
+		return "a statement ran past [store] statement_timeout: another session may hold the row's lock (look for old transactions in pg_stat_activity), or the database is overloaded"
 	case "25006": // read_only_sql_transaction
 		return "the database is read-only, a standby or set so: point the store's DSN at the writable primary"
 	case "53100": // disk_full

@@ -240,3 +240,33 @@ func TestClaimExpiredLeaseOnDatabaseClock(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A run that another replica deleted (DELETE /v1/runs/{id} on a running
+// run) cannot then be ended from a copy loaded before: both would have
+// won, the DELETE answered 204 and the run's end written its thread.
+// The run not being stored is a conflict once it was saved; a run never
+// saved still ends.
+func TestRunEndLosesToAConcurrentDelete(t *testing.T) {
+	st, ctx := open(t), context.Background()
+	rev, err := st.PutThread(ctx, run.Thread{ID: "T"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := run.Checkpoint{RunID: "r", ThreadID: "T", Status: run.Running, Stage: run.StageInferred, Seq: 1, Values: map[string]any{}}
+	if err := st.PutRun(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteRun(ctx, "r"); err != nil { // replica B
+		t.Fatal(err)
+	}
+	_, err = st.FinishRun(ctx, run.Thread{ID: "T", Revision: rev}, "r", 1) // replica A
+	if errs.CodeOf(err) != errs.RevisionConflict {
+		t.Fatalf("ending a run another replica deleted: %v, want revision_conflict", err)
+	}
+	if th, _, _ := st.Thread(ctx, "T"); th.Revision != rev {
+		t.Fatalf("the thread was written (revision %d, was %d)", th.Revision, rev)
+	}
+	if _, err := st.FinishRun(ctx, run.Thread{ID: "T", Revision: rev}, "never_saved", 0); err != nil {
+		t.Fatalf("ending a run never saved: %v", err)
+	}
+}
