@@ -193,7 +193,9 @@ type claudeCode struct {
 }
 
 // ccSession is what the adapter keeps per Claude Code session, in memory
-// (after a restart a session starts a new run on its thread).
+// (after a restart a session starts a new run on its thread). What of it
+// changes later replies and records, hook --local carries from process to
+// process (SessionFacts).
 type ccSession struct {
 	mu       sync.Mutex
 	id       string
@@ -208,9 +210,9 @@ type ccSession struct {
 	// own would be one more object per session for the collector to mark.
 	held    []Run
 	heldBuf [2]Run
-	// subRuns: a subagent's run (by agent_id) that a runtime.continue
-	// kept open at its SubagentStop.
-	subRuns map[string]string
+	// subRuns: the subagents' runs that a runtime.continue kept open at
+	// their SubagentStop, oldest first.
+	subRuns []SubRun
 	// continued: the messages runtime.continue added when the open run's
 	// last step ended.
 	continued []model.Message
@@ -480,7 +482,11 @@ var subagentEvents = map[string]bool{evPreToolUse: true, evPermissionRequest: tr
 	evPostToolUseFailure: true, evPostToolBatch: true}
 
 // subagentThread is the thread of a subagent's runs.
-func subagentThread(session, agentID string) string { return session + "/subagent/" + agentID }
+func subagentThread(session, agentID string) string { return session + subagentInfix + agentID }
+
+// subagentInfix joins a session id and a subagent's agent_id in the
+// subagent's thread.
+const subagentInfix = "/subagent/"
 
 // shape puts a result into the fields Claude Code reads for the event.
 func shape(eventName string, res ccResult) ccOutput {
@@ -649,9 +655,10 @@ func (c *claudeCode) endSubagents(ctx context.Context, cs *ccSession) error {
 		}
 	}
 	// A run a runtime.continue kept open at a SubagentStop.
-	for agentID, id := range cs.subRuns {
-		delete(cs.subRuns, agentID)
-		if e, err := c.lock(ctx, cs, id); err == nil {
+	kept := cs.subRuns
+	cs.subRuns = nil
+	for _, r := range kept {
+		if e, err := c.lock(ctx, cs, r.Run); err == nil {
 			if err := c.finishRun(ctx, cs, e, &ccResult{}, false); err != nil {
 				return err
 			}

@@ -30,13 +30,12 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	if in.AgentID == "" || len(in.AgentID) > c.o.MaxIDLen {
 		return res, fmt.Errorf("SubagentStop needs an agent_id of at most %d bytes", c.o.MaxIDLen)
 	}
-	if cs.subRuns == nil {
-		cs.subRuns = map[string]string{}
-	}
 	thread := subagentThread(cs.id, in.AgentID)
-	id, known := cs.subRuns[in.AgentID]
-	delete(cs.subRuns, in.AgentID)
-	if !known {
+	id := ""
+	if i := slices.IndexFunc(cs.subRuns, func(r SubRun) bool { return r.Agent == in.AgentID }); i >= 0 {
+		id = cs.subRuns[i].Run
+		cs.subRuns = slices.Delete(cs.subRuns, i, i+1)
+	} else {
 		// The adapter let go of the session (idle, or past max_runs) while
 		// a runtime.continue kept the subagent's run open: the run still
 		// holds its thread, and is taken up again.
@@ -99,7 +98,7 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 			parts[i] = m.Content
 		}
 		res.decision, res.reason = "block", strings.Join(parts, "\n\n")
-		cs.subRuns[in.AgentID] = e.ID()
+		cs.subRuns = append(cs.subRuns, SubRun{Agent: in.AgentID, Run: e.ID()})
 		return res, c.release(ctx, cs, e, nil)
 	}
 	if err == nil && sess.Status() == run.Running && sess.Termination() != "" {
