@@ -41,7 +41,8 @@ import (
 //     and opens the next, whose context messages go back as
 //     additionalContext. Calls Claude Code runs in parallel join one step.
 //   - Claude Code announces tools only in its hooks, so before_inference
-//     offers its built-in tools plus every tool seen in the session. The
+//     offers its built-in tools plus the tools seen in the session (the
+//     MaxSeenTools most recently used). The
 //     first call of another tool (an MCP tool) in a step that did not offer
 //     it fails there with "not available" and is gated again in a fresh step
 //     that offers it; a tool a plugin filtered out is denied.
@@ -201,10 +202,13 @@ type ccSession struct {
 	id       string
 	agent    string
 	runID    string                      // the open run; "" when none
-	seen     []string                    // tools the session used that are not built in
+	seen     []string                    // tools the session used that are not built in, the latest last (see)
 	listed   map[string]bool             // tools the adapter offered in the open step (read only: an offer's)
 	offer    *offer                      // the tools the session's steps offer
 	approved map[string]model.ToolResult // nil until a call is approved
+	// seenN counts the changes to seen, and offerN is the count offer was
+	// made for: at the bound a change keeps seen's length.
+	seenN, offerN int
 	// held: the runs the current event has locked (see lock), in heldBuf
 	// while they fit: an event holds one run, or two, and a slice of its
 	// own would be one more object per session for the collector to mark.
@@ -793,7 +797,9 @@ func (c *claudeCode) relist(cs *ccSession, e Run) {
 	cs.listed = make(map[string]bool, len(offered))
 	for _, n := range offered {
 		cs.listed[n] = true
-		cs.see(n, c.builtin.names)
+		if !slices.Contains(cs.seen, n) { // (a tool seen already keeps its place)
+			cs.see(n, c.builtin.names)
+		}
 	}
 }
 
@@ -926,19 +932,37 @@ func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e Run, res *c
 func stageOf(e Run) run.Stage { return e.Session().Stage() }
 
 // offer is the tools a step offers Claude Code: its built-in tools and
-// every other tool the session used. Read only once made: sessions share
+// the other tools the session used (seen). Read only once made: sessions share
 // the built-in one, and a session keeps its own until it uses a new tool.
 type offer struct {
 	names map[string]bool
 	specs []model.ToolSpec // sorted by name
-	seen  int              // len(ccSession.seen) it was made for
 }
+
+// MaxSeenTools bounds the tools outside Claude Code's built-in set that a
+// session's steps offer: every step offers them, so a session that used
+// ever more of them (MCP servers come and go) would make each event cost
+// more. Past it the least recently used is let go of; a call of it is
+// then gated again in a step that offers it, as a new tool's first call.
+const MaxSeenTools = 256
 
 // see notes that the session used the tool name.
 func (cs *ccSession) see(name string, builtin map[string]bool) {
-	if !builtin[name] && !slices.Contains(cs.seen, name) {
-		cs.seen = append(cs.seen, name)
+	if builtin[name] {
+		return
 	}
+	if i := slices.Index(cs.seen, name); i >= 0 {
+		// The latest last, so that the bound lets go of the least recently
+		// used; the set, and so the offer, is the same.
+		copy(cs.seen[i:], cs.seen[i+1:])
+		cs.seen[len(cs.seen)-1] = name
+		return
+	}
+	if len(cs.seen) >= MaxSeenTools {
+		cs.seen = slices.Delete(cs.seen, 0, 1)
+	}
+	cs.seen = append(cs.seen, name)
+	cs.seenN++
 }
 
 // offerFor makes the offer for a session's seen tools and extra; the
@@ -970,17 +994,23 @@ func makeOffer(builtins []string, seen []string, extra string) *offer {
 	for i, n := range sorted {
 		specs[i] = model.ToolSpec{Name: n}
 	}
-	return &offer{names: names, specs: specs, seen: len(seen)}
+	return &offer{names: names, specs: specs}
+}
+
+// offerOf is the offer of cs's next step, which offers extra too.
+func (c *claudeCode) offerOf(cs *ccSession, extra string) *offer {
+	o := cs.offer
+	if o == nil || cs.offerN != cs.seenN || (extra != "" && !o.names[extra]) {
+		o = c.offerFor(cs.seen, extra)
+		cs.offer, cs.offerN = o, cs.seenN
+	}
+	return o
 }
 
 // beforeInference runs before_inference offering Claude Code's tools, and
 // collects the context messages plugins placed.
 func (c *claudeCode) beforeInference(ctx context.Context, cs *ccSession, e Run, res *ccResult, extra string) error {
-	o := cs.offer
-	if o == nil || o.seen != len(cs.seen) || (extra != "" && !o.names[extra]) {
-		o = c.offerFor(cs.seen, extra)
-		cs.offer = o
-	}
+	o := c.offerOf(cs, extra)
 	_, out, err := e.Session().BeforeInference(ctx, model.Request{Tools: o.specs})
 	cs.listed = o.names
 	for _, m := range out.Context {

@@ -95,7 +95,8 @@ func (a *Adapters) Restore(facts map[string]SessionFacts) {
 		if key == "" || c.sessions[key] != nil {
 			continue
 		}
-		cs := &ccSession{id: key, agent: f.Agent, posts: f.Posts, seen: slices.Clone(f.Seen),
+		seen := f.Seen[max(0, len(f.Seen)-MaxSeenTools):] // the latest last
+		cs := &ccSession{id: key, agent: f.Agent, posts: f.Posts, seen: slices.Clone(seen),
 			subRuns: slices.Clone(f.SubRuns)}
 		if len(f.Approved) > 0 {
 			cs.approved = maps.Clone(f.Approved)
