@@ -644,6 +644,10 @@ func (c *claudeCode) endSubagents(ctx context.Context, cs *ccSession) error {
 		}
 	}
 	c.mu.Unlock()
+	// In a fixed order, not the map's: the runs' ends are audited and
+	// journaled in it, and a session replayed (or served by hook --local)
+	// must record them as it did.
+	slices.SortFunc(subs, func(a, b *ccSession) int { return strings.Compare(a.id, b.id) })
 	for _, sub := range subs {
 		sub.mu.Lock()
 		var err error
