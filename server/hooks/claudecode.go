@@ -152,6 +152,13 @@ const MaxCwd = 4096
 // event's cost does not grow with the session.
 const PreOnlyBatch = 32
 
+// MaxStepCalls bounds the calls of one step of a session that sends
+// PostToolUse: a call whose PostToolUse never comes (its user declined it)
+// keeps its step open, and without PostToolBatch every later call of the
+// turn would join that step, each event costing more than the last. Far
+// more than Claude Code runs in parallel.
+const MaxStepCalls = 256
+
 // Hook event names.
 const (
 	evPreToolUse         = "PreToolUse"

@@ -364,7 +364,7 @@ func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e Run, res *ccRe
 			}
 			return e, nil // a retry: the gate answers with its kept decision
 		}
-		if c.stepBusy(e) && cs.listed[call.Name] && (cs.posts || e.Session().NumCalls() < PreOnlyBatch) {
+		if c.stepBusy(e) && cs.listed[call.Name] && e.Session().NumCalls() < stepCap(cs) {
 			// A parallel call joins the step.
 			if _, err := sess.AnnounceCall(ctx, call); err != nil {
 				return e, err
@@ -376,6 +376,15 @@ func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e Run, res *ccRe
 		}
 	}
 	return e, fmt.Errorf("could not open a step for call %s", call.ID)
+}
+
+// stepCap is how many calls a step of cs may hold: a call past it opens a
+// new step, and those of the old one still waiting are settled as unreported.
+func stepCap(cs *ccSession) int {
+	if cs.posts {
+		return MaxStepCalls
+	}
+	return PreOnlyBatch
 }
 
 // settleUnoffered finishes a call to a tool the step did not offer.
