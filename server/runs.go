@@ -696,8 +696,11 @@ func (s *Server) Holds() map[string]string {
 func (s *Server) HookFacts() map[string]hooks.SessionFacts { return s.agents.Facts() }
 
 // RestoreHookFacts gives the hook adapters what HookFacts returned in an
-// earlier process, before the event that follows.
-func (s *Server) RestoreHookFacts(facts map[string]hooks.SessionFacts) { s.agents.Restore(facts) }
+// earlier process, before the event that follows; a session idle past the
+// idle timeout is left out, as the sidecar's sweep forgets it.
+func (s *Server) RestoreHookFacts(facts map[string]hooks.SessionFacts) {
+	s.agents.Restore(facts, s.idle)
+}
 
 // threadHolder is the id of the run in memory that holds a thread, or "".
 func (s *Server) threadHolder(threadID string) string {

@@ -501,8 +501,7 @@ func hookLocalOnce(ctx context.Context, h *host.Host, cfg *config.Config, log *s
 	for thread, run := range left.Runs {
 		srv.Hold(thread, run)
 	}
-	if len(left.Facts) > 0 && time.Since(left.At) <= server.DefaultIdleTimeout {
-		// (A sidecar forgets a session idle longer: so does this event.)
+	if len(left.Facts) > 0 {
 		var facts map[string]hooks.SessionFacts
 		if err := json.Unmarshal(left.Facts, &facts); err != nil {
 			// Without them the event decides as a sidecar that forgot the

@@ -183,7 +183,7 @@ func TestHookLocalFactsIdle(t *testing.T) {
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		t.Fatal(err)
 	}
-	rec["at"] = time.Now().Add(-server.DefaultIdleTimeout - time.Minute).Format(time.RFC3339Nano)
+	rec["facts"].(map[string]any)["idle"].(map[string]any)["used"] = time.Now().Add(-server.DefaultIdleTimeout - time.Minute).Format(time.RFC3339Nano)
 	raw, _ = json.Marshal(rec)
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)

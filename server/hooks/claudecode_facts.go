@@ -33,6 +33,9 @@ type SessionFacts struct {
 	// SubRuns are the subagents' runs a runtime.continue kept open at
 	// their SubagentStop, oldest first.
 	SubRuns []SubRun `json:"sub_runs,omitempty"`
+	// Used is when the session's last event was: a session idle for
+	// long is forgotten (Sweep, Restore).
+	Used time.Time `json:"used,omitzero"`
 }
 
 // SubRun is a subagent's run kept open at its SubagentStop.
@@ -85,14 +88,19 @@ func (a *Adapters) Facts() map[string]SessionFacts {
 }
 
 // Restore gives the adapters the facts Facts returned, before the first
-// event; a session the adapters hold already keeps its own.
-func (a *Adapters) Restore(facts map[string]SessionFacts) {
+// event; a session the adapters hold already keeps its own, and one idle
+// past idle is left out, as Sweep would have forgotten it.
+func (a *Adapters) Restore(facts map[string]SessionFacts, idle time.Duration) {
 	c := a.cc
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := time.Now().UnixNano()
+	now := time.Now()
 	for key, f := range facts {
-		if key == "" || c.sessions[key] != nil {
+		used := f.Used
+		if used.IsZero() || used.After(now) {
+			used = now
+		}
+		if key == "" || c.sessions[key] != nil || now.Sub(used) > idle {
 			continue
 		}
 		seen := f.Seen[max(0, len(f.Seen)-MaxSeenTools):] // the latest last
@@ -102,14 +110,15 @@ func (a *Adapters) Restore(facts map[string]SessionFacts) {
 			cs.approved = maps.Clone(f.Approved)
 		}
 		cs.held = cs.heldBuf[:0]
-		cs.lastUsed.Store(now)
+		cs.lastUsed.Store(used.UnixNano())
 		c.sessions[key] = cs
 	}
 }
 
 // facts are the session's facts (cs.mu held).
 func (cs *ccSession) facts() SessionFacts {
-	f := SessionFacts{Agent: cs.agent, Posts: cs.posts, Seen: slices.Clone(cs.seen), SubRuns: slices.Clone(cs.subRuns)}
+	f := SessionFacts{Agent: cs.agent, Posts: cs.posts, Seen: slices.Clone(cs.seen), SubRuns: slices.Clone(cs.subRuns),
+		Used: time.Unix(0, cs.lastUsed.Load()).UTC()}
 	if len(cs.approved) > 0 {
 		f.Approved = maps.Clone(cs.approved)
 	}

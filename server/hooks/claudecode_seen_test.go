@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 )
 
 // A session that uses ever more tools outside the built-in set offers at
@@ -39,7 +40,7 @@ func TestSeenToolsBounded(t *testing.T) {
 		long[i] = fmt.Sprint("mcp__x__t", i)
 	}
 	a := &Adapters{cc: c}
-	a.Restore(map[string]SessionFacts{"s": {Seen: long}})
+	a.Restore(map[string]SessionFacts{"s": {Seen: long}}, time.Hour)
 	if got := a.Facts()["s"].Seen; len(got) != MaxSeenTools || got[len(got)-1] != long[len(long)-1] {
 		t.Fatalf("restored %d tools (last %q), want the latest %d", len(got), got[len(got)-1], MaxSeenTools)
 	}

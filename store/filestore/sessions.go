@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
-	"time"
 	"unicode/utf8"
 )
 
@@ -24,7 +23,7 @@ const sessionsDir = "sessions"
 
 // sessionVersion is the format of the session records this version
 // writes: 1 (written without a version) holds the runs alone; 2 adds the
-// adapter's facts and when the record was saved.
+// adapter's facts.
 const sessionVersion = 2
 
 // sessionRecord is a session's record.
@@ -33,7 +32,6 @@ type sessionRecord struct {
 	Version int               `json:"version,omitempty"`
 	Runs    map[string]string `json:"runs"` // thread id -> the run in progress that holds it
 	Facts   json.RawMessage   `json:"facts,omitempty"`
-	At      time.Time         `json:"at,omitzero"` // when it was saved
 }
 
 func sessionKey(r *sessionRecord) string { return r.Session }
@@ -47,9 +45,6 @@ type LocalSession struct {
 	// Facts are what the hook adapter learned of the session, as it
 	// encodes them (the store keeps them as they are).
 	Facts json.RawMessage
-	// At is when the record was saved (Session; PutSession sets it): a
-	// sidecar forgets a session idle for long, and so may the next event.
-	At time.Time
 }
 
 // Session returns what the session's last event left; nothing when it
@@ -69,7 +64,7 @@ func (s *Store) Session(ctx context.Context, session string) (LocalSession, erro
 	if err != nil {
 		return LocalSession{}, fmt.Errorf("read session %q: %w", session, err)
 	}
-	ls := LocalSession{Runs: rec.Runs, At: rec.At}
+	ls := LocalSession{Runs: rec.Runs}
 	if rec.Version <= sessionVersion {
 		ls.Facts = rec.Facts
 	}
@@ -101,8 +96,7 @@ func (s *Store) PutSession(ctx context.Context, session string, ls LocalSession)
 		}
 		return nil
 	}
-	rec := &sessionRecord{Session: session, Version: sessionVersion, Runs: maps.Clone(ls.Runs), Facts: slices.Clone(facts),
-		At: time.Now().UTC()}
+	rec := &sessionRecord{Session: session, Version: sessionVersion, Runs: maps.Clone(ls.Runs), Facts: slices.Clone(facts)}
 	if rec.Runs == nil {
 		rec.Runs = map[string]string{}
 	}
