@@ -198,3 +198,29 @@ func TestHookLocalFactsIdle(t *testing.T) {
 		t.Fatalf("a session idle past %s still knows the tools it used: %v", server.DefaultIdleTimeout, got)
 	}
 }
+
+// The agent a session's events run as (hook --as) is carried too: at
+// SessionEnd the session ends its subagent's run, which it takes up only
+// when the run is its agent's.
+func TestHookLocalFactsAgent(t *testing.T) {
+	dir, _ := recordedEvents(t)
+	work := localProject(t, filepath.Join(dir, "policy"))
+	f, err := os.OpenFile(filepath.Join(work, "awaken.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\n[agents.other]\nplugins = [\"reference\"]\ntools = []\n")
+	f.Close()
+	for _, ev := range []string{
+		`"hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/s"},"tool_use_id":"toolu_s","agent_id":"a1","agent_type":"Explore"`,
+		`"hook_event_name":"SessionEnd","reason":"prompt_input_exit"`,
+	} {
+		body := `{"session_id":"as","cwd":"/tmp",` + ev + `}`
+		if out, errOut, code := runChild(t, work, nil, []byte(body), "hook", "--local", "--as", "other"); code != 0 || strings.TrimSpace(out) != "{}" {
+			t.Fatalf("%s: exit %d, stdout %s, stderr %s", body, code, out, errOut)
+		}
+	}
+	if left := leftRuns(t, filepath.Join(work, "state")); len(left) != 0 {
+		t.Fatalf("after SessionEnd the subagent's run is left: %v", left)
+	}
+}
