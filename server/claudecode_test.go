@@ -549,6 +549,45 @@ func TestClaudeCodePreToolUseOnlyStepsStaySmall(t *testing.T) {
 	}
 }
 
+// TestClaudeCodeUnreportedCallKeepsStepsSmall: a session that sends
+// PostToolUse but no PostToolBatch, one of whose calls never reports (its
+// user declined it), would keep that step open for the rest of the turn;
+// a step holds at most MaxStepCalls calls instead, and the declined call
+// is recorded as failed when its step ends.
+func TestClaudeCodeUnreportedCallKeepsStepsSmall(t *testing.T) {
+	sc := ccSidecar(t, Options{})
+	sc.hook(t, fixture(t, "user_prompt_submit", map[string]any{"session_id": "posts"}), "")
+	call := func(event, id string) map[string]any {
+		return fixture(t, event, map[string]any{"session_id": "posts", "tool_use_id": id,
+			"tool_input": map[string]any{"file_path": id, "content": "x"}})
+	}
+	sc.hook(t, call("pre_tool_use_write", "t0"), "")
+	sc.hook(t, call("post_tool_use_write", "t0"), "") // the session reports results
+	sc.hook(t, call("pre_tool_use_write", "declined"), "")
+	declinedIn := sc.ccRunID(t, "posts")
+	for i := range 2 * hooks.MaxStepCalls {
+		id := fmt.Sprint("t", i+1)
+		sc.hook(t, call("pre_tool_use_write", id), "")
+		sc.hook(t, call("post_tool_use_write", id), "")
+		if i%64 != 0 {
+			continue
+		}
+		run := sc.must(200, "GET", "/v1/runs/"+sc.ccRunID(t, "posts"), nil)
+		calls := run.body["state"].(map[string]any)["__runtime.tool_calls"].(map[string]any)
+		if len(calls) > hooks.MaxStepCalls {
+			t.Fatalf("after %d calls the open step holds %d, at most %d expected", i+1, len(calls), hooks.MaxStepCalls)
+		}
+	}
+	got := string(sc.must(200, "GET", "/v1/runs/"+sc.ccRunID(t, "posts"), nil).raw)
+	if strings.Contains(got, `"declined"`) {
+		t.Fatalf("the declined call's step is still open: %.300s", got)
+	}
+	ended := mustJSON(sc.must(200, "GET", "/v1/runs/"+declinedIn, nil).body["state"].(map[string]any)["ccpolicy.ended"])
+	if !strings.Contains(ended, `"declined:failed"`) {
+		t.Fatalf("the declined call was not recorded as failed when its step ended: %.300s", ended)
+	}
+}
+
 // redactLua hides tokens in every tool result.
 const redactLua = `local awaken = require("awaken")
 local p = awaken.plugin { id = "redactor" }

@@ -19,6 +19,7 @@ import (
 	"github.com/awaken-lua/awaken-lua/host"
 	"github.com/awaken-lua/awaken-lua/internal/lrusample"
 	"github.com/awaken-lua/awaken-lua/run"
+	"github.com/awaken-lua/awaken-lua/server/hooks"
 )
 
 // entry is a run in memory: its session, the generation it pins, and the
@@ -690,6 +691,18 @@ func (s *Server) Holds() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.threads)
+}
+
+// HookFacts returns what the hook adapters learned of the sessions they
+// hold besides their runs (hooks.SessionFacts), by session: `hook --local`
+// records them with the runs (Holds) for the session's next event.
+func (s *Server) HookFacts() map[string]hooks.SessionFacts { return s.agents.Facts() }
+
+// RestoreHookFacts gives the hook adapters what HookFacts returned in an
+// earlier process, before the event that follows; a session idle past the
+// idle timeout is left out, as the sidecar's sweep forgets it.
+func (s *Server) RestoreHookFacts(facts map[string]hooks.SessionFacts) {
+	s.agents.Restore(facts, s.idle)
 }
 
 // threadHolder is the id of the run in memory that holds a thread, or "".

@@ -368,8 +368,9 @@ const maxLocalTries = 4
 
 // hookLocal decides in this process: the configuration and plugins of
 // awaken.toml, with the file store, so thread state carries from one event
-// to the next. The adapter's per-session memory does not: each event runs
-// in a fresh process.
+// to the next; so do the session's runs in progress and what the adapter
+// learned of the session (hookLocalOnce), though each event runs in a
+// fresh process.
 //
 // A coding agent runs the hooks of parallel tool calls at once, each in a
 // process of its own, and two events that read the session's thread and
@@ -479,7 +480,8 @@ type localSession struct {
 
 // hookLocalOnce runs the event on a server of its own, which reads the
 // session from the store afresh: it takes up the runs in progress the
-// session's last event left, and records those this one leaves.
+// session's last event left and what the hook adapter had learned of the
+// session, and records those this one leaves.
 func hookLocalOnce(ctx context.Context, h *host.Host, cfg *config.Config, log *slog.Logger, ls localSession, agent, as, event string, body []byte) localTry {
 	var mu sync.Mutex
 	var t localTry
@@ -490,26 +492,43 @@ func hookLocalOnce(ctx context.Context, h *host.Host, cfg *config.Config, log *s
 			mu.Unlock()
 		}
 	}})
-	left, err := ls.store.SessionRuns(ctx, ls.key)
+	left, err := ls.store.Session(ctx, ls.key)
 	if err != nil {
 		// Not knowing the session's run costs a new run, not a decision.
 		log.Warn("cannot read which runs the session's last event left; this event starts a new one",
 			"session", ls.key, "error", err.Error())
 	}
-	for thread, run := range left {
+	for thread, run := range left.Runs {
 		srv.Hold(thread, run)
+	}
+	if len(left.Facts) > 0 {
+		var facts map[string]hooks.SessionFacts
+		if err := json.Unmarshal(left.Facts, &facts); err != nil {
+			// Without them the event decides as a sidecar that forgot the
+			// session would.
+			log.Warn("cannot read what the session's last event learned of it; this event goes on without",
+				"session", ls.key, "error", err.Error())
+		}
+		srv.RestoreHookFacts(facts)
 	}
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequestWithContext(ctx, "POST", "http://127.0.0.1"+hookPath(agent, as, event, ""), bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	srv.ServeHTTP(rec, req)
-	holds := srv.Holds()
+	next := filestore.LocalSession{Runs: srv.Holds()}
+	if facts := srv.HookFacts(); len(facts) > 0 {
+		var err error
+		if next.Facts, err = json.Marshal(facts); err != nil {
+			log.Warn("cannot record what the event learned of the session; its next event goes on without",
+				"session", ls.key, "error", err.Error())
+		}
+	}
 	srv.Close()
 	mu.Lock()
 	defer mu.Unlock()
 	t.reply, t.err = checkHookReply(rec.Code, rec.Body.Bytes())
 	if t.lost == nil {
-		if err := ls.store.PutSessionRuns(context.WithoutCancel(ctx), ls.key, holds); err != nil {
+		if err := ls.store.PutSession(context.WithoutCancel(ctx), ls.key, next); err != nil {
 			log.Warn("cannot record the runs the event left; the session's next event starts a new one",
 				"session", ls.key, "error", err.Error())
 		}

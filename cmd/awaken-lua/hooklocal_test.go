@@ -205,10 +205,8 @@ func TestHookLocalSession(t *testing.T) {
 		}
 	}
 	store := filepath.Join(work, "state")
-	for _, sub := range []string{"runs", "sessions"} {
-		if left, _ := filepath.Glob(filepath.Join(store, sub, "*")); len(left) != 0 {
-			t.Errorf("after SessionEnd the store keeps %s: %v", sub, left)
-		}
+	if left := leftRuns(t, store); len(left) != 0 {
+		t.Errorf("once the sessions are over the store keeps runs: %v", left)
 	}
 	threads, _ := filepath.Glob(filepath.Join(store, "threads", "*.json"))
 	if len(threads) == 0 {
@@ -300,11 +298,12 @@ func TestHookLocalTakesUpOnlyItsOwnRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	runs, err := store.SessionRuns(ctx, "a")
+	rec, err := store.Session(ctx, "a")
+	runs := rec.Runs
 	if err != nil || runs["a"] == "" {
 		t.Fatalf("session a's record: %v, %v", runs, err)
 	}
-	if err := store.PutSessionRuns(ctx, "b", map[string]string{"b": runs["a"]}); err != nil {
+	if err := store.PutSession(ctx, "b", filestore.LocalSession{Runs: map[string]string{"b": runs["a"]}}); err != nil {
 		t.Fatal(err)
 	}
 	pre("b", "toolu_b1")
@@ -340,7 +339,15 @@ func sidecarAndLocal(t *testing.T, events []localEvent) string {
 	t.Helper()
 	dir, _ := recordedEvents(t)
 	policy := filepath.Join(dir, "policy")
-	side := localProject(t, policy)
+	return sidecarAndLocalIn(t, func() string { return localProject(t, policy) }, events)
+}
+
+// sidecarAndLocalIn is sidecarAndLocal in projects project makes; when
+// they write an audit file (audit.jsonl), both must write the same
+// records (run ids and times aside).
+func sidecarAndLocalIn(t *testing.T, project func() string, events []localEvent) string {
+	t.Helper()
+	side := project()
 	h, err := host.Open(context.Background(), host.Options{ConfigPath: filepath.Join(side, "awaken.toml"), Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -361,7 +368,7 @@ func sidecarAndLocal(t *testing.T, events []localEvent) string {
 	ts.Close()
 	srv.Close()
 	h.Close()
-	work := localProject(t, policy)
+	work := project()
 	for i, ev := range events {
 		args := []string{"hook", "--local", "--agent", ev.agent}
 		if ev.event != "" {
@@ -389,13 +396,61 @@ func sidecarAndLocal(t *testing.T, events []localEvent) string {
 	if len(wantThreads) == 0 || !reflect.DeepEqual(got, wantThreads) {
 		t.Errorf("the threads --local left:\n%v\nthe sidecar's:\n%v", got, wantThreads)
 	}
-	store := filepath.Join(work, "state")
-	for _, sub := range []string{"runs", "sessions"} {
-		if left, _ := filepath.Glob(filepath.Join(store, sub, "*")); len(left) != 0 {
-			t.Errorf("once the session is over the store keeps %s: %v", sub, left)
+	audit := func(root string) []string {
+		raw, err := os.ReadFile(filepath.Join(root, "audit.jsonl"))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
 		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("audit line %s: %v", line, err)
+			}
+			delete(rec, "time")
+			delete(rec, "run_id")
+			b, _ := json.Marshal(rec)
+			lines = append(lines, string(b))
+		}
+		return lines
+	}
+	if gotAudit, wantAudit := audit(work), audit(side); !reflect.DeepEqual(gotAudit, wantAudit) {
+		t.Errorf("the audit --local wrote:\n%s\nthe sidecar's:\n%s", strings.Join(gotAudit, "\n"), strings.Join(wantAudit, "\n"))
+	}
+	store := filepath.Join(work, "state")
+	if left := leftRuns(t, store); len(left) != 0 {
+		t.Errorf("once the session is over the store keeps runs: %v", left)
 	}
 	return store
+}
+
+// leftRuns lists the runs a file store keeps, in runs/ or named by a
+// sessions/ record. A session that did not end (no SessionEnd) keeps its
+// record for what the adapter learned of it, as a sidecar keeps the
+// session in memory, but no run.
+func leftRuns(t *testing.T, store string) []string {
+	t.Helper()
+	left, _ := filepath.Glob(filepath.Join(store, "runs", "*"))
+	records, _ := filepath.Glob(filepath.Join(store, "sessions", "*"))
+	for _, f := range records {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec struct {
+			Runs map[string]string `json:"runs"`
+		}
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, id := range rec.Runs {
+			left = append(left, f+": "+id)
+		}
+	}
+	return left
 }
 
 // TestHookLocalAgentSessions plays the recorded session of every agent

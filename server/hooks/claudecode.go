@@ -41,7 +41,8 @@ import (
 //     and opens the next, whose context messages go back as
 //     additionalContext. Calls Claude Code runs in parallel join one step.
 //   - Claude Code announces tools only in its hooks, so before_inference
-//     offers its built-in tools plus every tool seen in the session. The
+//     offers its built-in tools plus the tools seen in the session (the
+//     MaxSeenTools most recently used). The
 //     first call of another tool (an MCP tool) in a step that did not offer
 //     it fails there with "not available" and is gated again in a fresh step
 //     that offers it; a tool a plugin filtered out is denied.
@@ -151,6 +152,13 @@ const MaxCwd = 4096
 // event's cost does not grow with the session.
 const PreOnlyBatch = 32
 
+// MaxStepCalls bounds the calls of one step of a session that sends
+// PostToolUse: a call whose PostToolUse never comes (its user declined it)
+// keeps its step open, and without PostToolBatch every later call of the
+// turn would join that step, each event costing more than the last. Far
+// more than Claude Code runs in parallel.
+const MaxStepCalls = 256
+
 // Hook event names.
 const (
 	evPreToolUse         = "PreToolUse"
@@ -193,24 +201,29 @@ type claudeCode struct {
 }
 
 // ccSession is what the adapter keeps per Claude Code session, in memory
-// (after a restart a session starts a new run on its thread).
+// (after a restart a session starts a new run on its thread). What of it
+// changes later replies and records, hook --local carries from process to
+// process (SessionFacts).
 type ccSession struct {
 	mu       sync.Mutex
 	id       string
 	agent    string
 	runID    string                      // the open run; "" when none
-	seen     []string                    // tools the session used that are not built in
+	seen     []string                    // tools the session used that are not built in, the latest last (see)
 	listed   map[string]bool             // tools the adapter offered in the open step (read only: an offer's)
 	offer    *offer                      // the tools the session's steps offer
 	approved map[string]model.ToolResult // nil until a call is approved
+	// seenN counts the changes to seen, and offerN is the count offer was
+	// made for: at the bound a change keeps seen's length.
+	seenN, offerN int
 	// held: the runs the current event has locked (see lock), in heldBuf
 	// while they fit: an event holds one run, or two, and a slice of its
 	// own would be one more object per session for the collector to mark.
 	held    []Run
 	heldBuf [2]Run
-	// subRuns: a subagent's run (by agent_id) that a runtime.continue
-	// kept open at its SubagentStop.
-	subRuns map[string]string
+	// subRuns: the subagents' runs that a runtime.continue kept open at
+	// their SubagentStop, oldest first.
+	subRuns []SubRun
 	// continued: the messages runtime.continue added when the open run's
 	// last step ended.
 	continued []model.Message
@@ -480,7 +493,11 @@ var subagentEvents = map[string]bool{evPreToolUse: true, evPermissionRequest: tr
 	evPostToolUseFailure: true, evPostToolBatch: true}
 
 // subagentThread is the thread of a subagent's runs.
-func subagentThread(session, agentID string) string { return session + "/subagent/" + agentID }
+func subagentThread(session, agentID string) string { return session + subagentInfix + agentID }
+
+// subagentInfix joins a session id and a subagent's agent_id in the
+// subagent's thread.
+const subagentInfix = "/subagent/"
 
 // shape puts a result into the fields Claude Code reads for the event.
 func shape(eventName string, res ccResult) ccOutput {
@@ -634,6 +651,10 @@ func (c *claudeCode) endSubagents(ctx context.Context, cs *ccSession) error {
 		}
 	}
 	c.mu.Unlock()
+	// In a fixed order, not the map's: the runs' ends are audited and
+	// journaled in it, and a session replayed (or served by hook --local)
+	// must record them as it did.
+	slices.SortFunc(subs, func(a, b *ccSession) int { return strings.Compare(a.id, b.id) })
 	for _, sub := range subs {
 		sub.mu.Lock()
 		var err error
@@ -649,9 +670,10 @@ func (c *claudeCode) endSubagents(ctx context.Context, cs *ccSession) error {
 		}
 	}
 	// A run a runtime.continue kept open at a SubagentStop.
-	for agentID, id := range cs.subRuns {
-		delete(cs.subRuns, agentID)
-		if e, err := c.lock(ctx, cs, id); err == nil {
+	kept := cs.subRuns
+	cs.subRuns = nil
+	for _, r := range kept {
+		if e, err := c.lock(ctx, cs, r.Run); err == nil {
 			if err := c.finishRun(ctx, cs, e, &ccResult{}, false); err != nil {
 				return err
 			}
@@ -786,7 +808,9 @@ func (c *claudeCode) relist(cs *ccSession, e Run) {
 	cs.listed = make(map[string]bool, len(offered))
 	for _, n := range offered {
 		cs.listed[n] = true
-		cs.see(n, c.builtin.names)
+		if !slices.Contains(cs.seen, n) { // (a tool seen already keeps its place)
+			cs.see(n, c.builtin.names)
+		}
 	}
 }
 
@@ -919,19 +943,37 @@ func (c *claudeCode) finishRun(ctx context.Context, cs *ccSession, e Run, res *c
 func stageOf(e Run) run.Stage { return e.Session().Stage() }
 
 // offer is the tools a step offers Claude Code: its built-in tools and
-// every other tool the session used. Read only once made: sessions share
+// the other tools the session used (seen). Read only once made: sessions share
 // the built-in one, and a session keeps its own until it uses a new tool.
 type offer struct {
 	names map[string]bool
 	specs []model.ToolSpec // sorted by name
-	seen  int              // len(ccSession.seen) it was made for
 }
+
+// MaxSeenTools bounds the tools outside Claude Code's built-in set that a
+// session's steps offer: every step offers them, so a session that used
+// ever more of them (MCP servers come and go) would make each event cost
+// more. Past it the least recently used is let go of; a call of it is
+// then gated again in a step that offers it, as a new tool's first call.
+const MaxSeenTools = 256
 
 // see notes that the session used the tool name.
 func (cs *ccSession) see(name string, builtin map[string]bool) {
-	if !builtin[name] && !slices.Contains(cs.seen, name) {
-		cs.seen = append(cs.seen, name)
+	if builtin[name] {
+		return
 	}
+	if i := slices.Index(cs.seen, name); i >= 0 {
+		// The latest last, so that the bound lets go of the least recently
+		// used; the set, and so the offer, is the same.
+		copy(cs.seen[i:], cs.seen[i+1:])
+		cs.seen[len(cs.seen)-1] = name
+		return
+	}
+	if len(cs.seen) >= MaxSeenTools {
+		cs.seen = slices.Delete(cs.seen, 0, 1)
+	}
+	cs.seen = append(cs.seen, name)
+	cs.seenN++
 }
 
 // offerFor makes the offer for a session's seen tools and extra; the
@@ -963,17 +1005,23 @@ func makeOffer(builtins []string, seen []string, extra string) *offer {
 	for i, n := range sorted {
 		specs[i] = model.ToolSpec{Name: n}
 	}
-	return &offer{names: names, specs: specs, seen: len(seen)}
+	return &offer{names: names, specs: specs}
+}
+
+// offerOf is the offer of cs's next step, which offers extra too.
+func (c *claudeCode) offerOf(cs *ccSession, extra string) *offer {
+	o := cs.offer
+	if o == nil || cs.offerN != cs.seenN || (extra != "" && !o.names[extra]) {
+		o = c.offerFor(cs.seen, extra)
+		cs.offer, cs.offerN = o, cs.seenN
+	}
+	return o
 }
 
 // beforeInference runs before_inference offering Claude Code's tools, and
 // collects the context messages plugins placed.
 func (c *claudeCode) beforeInference(ctx context.Context, cs *ccSession, e Run, res *ccResult, extra string) error {
-	o := cs.offer
-	if o == nil || o.seen != len(cs.seen) || (extra != "" && !o.names[extra]) {
-		o = c.offerFor(cs.seen, extra)
-		cs.offer = o
-	}
+	o := c.offerOf(cs, extra)
 	_, out, err := e.Session().BeforeInference(ctx, model.Request{Tools: o.specs})
 	cs.listed = o.names
 	for _, m := range out.Context {

@@ -6,7 +6,9 @@ package hooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"reflect"
 	"slices"
@@ -30,13 +32,12 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 	if in.AgentID == "" || len(in.AgentID) > c.o.MaxIDLen {
 		return res, fmt.Errorf("SubagentStop needs an agent_id of at most %d bytes", c.o.MaxIDLen)
 	}
-	if cs.subRuns == nil {
-		cs.subRuns = map[string]string{}
-	}
 	thread := subagentThread(cs.id, in.AgentID)
-	id, known := cs.subRuns[in.AgentID]
-	delete(cs.subRuns, in.AgentID)
-	if !known {
+	id := ""
+	if i := slices.IndexFunc(cs.subRuns, func(r SubRun) bool { return r.Agent == in.AgentID }); i >= 0 {
+		id = cs.subRuns[i].Run
+		cs.subRuns = slices.Delete(cs.subRuns, i, i+1)
+	} else {
 		// The adapter let go of the session (idle, or past max_runs) while
 		// a runtime.continue kept the subagent's run open: the run still
 		// holds its thread, and is taken up again.
@@ -99,13 +100,67 @@ func (c *claudeCode) subagentStop(ctx context.Context, cs *ccSession, in ccInput
 			parts[i] = m.Content
 		}
 		res.decision, res.reason = "block", strings.Join(parts, "\n\n")
-		cs.subRuns[in.AgentID] = e.ID()
-		return res, c.release(ctx, cs, e, nil)
+		cs.subRuns = append(cs.subRuns, SubRun{Agent: in.AgentID, Run: e.ID()})
+		err := c.release(ctx, cs, e, nil)
+		if err == nil {
+			c.trimSubRuns(ctx, cs)
+		}
+		return res, err
 	}
 	if err == nil && sess.Status() == run.Running && sess.Termination() != "" {
 		_, err = sess.RunEnd(ctx)
 	}
+	if err == nil && sess.Status() == run.Done {
+		// The subagent is over: what its session knew is of no more use,
+		// and a long session must not keep every subagent it ever ran.
+		c.forgetSubagent(cs, in.AgentID)
+	}
 	return res, c.release(ctx, cs, e, err)
+}
+
+// MaxSubRuns bounds the subagents' runs a session keeps open for a
+// runtime.continue at their SubagentStop (more than Claude Code runs at
+// once): a subagent told to go on that never stops again (interrupted)
+// would otherwise be kept until SessionEnd, and a long session's subagents
+// would grow its memory, and the record hook --local reads at every event,
+// without bound.
+const MaxSubRuns = 32
+
+// trimSubRuns ends the oldest kept subagent runs past MaxSubRuns, as
+// SessionEnd would, and forgets their subagents' sessions. A run that
+// cannot be ended now is only let go of: it still holds its thread, where
+// its subagent's next SubagentStop finds it.
+func (c *claudeCode) trimSubRuns(ctx context.Context, cs *ccSession) {
+	for len(cs.subRuns) > MaxSubRuns {
+		r := cs.subRuns[0]
+		cs.subRuns = slices.Delete(cs.subRuns, 0, 1)
+		e, err := c.lock(ctx, cs, r.Run)
+		if err == nil {
+			err = c.finishRun(ctx, cs, e, &ccResult{}, false)
+		}
+		if err != nil && !errors.Is(err, ErrNoRun) {
+			c.o.Log.LogAttrs(ctx, slog.LevelWarn, "ending a subagent's run past the bound of kept runs",
+				slog.String("run_id", r.Run), slog.String("error", err.Error()))
+			continue
+		}
+		c.forgetSubagent(cs, r.Agent)
+	}
+}
+
+// forgetSubagent forgets the session of cs's subagent agentID (cs.mu
+// held: a session's lock is taken before its subagents').
+func (c *claudeCode) forgetSubagent(cs *ccSession, agentID string) {
+	c.mu.Lock()
+	sub := c.sessions[subagentThread(cs.id, agentID)]
+	c.mu.Unlock()
+	if sub == nil {
+		return
+	}
+	sub.mu.Lock()
+	if !sub.gone {
+		c.forget(sub)
+	}
+	sub.mu.Unlock()
 }
 
 // permissionRequest answers Claude Code before it asks its user whether a
@@ -309,7 +364,7 @@ func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e Run, res *ccRe
 			}
 			return e, nil // a retry: the gate answers with its kept decision
 		}
-		if c.stepBusy(e) && cs.listed[call.Name] && (cs.posts || e.Session().NumCalls() < PreOnlyBatch) {
+		if c.stepBusy(e) && cs.listed[call.Name] && e.Session().NumCalls() < stepCap(cs) {
 			// A parallel call joins the step.
 			if _, err := sess.AnnounceCall(ctx, call); err != nil {
 				return e, err
@@ -321,6 +376,15 @@ func (c *claudeCode) toGate(ctx context.Context, cs *ccSession, e Run, res *ccRe
 		}
 	}
 	return e, fmt.Errorf("could not open a step for call %s", call.ID)
+}
+
+// stepCap is how many calls a step of cs may hold: a call past it opens a
+// new step, and those of the old one still waiting are settled as unreported.
+func stepCap(cs *ccSession) int {
+	if cs.posts {
+		return MaxStepCalls
+	}
+	return PreOnlyBatch
 }
 
 // settleUnoffered finishes a call to a tool the step did not offer.

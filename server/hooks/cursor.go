@@ -191,6 +191,10 @@ func (cu *cursor) event(ctx context.Context, in cursorInput, agent string) curso
 		cc.HookEventName = evSessionStart
 	case cuSessionEnd:
 		cc.HookEventName = evSessionEnd
+		// No after event is coming for the calls still pending (denied by
+		// Cursor or its user): kept, they would stay until other
+		// conversations pushed them out.
+		defer cu.forgetConversation(in.ConversationID)
 	case cuBeforeSubmitPrompt:
 		cc.HookEventName, cc.Prompt = evUserPromptSubmit, in.Prompt
 	case cuStop:
@@ -337,6 +341,13 @@ func (cu *cursor) forget(conv, id string) {
 			return
 		}
 	}
+}
+
+// forgetConversation drops every pending call of conv.
+func (cu *cursor) forgetConversation(conv string) {
+	cu.mu.Lock()
+	defer cu.mu.Unlock()
+	delete(cu.pending, conv)
 }
 
 // drop removes the i-th pending call of conv (cu.mu held).

@@ -1,7 +1,9 @@
 package hooks
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"testing"
 )
 
@@ -41,5 +43,25 @@ func TestCursorEndTakesTheLatest(t *testing.T) {
 	cu.forget("c", denied)
 	if id := cu.end("c", "Shell", map[string]any{"command": "rm -rf /"}); id != "" {
 		t.Fatalf("a forgotten call was found: %s", id)
+	}
+}
+
+// sessionOnlyRuns is Runs for events that find no run: a session that
+// never started one.
+type sessionOnlyRuns struct{ Runs }
+
+func (sessionOnlyRuns) ThreadHolder(string) string { return "" }
+
+// A conversation's sessionEnd forgets its calls whose after event never
+// came: none is coming.
+func TestCursorSessionEndForgetsPending(t *testing.T) {
+	cu := newCursor(newClaudeCode(Options{Runs: sessionOnlyRuns{}, MaxIDLen: 256, Log: slog.New(slog.DiscardHandler)}))
+	cu.begin("c", "Shell", map[string]any{"command": "git push"})
+	cu.begin("other", "Shell", map[string]any{"command": "ls"})
+	if out := cu.event(context.Background(), cursorInput{ConversationID: "c", HookEventName: cuSessionEnd}, ""); out != (cursorOutput{}) {
+		t.Fatalf("sessionEnd: %+v", out)
+	}
+	if _, kept := cu.pending["c"]; kept || len(cu.pending["other"]) != 1 {
+		t.Fatalf("after c's sessionEnd the pending calls are %v", cu.pending)
 	}
 }

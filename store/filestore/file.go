@@ -50,8 +50,8 @@ var (
 // A run also has a log of the changes saved since its base was written,
 // runs/<stem>.log (run.RunLog, see runlog.go), so saving one tool call of
 // a long step costs O(the change), not O(the run). sessions/<stem>.json
-// names the runs a coding-agent session's `hook --local` event left in
-// progress (see sessions.go).
+// keeps what a coding-agent session's `hook --local` event left for the
+// next: its runs in progress and the adapter's facts (see sessions.go).
 //
 // Every save writes a temp file in the same directory, fsyncs it, renames it
 // over the record and fsyncs the directory: after a crash the record is

@@ -1,54 +1,79 @@
 package filestore
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
+	"slices"
 	"unicode/utf8"
 )
 
 // sessionsDir keeps, per coding-agent session that `awaken-lua hook
-// --local` serves, the runs in progress its last event left. Each event
+// --local` serves, what its last event left for the next: the runs in
+// progress, and what the hook adapter learned of the session. Each event
 // is a process of its own, so without this record the next event would
 // not find the session's run: it would start another, the first would
 // stay in runs/ for good, and thread state, which reaches the thread when
 // a run ends, would never carry from event to event.
 const sessionsDir = "sessions"
 
-// sessionRecord is a session's record: thread id -> the run in progress
-// that holds it.
+// sessionVersion is the format of the session records this version
+// writes: 1 (written without a version) holds the runs alone; 2 adds the
+// adapter's facts.
+const sessionVersion = 2
+
+// sessionRecord is a session's record.
 type sessionRecord struct {
 	Session string            `json:"session"`
-	Runs    map[string]string `json:"runs"`
+	Version int               `json:"version,omitempty"`
+	Runs    map[string]string `json:"runs"` // thread id -> the run in progress that holds it
+	Facts   json.RawMessage   `json:"facts,omitempty"`
 }
 
 func sessionKey(r *sessionRecord) string { return r.Session }
 
-// SessionRuns returns the runs in progress that the session's last event
-// left (thread id -> run id); none when it left none or never ran. A
-// record that names runs since ended is harmless: a run that is gone is
-// not found, and the session starts a new one.
-func (s *Store) SessionRuns(ctx context.Context, session string) (map[string]string, error) {
+// LocalSession is what a session's last `hook --local` event left for the
+// next one.
+type LocalSession struct {
+	// Runs are the runs in progress, thread id -> run id. A run since
+	// ended is harmless: it is not found, and the session starts a new one.
+	Runs map[string]string
+	// Facts are what the hook adapter learned of the session, as it
+	// encodes them (the store keeps them as they are).
+	Facts json.RawMessage
+}
+
+// Session returns what the session's last event left; nothing when it
+// left nothing or never ran. The facts of a record a later version wrote
+// are left out (its runs still hold their threads): what they mean may
+// have changed, and an event without them decides as before they were kept.
+func (s *Store) Session(ctx context.Context, session string) (LocalSession, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return LocalSession{}, err
 	}
 	if !utf8.ValidString(session) {
-		return nil, nil // PutSessionRuns never saves one
+		return LocalSession{}, nil // PutSession never saves one
 	}
 	path := s.path(sessionsDir, session)
 	defer s.locks.lock(path)()
 	rec, _, err := load(ctx, s, path, session, sessionKey)
 	if err != nil {
-		return nil, fmt.Errorf("read session %q: %w", session, err)
+		return LocalSession{}, fmt.Errorf("read session %q: %w", session, err)
 	}
-	return rec.Runs, nil
+	ls := LocalSession{Runs: rec.Runs}
+	if rec.Version <= sessionVersion {
+		ls.Facts = rec.Facts
+	}
+	return ls, nil
 }
 
-// PutSessionRuns records the runs in progress the session's event left;
-// with none it removes the session's record.
-func (s *Store) PutSessionRuns(ctx context.Context, session string, runs map[string]string) error {
+// PutSession records what the session's event left; with no run and no
+// facts it removes the session's record.
+func (s *Store) PutSession(ctx context.Context, session string, ls LocalSession) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -61,13 +86,21 @@ func (s *Store) PutSessionRuns(ctx context.Context, session string, runs map[str
 		return fmt.Errorf("save session %q: %w", session, err)
 	}
 	defer unlock()
-	if len(runs) == 0 {
+	facts := ls.Facts
+	if t := bytes.TrimSpace(facts); len(t) == 0 || bytes.Equal(t, []byte("null")) || bytes.Equal(t, []byte("{}")) {
+		facts = nil
+	}
+	if len(ls.Runs) == 0 && facts == nil {
 		if err := s.fs.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("save session %q: %w", session, err)
 		}
 		return nil
 	}
-	if _, err := s.write(path, &sessionRecord{Session: session, Runs: maps.Clone(runs)}); err != nil {
+	rec := &sessionRecord{Session: session, Version: sessionVersion, Runs: maps.Clone(ls.Runs), Facts: slices.Clone(facts)}
+	if rec.Runs == nil {
+		rec.Runs = map[string]string{}
+	}
+	if _, err := s.write(path, rec); err != nil {
 		return fmt.Errorf("save session %q: %w", session, err)
 	}
 	return nil
