@@ -328,3 +328,33 @@ func TestOverLongLineIsSkippedAndTheRestRead(t *testing.T) {
 		t.Fatalf("torn: verify: %d %v %v", n, problems, err)
 	}
 }
+
+// A shadow's disagreement names the call it was about, with the enforced
+// path's arguments, which the writer has not masked yet: the shadow
+// record must not carry what the phase records mask.
+func TestMaskCoversShadowRecords(t *testing.T) {
+	dir := t.TempDir()
+	args := map[string]any{"command": "ls", "password": "hunter2"}
+	rewritten := map[string]any{"command": "ls -l", "password": "hunter2"}
+	write(t, Options{Dir: dir, Mask: []string{"password"}},
+		&Record{Rec: KindShadow, RunID: "r1", Phase: ToolGate, Step: 1, Shadow: &Flip{Kind: "allow->block", RunID: "r1",
+			Phase: ToolGate, CallID: "c", Tool: "shell", Args: args, From: "allow", To: "block"}},
+		&Record{Rec: KindShadow, RunID: "r1", Phase: ToolGate, Step: 1, Shadow: &Flip{Kind: "rewrite changed", RunID: "r1",
+			Phase: ToolGate, CallID: "c", Tool: "shell", Args: args, From: ArgsText(rewritten), To: ArgsText(args),
+			FromArgs: rewritten, ToArgs: args}})
+	files, _ := Files(dir)
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte("hunter2")) {
+		t.Fatalf("a masked field reached the journal in a shadow record:\n%s", data)
+	}
+	recs, _ := readAll(t, dir)
+	if len(recs) != 2 || recs[0].Shadow.Args["command"] != "ls" || recs[1].Shadow.From != ArgsText(map[string]any{"command": "ls -l", "password": Masked}) {
+		t.Fatalf("shadow records read back: %+v %+v", recs[0].Shadow, recs[1].Shadow)
+	}
+	if args["password"] != "hunter2" || rewritten["password"] != "hunter2" {
+		t.Fatal("the writer masked the shadow's arguments in place")
+	}
+}

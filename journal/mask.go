@@ -34,7 +34,7 @@ func (m *Mask) Empty() bool { return m == nil || len(m.patterns) == 0 }
 // apply returns rec with its masked fields replaced, copying what it
 // changes (rec itself is never modified: a shadow may still read it).
 func (m *Mask) apply(rec *Record) *Record {
-	if m.Empty() || rec.Input == nil && len(rec.Decisions) == 0 {
+	if m.Empty() || rec.Input == nil && len(rec.Decisions) == 0 && rec.Shadow == nil {
 		return rec
 	}
 	out := *rec
@@ -73,6 +73,16 @@ func (m *Mask) apply(rec *Record) *Record {
 			ds[i] = d
 		}
 		out.Decisions = ds
+	}
+	if f := rec.Shadow; f != nil {
+		cp := *f
+		cp.Args = m.maskMap(f.Args, "shadow.args", &masked)
+		if f.FromArgs != nil || f.ToArgs != nil {
+			cp.FromArgs = m.maskMap(f.FromArgs, "shadow.from", &masked)
+			cp.ToArgs = m.maskMap(f.ToArgs, "shadow.to", &masked)
+			cp.From, cp.To = ArgsText(cp.FromArgs), ArgsText(cp.ToArgs)
+		}
+		out.Shadow = &cp
 	}
 	sort.Strings(masked)
 	out.Masked = masked

@@ -369,7 +369,8 @@ func (r *Replayer) compare(ctx context.Context, st *runState, want, got *journal
 		if !reflect.DeepEqual(w.Args, g.Args) {
 			f := base
 			f.Kind, f.Plugin = RewriteChanged, g.Plugin
-			f.From, f.To = fmt.Sprint(w.Args), fmt.Sprint(g.Args)
+			f.From, f.To = journal.ArgsText(w.Args), journal.ArgsText(g.Args)
+			f.FromArgs, f.ToArgs = w.Args, g.Args
 			return &f
 		}
 	}
