@@ -20,8 +20,8 @@ import (
 // deciding plugin, and the run's termination. Production traffic becomes a
 // regression test that passes against the plugins that made the recording
 // and fails against a candidate that decides otherwise. configs are the
-// plugins' [plugins.<id>] tables, passed to the harness.
-func Export(w io.Writer, runID string, src journal.Source, configs map[string]any) error {
+// plugins' config tables for the run's agent, passed to the harness.
+func Export(w io.Writer, runID string, src journal.Source, configs func(agent string) map[string]any) error {
 	var header *journal.Record
 	var recs []*journal.Record
 	problems, err := src(func(_ journal.Pos, r *journal.Record) error {
@@ -127,8 +127,14 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 		}
 	}
 	cfg := map[string]any{}
+	tables := map[string]any{}
+	if configs != nil {
+		// The agent's own tables: the run's plugins were configured with
+		// them, not with the project-wide ones they replace.
+		tables = configs(orDefault(header.Agent))
+	}
 	for _, p := range plugins {
-		if c, ok := configs[p]; ok {
+		if c, ok := tables[p]; ok {
 			cfg[p] = c
 		}
 	}

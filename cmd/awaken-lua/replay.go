@@ -283,9 +283,9 @@ func cmdJournal(e *env) int {
 		fmt.Fprintf(e.stdout, "ok: %d records, every link holds\n", n)
 		return exitOK
 	}
-	var configs map[string]any
+	var configs func(string) map[string]any
 	if cfg, err := projectConfig(e); err == nil {
-		configs = cfg.Plugins
+		configs = cfg.PluginTables
 	}
 	// The test is made in memory and the file written only once it is
 	// whole: a failed export leaves -o's file as it was (an existing test

@@ -371,3 +371,27 @@ func TestExportOffersABlockedTool(t *testing.T) {
 	record(t, cfg, "read both")
 	exportAndTest(t, dir, cfg)
 }
+
+// A run of an agent with a [plugins.<id>] table of its own ran under that
+// table: the exported test configures the plugin with it, not with the
+// project-wide one, or it fails against the plugins that made it.
+func TestExportUsesTheAgentsPluginConfig(t *testing.T) {
+	toml := strings.Replace(journalToml, "[plugins.policy]", "[agents.default.plugins.policy]\ndeny = [\"notes.txt\"]\n[plugins.policy]", 1)
+	dir := project(t, toml, map[string]string{
+		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+		"ws/README.md": "readme", "ws/notes.txt": "notes",
+	})
+	cfg := filepath.Join(dir, "awaken.toml")
+	record(t, cfg, "read both")
+	var blocked bool
+	journal.Read([]string{filepath.Join(dir, "journal")}, func(_ journal.Pos, r *journal.Record) error {
+		for _, d := range r.Decisions {
+			blocked = blocked || d.Decision.String() == "block"
+		}
+		return nil
+	})
+	if !blocked {
+		t.Fatal("the agent's own policy table did not block notes.txt in the recorded run")
+	}
+	exportAndTest(t, dir, cfg)
+}
