@@ -452,18 +452,34 @@ func orNone(s string) string {
 	return s
 }
 
+// sameContext reports whether two phases placed the same context
+// messages where the agent reads them: each target's in the same order
+// (a record lists them by priority), whatever the order across targets.
 func sameContext(a, b []journal.Context) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	sa, sb := sortedContext(a), sortedContext(b)
-	return reflect.DeepEqual(sa, sb)
+	return len(a) == len(b) && reflect.DeepEqual(placedContext(a), placedContext(b))
 }
 
-func sortedContext(cs []journal.Context) []journal.Context {
+// placedContext is cs grouped by target, in the order they are placed,
+// each target's in the order recorded.
+func placedContext(cs []journal.Context) []journal.Context {
 	out := append([]journal.Context(nil), cs...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	sort.SliceStable(out, func(i, j int) bool { return targetRank(out[i].Target) < targetRank(out[j].Target) })
 	return out
+}
+
+// targetRank orders context targets as the runtime places them.
+func targetRank(target string) int {
+	switch target {
+	case "system":
+		return 0
+	case "session":
+		return 1
+	case "conversation":
+		return 2
+	case "suffix_system":
+		return 3
+	}
+	return 4
 }
 
 func contextText(cs []journal.Context) string {
@@ -471,7 +487,7 @@ func contextText(cs []journal.Context) string {
 		return "(no context)"
 	}
 	var parts []string
-	for _, c := range sortedContext(cs) {
+	for _, c := range placedContext(cs) {
 		parts = append(parts, fmt.Sprintf("%s: %q", c.Key, c.Content))
 	}
 	return strings.Join(parts, "; ")

@@ -582,3 +582,22 @@ func TestReplayStopsAtARecordTheWriterShortened(t *testing.T) {
 		t.Fatalf("Export of the run: %v, wrote %q", err, out.String())
 	}
 }
+
+// Context messages are placed in a target by priority: a candidate that
+// reorders a target's messages changes what the agent reads, which is a
+// flip; one whose priorities only reorder messages of different targets
+// changes nothing the agent sees.
+func TestReplayComparesContextOrder(t *testing.T) {
+	cfg, jdir := project(t, "order-a", "")
+	recordRuns(t, cfg)
+	if rep := replayWith(t, cfg, "order-a", jdir); len(rep.Flips) != 0 {
+		t.Fatalf("the same plugins: flips %v", kinds(rep))
+	}
+	if rep := replayWith(t, cfg, "order-c", jdir); len(rep.Flips) != 0 {
+		t.Fatalf("a suffix message alone in its place, its priority changed: flips %v", kinds(rep))
+	}
+	rep := replayWith(t, cfg, "order-b", jdir)
+	if len(rep.Flips) != 4 || rep.Flips[0].Kind != replay.ContextChanged || rep.Flips[0].From == rep.Flips[0].To {
+		t.Fatalf("two system messages swapped: flips %v, first %+v", kinds(rep), rep.Flips)
+	}
+}
