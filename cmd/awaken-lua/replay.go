@@ -206,7 +206,7 @@ func journalSource(e *env, paths []string) (namedSource, func() (int, []journal.
 		return namedSource{journal.Lines(each), "the PostgreSQL journal"}, verify, s.Close, nil
 	}
 	if cfg.Journal.Path == "" {
-		return namedSource{}, nil, nil, fmt.Errorf("the configuration has no [journal] path; give the journal's directory or files, or set [journal] path and record some runs first")
+		return namedSource{}, nil, nil, errs.New(errs.JournalInvalid, "the configuration has no [journal] path; give the journal's directory or files, or set [journal] path and record some runs first")
 	}
 	dir := []string{cfg.Path(cfg.Journal.Path)}
 	if _, err := os.Stat(dir[0]); errors.Is(err, fs.ErrNotExist) {
