@@ -69,7 +69,8 @@ type runState struct {
 // state in a memory store of their own.
 func New(candidate *run.Runtime) (*Replayer, error) {
 	r := &Replayer{store: run.NewMemoryStore(), runs: map[string]*runState{}}
-	rt, err := candidate.Derive(run.WithStore(r.store), run.WithJournal(recorder{r}, ""))
+	// No audit: the candidate's decisions were never enforced.
+	rt, err := candidate.Derive(run.WithStore(r.store), run.WithJournal(recorder{r}, ""), run.WithoutAudit())
 	if err != nil {
 		return nil, err
 	}

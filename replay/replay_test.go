@@ -601,3 +601,41 @@ func TestReplayComparesContextOrder(t *testing.T) {
 		t.Fatalf("two system messages swapped: flips %v, first %+v", kinds(rep), rep.Flips)
 	}
 }
+
+// Replaying through a runtime that audits (dev replays the journal through
+// the generation it just loaded, audit sink and all) must not write the
+// audit log: its records would read as decisions enforced a second time,
+// some of them never enforced at all.
+func TestReplayWritesNoAuditRecords(t *testing.T) {
+	cfg, jdir := project(t, "v1", "[audit]\npath = \"audit.jsonl\"\n[plugins.audit]\n")
+	auditFile := filepath.Join(filepath.Dir(cfg), "audit.jsonl")
+	recordRuns(t, cfg)
+	lines := func() int {
+		b, err := os.ReadFile(auditFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(b), "\n")
+	}
+	before := lines()
+	if before == 0 {
+		t.Fatal("the recorded runs wrote no audit records")
+	}
+	ctx := context.Background()
+	h, err := host.Open(ctx, host.Options{ConfigPath: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := h.Acquire()
+	rep, err := replay.Run(ctx, g.Runtime, []string{jdir}, replay.Options{})
+	g.Release()
+	if err != nil || rep.Runs != 4 || len(rep.Flips) != 0 {
+		t.Fatalf("replay: %v, %d runs, flips %v", err, rep.Runs, kinds(rep))
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := lines(); after != before {
+		t.Fatalf("replay wrote %d audit records", after-before)
+	}
+}

@@ -85,6 +85,8 @@ type Runtime struct {
 	hash    string
 	// bundle is the published bundle the plugins came from ("": none).
 	bundle string
+	// noAudit: the runs' runtime.audit records are dropped (WithoutAudit).
+	noAudit bool
 	// offers keeps the names of the last tool list offered (offerNames).
 	offers *offerCache
 }
@@ -151,6 +153,13 @@ func WithMaxHistorySize(n int) Option {
 // WithGeneration names the plugin generation runs report.
 func WithGeneration(id string) Option {
 	return func(r *Runtime) error { r.generation = id; return nil }
+}
+
+// WithoutAudit drops the runs' runtime.audit records: replay and shadow
+// runtimes (Derive) share the engine, and with it the enforced host's
+// audit sink, but decide nothing that is enforced.
+func WithoutAudit() Option {
+	return func(r *Runtime) error { r.noAudit = true; return nil }
 }
 
 // WithBundle names the published plugin bundle the runtime's plugins were
