@@ -28,11 +28,14 @@ func Export(w io.Writer, runID string, src journal.Source, configs func(agent st
 		if r.RunID != runID {
 			return nil
 		}
-		if r.Rec == journal.KindRun {
+		switch r.Rec {
+		case journal.KindRun:
 			header, recs = r, nil
-			return nil
+		case journal.KindPhase, journal.KindEnd:
+			// Not a shadow's record: it names a phase of the run, which it
+			// is not.
+			recs = append(recs, r)
 		}
-		recs = append(recs, r)
 		return nil
 	})
 	if err != nil {

@@ -639,3 +639,22 @@ func TestReplayWritesNoAuditRecords(t *testing.T) {
 		t.Fatalf("replay wrote %d audit records", after-before)
 	}
 }
+
+// A shadow's disagreement is journaled beside the run's records, with the
+// phase it was about: export reads the run's own records only, so a
+// disagreement at run_start does not take the place of the run's start
+// (its conversation).
+func TestExportIgnoresShadowRecords(t *testing.T) {
+	msgs := []model.Message{{Role: model.RoleUser, Content: "hello there"}}
+	recs := []*journal.Record{
+		{Rec: journal.KindRun, RunID: "r1", Format: 1},
+		{Rec: journal.KindPhase, RunID: "r1", Phase: journal.RunStart, Input: &journal.Input{Messages: msgs}},
+		{Rec: journal.KindShadow, RunID: "r1", Phase: journal.RunStart, Shadow: &journal.Flip{Kind: replay.TerminationChanged}},
+		{Rec: journal.KindPhase, RunID: "r1", Phase: journal.RunEnd, Input: &journal.Input{}},
+		{Rec: journal.KindEnd, RunID: "r1", Termination: "natural"},
+	}
+	var out strings.Builder
+	if err := replay.Export(&out, "r1", records(recs), nil); err != nil || !strings.Contains(out.String(), "hello there") {
+		t.Fatalf("Export of a run with shadow records: %v\n%s", err, out.String())
+	}
+}
