@@ -281,7 +281,7 @@ func TestReplayComparesRunEnd(t *testing.T) {
 			}
 			for id, term := range ended {
 				var b strings.Builder
-				if err := replay.Export(&b, id, journal.FileSource(path), nil); err != nil {
+				if err := replay.Export(&b, id, journal.FileSource(path), replay.Configs{}); err != nil {
 					t.Fatalf("export %s: %v", id, err)
 				}
 				if !strings.Contains(b.String(), fmt.Sprintf("t.eq(r.termination, %q)", term)) {
@@ -388,7 +388,7 @@ func TestExportRefusesAnAbandonedRun(t *testing.T) {
 	}
 	src := records(recs)
 	var out strings.Builder
-	err := replay.Export(&out, "r1", src, nil)
+	err := replay.Export(&out, "r1", src, replay.Configs{})
 	if errs.CodeOf(err) != errs.JournalInvalid || !strings.Contains(err.Error(), "abandoned") {
 		t.Fatalf("Export of an abandoned run: %v, wrote %q", err, out.String())
 	}
@@ -518,12 +518,12 @@ func TestExportRefusesARunWithACwd(t *testing.T) {
 	}
 	src := records(recs)
 	var out strings.Builder
-	err := replay.Export(&out, "r1", src, nil)
+	err := replay.Export(&out, "r1", src, replay.Configs{})
 	if errs.CodeOf(err) != errs.JournalInvalid || !strings.Contains(err.Error(), "agent's hooks") {
 		t.Fatalf("Export of a run with a cwd: %v, wrote %q", err, out.String())
 	}
 	recs[1].Input.Cwd, recs[2].Input.Cwd = "", ""
-	if err := replay.Export(&out, "r1", src, nil); err != nil {
+	if err := replay.Export(&out, "r1", src, replay.Configs{}); err != nil {
 		t.Fatalf("Export of the run without one: %v", err)
 	}
 }
@@ -577,7 +577,7 @@ func TestReplayStopsAtARecordTheWriterShortened(t *testing.T) {
 		t.Errorf("the report does not warn of the shortened record:\n%s", text.String())
 	}
 	var out strings.Builder
-	err := replay.Export(&out, cut.rec.RunID, src, nil)
+	err := replay.Export(&out, cut.rec.RunID, src, replay.Configs{})
 	if errs.CodeOf(err) != errs.JournalInvalid || !strings.Contains(err.Error(), "left out the input of its after_inference record") {
 		t.Fatalf("Export of the run: %v, wrote %q", err, out.String())
 	}
@@ -654,7 +654,7 @@ func TestExportIgnoresShadowRecords(t *testing.T) {
 		{Rec: journal.KindEnd, RunID: "r1", Termination: "natural"},
 	}
 	var out strings.Builder
-	if err := replay.Export(&out, "r1", records(recs), nil); err != nil || !strings.Contains(out.String(), "hello there") {
+	if err := replay.Export(&out, "r1", records(recs), replay.Configs{}); err != nil || !strings.Contains(out.String(), "hello there") {
 		t.Fatalf("Export of a run with shadow records: %v\n%s", err, out.String())
 	}
 }

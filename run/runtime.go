@@ -87,6 +87,8 @@ type Runtime struct {
 	bundle string
 	// noAudit: the runs' runtime.audit records are dropped (WithoutAudit).
 	noAudit bool
+	// configHash names the configuration (WithConfigHash).
+	configHash string
 	// offers keeps the names of the last tool list offered (offerNames).
 	offers *offerCache
 }
@@ -153,6 +155,12 @@ func WithMaxHistorySize(n int) Option {
 // WithGeneration names the plugin generation runs report.
 func WithGeneration(id string) Option {
 	return func(r *Runtime) error { r.generation = id; return nil }
+}
+
+// WithConfigHash names the configuration the runtime was built from (its
+// hash), which a journal's run header records (config_hash).
+func WithConfigHash(hash string) Option {
+	return func(r *Runtime) error { r.configHash = hash; return nil }
 }
 
 // WithoutAudit drops the runs' runtime.audit records: replay and shadow

@@ -283,9 +283,9 @@ func cmdJournal(e *env) int {
 		fmt.Fprintf(e.stdout, "ok: %d records, every link holds\n", n)
 		return exitOK
 	}
-	var configs func(string) map[string]any
+	configs := replay.Configs{Warn: e.stderr}
 	if cfg, err := projectConfig(e); err == nil {
-		configs = cfg.PluginTables
+		configs.Tables, configs.Hash = cfg.PluginTables, cfg.Hash
 	}
 	// The test is made in memory and the file written only once it is
 	// whole: a failed export leaves -o's file as it was (an existing test
