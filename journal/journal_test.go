@@ -358,3 +358,30 @@ func TestMaskCoversShadowRecords(t *testing.T) {
 		t.Fatal("the writer masked the shadow's arguments in place")
 	}
 }
+
+// A resume's result becomes the call's tool result (use_decision_as_result)
+// or its arguments' "decision" (pass_decision_to_tool), both masked where
+// they are recorded: the resume's own record masks it too.
+func TestMaskCoversResumeResults(t *testing.T) {
+	dir := t.TempDir()
+	result := map[string]any{"password": "hunter2", "note": "ok"}
+	write(t, Options{Dir: dir, Mask: []string{"password"}},
+		&Record{Rec: KindPhase, RunID: "r1", Phase: Resume, Step: 1,
+			Input: &Input{Resume: []gate.Resume{{Target: "c", Action: "resume", Result: result}}}})
+	files, _ := Files(dir)
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte("hunter2")) {
+		t.Fatalf("a masked field reached the journal in a resume's result:\n%s", data)
+	}
+	recs, _ := readAll(t, dir)
+	if got := recs[0].Input.Resume[0].Result.(map[string]any); got["note"] != "ok" || got["password"] != Masked ||
+		strings.Join(recs[0].Masked, ",") != "resume.result.password" {
+		t.Fatalf("resume read back: %v, masked %v", got, recs[0].Masked)
+	}
+	if result["password"] != "hunter2" {
+		t.Fatal("the writer masked the resume's result in place")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
@@ -58,6 +59,24 @@ func (m *Mask) apply(rec *Record) *Record {
 		}
 		if len(in.Messages) > 0 {
 			cp.Messages = m.maskMessages(in.Messages, "messages", &masked)
+		}
+		if len(in.Resume) > 0 {
+			// A resume's result becomes the call's result, or its
+			// arguments' "decision": masked there, and so here.
+			var rs []gate.Resume
+			for i, r := range in.Resume {
+				v, changed := m.maskValue(r.Result, "resume.result", nil, &masked)
+				if !changed {
+					continue
+				}
+				if rs == nil {
+					rs = append([]gate.Resume(nil), in.Resume...)
+				}
+				rs[i].Result = v
+			}
+			if rs != nil {
+				cp.Resume = rs
+			}
 		}
 		if in.Thread != nil {
 			th := *in.Thread
