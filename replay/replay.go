@@ -422,17 +422,29 @@ func (r *Replayer) readsMasked(ctx context.Context, st *runState, want *journal.
 func replaceMasked(v map[string]any, alt any) map[string]any {
 	out := make(map[string]any, len(v))
 	for k, x := range v {
-		switch t := x.(type) {
-		case string:
-			if t == journal.Masked {
-				x = alt
-			}
-		case map[string]any:
-			x = replaceMasked(t, alt)
-		}
-		out[k] = x
+		out[k] = replaceMaskedValue(x, alt)
 	}
 	return out
+}
+
+// replaceMaskedValue is v with its masked values replaced by alt, in lists
+// too: the writer masks a field at any depth.
+func replaceMaskedValue(v, alt any) any {
+	switch t := v.(type) {
+	case string:
+		if t == journal.Masked {
+			return alt
+		}
+	case map[string]any:
+		return replaceMasked(t, alt)
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = replaceMaskedValue(x, alt)
+		}
+		return out
+	}
+	return v
 }
 
 func describe(d journal.Decision) string {

@@ -658,3 +658,29 @@ func TestExportIgnoresShadowRecords(t *testing.T) {
 		t.Fatalf("Export of a run with shadow records: %v\n%s", err, out.String())
 	}
 }
+
+// A masked field inside a list of the arguments is masked in the journal
+// as one outside is: a candidate that reads it decides on the mask, which
+// replay reports apart, not as a flip.
+func TestReplayReportsMaskedReadsInAListApart(t *testing.T) {
+	cfg, jdir := project(t, "v1", `mask = ["password"]`)
+	ctx := context.Background()
+	h, err := host.Open(ctx, host.Options{ConfigPath: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := read("c1", "README.md")
+	c.Args["creds"] = []any{map[string]any{"user": "ann", "password": "hunter2"}}
+	g := h.Acquire()
+	res, err := g.Runtime.Run(ctx, run.Request{Prompt: "read", Model: scripted.New([]scripted.Turn{
+		{ToolCalls: []model.ToolCall{c}}, {Text: "done"}})})
+	g.Release()
+	if err != nil || res.Termination != "natural" {
+		t.Fatalf("recording: %v %s", err, res.Termination)
+	}
+	h.Close()
+	rep := replayWith(t, cfg, "reads-listed-password", jdir)
+	if len(rep.Flips) != 1 || rep.Flips[0].Kind != replay.ReadsMasked || rep.Flips[0].CallID != "c1" {
+		t.Fatalf("flips: %+v", rep.Flips)
+	}
+}
