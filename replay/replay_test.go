@@ -684,3 +684,30 @@ func TestReplayReportsMaskedReadsInAListApart(t *testing.T) {
 		t.Fatalf("flips: %+v", rep.Flips)
 	}
 }
+
+// Each value replay puts in a masked field's place is tried on the
+// recorded arguments: a candidate that decides the same on the masked
+// value and on a string in its place (both long) but otherwise on another
+// kind of value reads the masked field, which is reported apart.
+func TestReplayProbesEveryValueInAMaskedFieldsPlace(t *testing.T) {
+	cfg, jdir := project(t, "v1", `mask = ["password"]`)
+	ctx := context.Background()
+	h, err := host.Open(ctx, host.Options{ConfigPath: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := read("c1", "README.md")
+	c.Args["password"] = "abc"
+	g := h.Acquire()
+	res, err := g.Runtime.Run(ctx, run.Request{Prompt: "read", Model: scripted.New([]scripted.Turn{
+		{ToolCalls: []model.ToolCall{c}}, {Text: "done"}})})
+	g.Release()
+	if err != nil || res.Termination != "natural" {
+		t.Fatalf("recording: %v %s", err, res.Termination)
+	}
+	h.Close()
+	rep := replayWith(t, cfg, "reads-password-length", jdir)
+	if len(rep.Flips) != 1 || rep.Flips[0].Kind != replay.ReadsMasked || rep.Flips[0].CallID != "c1" {
+		t.Fatalf("flips: %+v", rep.Flips)
+	}
+}
