@@ -79,6 +79,9 @@ const (
 // as written and resolved with Path.
 type Config struct {
 	File string // the file it was read from ("" for defaults)
+	// Hash is the SHA-256 of the file's bytes, in hex ("" for defaults):
+	// a journal's run header names it (config_hash).
+	Hash string
 	Dir  string // the directory relative paths resolve against ("" means the working directory)
 
 	PluginDir string

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -46,6 +48,8 @@ func parse(data []byte, file string) (*Config, error) {
 	}
 	p := &parser{file: file, idx: tomlpos.Scan(string(data)), c: Default()}
 	p.c.File = file
+	sum := sha256.Sum256(data)
+	p.c.Hash = hex.EncodeToString(sum[:])
 	if file != "" {
 		p.c.Dir = filepath.Dir(file)
 	}

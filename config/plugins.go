@@ -136,6 +136,22 @@ func (c *Config) CheckPlugins(set *plugin.Set) error {
 	return list.Err()
 }
 
+// PluginTables are the plugins' config tables as written, for an agent:
+// its own [agents.<id>.plugins.<plugin>] where it has one, which replaces
+// [plugins.<plugin>] for it, else the project-wide table.
+func (c *Config) PluginTables(agent string) map[string]any {
+	out := make(map[string]any, len(c.Plugins))
+	for id, t := range c.Plugins {
+		out[id] = t
+	}
+	if a := c.Agents[agent]; a != nil {
+		for id, t := range a.PluginConfigs {
+			out[id] = t
+		}
+	}
+	return out
+}
+
 // configTable picks the table a plugin's config starts from for an agent,
 // and the key it was written under (where a table would go if not given).
 func (c *Config) configTable(a *Agent, id string) (k toml.Key, table map[string]any, given bool) {

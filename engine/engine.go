@@ -252,6 +252,10 @@ type ExecConfig struct {
 	// OnEffect, when set, sees each effect as it is dispatched (the test
 	// harness lists them).
 	OnEffect func(key string, payload any)
+	// NoAudit drops the run's runtime.audit records: a replayed run's
+	// decisions were not enforced, and in the audit sink they would read
+	// as if they had been.
+	NoAudit bool
 }
 
 // Exec runs phases of one run. One goroutine drives it at a time.
@@ -262,6 +266,7 @@ type Exec struct {
 	configs map[string]any
 	events  event.Sink
 	log     *slog.Logger
+	audit   plugin.AuditSink // nil: runtime.audit records are dropped
 	onEff   func(key string, payload any)
 
 	pending *state.Key
@@ -272,7 +277,10 @@ type Exec struct {
 // Exec binds the engine to one run's store.
 func (e *Engine) Exec(c ExecConfig) (*Exec, error) {
 	reg := e.set.Registry()
-	x := &Exec{e: e, store: c.Store, view: c.View, configs: c.Configs, events: c.Events, log: c.Log, onEff: c.OnEffect}
+	x := &Exec{e: e, store: c.Store, view: c.View, configs: c.Configs, events: c.Events, log: c.Log, onEff: c.OnEffect, audit: e.audit}
+	if c.NoAudit {
+		x.audit = nil
+	}
 	if x.view == nil {
 		x.view = e.set.All()
 	}

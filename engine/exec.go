@@ -129,7 +129,7 @@ func (x *Exec) begin(p phase.Phase, in plugin.Input) *txn {
 	in.Phase = p
 	in.Configs = x.configs
 	in.Log = x.log
-	in.Audit = x.e.audit
+	in.Audit = x.audit
 	if in.Now.IsZero() {
 		in.Now = x.e.clock()
 	}

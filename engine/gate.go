@@ -38,7 +38,7 @@ func (x *Exec) Gate(ctx context.Context, in plugin.Input) (GateResult, error) {
 		return GateResult{}, fmt.Errorf("engine: Gate needs Input.Tool")
 	}
 	// Gates write nothing: they read the current snapshot, no fork.
-	in.Phase, in.Configs, in.Log, in.Audit = phase.ToolGate, x.configs, x.log, x.e.audit
+	in.Phase, in.Configs, in.Log, in.Audit = phase.ToolGate, x.configs, x.log, x.audit
 	if in.Now.IsZero() {
 		in.Now = x.e.clock()
 	}

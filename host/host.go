@@ -626,7 +626,7 @@ func (h *Host) assemble(cfg *config.Config, lg *luabridge.Generation, hash strin
 		ts = append(ts, toolset[n])
 	}
 	rt, err := run.New(eng, run.WithAgents(agents...), run.WithTools(ts...), run.WithStore(h.store),
-		run.WithGeneration(id), run.WithLogger(h.log), run.WithTicketTimeout(time.Duration(cfg.Runtime.TicketTimeout)),
+		run.WithGeneration(id), run.WithConfigHash(cfg.Hash), run.WithLogger(h.log), run.WithTicketTimeout(time.Duration(cfg.Runtime.TicketTimeout)),
 		run.WithMaxHistory(cfg.Server.SessionHistory), run.WithMaxHistorySize(int(cfg.Server.SessionHistorySize)), h.journal.option(hash, journalOn), run.WithBundle(h.bundleFor(cfg)))
 	if err != nil {
 		dropAudit()

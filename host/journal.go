@@ -50,15 +50,17 @@ func (h *Host) Journal() run.Recorder { return h.journal }
 
 // Record writes rec to the journal and hands it to the tap.
 func (j *journalSink) Record(rec *journal.Record) {
-	j.mu.RLock()
-	w := j.w
-	j.mu.RUnlock()
 	// The tap reads rec first: the writer recycles it once written.
 	if j.tap != nil {
 		j.tap.Record(rec)
 	}
-	if w != nil {
-		w.Record(rec)
+	// Held until the writer has rec: a reload swaps the writer under the
+	// write lock and closes the old one only then, which would otherwise
+	// count rec lost had it read the old writer just before.
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if j.w != nil {
+		j.w.Record(rec)
 	}
 }
 

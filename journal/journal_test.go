@@ -328,3 +328,60 @@ func TestOverLongLineIsSkippedAndTheRestRead(t *testing.T) {
 		t.Fatalf("torn: verify: %d %v %v", n, problems, err)
 	}
 }
+
+// A shadow's disagreement names the call it was about, with the enforced
+// path's arguments, which the writer has not masked yet: the shadow
+// record must not carry what the phase records mask.
+func TestMaskCoversShadowRecords(t *testing.T) {
+	dir := t.TempDir()
+	args := map[string]any{"command": "ls", "password": "hunter2"}
+	rewritten := map[string]any{"command": "ls -l", "password": "hunter2"}
+	write(t, Options{Dir: dir, Mask: []string{"password"}},
+		&Record{Rec: KindShadow, RunID: "r1", Phase: ToolGate, Step: 1, Shadow: &Flip{Kind: "allow->block", RunID: "r1",
+			Phase: ToolGate, CallID: "c", Tool: "shell", Args: args, From: "allow", To: "block"}},
+		&Record{Rec: KindShadow, RunID: "r1", Phase: ToolGate, Step: 1, Shadow: &Flip{Kind: "rewrite changed", RunID: "r1",
+			Phase: ToolGate, CallID: "c", Tool: "shell", Args: args, From: ArgsText(rewritten), To: ArgsText(args),
+			FromArgs: rewritten, ToArgs: args}})
+	files, _ := Files(dir)
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte("hunter2")) {
+		t.Fatalf("a masked field reached the journal in a shadow record:\n%s", data)
+	}
+	recs, _ := readAll(t, dir)
+	if len(recs) != 2 || recs[0].Shadow.Args["command"] != "ls" || recs[1].Shadow.From != ArgsText(map[string]any{"command": "ls -l", "password": Masked}) {
+		t.Fatalf("shadow records read back: %+v %+v", recs[0].Shadow, recs[1].Shadow)
+	}
+	if args["password"] != "hunter2" || rewritten["password"] != "hunter2" {
+		t.Fatal("the writer masked the shadow's arguments in place")
+	}
+}
+
+// A resume's result becomes the call's tool result (use_decision_as_result)
+// or its arguments' "decision" (pass_decision_to_tool), both masked where
+// they are recorded: the resume's own record masks it too.
+func TestMaskCoversResumeResults(t *testing.T) {
+	dir := t.TempDir()
+	result := map[string]any{"password": "hunter2", "note": "ok"}
+	write(t, Options{Dir: dir, Mask: []string{"password"}},
+		&Record{Rec: KindPhase, RunID: "r1", Phase: Resume, Step: 1,
+			Input: &Input{Resume: []gate.Resume{{Target: "c", Action: "resume", Result: result}}}})
+	files, _ := Files(dir)
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte("hunter2")) {
+		t.Fatalf("a masked field reached the journal in a resume's result:\n%s", data)
+	}
+	recs, _ := readAll(t, dir)
+	if got := recs[0].Input.Resume[0].Result.(map[string]any); got["note"] != "ok" || got["password"] != Masked ||
+		strings.Join(recs[0].Masked, ",") != "resume.result.password" {
+		t.Fatalf("resume read back: %v, masked %v", got, recs[0].Masked)
+	}
+	if result["password"] != "hunter2" {
+		t.Fatal("the writer masked the resume's result in place")
+	}
+}

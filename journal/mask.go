@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/awaken-lua/awaken-lua/engine/gate"
 	"github.com/awaken-lua/awaken-lua/model"
 )
 
@@ -34,7 +35,7 @@ func (m *Mask) Empty() bool { return m == nil || len(m.patterns) == 0 }
 // apply returns rec with its masked fields replaced, copying what it
 // changes (rec itself is never modified: a shadow may still read it).
 func (m *Mask) apply(rec *Record) *Record {
-	if m.Empty() || rec.Input == nil && len(rec.Decisions) == 0 {
+	if m.Empty() || rec.Input == nil && len(rec.Decisions) == 0 && rec.Shadow == nil {
 		return rec
 	}
 	out := *rec
@@ -59,6 +60,24 @@ func (m *Mask) apply(rec *Record) *Record {
 		if len(in.Messages) > 0 {
 			cp.Messages = m.maskMessages(in.Messages, "messages", &masked)
 		}
+		if len(in.Resume) > 0 {
+			// A resume's result becomes the call's result, or its
+			// arguments' "decision": masked there, and so here.
+			var rs []gate.Resume
+			for i, r := range in.Resume {
+				v, changed := m.maskValue(r.Result, "resume.result", nil, &masked)
+				if !changed {
+					continue
+				}
+				if rs == nil {
+					rs = append([]gate.Resume(nil), in.Resume...)
+				}
+				rs[i].Result = v
+			}
+			if rs != nil {
+				cp.Resume = rs
+			}
+		}
 		if in.Thread != nil {
 			th := *in.Thread
 			th.Messages = m.maskMessages(th.Messages, "thread.messages", &masked)
@@ -73,6 +92,16 @@ func (m *Mask) apply(rec *Record) *Record {
 			ds[i] = d
 		}
 		out.Decisions = ds
+	}
+	if f := rec.Shadow; f != nil {
+		cp := *f
+		cp.Args = m.maskMap(f.Args, "shadow.args", &masked)
+		if f.FromArgs != nil || f.ToArgs != nil {
+			cp.FromArgs = m.maskMap(f.FromArgs, "shadow.from", &masked)
+			cp.ToArgs = m.maskMap(f.ToArgs, "shadow.to", &masked)
+			cp.From, cp.To = ArgsText(cp.FromArgs), ArgsText(cp.ToArgs)
+		}
+		out.Shadow = &cp
 	}
 	sort.Strings(masked)
 	out.Masked = masked

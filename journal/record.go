@@ -14,6 +14,7 @@
 package journal
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/awaken-lua/awaken-lua/engine/gate"
@@ -200,7 +201,16 @@ type Flip struct {
 	From   string         `json:"from"`
 	To     string         `json:"to"`
 	Detail string         `json:"detail,omitempty"`
+	// FromArgs and ToArgs are the rewritten arguments a rewrite flip's
+	// From and To show (ArgsText): a writer masks them and writes From
+	// and To again from them, since a shadow's flip is made from the
+	// enforced path's records, before they are masked.
+	FromArgs map[string]any `json:"-"`
+	ToArgs   map[string]any `json:"-"`
 }
+
+// ArgsText is how a flip's From and To show a call's arguments.
+func ArgsText(args map[string]any) string { return fmt.Sprint(args) }
 
 // LostRun names a run some of whose records a writer could not write, and
 // the first of them in the run's order (see Lines): its kind and, for a

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -65,7 +66,9 @@ const linger = time.Millisecond
 // record for one goroutine that masks, encodes, chains, writes and
 // rotates, in batches, so a run waits for neither the encoder nor the disk
 // nor another run; the queue is bounded, and a full queue makes Record
-// wait rather than drop a record. Close writes what is queued.
+// wait rather than drop a record. Close writes what is queued. A file is
+// synced to disk, with its directory, when the writer is done with it
+// (rotated, or at Close).
 //
 // A failed write (a full disk) does not end the journal: the lines that
 // did not reach the file whole are dropped, and the records made until a
@@ -139,6 +142,9 @@ type Writer struct {
 	closing   bool
 
 	slots sync.Pool // of *Slot (see Slot)
+
+	// sync is (*os.File).Sync (tests watch it).
+	sync func(*os.File) error
 }
 
 // Open makes the directory if needed, checks that a file can be made in
@@ -159,7 +165,7 @@ func Open(o Options) (*Writer, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	w := &Writer{o: o, mask: NewMask(o.Mask), done: make(chan struct{})}
+	w := &Writer{o: o, mask: NewMask(o.Mask), done: make(chan struct{}), sync: (*os.File).Sync}
 	w.notEmpty.L, w.notFull.L = &w.mu, &w.mu
 	if o.Sink != nil {
 		w.stream = streamName(o.Now())
@@ -272,7 +278,7 @@ func (w *Writer) firstErr() error {
 // that loses no record (closing a file whose lines were written).
 func (w *Writer) note(err error) {
 	w.keep(err)
-	w.o.Log.Error("the journal could not close a file", "error", err.Error())
+	w.o.Log.Error("the journal could not sync or close a file", "error", err.Error())
 }
 
 // failed counts n records lost to err and stops writing until retryAt,
@@ -613,17 +619,40 @@ func (w *Writer) put(p []byte, ends []int) {
 	w.failed(fmt.Errorf("journal: %w", err), len(ends)-kept)
 }
 
-// closeFile writes the gathered lines and closes the file; the next record
-// starts a new one.
+// closeFile writes the gathered lines, syncs the file and its directory
+// and closes the file; the next record starts a new one. Synced before the
+// next file is made (or the process ends), a file keeps its lines through
+// a power loss: only the file being written can lose some, and a reader
+// finds that by its chain, or by its number when it is lost whole.
 func (w *Writer) closeFile() {
 	w.flush()
 	if w.f == nil {
 		return
 	}
+	if err := w.sync(w.f); err != nil {
+		w.note(fmt.Errorf("journal: %w", err))
+	} else if err := w.syncDir(); err != nil {
+		w.note(fmt.Errorf("journal: %w", err))
+	}
 	if err := w.f.Close(); err != nil {
 		w.note(fmt.Errorf("journal: %w", err))
 	}
 	w.f = nil
+}
+
+// syncDir syncs the journal directory, so that the files made in it
+// survive a power loss too. Windows cannot sync a directory opened this
+// way: there a file's name is as durable as the file system makes it.
+func (w *Writer) syncDir() error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(w.o.Dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return w.sync(d)
 }
 
 // open starts the next file.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"reflect"
@@ -295,5 +296,57 @@ func TestWriterRotatesSinkStreams(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A file the writer is done with (rotated, or at Close) is synced to disk
+// whole, and its directory with it, before the writer goes on: after a
+// power loss only the file being written can have lost lines, and the
+// files before it are all there, so a reader's chain and numbering find
+// what was lost.
+func TestWriterSyncsEachFileItIsDoneWith(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Open(Options{Dir: dir, MaxFileSize: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type synced struct {
+		name string
+		size int64
+	}
+	var got []synced
+	w.sync = func(f *os.File) error { // the loop calls it, after Record made it
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		got = append(got, synced{f.Name(), st.Size()})
+		return f.Sync()
+	}
+	for _, r := range sample(20) {
+		w.Record(r)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := Files(dir)
+	if len(files) < 2 {
+		t.Fatalf("files = %v, want rotation", files)
+	}
+	var want []synced
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, synced{f, st.Size()}, synced{dir, 0})
+	}
+	for i := range got {
+		if got[i].name == dir {
+			got[i].size = 0
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("synced (file, size):\n%v\nwant each file whole, then its directory:\n%v", got, want)
 	}
 }

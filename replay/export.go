@@ -19,20 +19,23 @@ import (
 // results, and asserts its decisions: each gated call's decision and
 // deciding plugin, and the run's termination. Production traffic becomes a
 // regression test that passes against the plugins that made the recording
-// and fails against a candidate that decides otherwise. configs are the
-// plugins' [plugins.<id>] tables, passed to the harness.
-func Export(w io.Writer, runID string, src journal.Source, configs map[string]any) error {
+// and fails against a candidate that decides otherwise. The plugins are
+// configured with c's tables for the run's agent.
+func Export(w io.Writer, runID string, src journal.Source, c Configs) error {
 	var header *journal.Record
 	var recs []*journal.Record
 	problems, err := src(func(_ journal.Pos, r *journal.Record) error {
 		if r.RunID != runID {
 			return nil
 		}
-		if r.Rec == journal.KindRun {
+		switch r.Rec {
+		case journal.KindRun:
 			header, recs = r, nil
-			return nil
+		case journal.KindPhase, journal.KindEnd:
+			// Not a shadow's record: it names a phase of the run, which it
+			// is not.
+			recs = append(recs, r)
 		}
-		recs = append(recs, r)
 		return nil
 	})
 	if err != nil {
@@ -127,8 +130,14 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 		}
 	}
 	cfg := map[string]any{}
+	tables := map[string]any{}
+	if c.Tables != nil {
+		// The agent's own tables: the run's plugins were configured with
+		// them, not with the project-wide ones they replace.
+		tables = c.Tables(orDefault(header.Agent))
+	}
 	for _, p := range plugins {
-		if c, ok := configs[p]; ok {
+		if c, ok := tables[p]; ok {
 			cfg[p] = c
 		}
 	}
@@ -136,6 +145,17 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 	fmt.Fprintf(&b, "-- Exported from the journal by `awaken-lua journal export %s`: run %s\n", runID, runID)
 	fmt.Fprintf(&b, "-- (thread %s, agent %s, generation %s), replayed with its recorded model\n", header.ThreadID, header.Agent, genID(header))
 	b.WriteString("-- answers and tool results; it asserts the decisions the plugins made then.\n")
+	if c.Hash != "" && header.ConfigHash != "" && c.Hash != header.ConfigHash {
+		// The journal keeps only the hash: the tables the run ran with
+		// are not there to use.
+		warning := fmt.Sprintf("the configuration changed since run %s was recorded (its config_hash is %.12s, the configuration's now %.12s): "+
+			"the test configures the plugins with the tables as they are now, so where those changed it asserts the recorded decisions against another configuration",
+			runID, header.ConfigHash, c.Hash)
+		fmt.Fprintf(&b, "-- warning: %s\n", warning)
+		if c.Warn != nil {
+			fmt.Fprintf(c.Warn, "warning: %s\n", warning)
+		}
+	}
 	b.WriteString("local t = require(\"awaken.testing\")\n\n")
 	b.WriteString("local results = {\n")
 	for _, name := range sortedKeys(results) {
@@ -176,6 +196,18 @@ func Export(w io.Writer, runID string, src journal.Source, configs map[string]an
 	fmt.Fprintf(&b, "  t.eq(r.termination, %s)\nend)\n", luaString(term))
 	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// Configs is the configuration an exported test configures its plugins
+// with.
+type Configs struct {
+	// Tables are the plugins' config tables for an agent (nil: none).
+	Tables func(agent string) map[string]any
+	// Hash is the configuration's (config.Config.Hash): a run recorded
+	// under another (its header's config_hash) is exported with a
+	// warning, in the test and to Warn.
+	Hash string
+	Warn io.Writer
 }
 
 // hostDriven is the refusal of a run the loop did not drive, which the

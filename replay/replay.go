@@ -69,7 +69,8 @@ type runState struct {
 // state in a memory store of their own.
 func New(candidate *run.Runtime) (*Replayer, error) {
 	r := &Replayer{store: run.NewMemoryStore(), runs: map[string]*runState{}}
-	rt, err := candidate.Derive(run.WithStore(r.store), run.WithJournal(recorder{r}, ""))
+	// No audit: the candidate's decisions were never enforced.
+	rt, err := candidate.Derive(run.WithStore(r.store), run.WithJournal(recorder{r}, ""), run.WithoutAudit())
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +370,8 @@ func (r *Replayer) compare(ctx context.Context, st *runState, want, got *journal
 		if !reflect.DeepEqual(w.Args, g.Args) {
 			f := base
 			f.Kind, f.Plugin = RewriteChanged, g.Plugin
-			f.From, f.To = fmt.Sprint(w.Args), fmt.Sprint(g.Args)
+			f.From, f.To = journal.ArgsText(w.Args), journal.ArgsText(g.Args)
+			f.FromArgs, f.ToArgs = w.Args, g.Args
 			return &f
 		}
 	}
@@ -408,7 +410,9 @@ func (r *Replayer) compare(ctx context.Context, st *runState, want, got *journal
 func (r *Replayer) readsMasked(ctx context.Context, st *runState, want *journal.Record, got journal.Decision) bool {
 	c := *want.Input.Call
 	for _, alt := range []any{"[masked:probe]", float64(0), nil} {
-		c.Args = replaceMasked(c.Args, alt)
+		// From the recorded arguments each time: replaced once, they
+		// hold no masked value for the next alternative to replace.
+		c.Args = replaceMasked(want.Input.Call.Args, alt)
 		d, err := st.s.Probe(ctx, c)
 		if err != nil || d.Decision != got.Decision || d.Plugin != got.Plugin {
 			return true
@@ -420,17 +424,29 @@ func (r *Replayer) readsMasked(ctx context.Context, st *runState, want *journal.
 func replaceMasked(v map[string]any, alt any) map[string]any {
 	out := make(map[string]any, len(v))
 	for k, x := range v {
-		switch t := x.(type) {
-		case string:
-			if t == journal.Masked {
-				x = alt
-			}
-		case map[string]any:
-			x = replaceMasked(t, alt)
-		}
-		out[k] = x
+		out[k] = replaceMaskedValue(x, alt)
 	}
 	return out
+}
+
+// replaceMaskedValue is v with its masked values replaced by alt, in lists
+// too: the writer masks a field at any depth.
+func replaceMaskedValue(v, alt any) any {
+	switch t := v.(type) {
+	case string:
+		if t == journal.Masked {
+			return alt
+		}
+	case map[string]any:
+		return replaceMasked(t, alt)
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = replaceMaskedValue(x, alt)
+		}
+		return out
+	}
+	return v
 }
 
 func describe(d journal.Decision) string {
@@ -451,18 +467,34 @@ func orNone(s string) string {
 	return s
 }
 
+// sameContext reports whether two phases placed the same context
+// messages where the agent reads them: each target's in the same order
+// (a record lists them by priority), whatever the order across targets.
 func sameContext(a, b []journal.Context) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	sa, sb := sortedContext(a), sortedContext(b)
-	return reflect.DeepEqual(sa, sb)
+	return len(a) == len(b) && reflect.DeepEqual(placedContext(a), placedContext(b))
 }
 
-func sortedContext(cs []journal.Context) []journal.Context {
+// placedContext is cs grouped by target, in the order they are placed,
+// each target's in the order recorded.
+func placedContext(cs []journal.Context) []journal.Context {
 	out := append([]journal.Context(nil), cs...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	sort.SliceStable(out, func(i, j int) bool { return targetRank(out[i].Target) < targetRank(out[j].Target) })
 	return out
+}
+
+// targetRank orders context targets as the runtime places them.
+func targetRank(target string) int {
+	switch target {
+	case "system":
+		return 0
+	case "session":
+		return 1
+	case "conversation":
+		return 2
+	case "suffix_system":
+		return 3
+	}
+	return 4
 }
 
 func contextText(cs []journal.Context) string {
@@ -470,7 +502,7 @@ func contextText(cs []journal.Context) string {
 		return "(no context)"
 	}
 	var parts []string
-	for _, c := range sortedContext(cs) {
+	for _, c := range placedContext(cs) {
 		parts = append(parts, fmt.Sprintf("%s: %q", c.Key, c.Content))
 	}
 	return strings.Join(parts, "; ")

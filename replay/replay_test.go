@@ -281,7 +281,7 @@ func TestReplayComparesRunEnd(t *testing.T) {
 			}
 			for id, term := range ended {
 				var b strings.Builder
-				if err := replay.Export(&b, id, journal.FileSource(path), nil); err != nil {
+				if err := replay.Export(&b, id, journal.FileSource(path), replay.Configs{}); err != nil {
 					t.Fatalf("export %s: %v", id, err)
 				}
 				if !strings.Contains(b.String(), fmt.Sprintf("t.eq(r.termination, %q)", term)) {
@@ -388,7 +388,7 @@ func TestExportRefusesAnAbandonedRun(t *testing.T) {
 	}
 	src := records(recs)
 	var out strings.Builder
-	err := replay.Export(&out, "r1", src, nil)
+	err := replay.Export(&out, "r1", src, replay.Configs{})
 	if errs.CodeOf(err) != errs.JournalInvalid || !strings.Contains(err.Error(), "abandoned") {
 		t.Fatalf("Export of an abandoned run: %v, wrote %q", err, out.String())
 	}
@@ -518,12 +518,12 @@ func TestExportRefusesARunWithACwd(t *testing.T) {
 	}
 	src := records(recs)
 	var out strings.Builder
-	err := replay.Export(&out, "r1", src, nil)
+	err := replay.Export(&out, "r1", src, replay.Configs{})
 	if errs.CodeOf(err) != errs.JournalInvalid || !strings.Contains(err.Error(), "agent's hooks") {
 		t.Fatalf("Export of a run with a cwd: %v, wrote %q", err, out.String())
 	}
 	recs[1].Input.Cwd, recs[2].Input.Cwd = "", ""
-	if err := replay.Export(&out, "r1", src, nil); err != nil {
+	if err := replay.Export(&out, "r1", src, replay.Configs{}); err != nil {
 		t.Fatalf("Export of the run without one: %v", err)
 	}
 }
@@ -577,8 +577,137 @@ func TestReplayStopsAtARecordTheWriterShortened(t *testing.T) {
 		t.Errorf("the report does not warn of the shortened record:\n%s", text.String())
 	}
 	var out strings.Builder
-	err := replay.Export(&out, cut.rec.RunID, src, nil)
+	err := replay.Export(&out, cut.rec.RunID, src, replay.Configs{})
 	if errs.CodeOf(err) != errs.JournalInvalid || !strings.Contains(err.Error(), "left out the input of its after_inference record") {
 		t.Fatalf("Export of the run: %v, wrote %q", err, out.String())
+	}
+}
+
+// Context messages are placed in a target by priority: a candidate that
+// reorders a target's messages changes what the agent reads, which is a
+// flip; one whose priorities only reorder messages of different targets
+// changes nothing the agent sees.
+func TestReplayComparesContextOrder(t *testing.T) {
+	cfg, jdir := project(t, "order-a", "")
+	recordRuns(t, cfg)
+	if rep := replayWith(t, cfg, "order-a", jdir); len(rep.Flips) != 0 {
+		t.Fatalf("the same plugins: flips %v", kinds(rep))
+	}
+	if rep := replayWith(t, cfg, "order-c", jdir); len(rep.Flips) != 0 {
+		t.Fatalf("a suffix message alone in its place, its priority changed: flips %v", kinds(rep))
+	}
+	rep := replayWith(t, cfg, "order-b", jdir)
+	if len(rep.Flips) != 4 || rep.Flips[0].Kind != replay.ContextChanged || rep.Flips[0].From == rep.Flips[0].To {
+		t.Fatalf("two system messages swapped: flips %v, first %+v", kinds(rep), rep.Flips)
+	}
+}
+
+// Replaying through a runtime that audits (dev replays the journal through
+// the generation it just loaded, audit sink and all) must not write the
+// audit log: its records would read as decisions enforced a second time,
+// some of them never enforced at all.
+func TestReplayWritesNoAuditRecords(t *testing.T) {
+	cfg, jdir := project(t, "v1", "[audit]\npath = \"audit.jsonl\"\n[plugins.audit]\n")
+	auditFile := filepath.Join(filepath.Dir(cfg), "audit.jsonl")
+	recordRuns(t, cfg)
+	lines := func() int {
+		b, err := os.ReadFile(auditFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(b), "\n")
+	}
+	before := lines()
+	if before == 0 {
+		t.Fatal("the recorded runs wrote no audit records")
+	}
+	ctx := context.Background()
+	h, err := host.Open(ctx, host.Options{ConfigPath: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := h.Acquire()
+	rep, err := replay.Run(ctx, g.Runtime, []string{jdir}, replay.Options{})
+	g.Release()
+	if err != nil || rep.Runs != 4 || len(rep.Flips) != 0 {
+		t.Fatalf("replay: %v, %d runs, flips %v", err, rep.Runs, kinds(rep))
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := lines(); after != before {
+		t.Fatalf("replay wrote %d audit records", after-before)
+	}
+}
+
+// A shadow's disagreement is journaled beside the run's records, with the
+// phase it was about: export reads the run's own records only, so a
+// disagreement at run_start does not take the place of the run's start
+// (its conversation).
+func TestExportIgnoresShadowRecords(t *testing.T) {
+	msgs := []model.Message{{Role: model.RoleUser, Content: "hello there"}}
+	recs := []*journal.Record{
+		{Rec: journal.KindRun, RunID: "r1", Format: 1},
+		{Rec: journal.KindPhase, RunID: "r1", Phase: journal.RunStart, Input: &journal.Input{Messages: msgs}},
+		{Rec: journal.KindShadow, RunID: "r1", Phase: journal.RunStart, Shadow: &journal.Flip{Kind: replay.TerminationChanged}},
+		{Rec: journal.KindPhase, RunID: "r1", Phase: journal.RunEnd, Input: &journal.Input{}},
+		{Rec: journal.KindEnd, RunID: "r1", Termination: "natural"},
+	}
+	var out strings.Builder
+	if err := replay.Export(&out, "r1", records(recs), replay.Configs{}); err != nil || !strings.Contains(out.String(), "hello there") {
+		t.Fatalf("Export of a run with shadow records: %v\n%s", err, out.String())
+	}
+}
+
+// A masked field inside a list of the arguments is masked in the journal
+// as one outside is: a candidate that reads it decides on the mask, which
+// replay reports apart, not as a flip.
+func TestReplayReportsMaskedReadsInAListApart(t *testing.T) {
+	cfg, jdir := project(t, "v1", `mask = ["password"]`)
+	ctx := context.Background()
+	h, err := host.Open(ctx, host.Options{ConfigPath: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := read("c1", "README.md")
+	c.Args["creds"] = []any{map[string]any{"user": "ann", "password": "hunter2"}}
+	g := h.Acquire()
+	res, err := g.Runtime.Run(ctx, run.Request{Prompt: "read", Model: scripted.New([]scripted.Turn{
+		{ToolCalls: []model.ToolCall{c}}, {Text: "done"}})})
+	g.Release()
+	if err != nil || res.Termination != "natural" {
+		t.Fatalf("recording: %v %s", err, res.Termination)
+	}
+	h.Close()
+	rep := replayWith(t, cfg, "reads-listed-password", jdir)
+	if len(rep.Flips) != 1 || rep.Flips[0].Kind != replay.ReadsMasked || rep.Flips[0].CallID != "c1" {
+		t.Fatalf("flips: %+v", rep.Flips)
+	}
+}
+
+// Each value replay puts in a masked field's place is tried on the
+// recorded arguments: a candidate that decides the same on the masked
+// value and on a string in its place (both long) but otherwise on another
+// kind of value reads the masked field, which is reported apart.
+func TestReplayProbesEveryValueInAMaskedFieldsPlace(t *testing.T) {
+	cfg, jdir := project(t, "v1", `mask = ["password"]`)
+	ctx := context.Background()
+	h, err := host.Open(ctx, host.Options{ConfigPath: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := read("c1", "README.md")
+	c.Args["password"] = "abc"
+	g := h.Acquire()
+	res, err := g.Runtime.Run(ctx, run.Request{Prompt: "read", Model: scripted.New([]scripted.Turn{
+		{ToolCalls: []model.ToolCall{c}}, {Text: "done"}})})
+	g.Release()
+	if err != nil || res.Termination != "natural" {
+		t.Fatalf("recording: %v %s", err, res.Termination)
+	}
+	h.Close()
+	rep := replayWith(t, cfg, "reads-password-length", jdir)
+	if len(rep.Flips) != 1 || rep.Flips[0].Kind != replay.ReadsMasked || rep.Flips[0].CallID != "c1" {
+		t.Fatalf("flips: %+v", rep.Flips)
 	}
 }

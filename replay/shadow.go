@@ -63,7 +63,12 @@ type Shadow struct {
 	// may forget them (maxLost) without their later records being driven
 	// with a phase missing, which would be a false disagreement.
 	newlyLost []string
-	busy      bool // the loop is replaying records it took
+	// unfollowAll: more runs were lost at once than newlyLost holds
+	// (maxLost; a candidate stuck for long), so the loop stops following
+	// every run instead, which bounds what a stuck candidate makes the
+	// shadow hold.
+	unfollowAll bool
+	busy        bool // the loop is replaying records it took
 	// maxQueue and maxLost: maxShadowQueue and maxShadowRuns (tests
 	// lower them).
 	maxQueue, maxLost int
@@ -107,21 +112,37 @@ func (sh *Shadow) Record(rec *journal.Record) {
 	if sh.closed {
 		return
 	}
+	end := rec.Rec == journal.KindEnd
+	lost := sh.lost[rec.RunID]
+	if end {
+		delete(sh.lost, rec.RunID) // no record of the run comes after it
+	}
 	switch {
-	case rec.Rec == journal.KindEnd:
-		// Always queued (it is small): it releases what the run holds.
-		delete(sh.lost, rec.RunID)
-	case sh.lost[rec.RunID]:
+	case lost && end:
+		// The loop stops following the run (newlyLost): its end has
+		// nothing left to release.
+		return
+	case lost:
 		sh.dropped.Add(1)
 		return
 	case len(sh.queue) >= sh.maxQueue:
-		if len(sh.lost) >= sh.maxLost {
-			// Runs that never ended: the loop stopped following them
-			// (newlyLost), so their later records are ignored there.
-			clear(sh.lost)
+		// Not queued even when it is an end: the loop releases the run
+		// all the same (newlyLost), and the queue stays bounded while
+		// the candidate is stuck.
+		if !end {
+			if len(sh.lost) >= sh.maxLost {
+				// Runs that never ended: the loop stopped following
+				// them (newlyLost), so their later records are ignored
+				// there.
+				clear(sh.lost)
+			}
+			sh.lost[rec.RunID] = true
 		}
-		sh.lost[rec.RunID] = true
-		sh.newlyLost = append(sh.newlyLost, rec.RunID)
+		if len(sh.newlyLost) >= sh.maxLost {
+			sh.newlyLost, sh.unfollowAll = sh.newlyLost[:0], true
+		} else if !sh.unfollowAll {
+			sh.newlyLost = append(sh.newlyLost, rec.RunID)
+		}
 		sh.dropped.Add(1)
 		return
 	}
@@ -145,6 +166,8 @@ func (sh *Shadow) loop() {
 		}
 		batch, sh.queue = sh.queue, batch[:0]
 		lost, sh.newlyLost = sh.newlyLost, lost[:0]
+		all := sh.unfollowAll
+		sh.unfollowAll = false
 		sh.busy = len(batch) > 0
 		closed := sh.closed
 		sh.qmu.Unlock()
@@ -156,6 +179,11 @@ func (sh *Shadow) loop() {
 		// before the drop, and the next batch none of the run's.
 		for _, id := range lost {
 			sh.unfollow(id)
+		}
+		if all {
+			for id := range sh.runs {
+				sh.unfollow(id)
+			}
 		}
 		if len(batch) == 0 {
 			if closed {

@@ -94,7 +94,8 @@ func (s *Session) journalStart(o StartOptions, err error) {
 	}
 	s.rt.journal.Record(&journal.Record{Rec: journal.KindRun, Format: journal.Format, RunID: s.info.ID,
 		ThreadID: s.info.ThreadID, Agent: s.info.AgentID, TS: s.now,
-		Generation: &journal.Generation{ID: s.rt.generation, Hash: s.rt.hash}, Plugins: s.rt.PluginOrder(s.info.AgentID)})
+		Generation: &journal.Generation{ID: s.rt.generation, Hash: s.rt.hash}, ConfigHash: s.rt.configHash,
+		Plugins: s.rt.PluginOrder(s.info.AgentID)})
 	s.journalPhase(journal.RunStart, err, func(sl *journal.Slot) {
 		sl.In.Messages, sl.In.Tools, sl.In.Thread = o.Messages, o.Tools, &journal.Thread{Values: s.thread.Values}
 	})

@@ -85,6 +85,10 @@ type Runtime struct {
 	hash    string
 	// bundle is the published bundle the plugins came from ("": none).
 	bundle string
+	// noAudit: the runs' runtime.audit records are dropped (WithoutAudit).
+	noAudit bool
+	// configHash names the configuration (WithConfigHash).
+	configHash string
 	// offers keeps the names of the last tool list offered (offerNames).
 	offers *offerCache
 }
@@ -151,6 +155,19 @@ func WithMaxHistorySize(n int) Option {
 // WithGeneration names the plugin generation runs report.
 func WithGeneration(id string) Option {
 	return func(r *Runtime) error { r.generation = id; return nil }
+}
+
+// WithConfigHash names the configuration the runtime was built from (its
+// hash), which a journal's run header records (config_hash).
+func WithConfigHash(hash string) Option {
+	return func(r *Runtime) error { r.configHash = hash; return nil }
+}
+
+// WithoutAudit drops the runs' runtime.audit records: replay and shadow
+// runtimes (Derive) share the engine, and with it the enforced host's
+// audit sink, but decide nothing that is enforced.
+func WithoutAudit() Option {
+	return func(r *Runtime) error { r.noAudit = true; return nil }
 }
 
 // WithBundle names the published plugin bundle the runtime's plugins were

@@ -343,7 +343,7 @@ func (s *Session) open(threadValues, runValues map[string]any, rev uint64) error
 		s.thread.Aside[m.Key] = m.Value
 	}
 	x, err := s.rt.eng.Exec(engine.ExecConfig{Store: st, View: s.agent.view, Configs: s.agent.Configs,
-		Events: s.events, Log: s.rt.log, OnEffect: s.onEffect})
+		Events: s.events, Log: s.rt.log, OnEffect: s.onEffect, NoAudit: s.rt.noAudit})
 	if err != nil {
 		return err
 	}

@@ -232,3 +232,22 @@ func TestJournalNotRecordedYet(t *testing.T) {
 		t.Errorf("verify %s: exit %d (want %d): %s", missing, code, exitUsage, errOut)
 	}
 }
+
+// A configuration without [journal] path gives replay and journal no
+// journal to read: the error has its code, as every other journal error
+// does, and says what to do.
+func TestJournalNotConfiguredHasACode(t *testing.T) {
+	_, cfg := journalProject(t)
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(cfg, []byte(strings.Replace(string(b), "[journal]\npath = \"journal\"\n", "", 1)), 0o644)
+	for _, args := range [][]string{{"replay"}, {"journal", "verify"}, {"journal", "export", "run_x"}} {
+		code, _, errOut := awaken(t, "", append([]string{"--config", cfg}, args...)...)
+		if code != exitUsage || !strings.Contains(errOut, "journal_invalid: the configuration has no [journal] path") ||
+			!strings.Contains(errOut, "set [journal] path") {
+			t.Errorf("%v: exit %d (want %d), stderr %q", args, code, exitUsage, errOut)
+		}
+	}
+}

@@ -206,7 +206,7 @@ func journalSource(e *env, paths []string) (namedSource, func() (int, []journal.
 		return namedSource{journal.Lines(each), "the PostgreSQL journal"}, verify, s.Close, nil
 	}
 	if cfg.Journal.Path == "" {
-		return namedSource{}, nil, nil, fmt.Errorf("the configuration has no [journal] path; give the journal's directory or files, or set [journal] path and record some runs first")
+		return namedSource{}, nil, nil, errs.New(errs.JournalInvalid, "the configuration has no [journal] path; give the journal's directory or files, or set [journal] path and record some runs first")
 	}
 	dir := []string{cfg.Path(cfg.Journal.Path)}
 	if _, err := os.Stat(dir[0]); errors.Is(err, fs.ErrNotExist) {
@@ -283,9 +283,9 @@ func cmdJournal(e *env) int {
 		fmt.Fprintf(e.stdout, "ok: %d records, every link holds\n", n)
 		return exitOK
 	}
-	var configs map[string]any
+	configs := replay.Configs{Warn: e.stderr}
 	if cfg, err := projectConfig(e); err == nil {
-		configs = cfg.Plugins
+		configs.Tables, configs.Hash = cfg.PluginTables, cfg.Hash
 	}
 	// The test is made in memory and the file written only once it is
 	// whole: a failed export leaves -o's file as it was (an existing test

@@ -371,3 +371,56 @@ func TestExportOffersABlockedTool(t *testing.T) {
 	record(t, cfg, "read both")
 	exportAndTest(t, dir, cfg)
 }
+
+// A run of an agent with a [plugins.<id>] table of its own ran under that
+// table: the exported test configures the plugin with it, not with the
+// project-wide one, or it fails against the plugins that made it.
+func TestExportUsesTheAgentsPluginConfig(t *testing.T) {
+	toml := strings.Replace(journalToml, "[plugins.policy]", "[agents.default.plugins.policy]\ndeny = [\"notes.txt\"]\n[plugins.policy]", 1)
+	dir := project(t, toml, map[string]string{
+		"scenario.toml": journalScenario, "scripts/policy.lua": policyV1,
+		"ws/README.md": "readme", "ws/notes.txt": "notes",
+	})
+	cfg := filepath.Join(dir, "awaken.toml")
+	record(t, cfg, "read both")
+	var blocked bool
+	journal.Read([]string{filepath.Join(dir, "journal")}, func(_ journal.Pos, r *journal.Record) error {
+		for _, d := range r.Decisions {
+			blocked = blocked || d.Decision.String() == "block"
+		}
+		return nil
+	})
+	if !blocked {
+		t.Fatal("the agent's own policy table did not block notes.txt in the recorded run")
+	}
+	exportAndTest(t, dir, cfg)
+}
+
+// The journal does not keep the configuration a run ran under, only its
+// hash (config_hash): export configures the plugins with the tables as
+// they are now, and says so when the configuration changed since the run,
+// whose recorded decisions the test then asserts against another one.
+func TestExportWarnsOfAConfigurationChangedSinceTheRun(t *testing.T) {
+	dir, cfg := journalProject(t)
+	record(t, cfg, "read both")
+	var runID, hash string
+	journal.Read([]string{filepath.Join(dir, "journal")}, func(_ journal.Pos, r *journal.Record) error {
+		if r.Rec == journal.KindRun {
+			runID, hash = r.RunID, r.ConfigHash
+		}
+		return nil
+	})
+	if len(hash) != 64 {
+		t.Fatalf("the run header's config_hash is %q, want the configuration's SHA-256", hash)
+	}
+	if code, out, errOut := awaken(t, "", "--config", cfg, "journal", "export", runID); code != exitOK || strings.Contains(errOut+out, "configuration changed") {
+		t.Fatalf("export, same configuration: exit %d: %s\n%s", code, errOut, out)
+	}
+	b, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, []byte(strings.Replace(string(b), `deny = ["secret.txt"]`, `deny = ["secret.txt", "notes.txt"]`, 1)), 0o644)
+	code, out, errOut := awaken(t, "", "--config", cfg, "journal", "export", runID)
+	if code != exitOK || !strings.Contains(errOut, "warning: the configuration changed since run "+runID) ||
+		!strings.Contains(out, "-- warning: the configuration changed since run "+runID) {
+		t.Fatalf("export, changed configuration: exit %d: %s\n%s", code, errOut, out)
+	}
+}

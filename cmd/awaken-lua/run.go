@@ -54,7 +54,19 @@ func cmdRun(e *env) int {
 	if err != nil {
 		return e.fail(err, configCode(err))
 	}
-	defer h.Close()
+	defer func() {
+		// run's log is quiet unless asked: the writer's own report of
+		// records it could not write would reach nobody.
+		err := h.Close()
+		if n := h.JournalLost(); n > 0 {
+			why := plural(int(n), "record", "records") + " lost"
+			if err != nil {
+				why = err.Error() // with the count
+			}
+			fmt.Fprintf(e.stderr, "warning: the journal did not record this run whole: %s; "+
+				"make room on the journal's disk or fix the permissions of [journal] path, or replay and export will not see the run as it was\n", why)
+		}
+	}()
 	g := h.Acquire()
 	defer g.Release()
 	m, err := g.Model()
