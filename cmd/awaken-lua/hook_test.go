@@ -733,8 +733,12 @@ func localProject(t *testing.T, policy string) string {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
+	// A hook's budget far above the default 100 ms: the tests run up to
+	// 16 processes at once on the race detector, where a hook can take
+	// longer than that, and its timeout would deny the call (fail closed)
+	// for a reason that is not the one under test.
 	cfg := "plugin_dir = " + quote(policy) + "\n\n[store]\nkind = \"file\"\npath = \"state\"\n\n[audit]\npath = \"\"\n\n" +
-		"[agents.default]\nplugins = [\"reference\"]\ntools = []\n"
+		"[runtime]\nhook_timeout = \"10s\"\n\n[agents.default]\nplugins = [\"reference\"]\ntools = []\n"
 	if err := os.WriteFile(filepath.Join(work, "awaken.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -36,12 +36,18 @@ func TestHookLocalJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := localProject(t, policy)
-	f, err := os.OpenFile(filepath.Join(work, "awaken.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	cfg := filepath.Join(work, "awaken.toml")
+	src, err = os.ReadFile(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString("\n[runtime]\nticket_timeout = \"1ms\"\n\n[journal]\npath = \"journal\"\n")
-	f.Close()
+	patched := strings.Replace(string(src), "[runtime]\n", "[runtime]\nticket_timeout = \"1ms\"\n", 1) + "\n[journal]\npath = \"journal\"\n"
+	if patched == string(src)+"\n[journal]\npath = \"journal\"\n" {
+		t.Fatal("localProject's configuration has no [runtime] table to patch")
+	}
+	if err := os.WriteFile(cfg, []byte(patched), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	late := `{"session_id":"s2","cwd":"/tmp","hook_event_name":"%s","tool_name":"Bash","tool_input":{"command":"git push origin main"},"tool_use_id":"toolu_push"%s}`
 	bodies := [][]byte{
 		[]byte(fmt.Sprintf(late, "PreToolUse", "")),
