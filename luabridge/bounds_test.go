@@ -328,6 +328,47 @@ func TestLongArithmeticIsRefused(t *testing.T) {
 	}
 }
 
+// gopher-lua compiles a nested expression by recursion, a Go frame or more
+// a level, so a file of a million nested tables or calls overflowed the
+// goroutine's stack: a fatal error that no recover stops, killing the
+// process that loaded it. Its scopes cost the compiler time that grows
+// with their depth: each block it leaves and each name it resolves walks
+// every enclosing one. Such a file is refused before it is compiled, with
+// the line of the nesting; ordinary nesting loads.
+func TestDeepNestingIsRefused(t *testing.T) {
+	const n = 1000000
+	tests := []struct {
+		name, src string
+		want      string // "" loads
+	}{
+		{"nested tables", "local x = " + strings.Repeat("{", n) + strings.Repeat("}", n), "scripts/x.lua:3"},
+		{"chained calls", "local f\nlocal x = f" + strings.Repeat("()", n), "scripts/x.lua:4"},
+		{"nested length", "local x = " + strings.Repeat("#", 2*n) + "{}", "scripts/x.lua:3"},
+		{"nested blocks", strings.Repeat("do ", 250000) + strings.Repeat("end ", 250000), "scripts/x.lua:3"},
+		{"names deep in functions", strings.Repeat("local function f()\n", 1000) + strings.Repeat("g()\n", 300000) + strings.Repeat("end\n", 1000), "scripts/x.lua:"},
+		{"a long chain", "local a\nlocal x = a" + strings.Repeat(" and a", 5000), ""},
+		{"ordinary nesting", strings.Repeat("if p then local a = 1\n", 100) + strings.Repeat("a = a + 1\n", 20000) + strings.Repeat("end\n", 100), ""},
+		{"a large file of functions", strings.Repeat("do local function f(a, b) if a then for i = 1, 2 do b = {a, {b, {i}}} end end return f(b, a) end end\n", 20000), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := within(t, 20*time.Second, func() error {
+				_, err := load(t, map[string]string{"x.lua": head + tc.src + "\nreturn p"})
+				return err
+			})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("%.300v", err)
+				}
+				return
+			}
+			if !errors.Is(err, errs.PluginLoadFailed) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nest") {
+				t.Fatalf("err = %.300v", err)
+			}
+		})
+	}
+}
+
 // The default hook budget is 100ms: a plugin that sets none is stopped
 // after 100ms, not before and not much later.
 func TestDefaultHookBudget(t *testing.T) {

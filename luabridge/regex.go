@@ -26,8 +26,12 @@ import (
 // as if the subject started there: ^ matches at init. A pattern longer
 // than 64 KiB, one that does not compile, or one whose program would be
 // too large raises (with the caller's file:line). The subject is any
-// string (strings are bounded by the 16 MiB limit); a long one is matched
-// in pieces that look at the call's deadline, so the hook budget stops it.
+// string (strings are bounded by the 16 MiB limit). Matching costs the
+// subject's length times the pattern's instructions, and times its groups
+// (each thread of the matcher carries their positions), so a subject is
+// matched in pieces sized by that cost that look at the call's deadline
+// between them: the hook budget stops a long subject and a large pattern
+// alike. A pattern whose cost for one byte would pass a piece raises.
 
 const (
 	// regexMaxPattern bounds the source of a pattern.
@@ -42,6 +46,11 @@ const (
 	// regexPiece is how much of a subject is read between two looks at
 	// the deadline; a shorter subject is matched at once.
 	regexPiece = 64 << 10
+	// regexWork bounds the matching work between two looks at the
+	// deadline, in units of one instruction stepped over one byte, plus
+	// one sixteenth for each group whose positions the step copies (a
+	// unit is under a nanosecond: about 10 ms).
+	regexWork = 1 << 24
 )
 
 // regexpCache is a generation's compiled patterns, least recently used
@@ -57,14 +66,17 @@ type regexEntry struct {
 	pattern string
 	re      *regexp.Regexp
 	size    int
+	// piece is how many bytes of a subject are matched between two looks
+	// at the deadline.
+	piece int
 }
 
 // compile returns the compiled pattern, from the cache when it is there.
-func (c *regexpCache) compile(pattern string) (*regexp.Regexp, error) {
+func (c *regexpCache) compile(pattern string) (*regexEntry, error) {
 	c.mu.Lock()
 	if e, ok := c.byPat[pattern]; ok {
 		c.lru.MoveToFront(e)
-		re := e.Value.(*regexEntry).re
+		re := e.Value.(*regexEntry)
 		c.mu.Unlock()
 		return re, nil
 	}
@@ -73,22 +85,27 @@ func (c *regexpCache) compile(pattern string) (*regexp.Regexp, error) {
 	if err != nil {
 		return nil, err
 	}
+	perByte := size * (16 + re.NumSubexp())
+	if perByte > regexWork {
+		return nil, fmt.Errorf("the pattern is too costly to match: %d instructions and %d groups", size, re.NumSubexp())
+	}
+	entry := &regexEntry{pattern: pattern, re: re, size: size, piece: min(regexPiece, regexWork/perByte)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.byPat[pattern]; ok {
-		return re, nil // compiled meanwhile by another state
+	if e, ok := c.byPat[pattern]; ok {
+		return e.Value.(*regexEntry), nil // compiled meanwhile by another state
 	}
 	if c.byPat == nil {
 		c.byPat = map[string]*list.Element{}
 	}
-	c.byPat[pattern] = c.lru.PushFront(&regexEntry{pattern: pattern, re: re, size: size})
+	c.byPat[pattern] = c.lru.PushFront(entry)
 	c.size += size
 	for c.lru.Len() > regexCacheMax || (c.size > regexCacheMaxProgram && c.lru.Len() > 1) {
 		old := c.lru.Remove(c.lru.Back()).(*regexEntry)
 		delete(c.byPat, old.pattern)
 		c.size -= old.size
 	}
-	return re, nil
+	return entry, nil
 }
 
 // compileRegex compiles a pattern within the limits; the error is the
@@ -138,26 +155,27 @@ func programSize(re *syntax.Regexp) int {
 }
 
 // pattern compiles argument n, raising on a bad pattern.
-func (inst *instance) pattern(L *lua.LState, fn string) *regexp.Regexp {
-	re, err := inst.p.gen.regexps.compile(L.CheckString(1))
+func (inst *instance) pattern(L *lua.LState, fn string) *regexEntry {
+	e, err := inst.p.gen.regexps.compile(L.CheckString(1))
 	if err != nil {
 		L.RaiseError("awaken.regex.%s: %v", fn, err)
 	}
-	if re.NumSubexp()+2 > maxResults {
-		L.RaiseError("awaken.regex.%s: the pattern has %d groups, over the limit of %d", fn, re.NumSubexp(), maxResults-2)
+	if e.re.NumSubexp()+2 > maxResults {
+		L.RaiseError("awaken.regex.%s: the pattern has %d groups, over the limit of %d", fn, e.re.NumSubexp(), maxResults-2)
 	}
-	return re
+	return e
 }
 
-// submatch finds the leftmost match of re in s: the byte offsets of the
-// match and of each group (-1 for one that took no part), or nil. A long
-// subject is read through a reader that stops at the call's deadline.
-func submatch(L *lua.LState, re *regexp.Regexp, s string) []int {
-	if len(s) <= regexPiece {
-		return re.FindStringSubmatchIndex(s)
+// submatch finds the leftmost match of the pattern in s: the byte offsets
+// of the match and of each group (-1 for one that took no part), or nil. A
+// subject longer than the pattern's piece is read through a reader that
+// stops at the call's deadline.
+func submatch(L *lua.LState, e *regexEntry, s string) []int {
+	if len(s) <= e.piece {
+		return e.re.FindStringSubmatchIndex(s)
 	}
-	r := &deadlineReader{L: L, s: s}
-	loc := re.FindReaderSubmatchIndex(r)
+	r := &deadlineReader{L: L, s: s, piece: e.piece}
+	loc := e.re.FindReaderSubmatchIndex(r)
 	if r.stopped {
 		checkDone(L)
 	}
@@ -169,6 +187,7 @@ func submatch(L *lua.LState, re *regexp.Regexp, s string) []int {
 type deadlineReader struct {
 	L       *lua.LState
 	s       string
+	piece   int
 	i, next int
 	stopped bool
 }
@@ -182,7 +201,7 @@ func (r *deadlineReader) ReadRune() (rune, int, error) {
 			r.stopped = true
 			return 0, 0, io.EOF
 		}
-		r.next = r.i + regexPiece
+		r.next = r.i + r.piece
 	}
 	c, n := rune(r.s[r.i]), 1
 	if c >= utf8.RuneSelf {
@@ -209,7 +228,7 @@ func pushGroups(L *lua.LState, s string, loc []int, first int) int {
 
 // regexFind is awaken.regex.find(pattern, s [, init]).
 func (inst *instance) regexFind(L *lua.LState) int {
-	re := inst.pattern(L, "find")
+	e := inst.pattern(L, "find")
 	s := L.CheckString(2)
 	init := L.OptInt(3, 1)
 	if init < 0 {
@@ -222,7 +241,7 @@ func (inst *instance) regexFind(L *lua.LState) int {
 		return 1
 	}
 	off := init - 1
-	loc := submatch(L, re, s[off:])
+	loc := submatch(L, e, s[off:])
 	if loc == nil {
 		L.Push(lua.LNil)
 		return 1
@@ -234,9 +253,9 @@ func (inst *instance) regexFind(L *lua.LState) int {
 
 // regexMatch is awaken.regex.match(pattern, s).
 func (inst *instance) regexMatch(L *lua.LState) int {
-	re := inst.pattern(L, "match")
+	e := inst.pattern(L, "match")
 	s := L.CheckString(2)
-	loc := submatch(L, re, s)
+	loc := submatch(L, e, s)
 	if loc == nil {
 		L.Push(lua.LNil)
 		return 1

@@ -26,7 +26,16 @@ const concatName = "awaken concat"
 // to compile (see foldWork).
 func rewriteConcat(chunk []ast.Stmt, name string) ([]ast.Stmt, error) {
 	r := rewriter{}
-	r.stmts(chunk)
+	r.block(chunk)
+	if r.deepLine > 0 {
+		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: name, Line: r.deepLine},
+			Msg: fmt.Sprintf("this code nests more than %d levels deep, too deep to compile: split it with local variables or functions", maxNesting)}
+	}
+	if r.scopeLine > 0 {
+		return nil, &errs.Error{Code: errs.PluginLoadFailed, Pos: errs.Pos{File: name, Line: r.scopeLine},
+			Msg: "the blocks and functions of this file nest too deep to compile in reasonable time " +
+				"(each name is looked up through every block around it, and each block's end walks them): flatten the nesting here"}
+	}
 	if r.foldWork > maxFoldWork {
 		msg := fmt.Sprintf("this expression has %d arithmetic operators, too many to compile in reasonable time "+
 			"(the time grows with the square of the operators in one expression): split it with local variables", r.worstSize)
@@ -66,12 +75,68 @@ func rewriteConcat(chunk []ast.Stmt, name string) ([]ast.Stmt, error) {
 // file may have) loads; one expression may have about 8,000 operators.
 const maxFoldWork = 1 << 25
 
+// maxNesting bounds how deep blocks and expressions nest. gopher-lua
+// compiles them by recursion, a kilobyte of stack or so a level, and a
+// goroutine whose stack passes its limit (a million nested tables in a
+// 2 MiB file) is a fatal error, not a panic: the process ends.
+const maxNesting = 1 << 14
+
+// maxScopeWork bounds the steps gopher-lua's compiler takes to resolve
+// names and close blocks: about half a second. Each name is looked up
+// through every enclosing block and the locals declared there, up through
+// the enclosing functions, and each block's end counts the locals around
+// it, so deep nesting costs the depth times what it holds (250,000 nested
+// do blocks: minutes). Like the arithmetic, it is counted before compiling.
+const maxScopeWork = 1 << 25
+
 type rewriter struct {
 	changed, indexed bool
 	// foldWork is what compiling the chunk's arithmetic will cost, in
 	// nodes constant folding visits; worstLine and worstSize are the line
 	// and the operators of the expression that costs the most.
 	foldWork, worstWork, worstLine, worstSize int
+	// depth is the nesting where the walk is, and deepLine the line where
+	// it first passed maxNesting (0 while it has not). scope is what
+	// looking up a name costs there (the enclosing blocks and their
+	// locals), scopeWork the sum of such costs so far, and scopeLine the
+	// line where that passed maxScopeWork.
+	depth, deepLine             int
+	scope, scopeWork, scopeLine int
+}
+
+// enter counts one level of nesting at line; it reports false, and the
+// walk goes no deeper, past maxNesting.
+func (r *rewriter) enter(line int) bool {
+	r.depth++
+	if r.depth > maxNesting {
+		if r.deepLine == 0 {
+			r.deepLine = max(line, 1)
+		}
+		return false
+	}
+	return true
+}
+
+// resolve counts the compiler's work for a name, or a block's end, at line.
+func (r *rewriter) resolve(line int) {
+	r.scopeWork += r.scope
+	if r.scopeWork > maxScopeWork && r.scopeLine == 0 {
+		r.scopeLine = max(line, 1)
+	}
+}
+
+// block walks the statements of a block that declares locals (a
+// function's parameters, a loop's variables) before them.
+func (r *rewriter) block(ss []ast.Stmt, locals ...string) {
+	saved := r.scope
+	r.scope += 1 + len(locals)
+	r.stmts(ss)
+	line := 0
+	if len(ss) > 0 {
+		line = ss[len(ss)-1].LastLine()
+	}
+	r.resolve(line)
+	r.scope = saved
 }
 
 // foldCost is what constant folding costs for an expression: size is
@@ -169,36 +234,41 @@ func multipleAssign(a *ast.AssignStmt) *ast.DoBlockStmt {
 }
 
 func (r *rewriter) stmt(s ast.Stmt) {
+	defer func() { r.depth-- }()
+	if !r.enter(s.Line()) {
+		return
+	}
 	switch x := s.(type) {
 	case *ast.AssignStmt:
 		r.exprs(x.Lhs)
 		r.exprs(x.Rhs)
 	case *ast.LocalAssignStmt:
 		r.exprs(x.Exprs)
+		r.scope += len(x.Names)
 	case *ast.FuncCallStmt:
 		x.Expr = r.expr(x.Expr)
 	case *ast.DoBlockStmt:
-		r.stmts(x.Stmts)
+		r.block(x.Stmts)
 	case *ast.WhileStmt:
 		x.Condition = r.expr(x.Condition)
-		r.stmts(x.Stmts)
+		r.block(x.Stmts)
 	case *ast.RepeatStmt:
 		x.Condition = r.expr(x.Condition)
-		r.stmts(x.Stmts)
+		r.block(x.Stmts)
 	case *ast.IfStmt:
 		x.Condition = r.expr(x.Condition)
-		r.stmts(x.Then)
-		r.stmts(x.Else)
+		r.block(x.Then)
+		r.block(x.Else)
 	case *ast.NumberForStmt:
 		x.Init = r.expr(x.Init)
 		x.Limit = r.expr(x.Limit)
 		if x.Step != nil {
 			x.Step = r.expr(x.Step)
 		}
-		r.stmts(x.Stmts)
+		r.block(x.Stmts, x.Name, "(for index)", "(for limit)", "(for step)")
 	case *ast.GenericForStmt:
 		r.exprs(x.Exprs)
-		r.stmts(x.Stmts)
+		r.block(x.Stmts, append(x.Names, "(for generator)", "(for state)", "(for control)")...)
 	case *ast.FuncDefStmt:
 		if x.Name != nil {
 			x.Name.Func = r.expr(x.Name.Func)
@@ -206,10 +276,22 @@ func (r *rewriter) stmt(s ast.Stmt) {
 				x.Name.Receiver = r.expr(x.Name.Receiver)
 			}
 		}
-		r.stmts(x.Func.Stmts)
+		r.function(x.Func)
 	case *ast.ReturnStmt:
 		r.exprs(x.Exprs)
 	}
+}
+
+// function walks a function's body, its parameters declared in it.
+func (r *rewriter) function(f *ast.FunctionExpr) {
+	var params []string
+	if f.ParList != nil {
+		params = f.ParList.Names
+		if f.ParList.HasVargs {
+			params = append(params, "arg")
+		}
+	}
+	r.block(f.Stmts, params...)
 }
 
 func (r *rewriter) exprs(es []ast.Expr) {
@@ -219,9 +301,16 @@ func (r *rewriter) exprs(es []ast.Expr) {
 }
 
 func (r *rewriter) expr(e ast.Expr) ast.Expr {
-	switch x := e.(type) {
-	case nil:
+	if e == nil {
 		return nil
+	}
+	defer func() { r.depth-- }()
+	if !r.enter(e.Line()) {
+		return e
+	}
+	switch x := e.(type) {
+	case *ast.IdentExpr:
+		r.resolve(x.Line())
 	case *ast.StringConcatOpExpr:
 		var parts []ast.Expr
 		var flatten func(e ast.Expr)
@@ -285,7 +374,7 @@ func (r *rewriter) expr(e ast.Expr) ast.Expr {
 	case *ast.UnaryLenOpExpr:
 		x.Expr = r.expr(x.Expr)
 	case *ast.FunctionExpr:
-		r.stmts(x.Stmts)
+		r.function(x)
 	}
 	return e
 }
