@@ -301,6 +301,16 @@ func (p *parser) check() {
 		p.failAt(p.atFirst(key(sk, "max_threads"), sk), "store.max_threads",
 			`applies to the memory store only: the %s store keeps every thread on disk, so there is nothing to bound; remove max_threads, or set kind = "memory"`, c.Store.Kind)
 	}
+	// Only the PostgreSQL store reads these: set for another kind they
+	// would be ignored, and the user would believe them in force.
+	if sk := (toml.Key{"store"}); c.Store.Publish && c.Store.Kind != StorePostgres {
+		p.failAt(p.atFirst(key(sk, "publish"), sk), "store.publish",
+			`applies to the PostgreSQL store only: replicas share bundles through its database; set kind = "postgres", or remove publish`)
+	}
+	if sk := (toml.Key{"store"}); p.at(key(sk, "max_conns")).Line > 0 && c.Store.Kind != StorePostgres {
+		p.failAt(p.atFirst(key(sk, "max_conns"), sk), "store.max_conns",
+			`applies to the PostgreSQL store only: it bounds the connections to its database; set kind = "postgres", or remove max_conns`)
+	}
 	if sk := (toml.Key{"server"}); p.at(key(sk, "hook_agent")).Line > 0 && c.Agents[c.Server.HookAgent] == nil {
 		ids := make([]string, 0, len(c.Agents))
 		for id := range c.Agents {

@@ -74,7 +74,7 @@ func (c *Config) Render() string {
 	}
 	w.kv("path", quoteString(c.Store.Path))
 	w.kv("dsn_env", quoteString(c.Store.DSNEnv))
-	if c.Store.MaxConns > 0 {
+	if c.Store.MaxConns > 0 && c.Store.Kind == StorePostgres { // the other stores refuse it
 		w.kv("max_conns", itoa(c.Store.MaxConns))
 	} else { // 0 does not parse: it is pgx's own default
 		w.line("# max_conns: pgx's default, the larger of 4 and the number of CPUs")
