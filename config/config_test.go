@@ -568,3 +568,36 @@ func TestStorePostgresOnlyKeys(t *testing.T) {
 		t.Fatalf("%v\n%s", err, c.Render())
 	}
 }
+
+// TestShadowConfigNeedsPluginDir: [shadow] config names the candidate's
+// configuration; without plugin_dir there is no candidate and it would be
+// ignored, so it is refused at its line.
+func TestShadowConfigNeedsPluginDir(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		toml string
+		err  string // "" when it parses
+	}{
+		{"both", "[shadow]\nplugin_dir = \"candidate\"\nconfig = \"candidate.toml\"\n", ""},
+		{"empty config alone", "[shadow]\nconfig = \"\"\n", ""},
+		{"config alone", "[shadow]\n\nconfig = \"candidate.toml\"\n",
+			"awaken.toml:3: config_invalid: shadow.config: names the candidate's configuration, but no candidate is set; " +
+				"add plugin_dir = \"candidate\" (the candidate's plugin directory), or remove config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.toml), "awaken.toml")
+			if tc.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := Parse([]byte(c.Render()), ""); err != nil {
+					t.Fatalf("the effective config does not read back: %v\n%s", err, c.Render())
+				}
+				return
+			}
+			if err == nil || errs.CodeOf(err) != errs.ConfigInvalid || !strings.HasPrefix(err.Error(), tc.err) {
+				t.Fatalf("error = %v\nwant %s", err, tc.err)
+			}
+		})
+	}
+}

@@ -329,6 +329,12 @@ func (p *parser) check() {
 		p.failAt(p.atFirst(key(jk, "path"), jk), "journal.path",
 			`applies to the file journal only: kind = "postgres" keeps the journal in the database, so no file is written there; remove path, or set kind = "file"`)
 	}
+	// Without plugin_dir there is no candidate to read config: serve
+	// would ignore it, and the user would believe a shadow is running.
+	if shk := (toml.Key{"shadow"}); c.Shadow.Config != "" && c.Shadow.PluginDir == "" {
+		p.failAt(p.atFirst(key(shk, "config"), shk), "shadow.config",
+			`names the candidate's configuration, but no candidate is set; add plugin_dir = "candidate" (the candidate's plugin directory), or remove config`)
+	}
 	if rk := (toml.Key{"runtime"}); c.Runtime.MaxValueSize > c.Runtime.MaxStateSize {
 		p.failAt(p.atFirst(key(rk, "max_value_size"), key(rk, "max_state_size"), rk), "runtime.max_value_size",
 			"%s is larger than max_state_size (%s), which bounds the whole state; lower max_value_size or raise max_state_size",
