@@ -22,7 +22,11 @@ import (
 func cmdDev(e *env) int {
 	fs := e.flags("dev")
 	logger := e.logFlags(fs, nil)
-	if _, err := parse(fs, e.args); err != nil {
+	args, err := parse(fs, e.args)
+	if err != nil {
+		return exitUsage
+	}
+	if !e.noArgs("dev", "works on", args) {
 		return exitUsage
 	}
 	log, err := logger()
