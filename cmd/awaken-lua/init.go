@@ -38,6 +38,12 @@ func cmdInit(e *env) int {
 	if len(args) == 1 {
 		dir = args[0]
 	}
+	if dir == "" {
+		// An unset variable in a script, `init "$DIR"`: writing into the
+		// current directory instead would surprise.
+		fmt.Fprintln(e.stderr, `awaken-lua init: DIR is empty; name the directory to make the project in, such as awaken-lua init myproject (or "." for this one)`)
+		return exitUsage
+	}
 	files := map[string][]byte{}
 	err = fs.WalkDir(initProject, "initproject", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
