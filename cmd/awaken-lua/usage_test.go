@@ -39,3 +39,15 @@ func TestCommandsRefuseStrayArguments(t *testing.T) {
 		t.Errorf("version: exit %d, stdout %q", code, out)
 	}
 }
+
+// TestEvalEmptyTool: eval "" is bad usage (exit 2) that says what to
+// give; it ran the gate and failed with the sidecar's bad_request about
+// "tools[0]", exit 1, as if a plugin had refused the call.
+func TestEvalEmptyTool(t *testing.T) {
+	dir := project(t, "", map[string]string{"scripts/ask.lua": gatePlugin})
+	code, out, errOut := awaken(t, "", "--config", filepath.Join(dir, "awaken.toml"), "eval", "", "{}")
+	const want = "config_invalid: TOOL is empty; name the tool of the call, such as: awaken-lua eval fs_read '{\"path\": \".env\"}'\n"
+	if code != exitUsage || out != "" || errOut != want {
+		t.Fatalf("eval \"\": exit %d, stdout %q, stderr %q (want %q)", code, out, errOut, want)
+	}
+}
