@@ -47,6 +47,8 @@
 package config
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -286,9 +288,30 @@ func Load(path string) (*Config, error) {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, errs.Wrap(errs.ConfigInvalid, err, "cannot read the configuration file").At(errs.Pos{File: path})
+		return nil, ReadError(path, err)
 	}
 	return Parse(data, path)
+}
+
+// ReadError is the error for a configuration file that cannot be read. A
+// link to a file that is not there is named as one: "no such file" about
+// a name ls shows would puzzle.
+func ReadError(path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		if target, lerr := os.Readlink(path); lerr == nil {
+			return errs.New(errs.ConfigInvalid, "cannot read the configuration file: %s is a link to %s, which does not exist; fix the link, or replace it with the file",
+				path, target).At(errs.Pos{File: path})
+		}
+	}
+	return errs.Wrap(errs.ConfigInvalid, err, "cannot read the configuration file").At(errs.Pos{File: path})
+}
+
+// Here reports whether the current directory has an awaken.toml (name),
+// a link to a file that is not there included: that is the project's
+// configuration, which must fail to load rather than be taken for none.
+func Here(name string) bool {
+	_, err := os.Lstat(name)
+	return err == nil
 }
 
 // Parse parses awaken.toml's content; file names it in errors and sets

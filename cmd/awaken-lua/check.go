@@ -36,7 +36,7 @@ func cmdCheck(e *env) int {
 	defer cleanup()
 	path := e.config
 	if path == "" {
-		if _, err := os.Stat(host.DefaultConfig); err == nil {
+		if config.Here(host.DefaultConfig) {
 			path = host.DefaultConfig
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -46,8 +45,7 @@ func cmdDev(e *env) int {
 		// appears, and "0 plugins" with the test runner's complaint
 		// about a missing scripts/ would send a newcomer looking there.
 		d.noConfig = func() bool {
-			_, err := os.Stat(host.DefaultConfig)
-			return err != nil
+			return !config.Here(host.DefaultConfig)
 		}
 	}
 	d.print(h.Status())

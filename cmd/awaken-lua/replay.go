@@ -151,7 +151,7 @@ func checkDirFlag(flag, dir, what string) error {
 func projectConfig(e *env) (*config.Config, error) {
 	path := e.config
 	if path == "" {
-		if _, err := os.Stat(host.DefaultConfig); err == nil {
+		if config.Here(host.DefaultConfig) {
 			path = host.DefaultConfig
 		}
 	}
