@@ -99,8 +99,24 @@ func cmdInit(e *env) int {
 	}
 	cd := ""
 	if dir != "." {
-		cd = "cd " + dir + " && "
+		cd = "cd " + shellQuote(dir) + " && "
 	}
 	fmt.Fprintf(e.stdout, "\nnext: %sawaken-lua test && awaken-lua run \"tidy up\"  (then edit scripts/policy.lua under awaken-lua dev)\n", cd)
 	return exitOK
+}
+
+// shellQuote quotes s as a POSIX shell reads it, unless it needs no
+// quoting: the "next:" line is pasted into a shell.
+func shellQuote(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./@%+=:,-", r)) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

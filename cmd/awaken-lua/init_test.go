@@ -19,3 +19,20 @@ func TestInitEmptyDir(t *testing.T) {
 		t.Fatalf("init \"\" wrote %v", left)
 	}
 }
+
+// TestInitNextLineQuotesTheDir: the "next:" line is a command to paste, so
+// a directory with a space (or a quote) is quoted as a shell reads it;
+// "cd my project && ..." changed into the wrong directory.
+func TestInitNextLineQuotesTheDir(t *testing.T) {
+	wd := t.TempDir()
+	for _, tc := range []struct{ dir, cd string }{
+		{"my project", `cd 'my project' && awaken-lua test`},
+		{"it's", `cd 'it'\''s' && awaken-lua test`},
+		{"plain-dir_1.x", `cd plain-dir_1.x && awaken-lua test`},
+	} {
+		out, errOut, code := runChild(t, wd, nil, nil, "init", tc.dir)
+		if code != exitOK || !strings.Contains(out, "\nnext: "+tc.cd) {
+			t.Errorf("init %q: exit %d, stdout %q, stderr %q (want %q)", tc.dir, code, out, errOut, tc.cd)
+		}
+	}
+}
