@@ -48,6 +48,7 @@ package config
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -286,11 +287,34 @@ func Load(path string) (*Config, error) {
 	if path == "" {
 		return Default(), nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path)
+}
+
+// MaxFileSize bounds a configuration file: a path that names something
+// else (a log, /dev/zero) must fail, not fill memory.
+const MaxFileSize = 16 * MiB
+
+// ReadFile reads a configuration file of at most MaxFileSize bytes; its
+// errors are config_invalid at the file.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, ReadError(path, err)
 	}
-	return Parse(data, path)
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, int64(MaxFileSize)+1))
+	if err != nil {
+		return nil, ReadError(path, err)
+	}
+	if len(data) > int(MaxFileSize) {
+		return nil, errs.New(errs.ConfigInvalid, "cannot read the configuration file: it is larger than %s, which no awaken.toml needs; check that --config names the project's awaken.toml",
+			MaxFileSize).At(errs.Pos{File: path})
+	}
+	return data, nil
 }
 
 // ReadError is the error for a configuration file that cannot be read. A

@@ -362,9 +362,9 @@ func (h *Host) readConfigData() (*config.Config, []byte, error) {
 		path = DefaultConfig
 	}
 	// config.Load, keeping the bytes.
-	data, err := os.ReadFile(path)
+	data, err := config.ReadFile(path)
 	if err != nil {
-		return nil, nil, config.ReadError(path, err)
+		return nil, nil, err
 	}
 	c, err := config.Parse(data, path)
 	if err != nil {

@@ -34,3 +34,28 @@ func TestDanglingConfigLink(t *testing.T) {
 		}
 	}
 }
+
+// TestHugeConfigFile: --config naming a huge file is a configuration
+// error, never an out-of-memory crash with a stack trace.
+func TestHugeConfigFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "awaken.toml")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 1<<30); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	const want = "config_invalid: cannot read the configuration file: it is larger than 16MiB"
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--config", path, "check"}, exitFailed},
+		{[]string{"--config", path, "run", "hi"}, exitUsage},
+	} {
+		out, errOut, code := runChild(t, "", nil, nil, tc.args...)
+		if code != tc.code || strings.Contains(errOut, "goroutine") || !strings.Contains(out+errOut, want) {
+			t.Errorf("%v: exit %d (want %d), stdout %q, stderr %.300q", tc.args, code, tc.code, out, errOut)
+		}
+	}
+}
