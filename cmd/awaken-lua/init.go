@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/awaken-lua/awaken-lua/stdlib"
 )
@@ -73,9 +74,18 @@ func cmdInit(e *env) int {
 	}
 	var exist []string
 	for name := range files {
+		// A file where init makes a directory (scripts, types) is in the
+		// way as much as a file init writes.
+		for d := path.Dir(name); d != "."; d = path.Dir(d) {
+			if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(d))); err == nil && !st.IsDir() {
+				if e := d + " (a file, where init makes a directory)"; !slices.Contains(exist, e) {
+					exist = append(exist, e)
+				}
+			}
+		}
 		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(name))); err == nil {
 			exist = append(exist, name)
-		} else if !errors.Is(err, fs.ErrNotExist) {
+		} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			fmt.Fprintf(e.stderr, "awaken-lua init: %v\n", err)
 			return exitFailed
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -34,5 +35,23 @@ func TestInitNextLineQuotesTheDir(t *testing.T) {
 		if code != exitOK || !strings.Contains(out, "\nnext: "+tc.cd) {
 			t.Errorf("init %q: exit %d, stdout %q, stderr %q (want %q)", tc.dir, code, out, errOut, tc.cd)
 		}
+	}
+}
+
+// TestInitFileInTheWay: a file where init makes a directory (scripts, a
+// file) is named as in the way, as an existing file is, and nothing is
+// written; it said "stat DIR/scripts/policy.lua: not a directory".
+func TestInitFileInTheWay(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "scripts"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runChild(t, "", nil, nil, "init", dir)
+	want := "awaken-lua init: " + dir + " already has scripts (a file, where init makes a directory); nothing was written (init a new directory, or move them away)\n"
+	if code != exitFailed || out != "" || errOut != want {
+		t.Fatalf("init: exit %d, stdout %q, stderr %q (want %q)", code, out, errOut, want)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 {
+		t.Fatalf("init wrote beside the file: %v", left)
 	}
 }
