@@ -47,6 +47,9 @@
 package config
 
 import (
+	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -292,11 +295,55 @@ func Load(path string) (*Config, error) {
 	if path == "" {
 		return Default(), nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
-		return nil, errs.Wrap(errs.ConfigInvalid, err, "cannot read the configuration file").At(errs.Pos{File: path})
+		return nil, err
 	}
 	return Parse(data, path)
+}
+
+// MaxFileSize bounds a configuration file: a path that names something
+// else (a log, /dev/zero) must fail, not fill memory.
+const MaxFileSize = 16 * MiB
+
+// ReadFile reads a configuration file of at most MaxFileSize bytes; its
+// errors are config_invalid at the file.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, ReadError(path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, int64(MaxFileSize)+1))
+	if err != nil {
+		return nil, ReadError(path, err)
+	}
+	if len(data) > int(MaxFileSize) {
+		return nil, errs.New(errs.ConfigInvalid, "cannot read the configuration file: it is larger than %s, which no awaken.toml needs; check that --config names the project's awaken.toml",
+			MaxFileSize).At(errs.Pos{File: path})
+	}
+	return data, nil
+}
+
+// ReadError is the error for a configuration file that cannot be read. A
+// link to a file that is not there is named as one: "no such file" about
+// a name ls shows would puzzle.
+func ReadError(path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		if target, lerr := os.Readlink(path); lerr == nil {
+			return errs.New(errs.ConfigInvalid, "cannot read the configuration file: %s is a link to %s, which does not exist; fix the link, or replace it with the file",
+				path, target).At(errs.Pos{File: path})
+		}
+	}
+	return errs.Wrap(errs.ConfigInvalid, err, "cannot read the configuration file").At(errs.Pos{File: path})
+}
+
+// Here reports whether the current directory has an awaken.toml (name),
+// a link to a file that is not there included: that is the project's
+// configuration, which must fail to load rather than be taken for none.
+func Here(name string) bool {
+	_, err := os.Lstat(name)
+	return err == nil
 }
 
 // Parse parses awaken.toml's content; file names it in errors and sets

@@ -525,3 +525,86 @@ func TestDurationsAndSizesAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestStorePostgresOnlyKeys: publish and max_conns do something only for
+// the PostgreSQL store; set for another kind they would be ignored, so the
+// file is refused at their line instead.
+func TestStorePostgresOnlyKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		toml string
+		err  string // "" when it parses
+	}{
+		{"postgres", "[store]\nkind = \"postgres\"\nmax_conns = 8\npublish = true\n", ""},
+		{"memory", "[store]\nkind = \"memory\"\n", ""},
+		{"publish false anywhere", "[store]\nkind = \"file\"\npublish = false\n", ""},
+		{"publish on memory", "[store]\npublish = true\n",
+			"awaken.toml:2: config_invalid: store.publish: applies to the PostgreSQL store only: replicas share bundles through its database; " +
+				"set kind = \"postgres\", or remove publish"},
+		{"publish on file", "[store]\nkind = \"file\"\n\npublish = true\n", "awaken.toml:4: config_invalid: store.publish: applies to the PostgreSQL store only"},
+		{"max_conns on memory", "[store]\nmax_conns = 8\n",
+			"awaken.toml:2: config_invalid: store.max_conns: applies to the PostgreSQL store only: it bounds the connections to its database; " +
+				"set kind = \"postgres\", or remove max_conns"},
+		{"max_conns before kind", "[store]\nmax_conns = 8\nkind = \"file\"\n", "awaken.toml:2: config_invalid: store.max_conns: applies to the PostgreSQL store only"},
+		{"postgres statement_timeout", "[store]\nkind = \"postgres\"\nstatement_timeout = \"30s\"\n", ""},
+		{"statement_timeout on file", "[store]\nkind = \"file\"\nstatement_timeout = \"30s\"\n",
+			"awaken.toml:3: config_invalid: store.statement_timeout: applies to the PostgreSQL store only: it bounds each statement its database runs; " +
+				"set kind = \"postgres\", or remove statement_timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.toml), "awaken.toml")
+			if tc.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := Parse([]byte(c.Render()), ""); err != nil {
+					t.Fatalf("the effective config does not read back: %v\n%s", err, c.Render())
+				}
+				return
+			}
+			if err == nil || errs.CodeOf(err) != errs.ConfigInvalid || !strings.HasPrefix(err.Error(), tc.err) {
+				t.Fatalf("error = %v\nwant %s", err, tc.err)
+			}
+		})
+	}
+	// A Config built in Go with max_conns on another store renders a file
+	// that reads back.
+	c := Default()
+	c.Store.MaxConns = 8
+	if _, err := Parse([]byte(c.Render()), ""); err != nil {
+		t.Fatalf("%v\n%s", err, c.Render())
+	}
+}
+
+// TestShadowConfigNeedsPluginDir: [shadow] config names the candidate's
+// configuration; without plugin_dir there is no candidate and it would be
+// ignored, so it is refused at its line.
+func TestShadowConfigNeedsPluginDir(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		toml string
+		err  string // "" when it parses
+	}{
+		{"both", "[shadow]\nplugin_dir = \"candidate\"\nconfig = \"candidate.toml\"\n", ""},
+		{"empty config alone", "[shadow]\nconfig = \"\"\n", ""},
+		{"config alone", "[shadow]\n\nconfig = \"candidate.toml\"\n",
+			"awaken.toml:3: config_invalid: shadow.config: names the candidate's configuration, but no candidate is set; " +
+				"add plugin_dir = \"candidate\" (the candidate's plugin directory), or remove config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.toml), "awaken.toml")
+			if tc.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := Parse([]byte(c.Render()), ""); err != nil {
+					t.Fatalf("the effective config does not read back: %v\n%s", err, c.Render())
+				}
+				return
+			}
+			if err == nil || errs.CodeOf(err) != errs.ConfigInvalid || !strings.HasPrefix(err.Error(), tc.err) {
+				t.Fatalf("error = %v\nwant %s", err, tc.err)
+			}
+		})
+	}
+}

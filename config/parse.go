@@ -306,6 +306,20 @@ func (p *parser) check() {
 		p.failAt(p.atFirst(key(sk, "max_threads"), sk), "store.max_threads",
 			`applies to the memory store only: the %s store keeps every thread on disk, so there is nothing to bound; remove max_threads, or set kind = "memory"`, c.Store.Kind)
 	}
+	// Only the PostgreSQL store reads these: set for another kind they
+	// would be ignored, and the user would believe them in force.
+	if sk := (toml.Key{"store"}); c.Store.Publish && c.Store.Kind != StorePostgres {
+		p.failAt(p.atFirst(key(sk, "publish"), sk), "store.publish",
+			`applies to the PostgreSQL store only: replicas share bundles through its database; set kind = "postgres", or remove publish`)
+	}
+	if sk := (toml.Key{"store"}); p.at(key(sk, "max_conns")).Line > 0 && c.Store.Kind != StorePostgres {
+		p.failAt(p.atFirst(key(sk, "max_conns"), sk), "store.max_conns",
+			`applies to the PostgreSQL store only: it bounds the connections to its database; set kind = "postgres", or remove max_conns`)
+	}
+	if sk := (toml.Key{"store"}); p.at(key(sk, "statement_timeout")).Line > 0 && c.Store.Kind != StorePostgres {
+		p.failAt(p.atFirst(key(sk, "statement_timeout"), sk), "store.statement_timeout",
+			`applies to the PostgreSQL store only: it bounds each statement its database runs; set kind = "postgres", or remove statement_timeout`)
+	}
 	if sk := (toml.Key{"server"}); p.at(key(sk, "hook_agent")).Line > 0 && c.Agents[c.Server.HookAgent] == nil {
 		ids := make([]string, 0, len(c.Agents))
 		for id := range c.Agents {
@@ -323,6 +337,12 @@ func (p *parser) check() {
 	if jk := (toml.Key{"journal"}); c.Journal.Kind == JournalPostgres && c.Journal.Path != "" {
 		p.failAt(p.atFirst(key(jk, "path"), jk), "journal.path",
 			`applies to the file journal only: kind = "postgres" keeps the journal in the database, so no file is written there; remove path, or set kind = "file"`)
+	}
+	// Without plugin_dir there is no candidate to read config: serve
+	// would ignore it, and the user would believe a shadow is running.
+	if shk := (toml.Key{"shadow"}); c.Shadow.Config != "" && c.Shadow.PluginDir == "" {
+		p.failAt(p.atFirst(key(shk, "config"), shk), "shadow.config",
+			`names the candidate's configuration, but no candidate is set; add plugin_dir = "candidate" (the candidate's plugin directory), or remove config`)
 	}
 	if rk := (toml.Key{"runtime"}); c.Runtime.MaxValueSize > c.Runtime.MaxStateSize {
 		p.failAt(p.atFirst(key(rk, "max_value_size"), key(rk, "max_state_size"), rk), "runtime.max_value_size",

@@ -74,12 +74,12 @@ func (c *Config) Render() string {
 	}
 	w.kv("path", quoteString(c.Store.Path))
 	w.kv("dsn_env", quoteString(c.Store.DSNEnv))
-	if c.Store.MaxConns > 0 {
+	if c.Store.MaxConns > 0 && c.Store.Kind == StorePostgres { // the other stores refuse it
 		w.kv("max_conns", itoa(c.Store.MaxConns))
 	} else { // 0 does not parse: it is pgx's own default
 		w.line("# max_conns: pgx's default, the larger of 4 and the number of CPUs")
 	}
-	if c.Store.StatementTimeout > 0 {
+	if c.Store.StatementTimeout > 0 && c.Store.Kind == StorePostgres { // the other stores refuse it
 		w.kv("statement_timeout", quoteString(c.Store.StatementTimeout.String()))
 	} else { // 0 does not parse: the store applies its default
 		w.line("# statement_timeout: the store's default, " + defaultStmtTimeout.String())

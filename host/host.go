@@ -266,7 +266,7 @@ func Open(ctx context.Context, o Options) (*Host, error) {
 	}
 	h.configPath = o.ConfigPath
 	if h.configPath == "" {
-		if _, err := os.Stat(DefaultConfig); err == nil {
+		if config.Here(DefaultConfig) {
 			h.configPath = DefaultConfig
 		}
 	}
@@ -350,7 +350,7 @@ func (h *Host) readConfigData() (*config.Config, []byte, error) {
 	if path == "" {
 		// Started without one: an awaken.toml made since (say, while dev
 		// runs) is the configuration from the next reload on.
-		if _, err := os.Stat(DefaultConfig); err != nil {
+		if !config.Here(DefaultConfig) {
 			c := config.Default()
 			wd, _ := os.Getwd()
 			c.Dir = wd
@@ -362,9 +362,9 @@ func (h *Host) readConfigData() (*config.Config, []byte, error) {
 		path = DefaultConfig
 	}
 	// config.Load, keeping the bytes.
-	data, err := os.ReadFile(path)
+	data, err := config.ReadFile(path)
 	if err != nil {
-		return nil, nil, errs.Wrap(errs.ConfigInvalid, err, "cannot read the configuration file").At(errs.Pos{File: path})
+		return nil, nil, err
 	}
 	c, err := config.Parse(data, path)
 	if err != nil {

@@ -21,7 +21,11 @@ import (
 func cmdCheck(e *env) int {
 	fs := e.flags("check")
 	showConfig := fs.Bool("config-only", false, "print only the effective configuration")
-	if _, err := parse(fs, e.args); err != nil {
+	args, err := parse(fs, e.args)
+	if err != nil {
+		return exitUsage
+	}
+	if !e.noArgs("check", "checks", args) {
 		return exitUsage
 	}
 	cleanup, err := e.useDefault("check")
@@ -32,7 +36,7 @@ func cmdCheck(e *env) int {
 	defer cleanup()
 	path := e.config
 	if path == "" {
-		if _, err := os.Stat(host.DefaultConfig); err == nil {
+		if config.Here(host.DefaultConfig) {
 			path = host.DefaultConfig
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -22,7 +21,11 @@ import (
 func cmdDev(e *env) int {
 	fs := e.flags("dev")
 	logger := e.logFlags(fs, nil)
-	if _, err := parse(fs, e.args); err != nil {
+	args, err := parse(fs, e.args)
+	if err != nil {
+		return exitUsage
+	}
+	if !e.noArgs("dev", "works on", args) {
 		return exitUsage
 	}
 	log, err := logger()
@@ -42,8 +45,7 @@ func cmdDev(e *env) int {
 		// appears, and "0 plugins" with the test runner's complaint
 		// about a missing scripts/ would send a newcomer looking there.
 		d.noConfig = func() bool {
-			_, err := os.Stat(host.DefaultConfig)
-			return err != nil
+			return !config.Here(host.DefaultConfig)
 		}
 	}
 	d.print(h.Status())

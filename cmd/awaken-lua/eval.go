@@ -35,6 +35,11 @@ func cmdEval(e *env) int {
 		fmt.Fprintln(e.stderr, `usage: awaken-lua eval [--agent ID] [--thread ID] [--cwd DIR] [--json] TOOL [ARGS-JSON], such as: awaken-lua eval fs_read '{"path": ".env"}'`)
 		return exitUsage
 	}
+	if args[0] == "" {
+		// The gate would refuse the nameless call as a sidecar request
+		// (bad_request, exit 1), as if a plugin had decided.
+		return e.fail(errs.New(errs.ConfigInvalid, `TOOL is empty; name the tool of the call, such as: awaken-lua eval fs_read '{"path": ".env"}'`), exitUsage)
+	}
 	call := model.ToolCall{ID: "eval_1", Name: args[0], Args: map[string]any{}}
 	if len(args) == 2 {
 		var raw any

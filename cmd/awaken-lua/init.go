@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/awaken-lua/awaken-lua/stdlib"
 )
@@ -37,6 +38,12 @@ func cmdInit(e *env) int {
 	dir := "."
 	if len(args) == 1 {
 		dir = args[0]
+	}
+	if dir == "" {
+		// An unset variable in a script, `init "$DIR"`: writing into the
+		// current directory instead would surprise.
+		fmt.Fprintln(e.stderr, `awaken-lua init: DIR is empty; name the directory to make the project in, such as awaken-lua init myproject (or "." for this one)`)
+		return exitUsage
 	}
 	files := map[string][]byte{}
 	err = fs.WalkDir(initProject, "initproject", func(p string, d fs.DirEntry, err error) error {
@@ -67,9 +74,18 @@ func cmdInit(e *env) int {
 	}
 	var exist []string
 	for name := range files {
+		// A file where init makes a directory (scripts, types) is in the
+		// way as much as a file init writes.
+		for d := path.Dir(name); d != "."; d = path.Dir(d) {
+			if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(d))); err == nil && !st.IsDir() {
+				if e := d + " (a file, where init makes a directory)"; !slices.Contains(exist, e) {
+					exist = append(exist, e)
+				}
+			}
+		}
 		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(name))); err == nil {
 			exist = append(exist, name)
-		} else if !errors.Is(err, fs.ErrNotExist) {
+		} else if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			fmt.Fprintf(e.stderr, "awaken-lua init: %v\n", err)
 			return exitFailed
 		}
@@ -93,8 +109,24 @@ func cmdInit(e *env) int {
 	}
 	cd := ""
 	if dir != "." {
-		cd = "cd " + dir + " && "
+		cd = "cd " + shellQuote(dir) + " && "
 	}
 	fmt.Fprintf(e.stdout, "\nnext: %sawaken-lua test && awaken-lua run \"tidy up\"  (then edit scripts/policy.lua under awaken-lua dev)\n", cd)
 	return exitOK
+}
+
+// shellQuote quotes s as a POSIX shell reads it, unless it needs no
+// quoting: the "next:" line is pasted into a shell.
+func shellQuote(s string) string {
+	plain := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./@%+=:,-", r)) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -29,8 +29,8 @@ func cmdInstall(e *env) int {
 	scope := fs.String("scope", "project", "project, local (claude-code only) or user: the settings file, see below")
 	useHTTP := fs.Bool("http", false, "claude-code: install HTTP hooks instead of the command hook (Claude Code runs HTTP hooks fail-open: a sidecar that is down lets tools run)")
 	uninstall := fs.Bool("uninstall", false, "remove awaken-lua's hooks instead")
-	command := fs.String("command", "", "the command hook to install (default \"awaken-lua hook --agent AGENT\")")
-	hookURL := fs.String("url", "", "the HTTP hook's address with --http (default "+agentsettings.DefaultURL+")")
+	command := fs.String("command", "", "the command hook to install (default \"awaken-lua hook --agent AGENT\"; not for copilot)")
+	hookURL := fs.String("url", "", "claude-code --http: the HTTP hook's address (default "+agentsettings.DefaultURL+")")
 	args, err := parse(fs, e.args)
 	if err != nil {
 		return exitUsage
@@ -57,6 +57,19 @@ func cmdInstall(e *env) int {
 		s = agentsettings.User
 	default:
 		fmt.Fprintf(e.stderr, "awaken-lua install: --scope is project, local or user, not %q\n", *scope)
+		return exitUsage
+	}
+	// Flags the install would not use are refused rather than dropped:
+	// the user would believe the hooks call the address or command given.
+	switch {
+	case *hookURL != "" && agent != "claude-code":
+		fmt.Fprintf(e.stderr, "awaken-lua install %s: --url is the address of Claude Code's HTTP hooks; %s runs the command hook, so leave --url out\n", agent, agent)
+		return exitUsage
+	case *hookURL != "" && !*useHTTP:
+		fmt.Fprintln(e.stderr, "awaken-lua install claude-code: --url is the address of the HTTP hooks; add --http, or leave --url out")
+		return exitUsage
+	case *command != "" && agent == "copilot":
+		fmt.Fprintln(e.stderr, "awaken-lua install copilot: --command is not used for Copilot CLI, whose hook file runs awaken-lua hook --agent copilot per event; leave --command out")
 		return exitUsage
 	}
 	wd, err := os.Getwd()

@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -314,4 +315,21 @@ func (e *env) logFlags(fs *flag.FlagSet, verbose *bool) func() (*slog.Logger, er
 		}
 		return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: lv})), nil
 	}
+}
+
+// noArgs refuses the positional arguments of a command that takes none:
+// `dev myproject` would otherwise work on the current directory. does says
+// what the command does with ./awaken.toml; a directory argument gets the
+// --config that names its project.
+func (e *env) noArgs(name, does string, args []string) bool {
+	if len(args) == 0 {
+		return true
+	}
+	cfg := "PATH"
+	if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() {
+		cfg = filepath.Join(args[0], "awaken.toml")
+	}
+	fmt.Fprintf(e.stderr, "awaken-lua %s: unexpected argument %q; %s takes no arguments: it %s the project of ./awaken.toml, or give one with --config %s\n",
+		name, args[0], name, does, cfg)
+	return false
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	defaultproject "github.com/awaken-lua/awaken-lua"
+	"github.com/awaken-lua/awaken-lua/config"
 	"github.com/awaken-lua/awaken-lua/host"
 )
 
@@ -18,7 +19,7 @@ func (e *env) useDefault(command string) (cleanup func(), err error) {
 	if e.config != "" {
 		return func() {}, nil
 	}
-	if _, err := os.Stat(host.DefaultConfig); err == nil {
+	if config.Here(host.DefaultConfig) {
 		return func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "awaken-default-")

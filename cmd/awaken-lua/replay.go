@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -150,7 +151,7 @@ func checkDirFlag(flag, dir, what string) error {
 func projectConfig(e *env) (*config.Config, error) {
 	path := e.config
 	if path == "" {
-		if _, err := os.Stat(host.DefaultConfig); err == nil {
+		if config.Here(host.DefaultConfig) {
 			path = host.DefaultConfig
 		}
 	}
@@ -232,7 +233,8 @@ const journalMore = `Subcommands:
                             2 for a journal with no records or that cannot be read
   export RUN_ID [PATH...]   write a *_test.lua that replays the run in the
                             harness and asserts its decisions (-o FILE, default stdout);
-                            replay --json lists the run ids (run_ids)
+                            replay --json lists the run ids (run_ids); a FILE
+                            that holds something else is kept as FILE.<time>.bak
 PATH defaults to the configured [journal] path.`
 
 // cmdJournal verifies a journal or exports a run as a Lua test.
@@ -299,12 +301,69 @@ func cmdJournal(e *env) int {
 		fmt.Fprint(e.stdout, b.String())
 		return exitOK
 	}
+	kept, err := keepBackup(*out, []byte(b.String()), time.Now())
+	if err != nil {
+		fmt.Fprintf(e.stderr, "awaken-lua journal export: %v; nothing was written\n", err)
+		return exitUsage
+	}
 	if err := writeFileAtomic(*out, []byte(b.String())); err != nil {
+		if kept != "" {
+			os.Remove(kept) // the file is as it was
+		}
 		fmt.Fprintf(e.stderr, "awaken-lua journal export: %v; name a file in a directory that exists and can be written\n", err)
 		return exitUsage
 	}
+	if kept != "" {
+		fmt.Fprintf(e.stderr, "kept the old %s as %s\n", *out, kept)
+	}
 	fmt.Fprintf(e.stderr, "wrote %s: run it with awaken-lua test %s\n", *out, *out)
 	return exitOK
+}
+
+// keepBackup copies path to path.<UTC time>.bak (a new name each time)
+// when it holds something other than data, and returns the copy's name:
+// -o may name a file of the user's, such as a test they wrote. It returns
+// "" when there is nothing to keep: no file (or a directory, which
+// writeFileAtomic refuses), or the same bytes.
+func keepBackup(path string, data []byte, now time.Time) (string, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.IsDir()) {
+		return "", nil
+	}
+	var old []byte
+	if err == nil {
+		old, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("cannot read %s to keep a backup of it: %w", path, err)
+	}
+	if bytes.Equal(old, data) {
+		return "", nil
+	}
+	stamp := now.UTC().Format("20060102T150405Z")
+	for i := 1; i <= 100; i++ {
+		name := fmt.Sprintf("%s.%s.bak", path, stamp)
+		if i > 1 {
+			name = fmt.Sprintf("%s.%s-%d.bak", path, stamp, i)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("cannot keep a backup of %s: %w", path, err)
+		}
+		_, werr := f.Write(old)
+		if err := f.Close(); werr == nil {
+			werr = err
+		}
+		if werr != nil {
+			os.Remove(name)
+			return "", fmt.Errorf("cannot keep a backup of %s: %w", path, werr)
+		}
+		return name, nil
+	}
+	return "", fmt.Errorf("cannot keep a backup of %s: 100 backups of it this second already", path)
 }
 
 // writeFileAtomic writes data to path through a temporary file in its

@@ -97,7 +97,7 @@ func cmdTest(e *env) int {
 
 func loadConfig(path string) (*config.Config, error) {
 	if path == "" {
-		if _, err := os.Stat(host.DefaultConfig); err != nil {
+		if !config.Here(host.DefaultConfig) {
 			c := config.Default()
 			c.Dir, _ = os.Getwd()
 			return c, nil

@@ -9,6 +9,14 @@ import (
 var version = ""
 
 func cmdVersion(e *env) int {
+	args, err := parse(e.flags("version"), e.args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(args) > 0 {
+		fmt.Fprintf(e.stderr, "awaken-lua version: unexpected argument %q\n", args[0])
+		return exitUsage
+	}
 	v := version
 	if v == "" {
 		v = "devel"

@@ -3,6 +3,7 @@ package scripted
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"regexp"
 	"strconv"
@@ -61,11 +62,23 @@ var expected = map[string]string{
 	"turns.usage.total_tokens":      "an integer",
 }
 
+// MaxScriptSize bounds a script file: a path that names something else
+// (a log, /dev/zero) must fail, not fill memory.
+const MaxScriptSize = 64 << 20
+
 // Load reads and parses a script file; errors carry the path.
 func Load(path string) ([]Turn, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, errs.Wrap(errs.ConfigInvalid, err, "cannot read the model script").At(errs.Pos{File: path})
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxScriptSize+1))
+	if err != nil {
+		return nil, errs.Wrap(errs.ConfigInvalid, err, "cannot read the model script").At(errs.Pos{File: path})
+	}
+	if len(data) > MaxScriptSize {
+		return nil, errs.New(errs.ConfigInvalid, "cannot read the model script: it is larger than 64 MiB; check that it names the script of turns").At(errs.Pos{File: path})
 	}
 	return Parse(data, path)
 }
