@@ -354,9 +354,9 @@ func (lr *logRecord) value() map[string]any {
 func (lr *logRecord) appendBody(b []byte) ([]byte, bool) {
 	// One pass counts the fields, one appends them. (A shared helper
 	// taking fill as a func value would put both builders on the heap.)
-	count := recordBuilder{limit: lr.limit}
+	count := recordBuilder{limit: lr.limit, nosize: true}
 	lr.fill(&count)
-	r := recordBuilder{limit: lr.limit, enc: true, b: binary.AppendUvarint(append(b, tagObject), uint64(count.k))}
+	r := recordBuilder{limit: lr.limit, enc: true, nosize: true, b: binary.AppendUvarint(append(b, tagObject), uint64(count.k))}
 	lr.fill(&r)
 	return r.b, !r.bad
 }
@@ -378,6 +378,8 @@ type recordBuilder struct {
 	enc   bool
 	bad   bool
 	b     []byte
+	// nosize: count the fields (or append them) without measuring them.
+	nosize bool
 }
 
 // putStr appends the field k: v to b when encoding, without boxing v.
@@ -407,7 +409,9 @@ func (r *recordBuilder) str(k, v string) {
 	}
 	r.putStr(k, v)
 	r.k++
-	r.n += len(k) + 3 + value.StringSize(v)
+	if !r.nosize {
+		r.n += len(k) + 3 + value.StringSize(v)
+	}
 }
 
 func (r *recordBuilder) add(k string, v any) {
@@ -416,7 +420,9 @@ func (r *recordBuilder) add(k string, v any) {
 	}
 	r.put(k, v)
 	r.k++
-	r.n += len(k) + 3 + encodedLen(v, r.limit)
+	if !r.nosize {
+		r.n += len(k) + 3 + encodedLen(v, r.limit)
+	}
 }
 
 // num is add for a number, boxed only for the map.
@@ -428,7 +434,9 @@ func (r *recordBuilder) num(k string, v float64) {
 		r.b = binary.LittleEndian.AppendUint64(append(appendString(r.b, k), tagFloat), math.Float64bits(v))
 	}
 	r.k++
-	r.n += len(k) + 3 + value.NumberSize(v)
+	if !r.nosize {
+		r.n += len(k) + 3 + value.NumberSize(v)
+	}
 }
 
 // result adds a tool result as its Value() {status, data?, message?},
@@ -456,6 +464,9 @@ func (r *recordBuilder) result(res model.ToolResult) {
 		}
 	}
 	r.k++
+	if r.nosize {
+		return
+	}
 	n := len(`{"status":}`) + value.StringSize(res.Status)
 	if res.Data != nil {
 		n += len(`,"data":`) + encodedLen(res.Data, r.limit)

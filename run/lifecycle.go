@@ -83,9 +83,9 @@ func (r *runRecord) EncodedSize() int { return r.size }
 // appendBody appends Value() in the memory store's body form without
 // building it (see Session.freeze).
 func (r *runRecord) appendBody(b []byte) ([]byte, bool) {
-	count := recordBuilder{}
+	count := recordBuilder{nosize: true}
 	r.fill(&count)
-	e := recordBuilder{enc: true, b: binary.AppendUvarint(append(b, tagObject), uint64(count.k))}
+	e := recordBuilder{enc: true, nosize: true, b: binary.AppendUvarint(append(b, tagObject), uint64(count.k))}
 	r.fill(&e)
 	return e.b, !e.bad
 }
