@@ -294,7 +294,7 @@ func findHookTarget(e *env, flagURL string) (hookTarget, error) {
 	tokenEnv := "AWAKEN_TOKEN"
 	path := e.config
 	if path == "" {
-		if _, err := os.Stat(host.DefaultConfig); err == nil {
+		if config.Here(host.DefaultConfig) { // a dangling link too: Load says so
 			path = host.DefaultConfig
 		}
 	}
@@ -410,7 +410,7 @@ func hookLocal(ctx context.Context, e *env, agent, as, event string, body []byte
 func hookLocalEvent(ctx context.Context, e *env, agent, as, event string, body []byte) ([]byte, error) {
 	path := e.config
 	if path == "" {
-		if _, err := os.Stat(host.DefaultConfig); err != nil {
+		if !config.Here(host.DefaultConfig) { // a dangling link is here: Load says what is wrong
 			// Without a configuration no plugin would decide, and every
 			// call would go through: the agent may run the hook in a
 			// directory below the project's.

@@ -33,6 +33,13 @@ func TestDanglingConfigLink(t *testing.T) {
 			t.Errorf("%v: exit %d (want %d), stdout %q, stderr %q (want %q)", tc.args, code, tc.code, out, errOut, want)
 		}
 	}
+	// The command hook denies the call (exit 2) saying what is wrong with
+	// the link, not that it found no awaken.toml.
+	pre := []byte(`{"session_id":"s1","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t1"}`)
+	out, errOut, code := runChild(t, wd, nil, pre, "hook", "--local")
+	if code != 2 || !strings.Contains(errOut, want) {
+		t.Errorf("hook --local: exit %d (want 2), stdout %q, stderr %q (want %q)", code, out, errOut, want)
+	}
 }
 
 // TestHugeConfigFile: --config naming a huge file is a configuration
