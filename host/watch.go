@@ -179,20 +179,31 @@ func (h *Host) add(w *fsnotify.Watcher, watched map[string]bool, dir string) {
 }
 
 // addTree watches dir and every directory under it (fsnotify does not
-// recurse). dir may be a symbolic link to a directory (plugin_dir naming a
-// release's link): the trailing separator makes WalkDir walk what it
-// points at, under its own name, where WalkDir(dir) would stop at the link.
+// recurse); dir may be a link to a directory (plugin_dir naming a
+// release's link).
 func (h *Host) addTree(w *fsnotify.Watcher, watched map[string]bool, dir string) {
+	walkTree(dir, func(p string) { h.add(w, watched, p) }, nil)
+}
+
+// walkTree calls onDir with dir and every directory under it but hidden
+// ones, and onLink (when set) with every symbolic link in them. dir may
+// be a link to a directory: the trailing separator makes WalkDir walk what
+// it points at, under its own name, where WalkDir(dir) would stop at the
+// link.
+func walkTree(dir string, onDir, onLink func(p string)) {
 	_ = filepath.WalkDir(dir+string(filepath.Separator), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
 		p = filepath.Clean(p)
-		if d.IsDir() {
+		switch {
+		case d.IsDir():
 			if p != dir && strings.HasPrefix(d.Name(), ".") {
 				return fs.SkipDir
 			}
-			h.add(w, watched, p)
+			onDir(p)
+		case d.Type()&fs.ModeSymlink != 0 && onLink != nil:
+			onLink(p)
 		}
 		return nil
 	})
@@ -237,23 +248,11 @@ func (h *Host) followLinks(w *fsnotify.Watcher, watched, linked, linkDirs map[st
 		}
 	}
 	scan = func(dir string, depth int) {
-		_ = filepath.WalkDir(dir+string(filepath.Separator), func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
+		walkTree(dir, func(p string) {
+			if depth > 0 {
+				need[p] = true
 			}
-			p = filepath.Clean(p)
-			if d.IsDir() {
-				if p != dir && strings.HasPrefix(d.Name(), ".") {
-					return fs.SkipDir
-				}
-				if depth > 0 {
-					need[p] = true
-				}
-			} else if d.Type()&fs.ModeSymlink != 0 {
-				follow(p, depth)
-			}
-			return nil
-		})
+		}, func(p string) { follow(p, depth) })
 	}
 	follow(configFile, 0)
 	scan(pluginDir, 0)

@@ -613,29 +613,27 @@ func lostInTx(err error) bool {
 // idempotent), so that an error means the run is still stored: the
 // sidecar then keeps it, and a retried DELETE would find it gone.
 func (s *Store) DeleteRun(ctx context.Context, id string) error {
-	bctx, cancel := s.bound(ctx)
-	defer cancel()
-	err := deleteRun(bctx, s.pool, id)
-	if ambiguous(err) {
-		// The lost session may still hold the rows: the retry waits for
-		// it, by the statement timeout, on a deadline of its own.
-		again, cancel := s.bound(context.WithoutCancel(ctx))
-		defer cancel()
-		err = deleteRun(again, s.pool, id)
-	}
-	return err
+	return s.deleteTwice(ctx, func(ctx context.Context) error { return deleteRun(ctx, s.pool, id) })
 }
 
 // DeleteRunAt implements run.SeqDeleter. As DeleteRun, a delete whose
 // reply is lost is run again: at the same save it is idempotent too.
 func (s *Store) DeleteRunAt(ctx context.Context, id string, seq uint64) error {
+	return s.deleteTwice(ctx, func(ctx context.Context) error { return s.deleteRunAt(ctx, id, seq) })
+}
+
+// deleteTwice runs an idempotent delete, bounded, and once more when its
+// reply was lost.
+func (s *Store) deleteTwice(ctx context.Context, del func(context.Context) error) error {
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
-	err := s.deleteRunAt(bctx, id, seq)
+	err := del(bctx)
 	if ambiguous(err) {
+		// The lost session may still hold the rows: the retry waits for
+		// it, by the statement timeout, on a deadline of its own.
 		again, cancel := s.bound(context.WithoutCancel(ctx))
 		defer cancel()
-		err = s.deleteRunAt(again, id, seq)
+		err = del(again)
 	}
 	return err
 }
